@@ -1,0 +1,52 @@
+// kvsim: the command-line entry point; dispatches to one subcommand per file.
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace {
+
+using kv::cli::Command;
+
+const Command kCommands[] = {
+    {"ops", "the what-if shell of SEMANTICS.md: run an ops script against the KV-cache manager",
+     kv::cli::run_ops},
+};
+
+void usage(std::FILE* f) {
+  std::fprintf(f, "usage: kvsim <command> [options]   (kvsim <command> --help for its options)\n\n");
+  std::fprintf(f, "commands:\n");
+  for (const Command& c : kCommands) std::fprintf(f, "  %-10s %s\n", c.name, c.summary);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    usage(stderr);
+    return 2;
+  }
+  const std::string name = argv[1];
+  if (name == "--help" || name == "-h" || name == "help") {
+    usage(stdout);
+    return 0;
+  }
+  for (const Command& c : kCommands) {
+    if (name == c.name) {
+      std::string prog = std::string("kvsim ") + c.name;
+      argv[1] = prog.data();
+      try {
+        return c.run(argc - 1, argv + 1);
+      } catch (const std::exception& e) {
+        // Option parsing and library errors on bad input end here, never in a crash.
+        std::fprintf(stderr, "kvsim %s: %s\n", c.name, e.what());
+        return 2;
+      }
+    }
+  }
+  std::fprintf(stderr, "kvsim: unknown command '%s'\n\n", name.c_str());
+  usage(stderr);
+  return 2;
+}

@@ -1,0 +1,322 @@
+#include "cli/ops_interpreter.h"
+
+#include <charconv>
+#include <istream>
+#include <ostream>
+#include <set>
+
+namespace kv {
+namespace {
+
+std::vector<std::string_view> split_words(std::string_view line) {
+  std::vector<std::string_view> words;
+  std::size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r')) ++i;
+    std::size_t j = i;
+    while (j < line.size() && line[j] != ' ' && line[j] != '\t' && line[j] != '\r') ++j;
+    if (j > i) words.push_back(line.substr(i, j - i));
+    i = j;
+  }
+  return words;
+}
+
+// A non-negative decimal integer, the whole string.
+bool parse_nonneg(std::string_view s, std::int64_t* out) {
+  if (s.empty() || s.front() == '+' || s.front() == '-') return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+Status bad_int(std::string_view what, std::string_view text) {
+  return Status::error(std::string(what) + " must be a non-negative integer, got '" +
+                       std::string(text) + "'");
+}
+
+// key=value arguments after the positional ones; flags are keys with no '='.
+struct Args {
+  std::map<std::string, std::string, std::less<>> kv;
+  std::set<std::string, std::less<>> flags;
+};
+
+Status parse_args(const std::vector<std::string_view>& words, std::size_t first,
+                  const std::set<std::string_view>& keys, const std::set<std::string_view>& flags,
+                  Args* args) {
+  for (std::size_t i = first; i < words.size(); ++i) {
+    const std::string_view w = words[i];
+    const auto eq = w.find('=');
+    if (eq == std::string_view::npos) {
+      if (!flags.count(w)) return Status::error("unknown argument '" + std::string(w) + "'");
+      args->flags.emplace(w);
+      continue;
+    }
+    const std::string_view key = w.substr(0, eq);
+    if (!keys.count(key)) return Status::error("unknown argument '" + std::string(key) + "'");
+    if (!args->kv.emplace(std::string(key), std::string(w.substr(eq + 1))).second) {
+      return Status::error("argument '" + std::string(key) + "' given twice");
+    }
+  }
+  return {};
+}
+
+std::string join_ids(const std::vector<BlockId>& ids) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (i) s += ',';
+    s += std::to_string(ids[i]);
+  }
+  return s + "]";
+}
+
+Status on_off(const Args& a, const char* key, bool* out) {
+  auto it = a.kv.find(key);
+  if (it == a.kv.end()) return {};
+  if (it->second == "on") *out = true;
+  else if (it->second == "off") *out = false;
+  else return Status::error(std::string(key) + " must be on or off, got '" + it->second + "'");
+  return {};
+}
+
+}  // namespace
+
+StatusOr<std::vector<TokenId>> parse_token_spec(std::string_view spec) {
+  std::vector<TokenId> tokens;
+  if (spec.empty()) return Status::error("empty token list");
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    std::size_t comma = spec.find(',', start);
+    if (comma == std::string_view::npos) comma = spec.size();
+    const std::string_view item = spec.substr(start, comma - start);
+    if (item.empty()) return Status::error("empty item in token list '" + std::string(spec) + "'");
+    const auto star = item.find('*');
+    const auto colon = item.find(':');
+    std::int64_t a = 0, b = 0;
+    if (star != std::string_view::npos) {
+      if (!parse_nonneg(item.substr(0, star), &a)) return bad_int("token", item.substr(0, star));
+      if (!parse_nonneg(item.substr(star + 1), &b)) return bad_int("repeat count", item.substr(star + 1));
+      if (b > (1 << 24)) return Status::error("repeat count too large in '" + std::string(item) + "'");
+      tokens.insert(tokens.end(), static_cast<std::size_t>(b), a);
+    } else if (colon != std::string_view::npos) {
+      if (!parse_nonneg(item.substr(0, colon), &a)) return bad_int("range start", item.substr(0, colon));
+      if (!parse_nonneg(item.substr(colon + 1), &b)) return bad_int("range end", item.substr(colon + 1));
+      if (b < a) return Status::error("range '" + std::string(item) + "' ends before it starts");
+      if (b - a > (1 << 24)) return Status::error("range too large in '" + std::string(item) + "'");
+      for (std::int64_t t = a; t < b; ++t) tokens.push_back(t);
+    } else {
+      if (!parse_nonneg(item, &a)) return bad_int("token", item);
+      tokens.push_back(a);
+    }
+    start = comma + 1;
+  }
+  return tokens;
+}
+
+StatusOr<OpsInterpreter::OpsRequest*> OpsInterpreter::find(std::string_view id) {
+  auto it = requests_.find(id);
+  if (it == requests_.end()) return Status::error("unknown request '" + std::string(id) + "'");
+  return &it->second;
+}
+
+Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
+  Args a;
+  Status s = parse_args(words, 1,
+                        {"blocks", "block_size", "hash", "seed", "free_order", "caching", "eagle",
+                         "max_model_len"},
+                        {}, &a);
+  if (!s.ok()) return s;
+  for (const char* required : {"blocks", "block_size"}) {
+    if (!a.kv.count(required)) return Status::error("config needs " + std::string(required) + "=");
+  }
+  KvCacheConfig c;
+  std::int64_t v = 0;
+  if (!parse_nonneg(a.kv["blocks"], &v) || v < 2 || v > (1 << 26)) {
+    return Status::error("blocks must be an integer from 2 to 67108864, got '" + a.kv["blocks"] + "'");
+  }
+  c.num_blocks = static_cast<int>(v);
+  if (!parse_nonneg(a.kv["block_size"], &v) || v < 1 || v > (1 << 20)) {
+    return Status::error("block_size must be a positive integer, got '" + a.kv["block_size"] + "'");
+  }
+  c.block_size = static_cast<int>(v);
+  HashAlgo algo = HashAlgo::kSha256Cbor;
+  if (a.kv.count("hash")) {
+    auto parsed = parse_hash_algo(a.kv["hash"]);
+    if (!parsed) return Status::error("hash must be sha256_cbor or xxhash_cbor, got '" + a.kv["hash"] + "'");
+    algo = *parsed;
+  }
+  const std::string seed = a.kv.count("seed") ? a.kv["seed"] : "0";
+  if (a.kv.count("free_order") && !parse_free_order(a.kv["free_order"], &c.free_order)) {
+    return Status::error("free_order must be classic or unhashed_first, got '" + a.kv["free_order"] + "'");
+  }
+  if (s = on_off(a, "caching", &c.enable_caching); !s.ok()) return s;
+  if (s = on_off(a, "eagle", &c.use_eagle); !s.ok()) return s;
+  if (a.kv.count("max_model_len")) {
+    if (!parse_nonneg(a.kv["max_model_len"], &v) || v < 1) {
+      return Status::error("max_model_len must be a positive integer, got '" + a.kv["max_model_len"] + "'");
+    }
+    c.max_model_len = v;
+  }
+  config_ = c;
+  requests_.clear();
+  hasher_ = std::make_unique<BlockHasher>(algo, seed);
+  manager_ = std::make_unique<KvCacheManager>(c);
+  return {};
+}
+
+Status OpsInterpreter::cmd_request(const std::vector<std::string_view>& words) {
+  if (words.size() < 2) return Status::error("request needs an id");
+  const std::string id(words[1]);
+  if (id.find('=') != std::string::npos) return Status::error("request needs an id before its arguments");
+  if (requests_.count(id)) return Status::error("request id '" + id + "' already used");
+  Args a;
+  if (Status s = parse_args(words, 2, {"tokens", "salt", "lora"}, {}, &a); !s.ok()) return s;
+  if (!a.kv.count("tokens")) return Status::error("request needs tokens=");
+  auto tokens = parse_token_spec(a.kv["tokens"]);
+  if (!tokens.ok()) return tokens.status();
+  HashExtras extras;
+  extras.cache_salt = a.kv.count("salt") ? a.kv["salt"] : "";
+  extras.lora_name = a.kv.count("lora") ? a.kv["lora"] : "";
+  OpsRequest r;
+  r.request = std::make_unique<Request>(id, std::move(tokens.value()), std::move(extras),
+                                        config_.enable_caching ? hasher_.get() : nullptr,
+                                        config_.block_size);
+  requests_.emplace(id, std::move(r));
+  return {};
+}
+
+Status OpsInterpreter::cmd_alloc(const std::vector<std::string_view>& words) {
+  if (words.size() < 3) return Status::error("alloc needs an id and a token count (or rest)");
+  auto found = find(words[1]);
+  if (!found.ok()) return found.status();
+  OpsRequest& r = **found;
+  Request& req = *r.request;
+  Args a;
+  if (Status s = parse_args(words, 3, {"lookahead"}, {"fullfit"}, &a); !s.ok()) return s;
+  std::int64_t lookahead = 0;
+  if (a.kv.count("lookahead") && !parse_nonneg(a.kv["lookahead"], &lookahead)) {
+    return bad_int("lookahead", a.kv["lookahead"]);
+  }
+  const CacheHit hit = r.pending_hit.value_or(CacheHit{});
+  r.pending_hit.reset();
+  std::int64_t n = 0;
+  if (words[2] == "rest") {
+    n = req.num_tokens() - req.num_computed_tokens - hit.num_tokens;
+    if (n <= 0) {
+      out_ << "alloc " << req.id() << " skip\n";
+      return {};
+    }
+  } else {
+    if (!parse_nonneg(words[2], &n)) return bad_int("token count", words[2]);
+    if (n == 0) return Status::error("alloc of 0 tokens");
+    if (req.num_computed_tokens + hit.num_tokens + n > req.num_tokens()) {
+      return Status::error("alloc of " + std::to_string(n) + " tokens exceeds the " +
+                           std::to_string(req.num_tokens() - req.num_computed_tokens - hit.num_tokens) +
+                           " tokens " + req.id() + " has left");
+    }
+  }
+  auto fresh = manager_->allocate(req, n, hit, lookahead, a.flags.count("fullfit") != 0);
+  if (!fresh) {
+    out_ << "alloc " << req.id() << " fail\n";
+    return {};
+  }
+  req.num_computed_tokens += hit.num_tokens + n;
+  out_ << "alloc " << req.id() << " new=" << join_ids(*fresh) << "\n";
+  return {};
+}
+
+Status OpsInterpreter::dispatch(const std::vector<std::string_view>& w, bool* check_failed) {
+  const std::string_view cmd = w[0];
+  if (cmd == "config") return cmd_config(w);
+  if (!manager_) return Status::error("'" + std::string(cmd) + "' before the first config line");
+  auto no_args = [&](std::size_t n) -> Status {
+    if (w.size() > n) return Status::error("unexpected argument '" + std::string(w[n]) + "'");
+    if (w.size() < n) return Status::error(std::string(cmd) + " needs a request id");
+    return {};
+  };
+  if (cmd == "request") return cmd_request(w);
+  if (cmd == "alloc") return cmd_alloc(w);
+  if (cmd == "lookup" || cmd == "free" || cmd == "hashes") {
+    if (Status s = no_args(2); !s.ok()) return s;
+    auto found = find(w[1]);
+    if (!found.ok()) return found.status();
+    OpsRequest& r = **found;
+    if (cmd == "lookup") {
+      if (r.request->num_computed_tokens != 0) {
+        return Status::error("lookup of '" + r.request->id() + "' after it computed tokens");
+      }
+      r.pending_hit = manager_->lookup(*r.request);
+      out_ << "hit " << r.request->id() << " blocks=" << join_ids(r.pending_hit->blocks)
+           << " tokens=" << r.pending_hit->num_tokens << "\n";
+    } else if (cmd == "free") {
+      manager_->free(*r.request);
+    } else {
+      out_ << "hashes " << r.request->id() << " [";
+      const auto& hs = r.request->block_hashes();
+      for (std::size_t i = 0; i < hs.size(); ++i) out_ << (i ? "," : "") << hs[i].hex();
+      out_ << "]\n";
+    }
+    return {};
+  }
+  if (cmd == "append") {
+    if (w.size() < 2) return Status::error("append needs a request id");
+    auto found = find(w[1]);
+    if (!found.ok()) return found.status();
+    Args a;
+    if (Status s = parse_args(w, 2, {"tokens"}, {}, &a); !s.ok()) return s;
+    if (!a.kv.count("tokens")) return Status::error("append needs tokens=");
+    auto tokens = parse_token_spec(a.kv["tokens"]);
+    if (!tokens.ok()) return tokens.status();
+    (*found)->request->append_tokens(*tokens);
+    return {};
+  }
+  if (Status s = no_args(1); !s.ok()) return s;
+  if (cmd == "queue") {
+    out_ << "queue " << join_ids(manager_->pool().policy().order()) << "\n";
+  } else if (cmd == "num_free") {
+    out_ << "num_free " << manager_->num_free_blocks() << "\n";
+  } else if (cmd == "stats") {
+    const PrefixCacheStats& st = manager_->stats();
+    out_ << "stats lookups=" << st.lookups << " queries=" << st.queries << " hits=" << st.hits << "\n";
+  } else if (cmd == "reset") {
+    out_ << "reset " << (manager_->reset_prefix_cache() ? "ok" : "fail") << "\n";
+  } else if (cmd == "check") {
+    std::string why;
+    if (!manager_->check_invariants(&why)) {
+      out_ << "check failed: " << why << "\n";
+      *check_failed = true;
+      return Status::error("check failed: " + why);
+    }
+    out_ << "check ok\n";
+  } else {
+    return Status::error("unknown command '" + std::string(cmd) + "'");
+  }
+  return {};
+}
+
+OpsInterpreter::Outcome OpsInterpreter::execute(std::string_view line, int line_no) {
+  const auto hash = line.find('#');
+  if (hash != std::string_view::npos) line = line.substr(0, hash);
+  const auto words = split_words(line);
+  if (words.empty()) return Outcome::kOk;
+  bool check_failed = false;
+  Status s = dispatch(words, &check_failed);
+  if (s.ok()) return Outcome::kOk;
+  error_ = "line " + std::to_string(line_no) + ": " + s.message();
+  return check_failed ? Outcome::kCheckFailed : Outcome::kError;
+}
+
+int OpsInterpreter::run_script(std::istream& in, std::ostream& out, std::ostream& err) {
+  OpsInterpreter ops(out);
+  std::string line;
+  int line_no = 0;
+  while (std::getline(in, line)) {
+    ++line_no;
+    const Outcome o = ops.execute(line, line_no);
+    if (o == Outcome::kOk) continue;
+    out.flush();
+    err << ops.error() << "\n";
+    return o == Outcome::kCheckFailed ? 1 : 2;
+  }
+  return 0;
+}
+
+}  // namespace kv

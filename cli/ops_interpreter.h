@@ -1,0 +1,61 @@
+// OpsInterpreter: the what-if shell of SEMANTICS.md ("The ops script language").
+// Each line is one command against a KvCacheManager; query commands print exactly one line in
+// the documented format. A malformed line is an error naming the line; a failed `check` is a
+// separate outcome (the state is broken, the script is not).
+// Invariant: the interpreter never aborts on user input; only broken core invariants abort.
+#pragma once
+
+#include <iosfwd>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/kv_cache_manager.h"
+#include "model/status.h"
+
+namespace kv {
+
+// Parses a token SPEC: comma-separated `7`, `3*16` (token 3 sixteen times), `10:20` (10..19).
+StatusOr<std::vector<TokenId>> parse_token_spec(std::string_view spec);
+
+class OpsInterpreter {
+ public:
+  enum class Outcome { kOk, kError, kCheckFailed };
+
+  explicit OpsInterpreter(std::ostream& out) : out_(out) {}
+
+  // Runs one line (1-based line_no for messages). On kError or kCheckFailed, error() holds
+  // the message ("line N: reason").
+  Outcome execute(std::string_view line, int line_no);
+  const std::string& error() const { return error_; }
+
+  // Runs a whole script; returns the process exit status (0 ok, 1 failed check, 2 bad line)
+  // and writes the error, if any, to `err`.
+  static int run_script(std::istream& in, std::ostream& out, std::ostream& err);
+
+  const KvCacheManager* manager() const { return manager_.get(); }
+
+ private:
+  struct OpsRequest {
+    std::unique_ptr<Request> request;
+    std::optional<CacheHit> pending_hit;  // from `lookup`, consumed by the next `alloc`
+  };
+
+  Status dispatch(const std::vector<std::string_view>& words, bool* check_failed);
+  Status cmd_config(const std::vector<std::string_view>& words);
+  Status cmd_request(const std::vector<std::string_view>& words);
+  Status cmd_alloc(const std::vector<std::string_view>& words);
+  StatusOr<OpsRequest*> find(std::string_view id);
+
+  std::ostream& out_;
+  std::string error_;
+  KvCacheConfig config_;
+  std::unique_ptr<BlockHasher> hasher_;
+  std::unique_ptr<KvCacheManager> manager_;
+  std::map<std::string, OpsRequest, std::less<>> requests_;
+};
+
+}  // namespace kv

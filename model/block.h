@@ -1,0 +1,31 @@
+// Block: one fixed-size page of KV cache, as vLLM's KVCacheBlock.
+// Blocks are created once by the BlockPool (ids 0..N-1, stored contiguously, never moved or
+// destroyed) and referred to by id or by stable pointer.
+// Invariants (checked by BlockPool::check_invariants):
+//   1. ref_cnt >= 0 and equals the number of live requests whose block table holds the block.
+//   2. A non-null block is in the free queue exactly when ref_cnt == 0.
+//   3. hash is non-empty exactly while the block is listed in the pool's hash map under it.
+//   4. The null block (id 0) is never queued, never cached and never counted as free.
+#pragma once
+
+#include <cstdint>
+
+#include "model/block_hash.h"
+#include "model/types.h"
+
+namespace kv {
+
+struct Block {
+  BlockId id = kNoBlock;
+  std::int32_t ref_cnt = 0;  // holders among live requests; 0 <=> in the free queue (non-null)
+  BlockHash hash;            // non-empty exactly while listed in the pool's hash map
+  bool is_null = false;      // the placeholder block 0: never freed, cached or counted
+
+  // Free-queue links, touched only by FreeBlockQueue: both non-null exactly while queued.
+  Block* prev_free = nullptr;
+  Block* next_free = nullptr;
+};
+
+static_assert(sizeof(Block) <= 64, "a block's metadata must stay within 64 bytes");
+
+}  // namespace kv

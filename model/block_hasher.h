@@ -1,0 +1,78 @@
+// BlockHasher: chained block hashes bit-exact with vLLM v1 (SEMANTICS.md "Block hashing").
+//
+//   hash_i = H(cbor([hash_{i-1} or NONE_HASH, [tokens of block i], extra_keys or null]))
+//   NONE_HASH = H(cbor(seed))
+//
+// H is SHA-256 (OpenSSL) for sha256_cbor or XXH3-128 (libxxhash, canonical big-endian digest)
+// for xxhash_cbor. extra_keys holds, in order: the LoRA name (every block), one
+// [identifier, item_start - block_start] pair per multimodal item overlapping the block, the
+// cache salt (first block only); an empty list is encoded as null.
+// Invariants:
+//   1. Only full blocks are hashed; a request's hashes are a pure function of its tokens,
+//      extras, block size, algorithm and seed.
+//   2. extend() never rehashes a block: hashes are computed once, as tokens are appended.
+// A BlockHasher is immutable after construction and safe to share between threads.
+#pragma once
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/block_hash.h"
+#include "model/types.h"
+
+namespace kv {
+
+enum class HashAlgo { kSha256Cbor, kXxhashCbor };
+
+const char* to_string(HashAlgo algo);
+std::optional<HashAlgo> parse_hash_algo(std::string_view text);
+
+// A multimodal input occupying tokens [offset, offset + length) of the prompt.
+struct MultiModalItem {
+  std::string identifier;
+  std::int64_t offset = 0;
+  std::int64_t length = 0;
+};
+
+// Everything besides tokens that enters a request's block hashes.
+struct HashExtras {
+  std::string lora_name;                 // empty = no LoRA
+  std::string cache_salt;                // empty = no salt (as vLLM: a falsy salt is ignored)
+  std::vector<MultiModalItem> mm_items;  // sorted by offset
+};
+
+class BlockHasher {
+ public:
+  explicit BlockHasher(HashAlgo algo = HashAlgo::kSha256Cbor, std::string seed = "0");
+
+  HashAlgo algo() const { return algo_; }
+  const std::string& seed() const { return seed_; }
+  const BlockHash& none_hash() const { return none_hash_; }
+
+  // The hash of one block whose first token is at position block_start of the request.
+  BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> block_tokens,
+                       const HashExtras& extras, std::int64_t block_start) const;
+
+  // Appends to `hashes` the hash of every full block of `tokens` not yet hashed.
+  void extend(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens, int block_size,
+              const HashExtras& extras) const;
+
+  // The CBOR bytes hashed for one block (exposed for tests and debugging).
+  std::vector<std::uint8_t> cbor_block(const BlockHash& parent, std::span<const TokenId> block_tokens,
+                                       const HashExtras& extras, std::int64_t block_start) const;
+
+ private:
+  BlockHash digest(const std::uint8_t* data, std::size_t size) const;
+  void encode_block(std::vector<std::uint8_t>& out, const BlockHash& parent,
+                    std::span<const TokenId> block_tokens, const HashExtras& extras,
+                    std::int64_t block_start) const;
+
+  HashAlgo algo_;
+  std::string seed_;
+  BlockHash none_hash_;
+};
+
+}  // namespace kv

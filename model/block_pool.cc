@@ -1,0 +1,209 @@
+#include "model/block_pool.h"
+
+#include <algorithm>
+
+#include "model/check.h"
+
+namespace kv {
+
+BlockPool::BlockPool(int num_blocks, bool enable_caching, FreeOrder free_order, bool enable_events,
+                     std::unique_ptr<EvictionPolicy> policy)
+    : blocks_(static_cast<std::size_t>(num_blocks)), caching_(enable_caching),
+      events_enabled_(enable_events) {
+  KV_CHECK(num_blocks >= 2, "a pool needs the null block and at least one usable block, got "
+                                << num_blocks);
+  for (int i = 0; i < num_blocks; ++i) blocks_[static_cast<std::size_t>(i)].id = i;
+  policy_ = policy ? std::move(policy) : make_lru_policy(blocks_, free_order, enable_caching);
+  KV_CHECK(policy_->size() == blocks_.size(), "a new policy must queue every block in id order");
+  // vLLM pops block 0 from the fresh queue and keeps it as the null block.
+  std::vector<Block*> null_block;
+  policy_->pop_n(1, null_block);
+  KV_CHECK(null_block.front()->id == 0);
+  null_block.front()->is_null = true;
+}
+
+double BlockPool::usage() const {
+  const double usable = static_cast<double>(blocks_.size() - 1);
+  return 1.0 - static_cast<double>(num_free_blocks()) / usable;
+}
+
+BlockId BlockPool::get_cached_block(const BlockHash& hash) const {
+  auto it = cached_.find(hash);
+  return it == cached_.end() ? kNoBlock : it->second.first;
+}
+
+bool BlockPool::evict_cached(Block& b) {
+  if (b.hash.empty()) return false;
+  auto it = cached_.find(b.hash);
+  KV_CHECK(it != cached_.end(), "block " << b.id << " has a hash but is not in the map");
+  CachedUnderHash& entry = it->second;
+  if (entry.first == b.id) {
+    if (entry.more.empty()) {
+      cached_.erase(it);
+    } else {
+      entry.first = entry.more.front();
+      entry.more.erase(entry.more.begin());
+    }
+  } else {
+    auto pos = std::find(entry.more.begin(), entry.more.end(), b.id);
+    KV_CHECK(pos != entry.more.end(), "block " << b.id << " missing under its own hash");
+    entry.more.erase(pos);
+  }
+  --num_cached_;
+  if (events_enabled_) events_.emplace_back(BlockRemoved{{b.hash}, "GPU"});
+  b.hash = BlockHash{};
+  return true;
+}
+
+void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
+  KV_CHECK(n <= num_free_blocks(), "asked for " << n << " blocks, " << num_free_blocks() << " free");
+  scratch_.clear();
+  policy_->pop_n(n, scratch_);
+  for (Block* b : scratch_) {
+    if (caching_) evict_cached(*b);
+    KV_CHECK(b->ref_cnt == 0, "popped block " << b->id << " has ref_cnt " << b->ref_cnt);
+    b->ref_cnt = 1;
+    out.push_back(b->id);
+  }
+}
+
+void BlockPool::touch(std::span<const BlockId> ids) {
+  for (BlockId id : ids) {
+    Block& b = mut(id);
+    if (b.ref_cnt == 0 && !b.is_null) policy_->remove(&b);
+    ++b.ref_cnt;
+  }
+}
+
+void BlockPool::free_blocks(std::span<const BlockId> ordered_ids) {
+  scratch_.clear();
+  for (BlockId id : ordered_ids) {
+    Block& b = mut(id);
+    KV_CHECK(b.ref_cnt > 0 || b.is_null, "freeing block " << id << " with ref_cnt " << b.ref_cnt);
+    if (b.is_null) continue;
+    if (--b.ref_cnt == 0) scratch_.push_back(&b);
+  }
+  policy_->on_freed(scratch_);
+}
+
+void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
+                                  std::size_t num_cached, std::size_t num_full, int block_size,
+                                  std::span<const TokenId> tokens, const std::string& lora_name) {
+  if (num_cached >= num_full) return;
+  KV_CHECK(num_full <= blocks.size() && num_full <= hashes.size(),
+           "caching " << num_full << " blocks with " << blocks.size() << " blocks and "
+                      << hashes.size() << " hashes");
+  BlockStored* stored = nullptr;
+  if (events_enabled_) {
+    stored = &std::get<BlockStored>(events_.emplace_back(BlockStored{}));
+    stored->block_size = block_size;
+    stored->lora_name = lora_name;
+    if (num_cached > 0) stored->parent_block_hash = hashes[num_cached - 1];
+    const auto bs = static_cast<std::size_t>(block_size);
+    stored->token_ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(num_cached * bs),
+                             tokens.begin() + static_cast<std::ptrdiff_t>(num_full * bs));
+  }
+  for (std::size_t i = num_cached; i < num_full; ++i) {
+    Block& b = mut(blocks[i]);
+    KV_CHECK(b.hash.empty(), "block " << b.id << " cached twice");
+    KV_CHECK(!b.is_null, "the null block cannot be cached");
+    b.hash = hashes[i];
+    auto [it, inserted] = cached_.try_emplace(b.hash);
+    if (inserted) {
+      it->second.first = b.id;
+    } else {
+      it->second.more.push_back(b.id);
+    }
+    ++num_cached_;
+    if (stored) stored->block_hashes.push_back(b.hash);
+  }
+}
+
+void BlockPool::evict_blocks(std::span<const BlockId> ids) {
+  for (BlockId id : ids) {
+    KV_CHECK(id >= 0 && id < num_blocks(), "no block " << id);
+    evict_cached(mut(id));
+  }
+}
+
+bool BlockPool::reset_prefix_cache() {
+  if (num_free_blocks() != blocks_.size() - 1) return false;
+  cached_.clear();
+  num_cached_ = 0;
+  for (Block& b : blocks_) b.hash = BlockHash{};
+  if (events_enabled_) events_.emplace_back(AllBlocksCleared{});
+  return true;
+}
+
+std::vector<KvEvent> BlockPool::take_events() {
+  std::vector<KvEvent> out;
+  out.swap(events_);
+  return out;
+}
+
+bool BlockPool::check_invariants(std::string* why) const {
+  if (!policy_->check(why)) return false;
+  const Block& null = blocks_[0];
+  if (!null.is_null || null.ref_cnt != 0 || !null.hash.empty() || policy_->contains(&null)) {
+    *why = "the null block is used, cached or queued";
+    return false;
+  }
+  std::size_t queued = 0, hashed = 0;
+  for (const Block& b : blocks_) {
+    if (&b != &null && b.is_null) {
+      *why = "block " + std::to_string(b.id) + " is marked null";
+      return false;
+    }
+    if (b.ref_cnt < 0) {
+      *why = "block " + std::to_string(b.id) + " has negative ref_cnt " + std::to_string(b.ref_cnt);
+      return false;
+    }
+    const bool in_queue = policy_->contains(&b);
+    if (!b.is_null && in_queue != (b.ref_cnt == 0)) {
+      *why = "block " + std::to_string(b.id) + " has ref_cnt " + std::to_string(b.ref_cnt) +
+             (in_queue ? " but is in the free queue" : " but is not in the free queue");
+      return false;
+    }
+    queued += in_queue ? 1 : 0;
+    if (!b.hash.empty()) {
+      ++hashed;
+      auto it = cached_.find(b.hash);
+      const bool listed = it != cached_.end() &&
+                          (it->second.first == b.id ||
+                           std::count(it->second.more.begin(), it->second.more.end(), b.id) == 1);
+      if (!listed) {
+        *why = "block " + std::to_string(b.id) + " has a hash but is not in the hash map under it";
+        return false;
+      }
+    }
+  }
+  if (queued != policy_->size()) {
+    *why = "free count " + std::to_string(policy_->size()) + " but " + std::to_string(queued) +
+           " blocks are queued";
+    return false;
+  }
+  std::size_t listed = 0;
+  for (const auto& [hash, entry] : cached_) {
+    std::vector<BlockId> ids{entry.first};
+    ids.insert(ids.end(), entry.more.begin(), entry.more.end());
+    for (BlockId id : ids) {
+      if (id < 0 || id >= num_blocks() || !(blocks_[static_cast<std::size_t>(id)].hash == hash)) {
+        *why = "hash map lists block " + std::to_string(id) + " under a hash it does not have";
+        return false;
+      }
+    }
+    if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
+      *why = "hash map lists a block twice under one hash";
+      return false;
+    }
+    listed += ids.size();
+  }
+  if (listed != hashed || listed != num_cached_) {
+    *why = "hash map lists " + std::to_string(listed) + " blocks but " + std::to_string(hashed) +
+           " blocks have a hash";
+    return false;
+  }
+  return true;
+}
+
+}  // namespace kv

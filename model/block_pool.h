@@ -1,0 +1,94 @@
+// BlockPool: every KV block, the free queue (through an EvictionPolicy) and the prefix-cache
+// hash map, as vLLM v1's BlockPool. It owns the blocks (one vector, never resized); requests
+// refer to blocks by id. It knows nothing of requests beyond the tokens and hashes it is given.
+// Invariants (check_invariants):
+//   1. Block 0 is the null block: ref_cnt stays 0 forever, never queued, never hashed, never free.
+//   2. num_free_blocks() == the policy's size(); a non-null block is queued exactly when its
+//      ref_cnt is 0; no ref_cnt is negative.
+//   3. Every block listed under hash h in the map has hash == h; every block with a hash is
+//      listed exactly once. Lookups return the oldest block inserted under a hash.
+//   4. Eviction is lazy: a freed block keeps its hash (and can be hit) until it is popped for
+//      reuse, evicted explicitly, or the cache is reset.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "model/block.h"
+#include "model/eviction_policy.h"
+#include "model/kv_events.h"
+
+namespace kv {
+
+class BlockPool {
+ public:
+  // num_blocks includes the null block. policy == nullptr selects the LRU free queue.
+  BlockPool(int num_blocks, bool enable_caching, FreeOrder free_order, bool enable_events,
+            std::unique_ptr<EvictionPolicy> policy = nullptr);
+  BlockPool(const BlockPool&) = delete;
+  BlockPool& operator=(const BlockPool&) = delete;
+
+  int num_blocks() const { return static_cast<int>(blocks_.size()); }
+  const Block& block(BlockId id) const { return blocks_[static_cast<std::size_t>(id)]; }
+  BlockId null_block() const { return 0; }
+  std::size_t num_free_blocks() const { return policy_->size(); }
+  double usage() const;  // 1 - free / (N - 1)
+  bool caching_enabled() const { return caching_; }
+  const EvictionPolicy& policy() const { return *policy_; }
+
+  // The oldest block cached under `hash`, or kNoBlock.
+  BlockId get_cached_block(const BlockHash& hash) const;
+
+  // Pops n blocks from the head of the free queue (n <= num_free_blocks()), evicting each one's
+  // cached hash first; each comes back with ref_cnt 1. Appends the ids to `out`.
+  void get_new_blocks(std::size_t n, std::vector<BlockId>& out);
+
+  // Takes hit blocks into use: a free one leaves the queue (keeping its hash); ref_cnt += 1.
+  void touch(std::span<const BlockId> ids);
+
+  // Decrements each block's ref_cnt and hands those that reach 0 to the free queue, in the
+  // given order (the manager passes a request's blocks last first).
+  void free_blocks(std::span<const BlockId> ordered_ids);
+
+  // Caches blocks[num_cached .. num_full) under hashes[num_cached .. num_full).
+  // `tokens` are the request's tokens (for the stored event).
+  void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
+                         std::size_t num_cached, std::size_t num_full, int block_size,
+                         std::span<const TokenId> tokens, const std::string& lora_name);
+
+  // Drops the cached hash of each given block that has one (they stay where they are).
+  void evict_blocks(std::span<const BlockId> ids);
+
+  // Clears every hash if no non-null block is in use; false (nothing changed) otherwise.
+  bool reset_prefix_cache();
+
+  std::vector<KvEvent> take_events();
+  std::size_t num_cached_blocks() const { return num_cached_; }
+
+  bool check_invariants(std::string* why) const;
+
+ private:
+  Block& mut(BlockId id) { return blocks_[static_cast<std::size_t>(id)]; }
+  bool evict_cached(Block& b);  // removes b from the map; true if it was cached
+
+  // Blocks cached under one hash, oldest first. Duplicates are rare: keep the first inline.
+  struct CachedUnderHash {
+    BlockId first = kNoBlock;
+    std::vector<BlockId> more;
+  };
+
+  std::vector<Block> blocks_;
+  std::unique_ptr<EvictionPolicy> policy_;
+  std::unordered_map<BlockHash, CachedUnderHash, BlockHashHasher> cached_;
+  std::size_t num_cached_ = 0;  // blocks listed in cached_
+  bool caching_;
+  bool events_enabled_;
+  std::vector<KvEvent> events_;
+  std::vector<Block*> scratch_;
+};
+
+}  // namespace kv

@@ -1,0 +1,21 @@
+// KV_CHECK: the channel for broken invariants (a bug in kvsim, never bad user input).
+// A failed check prints the condition, the source location and a message built from the
+// streamed arguments, then aborts. It stays on in every build type: the core is cheap to check
+// and a silently corrupted cache is worse than a crash.
+#pragma once
+
+#include <sstream>
+#include <string>
+
+namespace kv::detail {
+[[noreturn]] void check_failed(const char* cond, const char* file, int line, const std::string& msg);
+}  // namespace kv::detail
+
+#define KV_CHECK(cond, ...)                                                                 \
+  do {                                                                                      \
+    if (!(cond)) [[unlikely]] {                                                             \
+      std::ostringstream kv_check_os_;                                                      \
+      kv_check_os_ << "" __VA_ARGS__;                                                       \
+      ::kv::detail::check_failed(#cond, __FILE__, __LINE__, kv_check_os_.str());            \
+    }                                                                                       \
+  } while (0)

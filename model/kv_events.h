@@ -1,0 +1,37 @@
+// KV-cache events in vLLM's shape (vllm/distributed/kv_events.py): what a KV-aware router or
+// an external cache learns about this cache. The pool queues them only when events are
+// enabled; the caller drains them with take_events().
+#pragma once
+
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "model/block_hash.h"
+#include "model/types.h"
+
+namespace kv {
+
+// Full blocks newly cached, in chain order.
+struct BlockStored {
+  std::vector<BlockHash> block_hashes;
+  std::optional<BlockHash> parent_block_hash;  // none when the first stored block starts the chain
+  std::vector<TokenId> token_ids;              // the tokens of exactly those blocks
+  int block_size = 0;
+  std::string lora_name;                       // empty = none
+  std::string medium = "GPU";
+};
+
+// A cached block evicted (its hash dropped) when the block was reused.
+struct BlockRemoved {
+  std::vector<BlockHash> block_hashes;
+  std::string medium = "GPU";
+};
+
+// The whole prefix cache cleared by reset_prefix_cache().
+struct AllBlocksCleared {};
+
+using KvEvent = std::variant<BlockStored, BlockRemoved, AllBlocksCleared>;
+
+}  // namespace kv

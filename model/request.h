@@ -1,0 +1,73 @@
+// Request: one sequence as the core sees it, as vLLM's Request.
+// Holds the tokens (prompt, then outputs as they are appended), the per-request hash inputs
+// (salt, LoRA, multimodal items), the hashes of its full blocks and the scheduling state.
+// Invariants:
+//   1. block_hashes() holds exactly one hash per full block of tokens() when the request has
+//      a hasher (prefix caching on), and none otherwise; hashes are computed once, as tokens
+//      are appended.
+//   2. 0 <= num_computed_tokens <= num_tokens.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/block_hasher.h"
+#include "model/types.h"
+
+namespace kv {
+
+enum class RequestStatus {
+  kWaiting,
+  kRunning,
+  kPreempted,
+  kFinishedLength,   // reached its output length
+  kFinishedMaxLen,   // reached max_model_len
+  kFinishedAborted,
+  kRejected,         // could never run (empty prompt, longer than max_model_len)
+};
+
+const char* to_string(RequestStatus s);
+inline bool is_finished(RequestStatus s) {
+  return s == RequestStatus::kFinishedLength || s == RequestStatus::kFinishedMaxLen ||
+         s == RequestStatus::kFinishedAborted || s == RequestStatus::kRejected;
+}
+
+class Request {
+ public:
+  // hasher == nullptr: no block hashes (prefix caching off).
+  Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, const BlockHasher* hasher,
+          int block_size);
+
+  const RequestId& id() const { return id_; }
+  std::span<const TokenId> tokens() const { return tokens_; }
+  std::int64_t num_tokens() const { return static_cast<std::int64_t>(tokens_.size()); }
+  std::int64_t num_prompt_tokens() const { return num_prompt_tokens_; }
+  std::int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens_; }
+  const HashExtras& extras() const { return extras_; }
+  const std::vector<BlockHash>& block_hashes() const { return block_hashes_; }
+
+  // Appends output tokens; hashes every block they complete.
+  void append_tokens(std::span<const TokenId> tokens);
+
+  // Scheduling state, owned by whoever drives the request (the scheduler or a test).
+  std::int64_t num_computed_tokens = 0;
+  RequestStatus status = RequestStatus::kWaiting;
+  int priority = 0;                  // lower runs first (vLLM's priority policy)
+  std::int64_t arrival_time_us = 0;
+  std::int64_t max_output_tokens = 0;  // finish after this many outputs
+  int num_preemptions = 0;
+  std::int64_t num_cached_tokens = -1;  // prefix-cache hit tokens when first scheduled
+
+ private:
+  RequestId id_;
+  std::vector<TokenId> tokens_;
+  std::int64_t num_prompt_tokens_;
+  HashExtras extras_;
+  const BlockHasher* hasher_;
+  int block_size_;
+  std::vector<BlockHash> block_hashes_;
+};
+
+}  // namespace kv
