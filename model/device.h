@@ -1,0 +1,24 @@
+// Device: the runtime seam between the scheduler and whatever executes a step.
+// Implementations: the cycle-level simulator (sim/), the CUDA backend (gpu_backend/), and
+// wrappers that inject faults for tests. A device sees only StepPlans, in order; it keeps
+// its own per-request state (block tables, shadow memory, KV cache) keyed by request id and
+// drops a request's state when the plan lists it as finished or preempted.
+// Contract: execute() is deterministic for the simulator (same plans, same results), returns
+// the teacher-forced next token of every request with samples == true, and reports (never
+// aborts on) a verification failure.
+#pragma once
+
+#include <string>
+
+#include "model/step_plan.h"
+
+namespace kv {
+
+class Device {
+ public:
+  virtual ~Device() = default;
+  virtual std::string name() const = 0;
+  virtual StepResult execute(const StepPlan& plan) = 0;
+};
+
+}  // namespace kv

@@ -1,0 +1,62 @@
+// StepPlan: everything one engine step runs, as vLLM's SchedulerOutput; the only thing a
+// Device sees. StepResult: what the device reports back.
+// Invariants of a plan made by the Scheduler:
+//   1. requests[i].token_ids are the tokens at positions [num_computed_tokens,
+//      num_computed_tokens + token_ids.size()) of that request; the sum of their sizes is
+//      total_tokens <= the token budget, and requests.size() <= max_num_seqs.
+//   2. A request with is_new == true (first scheduled, or resumed after preemption) carries
+//      its whole block table and the tokens before num_computed_tokens (context_token_ids);
+//      a running one carries only the blocks allocated in this step.
+//   3. Every block id is one the KV-cache manager gave the request; positions beyond the
+//      request's table never appear.
+// A plan is plain data: it can be logged, hashed, serialized and replayed on any device.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/types.h"
+
+namespace kv {
+
+struct ScheduledRequest {
+  RequestId id;
+  bool is_new = false;                    // block_ids is the whole table (else: new blocks only)
+  std::vector<BlockId> block_ids;
+  std::int64_t num_computed_tokens = 0;   // already in the KV cache before this step
+  std::int64_t num_cached_tokens = 0;     // of those, prefix-cache hits (new requests only)
+  std::vector<TokenId> context_token_ids; // is_new only: tokens [0, num_computed_tokens)
+  std::vector<TokenId> token_ids;         // computed this step
+  std::int64_t num_prompt_tokens = 0;
+  bool samples = false;                   // this step ends at the request's last known token
+  TokenId next_token = 0;                 // teacher-forced output when samples
+  std::string lora_name;
+};
+
+struct StepPlan {
+  std::int64_t step = 0;
+  int block_size = 16;
+  std::vector<ScheduledRequest> requests;  // running requests first, then new ones
+  std::vector<RequestId> preempted;        // preempted in this step (their blocks are freed)
+  std::vector<RequestId> finished;         // finished after the previous step
+  std::int64_t total_tokens = 0;
+  int num_common_prefix_blocks = 0;        // cascade attention: blocks shared by all running
+};
+
+struct DeviceCounters {
+  std::int64_t tokens_computed = 0;         // tokens whose K/V were written this step
+  std::int64_t prompt_tokens_computed = 0;  // of those, prompt positions
+  std::int64_t kv_slots_read = 0;           // attention reads performed or verified
+  std::int64_t kernels = 0;                 // kernel launches (or modelled launches)
+};
+
+struct StepResult {
+  std::vector<std::pair<RequestId, TokenId>> sampled;  // one per request with samples == true
+  std::int64_t duration_ns = 0;           // device time of the step (what the clock advances by)
+  std::int64_t measured_ns = -1;          // wall time measured on real hardware, -1 if none
+  DeviceCounters counters;
+  std::vector<std::string> violations;    // verification failures (step, request, position, ...)
+};
+
+}  // namespace kv
