@@ -60,7 +60,7 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
   scratch_.clear();
   policy_->pop_n(n, scratch_);
   for (Block* b : scratch_) {
-    if (caching_) evict_cached(*b);
+    if (caching_ && evict_cached(*b)) ++num_evictions_;
     KV_CHECK(b->ref_cnt == 0, "popped block " << b->id << " has ref_cnt " << b->ref_cnt);
     b->ref_cnt = 1;
     out.push_back(b->id);

@@ -68,6 +68,8 @@ class BlockPool {
 
   std::vector<KvEvent> take_events();
   std::size_t num_cached_blocks() const { return num_cached_; }
+  // Cached blocks evicted because they were popped for reuse (lazy eviction), since creation.
+  std::int64_t num_evictions() const { return num_evictions_; }
 
   bool check_invariants(std::string* why) const;
 
@@ -85,6 +87,7 @@ class BlockPool {
   std::unique_ptr<EvictionPolicy> policy_;
   std::unordered_map<BlockHash, CachedUnderHash, BlockHashHasher> cached_;
   std::size_t num_cached_ = 0;  // blocks listed in cached_
+  std::int64_t num_evictions_ = 0;
   bool caching_;
   bool events_enabled_;
   std::vector<KvEvent> events_;
