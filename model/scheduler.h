@@ -1,0 +1,126 @@
+// Scheduler: vLLM v1's Scheduler.schedule() / update_from_output() over one KvCacheManager.
+// One token budget per step; running requests first, in order, then waiting ones (only if no
+// request was preempted in this step); chunked prefill; preemption by recompute; head-of-line
+// admission (the first waiting request that does not fit stops admission).
+// Invariants (check_invariants, on top of the manager's):
+//   1. Every running request holds blocks for all its computed tokens; no waiting request
+//      holds blocks; a request is in exactly one of waiting, running, or finished.
+//   2. A plan's total tokens never exceed max_num_batched_tokens and it schedules at most
+//      max_num_seqs requests; no new request is admitted in a step that preempted.
+//   3. A preempted request has num_computed_tokens == 0, is at the front of the waiting
+//      queue (FCFS) and resumes by recomputing (with whatever prefix-cache hits remain).
+// Deterministic: plain vectors and ordered containers only; no clock, no randomness.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/block_hasher.h"
+#include "model/kv_cache_manager.h"
+#include "model/request.h"
+#include "model/status.h"
+#include "model/step_plan.h"
+
+namespace kv {
+
+enum class SchedulingPolicy { kFcfs, kPriority };
+
+struct SchedulerConfig {
+  KvCacheConfig cache;                       // blocks, block size, caching, free order, ...
+  HashAlgo hash_algo = HashAlgo::kSha256Cbor;
+  std::string hash_seed = "0";
+  std::int64_t max_num_batched_tokens = 8192;
+  int max_num_seqs = 256;
+  bool enable_chunked_prefill = true;
+  std::int64_t long_prefill_token_threshold = 0;  // 0 = no cap on one request's chunk
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  int num_lookahead_tokens = 0;              // slots reserved for speculative tokens
+  // Admit a waiting request only if blocks for its whole prompt are free (avoids admitting
+  // work that must be preempted before its prefill ends).
+  bool full_sequence_gate = true;
+};
+
+// What a request brings to the scheduler.
+struct RequestSpec {
+  RequestId id;
+  std::vector<TokenId> prompt;
+  std::vector<TokenId> outputs;   // teacher-forced output tokens; size = output length
+  HashExtras extras;
+  int priority = 0;
+  std::int64_t arrival_time_us = 0;
+};
+
+// One output token produced by a step.
+struct TokenEvent {
+  RequestId id;
+  std::int64_t output_index = 0;  // 0 = the first output token (time to first token)
+  bool finished = false;
+  RequestStatus status = RequestStatus::kRunning;
+};
+
+struct SchedulerStats {
+  std::int64_t steps = 0;
+  std::int64_t preemptions = 0;
+  std::int64_t recomputed_tokens = 0;   // computed tokens thrown away by preemptions
+  std::int64_t rejected = 0;
+  std::int64_t finished = 0;
+  std::int64_t scheduled_tokens = 0;
+  std::int64_t max_waiting = 0, max_running = 0;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(const SchedulerConfig& config);
+
+  // Validates and enqueues a request. A request that can never run (empty prompt, no output,
+  // longer than max_model_len, more blocks than the pool holds) is rejected: the Status says
+  // why and the request is counted, nothing else changes.
+  Status add_request(RequestSpec spec);
+
+  StepPlan schedule();
+  // Appends the sampled tokens, finishes and frees requests that are done.
+  std::vector<TokenEvent> update_from_output(const StepPlan& plan, const StepResult& result);
+  // Finishes a waiting or running request now (its blocks are freed); false if unknown.
+  bool abort(const RequestId& id);
+
+  bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
+  std::size_t num_waiting() const { return waiting_.size(); }
+  std::size_t num_running() const { return running_.size(); }
+  const Request* find(const RequestId& id) const;
+  const SchedulerStats& stats() const { return stats_; }
+  const SchedulerConfig& config() const { return config_; }
+  const KvCacheManager& kv_cache() const { return kv_; }
+  KvCacheManager& mutable_kv_cache() { return kv_; }
+
+  bool check_invariants(std::string* why) const;
+
+ private:
+  struct Entry {
+    std::unique_ptr<Request> request;
+    std::vector<TokenId> outputs;
+  };
+  Request& req(const RequestId& id) { return *entries_.at(id).request; }
+  void preempt(Request& r, StepPlan& plan);
+  void push_waiting_front(Request* r);
+  void insert_waiting(Request* r);  // by policy order
+  Request* pick_victim();
+  void finish(Request& r, RequestStatus status);
+
+  SchedulerConfig config_;
+  BlockHasher hasher_;
+  KvCacheManager kv_;
+  std::map<RequestId, Entry> entries_;  // live requests
+  std::deque<Request*> waiting_;        // FCFS: arrival order (preempted at the front);
+                                        // priority: sorted by (priority, arrival)
+  std::vector<Request*> running_;       // admission order
+  std::vector<RequestId> finished_since_last_step_;
+  std::int64_t next_step_ = 0;
+  SchedulerStats stats_;
+};
+
+}  // namespace kv
