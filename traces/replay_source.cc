@@ -1,0 +1,57 @@
+#include "traces/replay_source.h"
+
+namespace kv::trace {
+namespace {
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
+  return h;
+}
+}  // namespace
+
+TokenId generated_output_token(std::uint64_t seed, const std::string& id, std::int64_t k,
+                               std::int64_t vocab_size) {
+  const std::uint64_t x = splitmix64(splitmix64(seed ^ fnv1a(id)) + static_cast<std::uint64_t>(k));
+  return static_cast<TokenId>(x % static_cast<std::uint64_t>(vocab_size));
+}
+
+StatusOr<std::unique_ptr<TraceRequestSource>> TraceRequestSource::open(const std::string& path,
+                                                                       const ReplaySourceOptions& options) {
+  if (options.vocab_size <= 0) return Status::error("vocab size must be positive");
+  auto reader = TraceReader::open(path);
+  if (!reader.ok()) return reader.status();
+  return std::unique_ptr<TraceRequestSource>(new TraceRequestSource(std::move(reader.value()), options));
+}
+
+StatusOr<bool> TraceRequestSource::next(kv::RequestSpec* out) {
+  if (options_.limit > 0 && reader_.num_read() >= options_.limit) return false;
+  auto got = reader_.next(&scratch_);
+  if (!got.ok()) return got.status();
+  if (!*got) return false;
+  TraceRequest& t = scratch_;
+  out->id = std::move(t.id);
+  out->prompt = std::move(t.prompt);
+  out->extras = HashExtras{};
+  out->extras.cache_salt = std::move(t.cache_salt);
+  out->extras.lora_name = std::move(t.lora_name);
+  out->priority = t.priority;
+  out->arrival_time_us = t.arrival_time_us;
+  if (!t.output_tokens.empty()) {
+    out->outputs = std::move(t.output_tokens);
+  } else {
+    out->outputs.resize(static_cast<std::size_t>(t.output_length));
+    for (std::int64_t k = 0; k < t.output_length; ++k) {
+      out->outputs[static_cast<std::size_t>(k)] =
+          generated_output_token(options_.seed, out->id, k, options_.vocab_size);
+    }
+  }
+  return true;
+}
+
+}  // namespace kv::trace
