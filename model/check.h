@@ -15,7 +15,7 @@ namespace kv::detail {
   do {                                                                                      \
     if (!(cond)) [[unlikely]] {                                                             \
       std::ostringstream kv_check_os_;                                                      \
-      kv_check_os_ __VA_OPT__(<< __VA_ARGS__);                                              \
+      static_cast<void>(kv_check_os_ __VA_OPT__(<< __VA_ARGS__));                           \
       ::kv::detail::check_failed(#cond, __FILE__, __LINE__, kv_check_os_.str());            \
     }                                                                                       \
   } while (0)
