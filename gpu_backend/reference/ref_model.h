@@ -1,0 +1,80 @@
+// RefModel and RefEngine: the whole synthetic transformer on the CPU, the oracle of the CUDA
+// backend. RefModel holds the seeded weights (the values the GPU generates, rounded to the
+// model dtype); RefEngine executes StepPlans over a paged KV cache exactly as CudaDevice does:
+// block tables from plan deltas, flattening, slot mapping, and per layer
+//   x = rmsnorm(h); qkv = x Wqkv^T; rotary(q, k); cache_write(k, v); a = paged_attention(q);
+//   h += a Wo^T; x = rmsnorm(h); gu = x Wgu^T; m = silu(g) * u; h += m Wdown^T
+// then final = rmsnorm(h). The residual stream h stays fp32; every other stored tensor is
+// rounded to the dtype (none for DType::kFp32).
+// Not thread-safe; one engine per sequence of plans.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "gpu_backend/reference/block_tables.h"
+#include "gpu_backend/reference/flat_batch.h"
+#include "gpu_backend/reference/kernels.h"
+#include "gpu_backend/reference/model_config.h"
+#include "model/status.h"
+#include "model/step_plan.h"
+
+namespace kv::gpuref {
+
+struct RefLayerWeights {
+  std::vector<float> attn_norm, qkv, o_proj, mlp_norm, gate_up, down;
+};
+
+struct RefModel {
+  ModelConfig config;
+  DType dtype = DType::kBf16;
+  std::vector<float> embedding;   // [vocab, hidden]
+  std::vector<RefLayerWeights> layers;
+  std::vector<float> final_norm;  // [hidden]
+  std::vector<float> inv_freq;    // [head_dim / 2]
+
+  static RefModel generate(const ModelConfig& config, std::uint64_t seed, DType dtype);
+};
+
+// Generates one tensor of `count` values exactly as the GPU weight-init kernel does.
+std::vector<float> seeded_tensor(std::uint64_t seed, std::uint32_t tensor_id, std::int64_t count,
+                                 float scale, DType dtype);
+
+struct RefEngineOptions {
+  ModelConfig model;
+  std::uint64_t seed = 1;
+  DType dtype = DType::kBf16;
+  int block_size = 16;
+  std::int64_t num_blocks = 256;
+  int max_rows = 16;             // max_num_seqs
+  int max_blocks_per_row = 64;   // max_model_len / block_size
+};
+
+struct RefStepOutput {
+  FlatBatch batch;
+  std::vector<std::int64_t> slots;
+  std::vector<float> final_hidden;  // [batch.num_tokens(), hidden], after the final norm
+};
+
+class RefEngine {
+ public:
+  explicit RefEngine(const RefEngineOptions& options);
+
+  StatusOr<RefStepOutput> execute(const StepPlan& plan);
+
+  const RefModel& model() const { return model_; }
+  const std::vector<RefKvCache>& caches() const { return caches_; }  // one per layer
+  const BlockTables& tables() const { return tables_; }
+  RefBlockTable dense_table() const;
+
+  // Runs the layers over an already-flattened batch (slots given), updating the caches.
+  std::vector<float> forward(const FlatBatch& batch, const std::vector<std::int64_t>& slots);
+
+ private:
+  RefEngineOptions options_;
+  RefModel model_;
+  BlockTables tables_;
+  std::vector<RefKvCache> caches_;
+};
+
+}  // namespace kv::gpuref
