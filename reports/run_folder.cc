@@ -1,0 +1,169 @@
+#include "reports/run_folder.h"
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace kv::reports {
+namespace fs = std::filesystem;
+
+namespace {
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+std::string ms(std::int64_t us) { return fmt("%.1f ms", static_cast<double>(us) / 1000.0); }
+
+Status write_file(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) return Status::error("cannot write " + p.string());
+  return {};
+}
+
+nlohmann::ordered_json latency_json(const LatencyPercentiles& p) {
+  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}, {"count", p.count}};
+}
+}  // namespace
+
+StatusOr<std::unique_ptr<RunFolder>> RunFolder::create(const std::string& dir, bool overwrite) {
+  std::error_code ec;
+  if (fs::exists(dir, ec)) {
+    if (!fs::is_directory(dir, ec)) return Status::error("output " + dir + " exists and is not a directory");
+    if (!fs::is_empty(dir, ec) && !overwrite) {
+      return Status::error("output directory " + dir + " is not empty (use --force to replace its run files)");
+    }
+  } else if (!fs::create_directories(dir, ec)) {
+    return Status::error("cannot create output directory " + dir + ": " + ec.message());
+  }
+  std::unique_ptr<RunFolder> f(new RunFolder(dir));
+  f->steps_ = std::fopen((fs::path(dir) / "steps.csv").c_str(), "w");
+  f->requests_ = std::fopen((fs::path(dir) / "requests.csv").c_str(), "w");
+  if (!f->steps_ || !f->requests_) return Status::error("cannot write CSV files in " + dir);
+  std::fputs("step,start_us,duration_ns,predicted_ns,measured_ns,num_requests,prefill_tokens,decode_tokens,"
+             "cached_tokens,running,waiting,preempted,finished,kv_usage,free_blocks,evictions_total,"
+             "tokens_computed,kv_slots_read\n", f->steps_);
+  std::fputs("id,arrival_us,first_token_us,finish_us,ttft_us,e2e_us,prompt_tokens,output_tokens,"
+             "cached_tokens,preemptions,status,reason\n", f->requests_);
+  return f;
+}
+
+RunFolder::~RunFolder() {
+  if (steps_) std::fclose(steps_);
+  if (requests_) std::fclose(requests_);
+}
+
+void RunFolder::add_step(const StepRecord& r) {
+  std::fprintf(steps_, "%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%lld,%d,%d,%d,%d,%.6f,%lld,%lld,%lld,%lld\n",
+               static_cast<long long>(r.step), static_cast<long long>(r.start_us),
+               static_cast<long long>(r.duration_ns), static_cast<long long>(r.predicted_ns),
+               static_cast<long long>(r.measured_ns), r.num_requests,
+               static_cast<long long>(r.prefill_tokens), static_cast<long long>(r.decode_tokens),
+               static_cast<long long>(r.cached_tokens), r.running, r.waiting, r.preempted, r.finished,
+               r.kv_usage, static_cast<long long>(r.free_blocks), static_cast<long long>(r.evictions_total),
+               static_cast<long long>(r.counters.tokens_computed),
+               static_cast<long long>(r.counters.kv_slots_read));
+}
+
+void RunFolder::add_request(const RequestMetrics& m) {
+  std::string reason = m.reject_reason;
+  for (char& c : reason) {
+    if (c == '"') c = '\'';
+  }
+  const long long ttft = m.first_token_us >= 0 ? m.first_token_us - m.arrival_us : -1;
+  const long long e2e = m.finish_us >= 0 ? m.finish_us - m.arrival_us : -1;
+  std::fprintf(requests_, "%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%s,\"%s\"\n", m.id.c_str(),
+               static_cast<long long>(m.arrival_us), static_cast<long long>(m.first_token_us),
+               static_cast<long long>(m.finish_us), ttft, e2e, static_cast<long long>(m.prompt_tokens),
+               static_cast<long long>(m.output_tokens), static_cast<long long>(m.cached_tokens),
+               m.preemptions, m.status.c_str(), reason.c_str());
+}
+
+std::string summary_json(const RunConfig& config, const ReplaySummary& s, double wall_seconds) {
+  nlohmann::ordered_json j;
+  nlohmann::ordered_json cfg = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : config) cfg[k] = v;
+  j["config"] = cfg;
+  j["requests"] = {{"total", s.requests_total}, {"finished", s.requests_finished}, {"rejected", s.requests_rejected}};
+  j["tokens"] = {{"prompt", s.prompt_tokens}, {"output", s.output_tokens},
+                 {"prompt_computed", s.prompt_tokens_computed}};
+  j["prefix_cache"] = {{"hit_rate", s.hit_rate}, {"lookups", s.cache.lookups}, {"queries", s.cache.queries},
+                       {"hits", s.cache.hits}, {"preempted_lookups", s.cache.preempted_lookups},
+                       {"preempted_queries", s.cache.preempted_queries}, {"preempted_hits", s.cache.preempted_hits},
+                       {"evictions", s.evictions}};
+  j["scheduler"] = {{"steps", s.steps}, {"preemptions", s.preemptions}, {"recomputed_tokens", s.recomputed_tokens}};
+  j["latency_us"] = {{"ttft", latency_json(s.ttft_us)}, {"tpot", latency_json(s.tpot_us)}, {"e2e", latency_json(s.e2e_us)}};
+  const double sim_s = static_cast<double>(s.sim_time_us) / 1e6;
+  j["time"] = {{"simulated_us", s.sim_time_us}, {"measured_total_ns", s.measured_total_ns},
+               {"wall_seconds", wall_seconds}};
+  j["throughput"] = {{"prompt_tokens_per_s", sim_s > 0 ? static_cast<double>(s.prompt_tokens) / sim_s : 0.0},
+                     {"output_tokens_per_s", sim_s > 0 ? static_cast<double>(s.output_tokens) / sim_s : 0.0},
+                     {"requests_per_s", sim_s > 0 ? static_cast<double>(s.requests_finished) / sim_s : 0.0}};
+  j["verification"] = {{"violations", s.violations.size()},
+                       {"first", s.violations.empty() ? "" : s.violations.front()}};
+  j["decision_log_sha256"] = s.digest;
+  return j.dump(2) + "\n";
+}
+
+std::string format_summary(const std::string& title, const ReplaySummary& s, double wall_seconds) {
+  std::ostringstream o;
+  const double sim_s = static_cast<double>(s.sim_time_us) / 1e6;
+  auto row = [&](const std::string& k, const std::string& v) {
+    o << "  " << k << std::string(k.size() < 26 ? 26 - k.size() : 1, ' ') << v << "\n";
+  };
+  o << title << "\n";
+  row("requests done / rejected", std::to_string(s.requests_finished) + " / " + std::to_string(s.requests_rejected));
+  row("prompt / output tokens", std::to_string(s.prompt_tokens) + " / " + std::to_string(s.output_tokens));
+  row("prefix-cache hit rate", fmt("%.2f%%", 100.0 * s.hit_rate) + " (" + std::to_string(s.cache.hits) + " of " +
+                                   std::to_string(s.cache.queries) + " tokens)");
+  row("evictions / preemptions", std::to_string(s.evictions) + " / " + std::to_string(s.preemptions));
+  row("TTFT p50 / p90 / p99", ms(s.ttft_us.p50) + " / " + ms(s.ttft_us.p90) + " / " + ms(s.ttft_us.p99));
+  row("TPOT p50 / p90 / p99", ms(s.tpot_us.p50) + " / " + ms(s.tpot_us.p90) + " / " + ms(s.tpot_us.p99));
+  row("E2E  p50 / p90 / p99", ms(s.e2e_us.p50) + " / " + ms(s.e2e_us.p90) + " / " + ms(s.e2e_us.p99));
+  row("throughput (simulated)", fmt("%.0f prompt tok/s, ", sim_s > 0 ? static_cast<double>(s.prompt_tokens) / sim_s : 0) +
+                                    fmt("%.0f output tok/s", sim_s > 0 ? static_cast<double>(s.output_tokens) / sim_s : 0));
+  row("simulated time", fmt("%.3f s", sim_s) + " in " + std::to_string(s.steps) + " steps");
+  row("wall time", fmt("%.2f s", wall_seconds) + fmt(" (%.1fx real time)", wall_seconds > 0 ? sim_s / wall_seconds : 0));
+  row("verification", s.violations.empty() ? std::string("no violations") :
+                                             std::to_string(s.violations.size()) + " VIOLATIONS");
+  row("decision log sha256", s.digest);
+  return o.str();
+}
+
+Status RunFolder::finish(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
+                         double wall_seconds) {
+  std::fclose(steps_);
+  std::fclose(requests_);
+  steps_ = requests_ = nullptr;
+  const fs::path d(dir_);
+  if (Status s = write_file(d / "summary.json", summary_json(config, summary, wall_seconds)); !s.ok()) return s;
+  if (!log.text().empty()) {
+    if (Status s = write_file(d / "decisions.log", log.text()); !s.ok()) return s;
+  }
+  std::ostringstream md;
+  md << "# kvsim replay report\n\n## Configuration\n\n| option | value |\n|---|---|\n";
+  for (const auto& [k, v] : config) md << "| " << k << " | `" << v << "` |\n";
+  md << "\n## Summary\n\n```\n" << format_summary("replay", summary, wall_seconds) << "```\n\n";
+  md << "## What the numbers mean\n\n"
+     << "- **Prefix-cache hit rate** counts as vLLM does: tokens found in the cache over tokens looked up, "
+        "for first lookups of requests (lookups of preempted requests are counted separately: "
+     << summary.cache.preempted_hits << " hits of " << summary.cache.preempted_queries << " tokens).\n"
+     << "- **Evictions** are cached blocks whose hash was dropped because the block was reused (lazy eviction).\n"
+     << "- **TTFT** is arrival to first output token, **TPOT** the mean time between later tokens of a request, "
+        "**E2E** arrival to last token; all in simulated (device) time.\n"
+     << "- The **decision-log digest** is the SHA-256 of every scheduling decision (`decisions.log`); two runs "
+        "with equal digests made identical decisions.\n\n"
+     << "Files: `summary.json`, `steps.csv` (one row per step), `requests.csv` (one row per request)"
+     << (log.text().empty() ? "" : ", `decisions.log`") << ".\n";
+  if (!summary.violations.empty()) {
+    md << "\n## Verification failures\n\n";
+    for (std::size_t i = 0; i < summary.violations.size() && i < 20; ++i) md << "- " << summary.violations[i] << "\n";
+  }
+  return write_file(d / "report.md", md.str());
+}
+
+}  // namespace kv::reports

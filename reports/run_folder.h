@@ -1,0 +1,53 @@
+// RunFolder: the files a replay writes, for people and for programs.
+//
+//   summary.json    every figure of the summary, plus the configuration (machine-readable)
+//   steps.csv       one row per executed step (time, tokens, KV usage, evictions, ...)
+//   requests.csv    one row per request (arrival, TTFT, E2E, hits, preemptions, status)
+//   decisions.log   the canonical decision log (its SHA-256 is the run's digest)
+//   report.md       a readable report of the run
+//
+// A RunFolder refuses an existing non-empty directory unless overwrite is set: a user's files
+// are never replaced silently. Rows are streamed as the run goes; memory stays bounded.
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/replayer.h"
+#include "model/status.h"
+
+namespace kv::reports {
+
+// Ordered key/value description of the run's configuration (printed and saved as given).
+using RunConfig = std::vector<std::pair<std::string, std::string>>;
+
+class RunFolder {
+ public:
+  static StatusOr<std::unique_ptr<RunFolder>> create(const std::string& dir, bool overwrite);
+  ~RunFolder();
+  RunFolder(const RunFolder&) = delete;
+  RunFolder& operator=(const RunFolder&) = delete;
+
+  void add_step(const StepRecord& r);
+  void add_request(const RequestMetrics& m);
+  // Writes summary.json, decisions.log (if the text was kept) and report.md; closes the CSVs.
+  Status finish(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
+                double wall_seconds);
+  const std::string& dir() const { return dir_; }
+
+ private:
+  explicit RunFolder(std::string dir) : dir_(std::move(dir)) {}
+  std::string dir_;
+  std::FILE* steps_ = nullptr;
+  std::FILE* requests_ = nullptr;
+};
+
+// The human summary table printed at the end of a replay.
+std::string format_summary(const std::string& title, const ReplaySummary& s, double wall_seconds);
+
+// summary.json's content (stable key order).
+std::string summary_json(const RunConfig& config, const ReplaySummary& s, double wall_seconds);
+
+}  // namespace kv::reports

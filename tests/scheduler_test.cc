@@ -1,0 +1,241 @@
+// Scheduler stories with exact numbers: chunked prefill, admission, preemption, rejection.
+#include "model/scheduler.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+namespace kv {
+namespace {
+
+std::vector<TokenId> range_tokens(TokenId from, TokenId to) {
+  std::vector<TokenId> v(static_cast<std::size_t>(to - from));
+  std::iota(v.begin(), v.end(), from);
+  return v;
+}
+
+RequestSpec spec(const std::string& id, std::vector<TokenId> prompt, int outputs, int priority = 0,
+                 std::int64_t arrival = 0) {
+  RequestSpec s;
+  s.id = id;
+  s.prompt = std::move(prompt);
+  s.outputs.assign(static_cast<std::size_t>(outputs), 7);
+  s.priority = priority;
+  s.arrival_time_us = arrival;
+  return s;
+}
+
+SchedulerConfig small_config(int blocks, std::int64_t budget, int block_size = 4) {
+  SchedulerConfig c;
+  c.cache.num_blocks = blocks;
+  c.cache.block_size = block_size;
+  c.max_num_batched_tokens = budget;
+  c.max_num_seqs = 8;
+  return c;
+}
+
+// Echoes the teacher-forced token of every sampling request, as a device must.
+StepResult echo(const StepPlan& plan) {
+  StepResult r;
+  for (const auto& s : plan.requests) {
+    if (s.samples) r.sampled.emplace_back(s.id, s.next_token);
+  }
+  r.duration_ns = 1000;
+  return r;
+}
+
+void expect_ok(const Scheduler& s) {
+  std::string why;
+  EXPECT_TRUE(s.check_invariants(&why)) << why;
+}
+
+std::vector<std::pair<std::string, std::size_t>> scheduled(const StepPlan& p) {
+  std::vector<std::pair<std::string, std::size_t>> v;
+  for (const auto& r : p.requests) v.emplace_back(r.id, r.token_ids.size());
+  return v;
+}
+
+using Sched = std::vector<std::pair<std::string, std::size_t>>;
+
+TEST(SchedulerTest, ChunkedPrefillSplitsTheBudgetRunningFirst) {
+  Scheduler s(small_config(32, 8));
+  ASSERT_TRUE(s.add_request(spec("a", range_tokens(0, 10), 2)).ok());
+  ASSERT_TRUE(s.add_request(spec("b", range_tokens(100, 105), 1)).ok());
+
+  StepPlan p0 = s.schedule();  // a takes the whole budget: 8 of its 10 prompt tokens
+  EXPECT_EQ(scheduled(p0), (Sched{{"a", 8}}));
+  EXPECT_TRUE(p0.requests[0].is_new);
+  EXPECT_FALSE(p0.requests[0].samples);
+  EXPECT_EQ(p0.requests[0].block_ids, (std::vector<BlockId>{1, 2}));
+  s.update_from_output(p0, echo(p0));
+  expect_ok(s);
+
+  StepPlan p1 = s.schedule();  // a finishes its prompt (2) and samples; b gets the other 6 -> 5
+  EXPECT_EQ(scheduled(p1), (Sched{{"a", 2}, {"b", 5}}));
+  EXPECT_TRUE(p1.requests[0].samples);
+  EXPECT_EQ(p1.requests[0].block_ids, (std::vector<BlockId>{3}));
+  EXPECT_EQ(p1.total_tokens, 7);
+  auto events = s.update_from_output(p1, echo(p1));
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events[1].id, "b");
+  EXPECT_TRUE(events[1].finished);  // one output token
+  EXPECT_EQ(s.num_running(), 1u);
+
+  StepPlan p2 = s.schedule();  // a decodes its second token; b reported finished
+  EXPECT_EQ(scheduled(p2), (Sched{{"a", 1}}));
+  EXPECT_EQ(p2.finished, (std::vector<RequestId>{"b"}));
+  s.update_from_output(p2, echo(p2));
+  EXPECT_FALSE(s.has_unfinished());
+  EXPECT_EQ(s.kv_cache().num_free_blocks(), 31u);
+  expect_ok(s);
+}
+
+TEST(SchedulerTest, PrefixHitIsReportedAndSkipsComputation) {
+  Scheduler s(small_config(32, 64));
+  ASSERT_TRUE(s.add_request(spec("a", range_tokens(0, 12), 1)).ok());
+  StepPlan p0 = s.schedule();
+  s.update_from_output(p0, echo(p0));
+  ASSERT_TRUE(s.add_request(spec("b", range_tokens(0, 14), 1)).ok());
+  StepPlan p1 = s.schedule();
+  ASSERT_EQ(p1.requests.size(), 1u);
+  EXPECT_EQ(p1.requests[0].num_cached_tokens, 12);  // a's three full blocks
+  EXPECT_EQ(p1.requests[0].num_computed_tokens, 12);
+  EXPECT_EQ(p1.requests[0].token_ids.size(), 2u);
+  EXPECT_EQ(p1.requests[0].context_token_ids, range_tokens(0, 12));
+  EXPECT_EQ(s.kv_cache().stats().hits, 12);
+  EXPECT_EQ(s.kv_cache().stats().queries, 12 + 14);
+}
+
+TEST(SchedulerTest, PreemptionTakesTheLastRunningAndBlocksAdmission) {
+  // 5 usable blocks of 4 tokens. a and b prefill 8 tokens (2 blocks each), c one token.
+  SchedulerConfig c = small_config(6, 64);
+  c.full_sequence_gate = false;
+  Scheduler s(c);
+  ASSERT_TRUE(s.add_request(spec("a", range_tokens(0, 8), 6)).ok());
+  ASSERT_TRUE(s.add_request(spec("b", range_tokens(50, 58), 6)).ok());
+  ASSERT_TRUE(s.add_request(spec("c", range_tokens(90, 91), 1)).ok());
+  StepPlan p0 = s.schedule();
+  EXPECT_EQ(scheduled(p0), (Sched{{"a", 8}, {"b", 8}, {"c", 1}}));
+  EXPECT_EQ(s.kv_cache().num_free_blocks(), 0u);
+  s.update_from_output(p0, echo(p0));  // c finishes (1 block back); a and b now hold 9 tokens
+  ASSERT_TRUE(s.add_request(spec("d", range_tokens(70, 71), 1)).ok());
+
+  // a takes the free block for its 9th token; b needs one too: b (the last running) is preempted.
+  StepPlan p1 = s.schedule();
+  EXPECT_EQ(scheduled(p1), (Sched{{"a", 1}}));
+  EXPECT_EQ(p1.preempted, (std::vector<RequestId>{"b"}));
+  EXPECT_EQ(s.find("b")->num_computed_tokens, 0);
+  EXPECT_EQ(s.find("b")->num_preemptions, 1);
+  EXPECT_EQ(s.find("b")->status, RequestStatus::kPreempted);
+  EXPECT_EQ(s.stats().recomputed_tokens, 8);
+  EXPECT_EQ(s.num_waiting(), 2u);  // d was not admitted in a step that preempted
+  s.update_from_output(p1, echo(p1));
+  expect_ok(s);
+
+  // Run to completion: every request ends with exactly its output length.
+  for (int i = 0; i < 100 && s.has_unfinished(); ++i) {
+    StepPlan p = s.schedule();
+    s.update_from_output(p, echo(p));
+    expect_ok(s);
+  }
+  EXPECT_FALSE(s.has_unfinished());
+  EXPECT_EQ(s.stats().finished, 4);
+  // b heads the waiting queue from step 2 and is looked up at every admission attempt (as vLLM
+  // counts): steps 2-5 fail while a grows, step 6 admits it. Counted apart from first lookups.
+  EXPECT_EQ(s.kv_cache().stats().preempted_lookups, 5);
+  EXPECT_EQ(s.kv_cache().stats().lookups, 4);
+}
+
+TEST(SchedulerTest, HeadOfLineBlocksSmallerRequestsBehind) {
+  SchedulerConfig c = small_config(6, 64);  // 5 usable blocks
+  Scheduler s(c);
+  ASSERT_TRUE(s.add_request(spec("big", range_tokens(0, 12), 2)).ok());   // 3-4 blocks
+  ASSERT_TRUE(s.add_request(spec("huge", range_tokens(100, 116), 2)).ok());  // 4-5 blocks
+  ASSERT_TRUE(s.add_request(spec("tiny", range_tokens(200, 201), 1)).ok());
+  StepPlan p0 = s.schedule();
+  // big fits (3 blocks); huge needs 4 with the full-sequence gate and only 2 are free: stop.
+  EXPECT_EQ(scheduled(p0), (Sched{{"big", 12}}));
+  EXPECT_EQ(s.num_waiting(), 2u);
+}
+
+TEST(SchedulerTest, MaxNumSeqsCapsTheBatch) {
+  SchedulerConfig c = small_config(64, 1000);
+  c.max_num_seqs = 2;
+  Scheduler s(c);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.add_request(spec("r" + std::to_string(i), range_tokens(i * 10, i * 10 + 5), 3)).ok());
+  StepPlan p = s.schedule();
+  EXPECT_EQ(p.requests.size(), 2u);
+  EXPECT_EQ(s.num_waiting(), 1u);
+}
+
+TEST(SchedulerTest, RejectsRequestsThatCanNeverRun) {
+  SchedulerConfig c = small_config(4, 64);  // 3 usable blocks = 12 tokens
+  c.cache.max_model_len = 10;
+  Scheduler s(c);
+  Status empty = s.add_request(spec("e", {}, 1));
+  EXPECT_EQ(empty.message(), "request e: empty prompt");
+  Status too_long = s.add_request(spec("l", range_tokens(0, 11), 1));
+  EXPECT_EQ(too_long.message(), "request l: prompt of 11 tokens exceeds max_model_len 10");
+  Status no_out = s.add_request(spec("o", range_tokens(0, 3), 0));
+  EXPECT_EQ(no_out.message(), "request o: output length must be at least 1");
+  SchedulerConfig c2 = small_config(3, 64);  // 2 usable blocks = 8 tokens
+  Scheduler s2(c2);
+  Status big = s2.add_request(spec("b", range_tokens(0, 9), 1));
+  EXPECT_EQ(big.message(), "request b: needs 3 KV blocks, the pool has 2");
+  EXPECT_EQ(s.stats().rejected, 3);
+  EXPECT_FALSE(s.has_unfinished());
+}
+
+TEST(SchedulerTest, MaxModelLenFinishesARequest) {
+  SchedulerConfig c = small_config(16, 64);
+  c.cache.max_model_len = 6;
+  Scheduler s(c);
+  ASSERT_TRUE(s.add_request(spec("a", range_tokens(0, 4), 10)).ok());
+  std::vector<TokenEvent> last;
+  for (int i = 0; i < 10 && s.has_unfinished(); ++i) {
+    StepPlan p = s.schedule();
+    last = s.update_from_output(p, echo(p));
+  }
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].status, RequestStatus::kFinishedMaxLen);
+  EXPECT_EQ(last[0].output_index, 1);  // 4 prompt + 2 outputs = max_model_len
+}
+
+TEST(SchedulerTest, PriorityPolicyPreemptsTheLowestPriority) {
+  SchedulerConfig c = small_config(5, 64);  // 4 usable blocks
+  c.policy = SchedulingPolicy::kPriority;
+  c.full_sequence_gate = false;
+  Scheduler s(c);
+  ASSERT_TRUE(s.add_request(spec("low", range_tokens(0, 4), 8, /*priority=*/5, 0)).ok());
+  ASSERT_TRUE(s.add_request(spec("high", range_tokens(10, 14), 8, /*priority=*/0, 1)).ok());
+  StepPlan p0 = s.schedule();
+  EXPECT_EQ(scheduled(p0), (Sched{{"high", 4}, {"low", 4}}));  // waiting queue sorted by priority
+  s.update_from_output(p0, echo(p0));
+  bool preempted_low = false;
+  for (int i = 0; i < 40 && s.has_unfinished(); ++i) {
+    StepPlan p = s.schedule();
+    for (const auto& id : p.preempted) {
+      EXPECT_EQ(id, "low");
+      preempted_low = true;
+    }
+    s.update_from_output(p, echo(p));
+    expect_ok(s);
+  }
+  EXPECT_TRUE(preempted_low);
+  EXPECT_FALSE(s.has_unfinished());
+}
+
+TEST(SchedulerTest, AbortFreesBlocks) {
+  Scheduler s(small_config(16, 64));
+  ASSERT_TRUE(s.add_request(spec("a", range_tokens(0, 9), 4)).ok());
+  StepPlan p = s.schedule();
+  s.update_from_output(p, echo(p));
+  EXPECT_TRUE(s.abort("a"));
+  EXPECT_FALSE(s.abort("a"));
+  EXPECT_EQ(s.kv_cache().num_free_blocks(), 15u);
+  EXPECT_EQ(s.schedule().finished, (std::vector<RequestId>{"a"}));
+  expect_ok(s);
+}
+
+}  // namespace
+}  // namespace kv
