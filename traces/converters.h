@@ -1,0 +1,55 @@
+// Converters from public trace formats to kvsim traces.
+//
+//   sharegpt  JSON array of {"id", "conversations": [{"from": "human"|"gpt"|..., "value": text}]}
+//             (simdjson). Text is tokenized by tokenizer.h; each human message followed by an
+//             answer becomes one request whose prompt is the conversation so far; sessions are
+//             interleaved and timed as in generators.h (rate, arrival_cv, concurrent_sessions).
+//   mooncake  JSONL {"timestamp" (ms), "input_length", "output_length", "hash_ids"} (simdjson).
+//             hash_id h expands to expand_block_tokens(h, 512), the last block truncated so the
+//             prompt has exactly input_length tokens; stored compactly as block references.
+//   azure     CSV TIMESTAMP,ContextTokens,GeneratedTokens (Fast C++ CSV Parser). No prefix
+//             information: each prompt is a unique seeded random block of ContextTokens tokens.
+//   burstgpt  CSV Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type[,Session ID]
+//             (seconds), prompts as for azure. Rows with zero request or response tokens (failed
+//             requests) are skipped and counted.
+// Every bad input is a Status naming the file, the line (or JSON record) and the field.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "model/status.h"
+#include "traces/trace.h"
+#include "traces/trace_io.h"
+
+namespace kv::trace {
+
+enum class SourceFormat { kShareGpt, kMooncake, kAzure, kBurstGpt };
+
+std::optional<SourceFormat> parse_source_format(std::string_view name);
+const char* to_string(SourceFormat format);
+
+struct ConvertOptions {
+  std::uint64_t seed = 0;          // random prompts (azure, burstgpt) and arrivals (sharegpt)
+  double rate = 4.0;               // sharegpt only: requests per second
+  double arrival_cv = 1.0;         // sharegpt only
+  int concurrent_sessions = 16;    // sharegpt only
+  int max_model_len = 0;           // sharegpt only: end a conversation before exceeding (0 = no limit)
+  std::int64_t max_requests = 0;   // stop after this many requests (0 = all)
+  std::string model;               // burstgpt only: keep rows of this Model (empty = all)
+};
+
+struct ConvertStats {
+  std::int64_t requests = 0;      // written
+  std::int64_t skipped = 0;       // input records skipped (failed requests, empty turns)
+};
+
+TraceHeader convert_header(SourceFormat format, const std::string& input, const ConvertOptions& options);
+
+// Reads `input` and writes its requests to `writer` (whose header came from convert_header).
+StatusOr<ConvertStats> convert_trace(SourceFormat format, const std::string& input,
+                                     const ConvertOptions& options, TraceWriter& writer);
+
+}  // namespace kv::trace

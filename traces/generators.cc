@@ -1,0 +1,205 @@
+#include "traces/generators.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+#include "model/check.h"
+#include "traces/block_tokens.h"
+#include "traces/sampling.h"
+
+namespace kv::trace {
+
+namespace {
+
+struct ActiveSession {
+  Session session;
+  std::size_t next_turn = 0;
+  std::vector<PromptSegment> history;  // preamble and every earlier turn's user and reply
+};
+
+// Stream-specific seeds, so that adding draws to one stream never shifts another.
+std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t stream) {
+  return splitmix64(seed ^ splitmix64(stream));
+}
+
+}  // namespace
+
+StatusOr<std::int64_t> write_sessions(const ArrivalOptions& arrivals,
+                                      const std::function<StatusOr<bool>(Session*)>& next_session,
+                                      TraceWriter& writer) {
+  KV_CHECK(arrivals.rate > 0 && arrivals.concurrent_sessions > 0);
+  Sampler clock(stream_seed(arrivals.seed, 1));
+  Sampler pick(stream_seed(arrivals.seed, 2));
+  std::vector<ActiveSession> active;
+  bool source_done = false;
+  auto refill = [&](std::size_t slot) -> Status {
+    // Puts the next session with at least one turn into active[slot], or erases the slot.
+    while (!source_done) {
+      Session s;
+      StatusOr<bool> got = next_session(&s);
+      if (!got.ok()) return got.status();
+      if (!*got) {
+        source_done = true;
+        break;
+      }
+      if (s.turns.empty()) continue;
+      ActiveSession a;
+      a.history = s.preamble;
+      a.session = std::move(s);
+      if (slot == active.size()) {
+        active.push_back(std::move(a));
+      } else {
+        active[slot] = std::move(a);
+      }
+      return Status();
+    }
+    if (slot < active.size()) active.erase(active.begin() + static_cast<std::ptrdiff_t>(slot));
+    return Status();
+  };
+  while (!source_done && active.size() < static_cast<std::size_t>(arrivals.concurrent_sessions)) {
+    if (Status s = refill(active.size()); !s.ok()) return s;
+  }
+  double now_s = 0.0;
+  std::int64_t written = 0;
+  TraceRequest r;
+  while (!active.empty() && (arrivals.max_requests == 0 || written < arrivals.max_requests)) {
+    now_s += clock.gap(1.0 / arrivals.rate, arrivals.arrival_cv);
+    const std::size_t slot = pick.below(active.size());
+    ActiveSession& a = active[slot];
+    const Turn& turn = a.session.turns[a.next_turn];
+    r = TraceRequest();
+    std::ostringstream id;
+    id << a.session.id << "-t" << a.next_turn;
+    r.id = id.str();
+    r.session_id = a.session.id;
+    r.arrival_time_us = std::llround(now_s * 1e6);
+    r.prompt_segments = a.history;
+    r.prompt_segments.push_back(turn.user);
+    expand_segments({turn.reply}, r.output_tokens);
+    r.output_length = static_cast<std::int64_t>(r.output_tokens.size());
+    if (Status s = writer.write(r); !s.ok()) return s;
+    ++written;
+    a.history.push_back(turn.user);
+    a.history.push_back(turn.reply);
+    if (++a.next_turn == a.session.turns.size()) {
+      if (Status s = refill(slot); !s.ok()) return s;
+    }
+  }
+  return written;
+}
+
+TraceHeader sharegpt_gen_header(const ShareGptGenOptions& o) {
+  std::ostringstream src;
+  src << "kvsim gen sharegpt --num-requests " << o.num_requests << " --seed " << o.seed
+      << " --rate " << o.rate << " --arrival-cv " << o.arrival_cv << " --sessions "
+      << o.concurrent_sessions << " --system-prompt " << o.system_prompt_tokens << " --mean-turns "
+      << o.mean_turns << " --mean-user " << o.mean_user_tokens << " --mean-reply "
+      << o.mean_reply_tokens << " --sigma " << o.sigma << " --max-turn " << o.max_turn_tokens
+      << " --max-model-len " << o.max_model_len;
+  TraceHeader h;
+  h.source = src.str();
+  h.tokenizer = "synthetic: every message is the expansion of its own random block id "
+                "(traces/block_tokens.h)";
+  h.vocab_size = kBlockTokenVocab;
+  h.notes = "multi-turn chat: each prompt is the conversation so far; outputs are explicit";
+  return h;
+}
+
+StatusOr<std::int64_t> generate_sharegpt(const ShareGptGenOptions& o, TraceWriter& writer) {
+  KV_CHECK(o.mean_turns >= 1.0 && o.mean_user_tokens >= 1.0 && o.mean_reply_tokens >= 1.0);
+  KV_CHECK(o.max_turn_tokens >= 1 && o.sigma >= 0.0);
+  Sampler lengths(stream_seed(o.seed, 3));
+  Sampler ids(stream_seed(o.seed, 4));
+  const std::uint64_t system_block = stream_seed(o.seed, 5);
+  std::int64_t session_index = 0;
+  auto draw_len = [&](double mean) {
+    for (;;) {
+      const double x = lengths.lognormal_mean(mean, o.sigma);
+      const auto n = std::max<std::int64_t>(1, std::llround(x));
+      if (n <= o.max_turn_tokens) return static_cast<int>(n);
+    }
+  };
+  // Turns per session: 1 + geometric with mean mean_turns - 1.
+  const double p_more = (o.mean_turns - 1.0) / o.mean_turns;
+  auto next_session = [&](Session* s) -> StatusOr<bool> {
+    s->id = "s" + std::to_string(session_index++);
+    s->preamble.clear();
+    s->turns.clear();
+    std::int64_t context = 0;
+    if (o.system_prompt_tokens > 0) {
+      s->preamble.push_back(PromptSegment::block(system_block, o.system_prompt_tokens));
+      context = o.system_prompt_tokens;
+    }
+    do {
+      const int user = draw_len(o.mean_user_tokens);
+      const int reply = draw_len(o.mean_reply_tokens);
+      if (context + user + reply > o.max_model_len) break;
+      s->turns.push_back(Turn{PromptSegment::block(ids.bits(), user), PromptSegment::block(ids.bits(), reply)});
+      context += user + reply;
+    } while (lengths.uniform() < p_more);
+    return true;  // an endless supply; max_requests ends the trace
+  };
+  ArrivalOptions a;
+  a.rate = o.rate;
+  a.arrival_cv = o.arrival_cv;
+  a.concurrent_sessions = o.concurrent_sessions;
+  a.max_requests = o.num_requests;
+  a.seed = o.seed;
+  return write_sessions(a, next_session, writer);
+}
+
+TraceHeader prefix_gen_header(const PrefixGenOptions& o) {
+  std::ostringstream src;
+  src << "kvsim gen prefix --num-prompts " << o.num_prompts << " --num-prefixes " << o.num_prefixes
+      << " --prefix-len " << o.prefix_len << " --suffix-len " << o.suffix_len << " --repeat "
+      << o.repeat << " --output-len " << o.output_len << " --rate " << o.rate << " --seed " << o.seed;
+  TraceHeader h;
+  h.source = src.str();
+  h.tokenizer = "synthetic: prefixes and suffixes are expansions of random block ids "
+                "(traces/block_tokens.h)";
+  h.vocab_size = kBlockTokenVocab;
+  h.notes = "prefix-caching benchmark shape: shared prefix + unique suffix, each prompt repeated";
+  return h;
+}
+
+StatusOr<std::int64_t> generate_prefix(const PrefixGenOptions& o, TraceWriter& writer) {
+  KV_CHECK(o.num_prompts > 0 && o.num_prefixes > 0 && o.repeat > 0 && o.output_len >= 0);
+  KV_CHECK(o.prefix_len >= 0 && o.suffix_len >= 0 && o.prefix_len + o.suffix_len > 0);
+  Sampler rng(stream_seed(o.seed, 6));
+  Sampler clock(stream_seed(o.seed, 7));
+  // (prompt index) repeated `repeat` times, then a Fisher-Yates shuffle.
+  std::vector<std::int64_t> order;
+  order.reserve(static_cast<std::size_t>(o.num_prompts * o.repeat));
+  for (std::int64_t p = 0; p < o.num_prompts; ++p) {
+    for (int k = 0; k < o.repeat; ++k) order.push_back(p);
+  }
+  for (std::size_t i = order.size(); i > 1; --i) {
+    std::swap(order[i - 1], order[rng.below(i)]);
+  }
+  const std::uint64_t prefix_base = stream_seed(o.seed, 8);
+  const std::uint64_t suffix_base = stream_seed(o.seed, 9);
+  std::vector<int> copies(static_cast<std::size_t>(o.num_prompts), 0);
+  double now_s = 0.0;
+  std::int64_t written = 0;
+  for (std::int64_t p : order) {
+    TraceRequest r;
+    r.id = "p" + std::to_string(p) + "-r" + std::to_string(copies[static_cast<std::size_t>(p)]++);
+    if (o.rate > 0) now_s += clock.exponential(1.0 / o.rate);
+    r.arrival_time_us = std::llround(now_s * 1e6);
+    if (o.prefix_len > 0) {
+      const auto prefix = static_cast<std::uint64_t>(p % o.num_prefixes);
+      r.prompt_segments.push_back(PromptSegment::block(splitmix64(prefix_base + prefix), o.prefix_len));
+    }
+    if (o.suffix_len > 0) {
+      r.prompt_segments.push_back(
+          PromptSegment::block(splitmix64(suffix_base + static_cast<std::uint64_t>(p)), o.suffix_len));
+    }
+    r.output_length = o.output_len;
+    if (Status s = writer.write(r); !s.ok()) return s;
+    ++written;
+  }
+  return written;
+}
+
+}  // namespace kv::trace

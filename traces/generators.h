@@ -1,0 +1,85 @@
+// Trace generators and the session interleaver shared with the ShareGPT converter.
+//
+// Everything is a pure function of the options (seed included): the same options give the same
+// requests and therefore, through TraceWriter, the same bytes.
+//
+// Multi-turn sessions: turn k of a session is a request whose prompt is the whole conversation
+// so far (system prompt, user_1, reply_1, ..., user_k) and whose output tokens are reply_k, so
+// turn k+1 really re-reads turn k's prompt and output (prefix reuse). Requests arrive by a
+// Poisson process at `rate` (or a bursty hyperexponential one when arrival_cv > 1); each arrival
+// goes to a session chosen uniformly among `concurrent_sessions` active ones, and a finished
+// session is replaced by the next one from the source.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/status.h"
+#include "traces/trace.h"
+#include "traces/trace_io.h"
+
+namespace kv::trace {
+
+struct Turn {
+  PromptSegment user;   // the new user message
+  PromptSegment reply;  // the assistant's answer: the request's output tokens
+};
+
+struct Session {
+  std::string id;
+  std::vector<PromptSegment> preamble;  // system prompt (may be empty)
+  std::vector<Turn> turns;
+};
+
+struct ArrivalOptions {
+  double rate = 4.0;             // requests per second (> 0)
+  double arrival_cv = 1.0;       // gap coefficient of variation; 1 = Poisson, > 1 = bursty
+  int concurrent_sessions = 16;  // sessions open at once
+  std::int64_t max_requests = 0; // stop after this many requests (0 = when sessions run out)
+  std::uint64_t seed = 0;
+};
+
+// Pulls sessions from `next_session` (true = got one, false = no more) and writes their turns
+// as interleaved requests. Returns the number of requests written.
+StatusOr<std::int64_t> write_sessions(const ArrivalOptions& arrivals,
+                                      const std::function<StatusOr<bool>(Session*)>& next_session,
+                                      TraceWriter& writer);
+
+struct ShareGptGenOptions {
+  std::int64_t num_requests = 500;
+  std::uint64_t seed = 0;
+  double rate = 4.0;
+  double arrival_cv = 1.0;
+  int concurrent_sessions = 16;
+  int system_prompt_tokens = 512;  // shared by every session (0 = none)
+  double mean_turns = 4.0;         // turns per session: 1 + geometric, this mean
+  double mean_user_tokens = 160.0; // lognormal turn lengths with these means ...
+  double mean_reply_tokens = 340.0;
+  double sigma = 1.0;              // ... and this log-space standard deviation
+  int max_turn_tokens = 4096;      // longer draws are redrawn
+  int max_model_len = 8192;        // a session ends before a turn whose prompt + output exceeds it
+};
+
+TraceHeader sharegpt_gen_header(const ShareGptGenOptions& options);
+StatusOr<std::int64_t> generate_sharegpt(const ShareGptGenOptions& options, TraceWriter& writer);
+
+// vLLM's prefix-caching benchmark shape: num_prompts prompts, each one of num_prefixes shared
+// prefixes of prefix_len tokens followed by a unique random suffix of suffix_len tokens, each
+// repeated `repeat` times, shuffled; requests arrive at `rate` per second (0 = all at time 0).
+struct PrefixGenOptions {
+  std::int64_t num_prompts = 100;
+  int num_prefixes = 1;
+  int prefix_len = 1024;
+  int suffix_len = 256;
+  int repeat = 4;
+  int output_len = 64;
+  double rate = 0.0;
+  std::uint64_t seed = 0;
+};
+
+TraceHeader prefix_gen_header(const PrefixGenOptions& options);
+StatusOr<std::int64_t> generate_prefix(const PrefixGenOptions& options, TraceWriter& writer);
+
+}  // namespace kv::trace

@@ -1,0 +1,58 @@
+// The in-memory form of one trace record, free of protobuf (trace.proto is the file format).
+//
+// A trace is a TraceHeader followed by TraceRequests in non-decreasing arrival order.
+// Invariants of every TraceRequest a TraceReader returns:
+//   1. prompt is non-empty and fully expanded (prompt_segments is left empty by the reader);
+//   2. output_length >= 0, and output_length == output_tokens.size() when output_tokens is
+//      non-empty (teacher-forced outputs); otherwise outputs are generated at replay;
+//   3. arrival_time_us >= 0 and >= the previous request's; id is unique in the trace.
+// A writer given non-empty prompt_segments writes them (the compact form) instead of prompt.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/types.h"
+
+namespace kv::trace {
+
+inline constexpr std::uint32_t kFormatVersion = 1;
+
+struct TraceHeader {
+  std::string source;
+  std::string hash_seed = "0";
+  std::string hash_algo;  // empty = sha256_cbor
+  int block_size = 0;     // 0 = none in particular
+  std::string tokenizer;
+  std::int64_t vocab_size = 0;
+  std::string notes;
+};
+
+// One piece of a compact prompt: literal tokens, or the first num_tokens of block block_id.
+struct PromptSegment {
+  std::vector<TokenId> tokens;  // used when num_tokens == 0
+  std::uint64_t block_id = 0;
+  int num_tokens = 0;           // > 0: a block reference
+
+  static PromptSegment literal(std::vector<TokenId> t) { return PromptSegment{std::move(t), 0, 0}; }
+  static PromptSegment block(std::uint64_t id, int n) { return PromptSegment{{}, id, n}; }
+};
+
+struct TraceRequest {
+  std::string id;
+  std::int64_t arrival_time_us = 0;
+  std::vector<TokenId> prompt;
+  std::vector<PromptSegment> prompt_segments;  // writer only: the compact form of prompt
+  std::vector<TokenId> output_tokens;
+  std::int64_t output_length = 0;
+  std::string cache_salt;
+  std::string lora_name;
+  std::int32_t priority = 0;
+  std::string session_id;
+};
+
+// Appends the expansion of `segments` to `out`.
+void expand_segments(const std::vector<PromptSegment>& segments, std::vector<TokenId>& out);
+
+}  // namespace kv::trace

@@ -1,0 +1,384 @@
+#include "traces/trace_io.h"
+
+#include <fcntl.h>
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "model/check.h"
+#include "traces/block_tokens.h"
+#include "traces/trace.pb.h"
+
+namespace kv::trace {
+
+namespace {
+
+namespace pb = ::kvsim::trace;
+namespace pio = ::google::protobuf::io;
+
+constexpr char kMagic[8] = {'K', 'V', 'T', 'R', 'A', 'C', 'E', '\n'};
+constexpr std::uint32_t kMaxFrameBytes = 256u << 20;  // larger lengths are corruption
+constexpr int kMaxBlockRefTokens = 1 << 20;
+
+std::array<std::uint32_t, 256> make_crc_table() {
+  std::array<std::uint32_t, 256> table{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1u) ? (c >> 1) ^ 0x82f63b78u : c >> 1;
+    table[i] = c;
+  }
+  return table;
+}
+
+void put_le32(std::uint32_t v, unsigned char* out) {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<unsigned char>(v >> (8 * i));
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+// Rules shared by the writer and the reader; `where` already names the file and record.
+Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_prev,
+                     std::int64_t prev_arrival_us, std::unordered_set<std::string>& ids) {
+  if (r.id.empty()) return Status::error("field id: empty request id");
+  if (prompt_size == 0) return Status::error("field prompt: empty prompt (request '" + r.id + "')");
+  if (r.arrival_time_us < 0) {
+    return Status::error("field arrival_time_us: negative arrival time " +
+                         std::to_string(r.arrival_time_us) + " (request '" + r.id + "')");
+  }
+  if (have_prev && r.arrival_time_us < prev_arrival_us) {
+    return Status::error("field arrival_time_us: arrivals go backwards (" +
+                         std::to_string(r.arrival_time_us) + " after " +
+                         std::to_string(prev_arrival_us) + ", request '" + r.id + "')");
+  }
+  if (r.output_length < 0) {
+    return Status::error("field output_length: negative (" + std::to_string(r.output_length) +
+                         ", request '" + r.id + "')");
+  }
+  if (!r.output_tokens.empty() && r.output_length != static_cast<std::int64_t>(r.output_tokens.size())) {
+    return Status::error("field output_length: " + std::to_string(r.output_length) + " but " +
+                         std::to_string(r.output_tokens.size()) + " output tokens (request '" +
+                         r.id + "')");
+  }
+  for (TokenId t : r.output_tokens) {
+    if (t < 0) return Status::error("field output_tokens: negative token id (request '" + r.id + "')");
+  }
+  if (!ids.insert(r.id).second) return Status::error("field id: duplicate request id '" + r.id + "'");
+  return Status();
+}
+
+}  // namespace
+
+std::uint32_t crc32c(const void* data, std::size_t size) {
+  static const std::array<std::uint32_t, 256> table = make_crc_table();
+  const auto* p = static_cast<const unsigned char*>(data);
+  std::uint32_t c = 0xffffffffu;
+  for (std::size_t i = 0; i < size; ++i) c = table[(c ^ p[i]) & 0xffu] ^ (c >> 8);
+  return c ^ 0xffffffffu;
+}
+
+void expand_segments(const std::vector<PromptSegment>& segments, std::vector<TokenId>& out) {
+  for (const PromptSegment& s : segments) {
+    if (s.num_tokens > 0) {
+      expand_block_tokens(s.block_id, s.num_tokens, out);
+    } else {
+      out.insert(out.end(), s.tokens.begin(), s.tokens.end());
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// TraceWriter
+
+StatusOr<TraceWriter> TraceWriter::create(const std::string& path, const TraceHeader& header,
+                                          bool overwrite) {
+  TraceWriter w;
+  w.path_ = path;
+  w.file_ = std::fopen(path.c_str(), overwrite ? "wb" : "wbx");
+  if (w.file_ == nullptr) {
+    if (!overwrite && errno == EEXIST) {
+      return Status::error(path + ": already exists (refusing to overwrite it; --force to replace)");
+    }
+    return Status::error(path + ": cannot create: " + errno_text());
+  }
+  unsigned char preamble[12];
+  std::memcpy(preamble, kMagic, 8);
+  put_le32(kFormatVersion, preamble + 8);
+  if (std::fwrite(preamble, 1, sizeof preamble, w.file_) != sizeof preamble) {
+    w.abandon();
+    return Status::error(path + ": write failed: " + errno_text());
+  }
+  w.bytes_written_ = sizeof preamble;
+  pb::Header h;
+  h.set_format_version(kFormatVersion);
+  h.set_source(header.source);
+  h.set_hash_seed(header.hash_seed);
+  h.set_hash_algo(header.hash_algo);
+  h.set_block_size(header.block_size);
+  h.set_tokenizer(header.tokenizer);
+  h.set_vocab_size(header.vocab_size);
+  h.set_notes(header.notes);
+  if (Status s = w.write_frame(h.SerializeAsString()); !s.ok()) {
+    w.abandon();
+    return s;
+  }
+  return w;
+}
+
+TraceWriter::TraceWriter(TraceWriter&& o) noexcept { *this = std::move(o); }
+
+TraceWriter& TraceWriter::operator=(TraceWriter&& o) noexcept {
+  if (this != &o) {
+    if (file_ != nullptr) std::fclose(file_);
+    path_ = std::move(o.path_);
+    file_ = std::exchange(o.file_, nullptr);
+    num_written_ = o.num_written_;
+    bytes_written_ = o.bytes_written_;
+    last_arrival_us_ = o.last_arrival_us_;
+    ids_ = std::move(o.ids_);
+  }
+  return *this;
+}
+
+TraceWriter::~TraceWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+Status TraceWriter::write_frame(const std::string& bytes) {
+  unsigned char head[8];
+  unsigned char* end = pio::CodedOutputStream::WriteVarint32ToArray(
+      static_cast<std::uint32_t>(bytes.size()), head);
+  const auto head_len = static_cast<std::size_t>(end - head);
+  unsigned char crc[4];
+  put_le32(crc32c(bytes.data(), bytes.size()), crc);
+  if (std::fwrite(head, 1, head_len, file_) != head_len ||
+      std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size() ||
+      std::fwrite(crc, 1, 4, file_) != 4) {
+    return Status::error(path_ + ": write failed: " + errno_text());
+  }
+  bytes_written_ += static_cast<std::int64_t>(head_len + bytes.size() + 4);
+  return Status();
+}
+
+Status TraceWriter::write(const TraceRequest& r) {
+  KV_CHECK(file_ != nullptr, "write after close");
+  const std::string where = path_ + ": request " + std::to_string(num_written_) + ": ";
+  if (!r.prompt.empty() && !r.prompt_segments.empty()) {
+    return Status::error(where + "field prompt: both literal tokens and segments given");
+  }
+  std::int64_t prompt_size = static_cast<std::int64_t>(r.prompt.size());
+  pb::Request m;
+  for (const PromptSegment& s : r.prompt_segments) {
+    pb::PromptSegment* ps = m.add_prompt_segments();
+    if (s.num_tokens > 0) {
+      if (s.num_tokens > kMaxBlockRefTokens) {
+        return Status::error(where + "field prompt_segments: block reference too long");
+      }
+      ps->mutable_block()->set_block_id(s.block_id);
+      ps->mutable_block()->set_num_tokens(s.num_tokens);
+      prompt_size += s.num_tokens;
+    } else {
+      for (TokenId t : s.tokens) {
+        if (t < 0) return Status::error(where + "field prompt_segments: negative token id");
+      }
+      ps->mutable_tokens()->mutable_ids()->Add(s.tokens.begin(), s.tokens.end());
+      prompt_size += static_cast<std::int64_t>(s.tokens.size());
+    }
+  }
+  for (TokenId t : r.prompt) {
+    if (t < 0) return Status::error(where + "field prompt: negative token id");
+  }
+  if (Status s = check_request(r, prompt_size, num_written_ > 0, last_arrival_us_, ids_); !s.ok()) {
+    return s.with_context(where);
+  }
+  m.set_id(r.id);
+  m.set_arrival_time_us(r.arrival_time_us);
+  m.mutable_prompt_tokens()->Add(r.prompt.begin(), r.prompt.end());
+  m.mutable_output_tokens()->Add(r.output_tokens.begin(), r.output_tokens.end());
+  m.set_output_length(r.output_length);
+  m.set_cache_salt(r.cache_salt);
+  m.set_lora_name(r.lora_name);
+  m.set_priority(r.priority);
+  m.set_session_id(r.session_id);
+  if (Status s = write_frame(m.SerializeAsString()); !s.ok()) return s;
+  last_arrival_us_ = r.arrival_time_us;
+  ++num_written_;
+  return Status();
+}
+
+Status TraceWriter::close() {
+  if (file_ == nullptr) return Status();
+  const bool ok = std::fflush(file_) == 0;
+  const bool closed = std::fclose(file_) == 0;
+  file_ = nullptr;
+  if (!ok || !closed) return Status::error(path_ + ": write failed: " + errno_text());
+  return Status();
+}
+
+void TraceWriter::abandon() {
+  if (file_ != nullptr) {
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+  std::remove(path_.c_str());
+}
+
+// ---------------------------------------------------------------------------------------------
+// TraceReader
+
+struct TraceReader::Impl {
+  int fd = -1;
+  std::unique_ptr<pio::FileInputStream> stream;
+  std::int64_t offset = 0;  // bytes consumed so far
+  std::string frame;        // reused buffers
+  pb::Request request;
+
+  ~Impl() {
+    stream.reset();
+    if (fd >= 0) ::close(fd);
+  }
+
+  // Reads one frame into `frame`: true, false at a clean end of file, or an error message.
+  StatusOr<bool> read_frame() {
+    pio::CodedInputStream coded(stream.get());
+    const void* data = nullptr;
+    int avail = 0;
+    if (!coded.GetDirectBufferPointer(&data, &avail)) return false;
+    std::uint32_t size = 0;
+    if (!coded.ReadVarint32(&size)) {
+      return Status::error("truncated or corrupt frame length at byte offset " + std::to_string(offset));
+    }
+    if (size > kMaxFrameBytes) {
+      return Status::error("corrupt frame: length " + std::to_string(size) + " at byte offset " +
+                           std::to_string(offset) + " exceeds the limit");
+    }
+    if (!coded.ReadString(&frame, static_cast<int>(size))) {
+      return Status::error("truncated frame at byte offset " + std::to_string(offset) + ": " +
+                           std::to_string(size) + " bytes announced, file ends first");
+    }
+    std::uint32_t crc = 0;
+    if (!coded.ReadLittleEndian32(&crc)) {
+      return Status::error("truncated frame at byte offset " + std::to_string(offset) +
+                           ": checksum missing");
+    }
+    if (crc != crc32c(frame.data(), frame.size())) {
+      return Status::error("corrupt frame at byte offset " + std::to_string(offset) +
+                           ": checksum mismatch");
+    }
+    offset += coded.CurrentPosition();
+    return true;
+  }
+};
+
+StatusOr<TraceReader> TraceReader::open(const std::string& path) {
+  TraceReader r;
+  r.path_ = path;
+  r.impl_ = std::make_unique<Impl>();
+  r.impl_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (r.impl_->fd < 0) return Status::error(path + ": cannot open: " + errno_text());
+  r.impl_->stream = std::make_unique<pio::FileInputStream>(r.impl_->fd, 1 << 20);
+  unsigned char preamble[12];
+  {
+    pio::CodedInputStream coded(r.impl_->stream.get());
+    if (!coded.ReadRaw(preamble, sizeof preamble)) {
+      if (r.impl_->stream->GetErrno() != 0) {
+        return Status::error(path + ": cannot read: " + std::strerror(r.impl_->stream->GetErrno()));
+      }
+      return Status::error(path + ": not a kvsim trace (file shorter than the 12-byte preamble)");
+    }
+  }
+  if (std::memcmp(preamble, kMagic, 8) != 0) {
+    return Status::error(path + ": not a kvsim trace (wrong magic; expected \"KVTRACE\\n\")");
+  }
+  std::uint32_t version = 0;
+  for (int i = 0; i < 4; ++i) version |= static_cast<std::uint32_t>(preamble[8 + i]) << (8 * i);
+  if (version != kFormatVersion) {
+    return Status::error(path + ": unsupported trace format version " + std::to_string(version) +
+                         " (this kvsim reads version " + std::to_string(kFormatVersion) + ")");
+  }
+  r.impl_->offset = sizeof preamble;
+  StatusOr<bool> got = r.impl_->read_frame();
+  if (!got.ok()) return got.status().with_context(path + ": header: ");
+  if (!*got) return Status::error(path + ": header: missing (file ends after the preamble)");
+  pb::Header h;
+  if (!h.ParseFromString(r.impl_->frame)) {
+    return Status::error(path + ": header: corrupt (unparsable message)");
+  }
+  if (h.format_version() != kFormatVersion) {
+    return Status::error(path + ": header: field format_version: " +
+                         std::to_string(h.format_version()) + ", expected " +
+                         std::to_string(kFormatVersion));
+  }
+  r.header_.source = h.source();
+  r.header_.hash_seed = h.hash_seed();
+  r.header_.hash_algo = h.hash_algo();
+  r.header_.block_size = h.block_size();
+  r.header_.tokenizer = h.tokenizer();
+  r.header_.vocab_size = h.vocab_size();
+  r.header_.notes = h.notes();
+  if (r.header_.block_size < 0) return Status::error(path + ": header: field block_size: negative");
+  return r;
+}
+
+TraceReader::TraceReader(TraceReader&&) noexcept = default;
+TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
+TraceReader::~TraceReader() = default;
+
+StatusOr<bool> TraceReader::next(TraceRequest* out) {
+  if (!failed_.ok()) return failed_;
+  const std::string where = path_ + ": request " + std::to_string(num_read_) + ": ";
+  auto fail = [&](const std::string& message) -> StatusOr<bool> {
+    failed_ = Status::error(where + message);
+    return failed_;
+  };
+  StatusOr<bool> got = impl_->read_frame();
+  if (!got.ok()) return fail(got.status().message());
+  if (!*got) return false;
+  pb::Request& m = impl_->request;
+  if (!m.ParseFromString(impl_->frame)) return fail("corrupt record (unparsable message)");
+  if (m.prompt_tokens_size() > 0 && m.prompt_segments_size() > 0) {
+    return fail("field prompt: both prompt_tokens and prompt_segments are set");
+  }
+  out->id = m.id();
+  out->arrival_time_us = m.arrival_time_us();
+  out->prompt.assign(m.prompt_tokens().begin(), m.prompt_tokens().end());
+  out->prompt_segments.clear();
+  for (int i = 0; i < m.prompt_segments_size(); ++i) {
+    const pb::PromptSegment& s = m.prompt_segments(i);
+    if (s.has_block()) {
+      const int n = s.block().num_tokens();
+      if (n <= 0 || n > kMaxBlockRefTokens) {
+        return fail("field prompt_segments[" + std::to_string(i) + "].block.num_tokens: " +
+                    std::to_string(n) + " is out of range");
+      }
+      expand_block_tokens(s.block().block_id(), n, out->prompt);
+    } else if (s.has_tokens()) {
+      out->prompt.insert(out->prompt.end(), s.tokens().ids().begin(), s.tokens().ids().end());
+    } else {
+      return fail("field prompt_segments[" + std::to_string(i) + "]: empty segment");
+    }
+  }
+  for (TokenId t : out->prompt) {
+    if (t < 0) return fail("field prompt: negative token id " + std::to_string(t));
+  }
+  out->output_tokens.assign(m.output_tokens().begin(), m.output_tokens().end());
+  out->output_length = m.output_length();
+  out->cache_salt = m.cache_salt();
+  out->lora_name = m.lora_name();
+  out->priority = m.priority();
+  out->session_id = m.session_id();
+  if (Status s = check_request(*out, static_cast<std::int64_t>(out->prompt.size()), num_read_ > 0,
+                               last_arrival_us_, ids_);
+      !s.ok()) {
+    return fail(s.message());
+  }
+  last_arrival_us_ = out->arrival_time_us;
+  ++num_read_;
+  return true;
+}
+
+}  // namespace kv::trace

@@ -1,0 +1,85 @@
+// TraceWriter and TraceReader: streaming access to trace files (format in trace.proto).
+//
+// Neither ever holds more than one record in memory. The reader validates as it goes and turns
+// every bad input into a Status naming the file, the request index (0-based, header excluded),
+// the byte offset and the field: missing file, wrong magic or version, truncated or corrupt
+// frame (CRC mismatch, unparsable message), empty prompt, negative or decreasing arrival time,
+// duplicate request id, negative token ids or lengths. After an error, next() keeps failing.
+// The writer never replaces an existing file unless created with overwrite = true, and
+// abandon() removes what it wrote (a failed conversion leaves nothing behind).
+// Neither class is thread-safe; both are movable, not copyable.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <unordered_set>
+
+#include "model/status.h"
+#include "traces/trace.h"
+
+namespace kv::trace {
+
+class TraceWriter {
+ public:
+  static StatusOr<TraceWriter> create(const std::string& path, const TraceHeader& header,
+                                      bool overwrite = false);
+  TraceWriter(TraceWriter&&) noexcept;
+  TraceWriter& operator=(TraceWriter&&) noexcept;
+  ~TraceWriter();  // closes (without error reporting) if close() was not called
+
+  // Checks the request (same rules as the reader) and appends it.
+  Status write(const TraceRequest& request);
+  // Flushes and closes; the file is complete only when this returns ok.
+  Status close();
+  // Closes and deletes the file.
+  void abandon();
+
+  std::int64_t num_written() const { return num_written_; }
+  std::int64_t bytes_written() const { return bytes_written_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  TraceWriter() = default;
+  Status write_frame(const std::string& bytes);
+
+  std::string path_;
+  std::FILE* file_ = nullptr;  // open until close() or abandon()
+  std::int64_t num_written_ = 0;
+  std::int64_t bytes_written_ = 0;
+  std::int64_t last_arrival_us_ = 0;
+  std::unordered_set<std::string> ids_;  // every id written so far
+};
+
+class TraceReader {
+ public:
+  static StatusOr<TraceReader> open(const std::string& path);
+  TraceReader(TraceReader&&) noexcept;
+  TraceReader& operator=(TraceReader&&) noexcept;
+  ~TraceReader();
+
+  const TraceHeader& header() const { return header_; }
+  // Reads the next request into *out: true, false at a clean end of file, or an error.
+  StatusOr<bool> next(TraceRequest* out);
+  // Requests returned so far.
+  std::int64_t num_read() const { return num_read_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  struct Impl;
+  TraceReader() = default;
+
+  std::string path_;
+  TraceHeader header_;
+  std::unique_ptr<Impl> impl_;
+  std::int64_t num_read_ = 0;
+  std::int64_t last_arrival_us_ = 0;
+  std::unordered_set<std::string> ids_;  // every id read so far (duplicate detection)
+  Status failed_;                        // sticky: once not ok, every next() returns it
+};
+
+// CRC-32C (Castagnoli) of `size` bytes, as stored after each frame.
+std::uint32_t crc32c(const void* data, std::size_t size);
+
+}  // namespace kv::trace
