@@ -1,0 +1,213 @@
+#include "sim/cost_model.h"
+
+#include <algorithm>
+
+#include "model/check.h"
+
+namespace kv::sim {
+
+namespace {
+
+__extension__ typedef __int128 Int128;
+
+std::int64_t ceil_div(Int128 num, Int128 den) {
+  return static_cast<std::int64_t>((num + den - 1) / den);
+}
+
+constexpr const char* kNodeNames[kNumStepNodes] = {
+    "host_schedule", "h2d_block_table", "h2d_inputs",  "slot_mapping", "graph_launch",
+    "input_norm",    "qkv_proj",        "rotary",      "cache_write",  "attention",
+    "o_proj",        "post_attention_norm", "gate_up_proj", "silu_mul", "down_proj",
+    "final_norm",    "lm_head",         "d2h_sampled"};
+
+int id(StepNode n) { return static_cast<int>(n); }
+
+// A GEMM [m, k] x [k, n]: 2mkn FLOPs; reads both operands once, writes the output.
+KernelWork gemm(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t dtype) {
+  return {2 * m * k * n, (m * k + k * n + m * n) * dtype};
+}
+
+}  // namespace
+
+StepShape summarize(const StepPlan& plan) {
+  StepShape s;
+  bool uniform = !plan.requests.empty();
+  for (const ScheduledRequest& r : plan.requests) {
+    std::int64_t q = static_cast<std::int64_t>(r.token_ids.size());
+    std::int64_t c = r.num_computed_tokens;
+    s.num_tokens += q;
+    s.num_seqs += 1;
+    s.num_sampled += r.samples ? 1 : 0;
+    s.kv_tokens_read += c + q;
+    s.attended_pairs += q * c + q * (q + 1) / 2;
+    s.num_block_ids += static_cast<std::int64_t>(r.block_ids.size());
+    uniform = uniform && q == 1;
+  }
+  s.uniform_decode = uniform;
+  s.cascade = plan.num_common_prefix_blocks > 0;
+  return s;
+}
+
+CostModel::CostModel(const ModelSpec& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
+                     const ProfileTable* profile)
+    : model_(model), gpu_(gpu), dispatcher_(graphs), profile_(profile) {
+  KV_CHECK(gpu_.clock_mhz > 0 && gpu_.peak_flops > 0 && gpu_.hbm_bytes_per_s > 0 &&
+           gpu_.compute_efficiency_pct > 0 && gpu_.bandwidth_efficiency_pct > 0 &&
+           gpu_.h2d_bytes_per_s > 0, "bad gpu spec " << gpu_.name);
+  KV_CHECK(model_.layers > 0 && model_.hidden > 0 && model_.heads > 0 && model_.kv_heads > 0,
+           "bad model spec " << model_.name);
+  for (int n = 0; n < kNumStepNodes; ++n) dag_.add_node(kNodeNames[n]);
+  auto edge = [&](StepNode a, StepNode b) { dag_.add_edge(id(a), id(b)); };
+  // Host prepares inputs, then two copies in parallel, then the slot-mapping kernel; the
+  // host launches the graph meanwhile; the forward starts when both are done.
+  edge(StepNode::kHostSchedule, StepNode::kH2dBlockTable);
+  edge(StepNode::kHostSchedule, StepNode::kH2dInputs);
+  edge(StepNode::kHostSchedule, StepNode::kGraphLaunch);
+  edge(StepNode::kH2dBlockTable, StepNode::kSlotMapping);
+  edge(StepNode::kH2dInputs, StepNode::kSlotMapping);
+  edge(StepNode::kSlotMapping, StepNode::kInputNorm);
+  edge(StepNode::kGraphLaunch, StepNode::kInputNorm);
+  edge(StepNode::kSlotMapping, StepNode::kCacheWrite);    // cache write consumes slot mapping
+  edge(StepNode::kH2dBlockTable, StepNode::kAttention);   // attention reads the block table
+  for (int n = id(StepNode::kInputNorm); n < id(StepNode::kD2hSampled); ++n) {
+    dag_.add_edge(n, n + 1);  // stream order
+  }
+}
+
+std::int64_t CostModel::ns_to_cycles(std::int64_t ns) const {
+  return ceil_div(static_cast<Int128>(ns) * gpu_.clock_mhz, 1000);
+}
+
+std::int64_t CostModel::cycles_to_ns(std::int64_t cycles) const {
+  return ceil_div(static_cast<Int128>(cycles) * 1000, gpu_.clock_mhz);
+}
+
+KernelWork CostModel::work(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const {
+  const std::int64_t t = q.num_tokens;
+  const std::int64_t b = model_.dtype_bytes;
+  const std::int64_t h = model_.hidden;
+  const std::int64_t q_width = std::int64_t{model_.heads} * model_.head_dim;
+  const std::int64_t kv_width = std::int64_t{model_.kv_heads} * model_.head_dim;
+  const std::int64_t inter = model_.intermediate;
+  switch (k) {
+    case Kernel::kSlotMapping:  // positions + block-table lookups in, int64 slots out
+      return {2 * t, t * (8 + 4 + 8) + 8 * q.num_seqs};
+    case Kernel::kRmsnorm:  // fused residual add: read x and residual, write both
+      return {4 * t * h, (4 * t * h + h) * b};
+    case Kernel::kQkvProj:
+      return gemm(t, h, q_width + 2 * kv_width, b);
+    case Kernel::kRotary:
+      return {3 * t * (q_width + kv_width), 2 * t * (q_width + kv_width) * b + 8 * t};
+    case Kernel::kCacheWrite:  // read K and V, write them into their slots
+      return {0, 4 * t * kv_width * b + 8 * t};
+    case Kernel::kAttention:  // QK^T and PV over every causal pair; K/V read once per sequence
+      return {4 * std::int64_t{model_.heads} * model_.head_dim * attended_pairs,
+              2 * q.context_tokens * kv_width * b + 2 * t * q_width * b + 4 * q.num_seqs};
+    case Kernel::kOProj:
+      return gemm(t, q_width, h, b);
+    case Kernel::kGateUpProj:
+      return gemm(t, h, 2 * inter, b);
+    case Kernel::kSiluMul:
+      return {4 * t * inter, 3 * t * inter * b};
+    case Kernel::kDownProj:
+      return gemm(t, inter, h, b);
+    case Kernel::kLmHead: {  // bf16 weights, fp32 logits
+      KernelWork w = gemm(t, h, model_.vocab, b);
+      w.bytes += t * model_.vocab * (4 - b);
+      return w;
+    }
+  }
+  return {};
+}
+
+std::int64_t CostModel::roofline_cycles(const KernelWork& w) const {
+  // cycles = work * clock_hz / (peak * efficiency); clock in MHz, efficiency in percent.
+  Int128 clock_x100 = static_cast<Int128>(gpu_.clock_mhz) * 1'000'000 * 100;
+  std::int64_t compute = ceil_div(static_cast<Int128>(w.flops) * clock_x100,
+                                  static_cast<Int128>(gpu_.peak_flops) * gpu_.compute_efficiency_pct);
+  std::int64_t memory =
+      ceil_div(static_cast<Int128>(w.bytes) * clock_x100,
+               static_cast<Int128>(gpu_.hbm_bytes_per_s) * gpu_.bandwidth_efficiency_pct);
+  return std::max(compute, memory);
+}
+
+std::int64_t CostModel::kernel_cycles(Kernel k, const KernelQuery& q,
+                                      std::int64_t attended_pairs) const {
+  if (q.num_tokens <= 0) return 0;
+  if (profile_ != nullptr && profile_->has(k)) return ns_to_cycles(profile_->lookup_ns(k, q));
+  return roofline_cycles(work(k, q, attended_pairs));
+}
+
+StepCost CostModel::cost(const StepShape& shape) {
+  StepCost out;
+  std::array<std::int64_t, kNumStepNodes>& w = out.node_cycles;
+  const std::int64_t layers = model_.layers;
+  const std::int64_t launch = ns_to_cycles(gpu_.launch_overhead_ns);
+  const std::int64_t graph_launch = ns_to_cycles(gpu_.graph_launch_ns);
+
+  std::int64_t host_ns = gpu_.host_step_ns + gpu_.host_per_request_ns * shape.num_seqs +
+                         gpu_.host_per_block_ns * shape.num_block_ids;
+  w[id(StepNode::kHostSchedule)] = ns_to_cycles(host_ns);
+  if (shape.num_tokens > 0) {
+    auto copy_ns = [&](std::int64_t bytes) {
+      return gpu_.copy_latency_ns + ceil_div(static_cast<Int128>(bytes) * 1'000'000'000,
+                                             gpu_.h2d_bytes_per_s);
+    };
+    w[id(StepNode::kH2dBlockTable)] = ns_to_cycles(copy_ns(4 * shape.num_block_ids));
+    w[id(StepNode::kH2dInputs)] =
+        ns_to_cycles(copy_ns(16 * shape.num_tokens + 8 * (shape.num_seqs + 1)));
+    w[id(StepNode::kD2hSampled)] = ns_to_cycles(copy_ns(8 * shape.num_seqs));
+
+    out.dispatch = dispatcher_.dispatch(shape.num_tokens, shape.uniform_decode, shape.cascade);
+    const CudaGraphMode mode = out.dispatch.runtime_mode;
+    const std::int64_t pad = out.dispatch.batch.num_tokens - shape.num_tokens;  // 0 if eager
+    // Tokens the dense kernels and attention run on; padding costs compute.
+    KernelQuery dense{shape.num_tokens + pad, shape.num_seqs, 0};
+    KernelQuery attn{shape.num_tokens, shape.num_seqs, shape.kv_tokens_read};
+    std::int64_t pairs = shape.attended_pairs;
+    if (mode == CudaGraphMode::kFull && pad > 0) {  // padded rows attend to one key each
+      attn.num_tokens += pad;
+      attn.context_tokens += pad;
+      pairs += pad;
+    }
+    KernelQuery slots{dense.num_tokens, shape.num_seqs, 0};
+    w[id(StepNode::kSlotMapping)] = kernel_cycles(Kernel::kSlotMapping, slots, 0) + launch;
+
+    // Launch overheads per kernel of one layer, and the graph launches.
+    std::int64_t dense_launch = mode == CudaGraphMode::kNone ? launch : 0;
+    std::int64_t attention_launch = 0;
+    if (mode == CudaGraphMode::kNone) {
+      attention_launch = launch;
+    } else if (mode == CudaGraphMode::kPiecewise) {
+      attention_launch = launch + graph_launch;  // eager attention, then the next piece
+      w[id(StepNode::kGraphLaunch)] = graph_launch;
+    } else {
+      w[id(StepNode::kGraphLaunch)] = graph_launch;
+    }
+    auto per_layer = [&](StepNode node, Kernel k, const KernelQuery& q, std::int64_t extra) {
+      w[id(node)] = layers * (kernel_cycles(k, q, pairs) + extra);
+    };
+    per_layer(StepNode::kInputNorm, Kernel::kRmsnorm, dense, dense_launch);
+    per_layer(StepNode::kQkvProj, Kernel::kQkvProj, dense, dense_launch);
+    per_layer(StepNode::kRotary, Kernel::kRotary, dense, dense_launch);
+    per_layer(StepNode::kCacheWrite, Kernel::kCacheWrite, dense, dense_launch);
+    per_layer(StepNode::kAttention, Kernel::kAttention, attn, attention_launch);
+    per_layer(StepNode::kOProj, Kernel::kOProj, dense, dense_launch);
+    per_layer(StepNode::kPostAttentionNorm, Kernel::kRmsnorm, dense, dense_launch);
+    per_layer(StepNode::kGateUpProj, Kernel::kGateUpProj, dense, dense_launch);
+    per_layer(StepNode::kSiluMul, Kernel::kSiluMul, dense, dense_launch);
+    per_layer(StepNode::kDownProj, Kernel::kDownProj, dense, dense_launch);
+    // The final norm is part of the forward (all tokens); logits are computed for one row
+    // per scheduled request, as vLLM does (rows of unfinished prefills are discarded).
+    w[id(StepNode::kFinalNorm)] = kernel_cycles(Kernel::kRmsnorm, dense, 0) + dense_launch;
+    KernelQuery logits{shape.num_seqs, shape.num_seqs, 0};
+    w[id(StepNode::kLmHead)] = kernel_cycles(Kernel::kLmHead, logits, 0) + launch;
+    out.kernels = 1 + 10 * layers + 2;
+  }
+  for (int n = 0; n < kNumStepNodes; ++n) dag_.set_cycles(n, w[n]);
+  out.cycles = dag_.critical_path_cycles();
+  out.duration_ns = cycles_to_ns(out.cycles);
+  return out;
+}
+
+}  // namespace kv::sim

@@ -1,0 +1,112 @@
+// CostModel: the predicted device time of one step. The step's kernels (sim/kernels.h) are
+// each costed by a roofline -- max(FLOPs / (peak * efficiency), bytes / (bandwidth *
+// efficiency)) -- or by a ProfileTable when it has the kernel, plus launch overheads as the
+// CUDA-graph dispatcher decides; host work and copies join them in a StepDag whose critical
+// path is the step's duration.
+// Invariants:
+//   1. Everything is integer arithmetic (cycles of the GPU clock; 128-bit intermediates):
+//      the same plan gives the same number on every machine.
+//   2. cost() is O(1) given a StepShape, and summarize() is O(requests) (never O(tokens)).
+//   3. The L identical layers are one node per kernel type weighted L times; the layers are a
+//      chain in stream order, so the critical path is exact.
+//   4. Graph modes: NONE pays launch_overhead_ns per kernel; PIECEWISE pays it for attention
+//      only, plus one graph_launch_ns per piece (layers + 1), on tokens padded to the capture
+//      size outside attention; FULL pays one graph_launch_ns for the whole forward, on padded
+//      tokens everywhere. slot_mapping and lm_head run eagerly in every mode.
+// Not thread-safe (cost() re-weights a member DAG).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+
+#include "model/cuda_graph_dispatcher.h"
+#include "model/step_plan.h"
+#include "sim/hardware_specs.h"
+#include "sim/kernels.h"
+#include "sim/profile_table.h"
+#include "sim/step_dag.h"
+
+namespace kv::sim {
+
+// What the cost model needs from a plan.
+struct StepShape {
+  std::int64_t num_tokens = 0;      // tokens computed this step
+  std::int64_t num_seqs = 0;        // scheduled requests
+  std::int64_t num_sampled = 0;     // requests with samples == true
+  std::int64_t kv_tokens_read = 0;  // sum over requests of num_computed + scheduled tokens
+  std::int64_t attended_pairs = 0;  // causal (query, key) pairs: sum of q * c + q * (q + 1) / 2
+  std::int64_t num_block_ids = 0;   // block ids sent in the plan (block-table deltas)
+  bool uniform_decode = false;      // every request computes exactly one token
+  bool cascade = false;             // the plan uses cascade attention (common prefix blocks)
+};
+
+StepShape summarize(const StepPlan& plan);
+
+// FLOPs and HBM bytes of one launch of a kernel for one layer.
+struct KernelWork {
+  std::int64_t flops = 0;
+  std::int64_t bytes = 0;
+};
+
+// The nodes of the step DAG, in id order.
+enum class StepNode {
+  kHostSchedule,      // scheduler and input preparation on the host
+  kH2dBlockTable,     // block-table deltas
+  kH2dInputs,         // token ids, positions, query start locations (slot-mapping inputs)
+  kSlotMapping,
+  kGraphLaunch,       // first (or only) CUDA-graph replay
+  kInputNorm,         // per layer, weighted by the number of layers:
+  kQkvProj,
+  kRotary,
+  kCacheWrite,
+  kAttention,
+  kOProj,
+  kPostAttentionNorm,
+  kGateUpProj,
+  kSiluMul,
+  kDownProj,
+  kFinalNorm,
+  kLmHead,
+  kD2hSampled,        // sampled token ids back to the host
+};
+inline constexpr int kNumStepNodes = 18;
+
+struct StepCost {
+  std::int64_t cycles = 0;       // critical path
+  std::int64_t duration_ns = 0;  // cycles at the GPU clock, rounded up
+  DispatchResult dispatch;       // the CUDA-graph decision for the batch
+  std::int64_t kernels = 0;      // kernel executions (graph replays count their kernels)
+  std::array<std::int64_t, kNumStepNodes> node_cycles{};
+};
+
+class CostModel {
+ public:
+  // `profile` may be null (roofline only); it must outlive the model.
+  CostModel(const ModelSpec& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
+            const ProfileTable* profile);
+
+  StepCost cost(const StepShape& shape);
+
+  KernelWork work(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const;
+  std::int64_t roofline_cycles(const KernelWork& w) const;
+  // Execution cycles of one launch for one layer (profile if it has the kernel, else roofline).
+  std::int64_t kernel_cycles(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const;
+
+  std::int64_t ns_to_cycles(std::int64_t ns) const;   // rounded up
+  std::int64_t cycles_to_ns(std::int64_t cycles) const;  // rounded up
+
+  const ModelSpec& model() const { return model_; }
+  const GpuSpec& gpu() const { return gpu_; }
+  const CudaGraphDispatcher& dispatcher() const { return dispatcher_; }
+  const StepDag& dag() const { return dag_; }
+
+ private:
+  ModelSpec model_;
+  GpuSpec gpu_;
+  CudaGraphDispatcher dispatcher_;
+  const ProfileTable* profile_;
+  StepDag dag_;  // fixed structure, re-weighted by cost()
+};
+
+}  // namespace kv::sim

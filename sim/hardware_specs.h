@@ -1,0 +1,60 @@
+// ModelSpec and GpuSpec: the shapes and peak numbers the cost model is built from, with named
+// presets. Every figure is an integer in base units (bytes, FLOP/s, ns, MHz, percent) so the
+// cost model can stay in integer arithmetic and give the same number on every machine.
+// Invariants of a preset: every field > 0, heads % kv_heads == 0, efficiencies in (0, 100].
+// Lookup by name returns a Status listing the valid names when the name is unknown.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/status.h"
+
+namespace kv::sim {
+
+// A Llama-shaped decoder: RMSNorm, GQA attention with rotary, SwiGLU MLP.
+struct ModelSpec {
+  std::string name;
+  int layers = 0;
+  int hidden = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int intermediate = 0;  // MLP size
+  int vocab = 0;
+  int dtype_bytes = 2;   // bf16
+
+  // K and V of one token in every layer.
+  std::int64_t kv_bytes_per_token() const {
+    return 2LL * layers * kv_heads * head_dim * dtype_bytes;
+  }
+};
+
+// The accelerator and the host around it (CPU step overheads, PCIe copies).
+struct GpuSpec {
+  std::string name;
+  std::int64_t peak_flops = 0;          // dense bf16 FLOP/s
+  std::int64_t hbm_bytes_per_s = 0;
+  std::int64_t memory_bytes = 0;
+  int sm_count = 0;
+  int clock_mhz = 0;                    // converts ns to the DAG's cycles
+  int compute_efficiency_pct = 70;      // achieved fraction of peak_flops
+  int bandwidth_efficiency_pct = 80;    // achieved fraction of hbm_bytes_per_s
+  std::int64_t launch_overhead_ns = 4000;   // one eager kernel launch
+  std::int64_t graph_launch_ns = 6000;      // one CUDA-graph replay
+  std::int64_t h2d_bytes_per_s = 25'000'000'000;  // pinned host-to-device copies
+  std::int64_t copy_latency_ns = 2000;           // per host<->device copy
+  std::int64_t host_step_ns = 40000;             // scheduler + input preparation, per step
+  std::int64_t host_per_request_ns = 500;        // per scheduled request
+  std::int64_t host_per_block_ns = 20;           // per block id sent in the plan
+};
+
+const std::vector<ModelSpec>& model_presets();  // tiny, llama3-8b, llama3-70b
+const std::vector<GpuSpec>& gpu_presets();      // h100-sxm, h200
+
+StatusOr<ModelSpec> find_model_spec(std::string_view name);
+StatusOr<GpuSpec> find_gpu_spec(std::string_view name);
+
+}  // namespace kv::sim

@@ -1,0 +1,284 @@
+#include "sim/profile_table.h"
+
+// The parser's own code trips a warning of newer compilers (a bounded strncpy it terminates
+// by hand); keep it out of -Werror builds.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-truncation"
+#include <libfccp/csv.h>
+#pragma GCC diagnostic pop
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <tuple>
+
+#include "model/check.h"
+
+namespace kv::sim {
+
+namespace {
+
+constexpr const char* kColumns[] = {"kernel", "num_tokens", "num_seqs", "context_tokens",
+                                    "time_ns"};
+constexpr int kNumColumns = 5;
+
+__extension__ typedef __int128 Int128;
+
+// num / den rounded to nearest, halves away from zero; den > 0.
+std::int64_t round_div(Int128 num, Int128 den) {
+  Int128 q = num >= 0 ? (num + den / 2) / den : -((-num + den / 2) / den);
+  return static_cast<std::int64_t>(q);
+}
+
+// The line through (x0, y0), (x1, y1) at x; x0 < x1.
+std::int64_t on_line(std::int64_t x0, std::int64_t y0, std::int64_t x1, std::int64_t y1,
+                     std::int64_t x) {
+  Int128 num = static_cast<Int128>(y1 - y0) * (x - x0);
+  return y0 + round_div(num, x1 - x0);
+}
+
+// Interpolates through n points given by accessors, xs strictly increasing.
+template <typename X, typename Y>
+std::int64_t interpolate_points(std::size_t n, X x_at, Y y_at, std::int64_t x) {
+  KV_CHECK(n > 0);
+  if (n == 1) return std::max<std::int64_t>(0, y_at(0));
+  // The segment [i, i+1] containing x, or the end segment beyond the table.
+  std::size_t lo = 0, hi = n - 1;
+  if (x <= x_at(0)) {
+    hi = 1;
+  } else if (x >= x_at(n - 1)) {
+    lo = n - 2;
+  } else {
+    while (hi - lo > 1) {
+      std::size_t mid = (lo + hi) / 2;
+      if (x_at(mid) <= x) lo = mid; else hi = mid;
+    }
+  }
+  hi = lo + 1;
+  return std::max<std::int64_t>(0, on_line(x_at(lo), y_at(lo), x_at(hi), y_at(hi), x));
+}
+
+std::string where(const std::string& name, int line, int column) {
+  std::string s = name + ":" + std::to_string(line);
+  if (column > 0) {
+    s += ": column " + std::to_string(column) + " (" + kColumns[column - 1] + ")";
+  }
+  return s + ": ";
+}
+
+int column_of(const char* column_name) {
+  for (int i = 0; i < kNumColumns; ++i) {
+    if (std::string_view(kColumns[i]) == column_name) return i + 1;
+  }
+  return 0;
+}
+
+std::string trim(std::string_view s) {
+  std::size_t b = 0, e = s.size();
+  while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
+  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
+  return std::string(s.substr(b, e - b));
+}
+
+}  // namespace
+
+bool ProfileTable::Row::operator<(const Row& o) const {
+  return std::tie(num_seqs, num_tokens, context_tokens) <
+         std::tie(o.num_seqs, o.num_tokens, o.context_tokens);
+}
+
+std::int64_t interpolate(const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& ys,
+                         std::int64_t x) {
+  KV_CHECK(xs.size() == ys.size() && !xs.empty());
+  return interpolate_points(
+      xs.size(), [&](std::size_t i) { return xs[i]; }, [&](std::size_t i) { return ys[i]; }, x);
+}
+
+StatusOr<ProfileTable> ProfileTable::load(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open profile");
+  std::ostringstream text;
+  text << in.rdbuf();
+  std::string data = text.str();
+  return read(path, data.data(), data.data() + data.size());
+}
+
+StatusOr<ProfileTable> ProfileTable::parse(const std::string& name, std::string_view text) {
+  return read(name, text.data(), text.data() + text.size());
+}
+
+StatusOr<ProfileTable> ProfileTable::read(const std::string& name, const char* begin,
+                                          const char* end) {
+  ProfileTable table;
+  std::array<std::vector<int>, kNumKernels> lines;  // source line of each row, parallel
+  try {
+    io::CSVReader<kNumColumns> csv(name, begin, end);
+    char* header = csv.next_line();
+    if (header == nullptr) {
+      return Status::error(name + ": empty profile, expected the header " +
+                           "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
+    }
+    std::string got;
+    {
+      std::string_view h(header);
+      std::size_t start = 0;
+      while (true) {
+        std::size_t comma = h.find(',', start);
+        got += trim(h.substr(start, comma == std::string_view::npos ? h.npos : comma - start));
+        if (comma == std::string_view::npos) break;
+        got += ',';
+        start = comma + 1;
+      }
+    }
+    if (got != "kernel,num_tokens,num_seqs,context_tokens,time_ns") {
+      return Status::error(name + ":1: header is '" + got +
+                           "', expected 'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
+    }
+    csv.set_header(kColumns[0], kColumns[1], kColumns[2], kColumns[3], kColumns[4]);
+    std::string kernel;
+    Row row;
+    while (csv.read_row(kernel, row.num_tokens, row.num_seqs, row.context_tokens, row.time_ns)) {
+      int line = static_cast<int>(csv.get_file_line());
+      std::optional<Kernel> k = parse_kernel(kernel);
+      if (!k) {
+        std::string valid;
+        for (std::string_view n : kKernelNames) valid += (valid.empty() ? "" : ", ") + std::string(n);
+        return Status::error(where(name, line, 1) + "unknown kernel '" + kernel +
+                             "' (valid: " + valid + ")");
+      }
+      if (row.num_tokens < 1) {
+        return Status::error(where(name, line, 2) + "num_tokens must be >= 1, got " +
+                             std::to_string(row.num_tokens));
+      }
+      const std::pair<int, std::int64_t> non_negative[] = {
+          {3, row.num_seqs}, {4, row.context_tokens}, {5, row.time_ns}};
+      for (auto [column, value] : non_negative) {
+        if (value < 0) {
+          return Status::error(where(name, line, column) + "must be >= 0, got " +
+                               std::to_string(value));
+        }
+      }
+      Row stored = row;
+      if (*k != Kernel::kAttention) stored.num_seqs = stored.context_tokens = 0;
+      table.rows_[static_cast<int>(*k)].push_back(stored);
+      lines[static_cast<int>(*k)].push_back(line);
+      ++table.num_rows_;
+    }
+  } catch (const io::error::base& e) {
+    int line = 0;
+    int column = 0;
+    std::string content;
+    if (auto* with_line = dynamic_cast<const io::error::with_file_line*>(&e)) {
+      line = with_line->file_line;
+    }
+    if (auto* with_column = dynamic_cast<const io::error::with_column_name*>(&e)) {
+      column = column_of(with_column->column_name);
+    }
+    if (auto* with_content = dynamic_cast<const io::error::with_column_content*>(&e)) {
+      content = with_content->column_content;
+    }
+    std::string what;
+    if (dynamic_cast<const io::error::too_few_columns*>(&e)) {
+      what = "too few columns, expected 5";
+    } else if (dynamic_cast<const io::error::too_many_columns*>(&e)) {
+      what = "too many columns, expected 5";
+    } else if (dynamic_cast<const io::error::no_digit*>(&e)) {
+      what = "'" + content + "' is not an integer";
+    } else if (dynamic_cast<const io::error::integer_overflow*>(&e) ||
+               dynamic_cast<const io::error::integer_underflow*>(&e)) {
+      what = "'" + content + "' is out of range";
+    } else {
+      what = e.what();
+    }
+    if (line <= 0) return Status::error(name + ": " + what);
+    return Status::error(where(name, line, column) + what);
+  }
+
+  for (int k = 0; k < kNumKernels; ++k) {
+    std::vector<Row>& rows = table.rows_[k];
+    std::vector<std::size_t> order(rows.size());
+    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
+    std::vector<Row> sorted;
+    sorted.reserve(rows.size());
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const Row& r = rows[order[i]];
+      if (i > 0 && !(rows[order[i - 1]] < r)) {
+        int first = lines[k][order[i - 1]];
+        int again = lines[k][order[i]];
+        std::string key = "num_tokens " + std::to_string(r.num_tokens);
+        if (k == static_cast<int>(Kernel::kAttention)) {
+          key = "num_seqs " + std::to_string(r.num_seqs) + ", " + key + ", context_tokens " +
+                std::to_string(r.context_tokens);
+        }
+        return Status::error(where(name, std::max(first, again), 0) + "duplicate row for " +
+                             std::string(kKernelNames[k]) + " at " + key + " (also on line " +
+                             std::to_string(std::min(first, again)) + ")");
+      }
+      sorted.push_back(r);
+    }
+    rows = std::move(sorted);
+  }
+  return table;
+}
+
+std::int64_t ProfileTable::lookup_ns(Kernel k, const KernelQuery& q) const {
+  const std::vector<Row>& rows = rows_[static_cast<int>(k)];
+  KV_CHECK(!rows.empty(), "no profile rows for " << kernel_name(k));
+  if (k != Kernel::kAttention) {
+    return interpolate_points(
+        rows.size(), [&](std::size_t i) { return rows[i].num_tokens; },
+        [&](std::size_t i) { return rows[i].time_ns; }, q.num_tokens);
+  }
+  // The num_seqs group nearest the query (ties to the smaller).
+  auto first_at_or_above =
+      std::lower_bound(rows.begin(), rows.end(), q.num_seqs,
+                       [](const Row& r, std::int64_t s) { return r.num_seqs < s; });
+  std::int64_t seqs;
+  if (first_at_or_above == rows.end()) {
+    seqs = rows.back().num_seqs;
+  } else if (first_at_or_above == rows.begin()) {
+    seqs = first_at_or_above->num_seqs;
+  } else {
+    std::int64_t above = first_at_or_above->num_seqs;
+    std::int64_t below = std::prev(first_at_or_above)->num_seqs;
+    seqs = (q.num_seqs - below <= above - q.num_seqs) ? below : above;
+  }
+  auto g0 = std::lower_bound(rows.begin(), rows.end(), seqs,
+                             [](const Row& r, std::int64_t s) { return r.num_seqs < s; });
+  auto g1 = std::upper_bound(rows.begin(), rows.end(), seqs,
+                             [](std::int64_t s, const Row& r) { return s < r.num_seqs; });
+  // Columns: runs of equal num_tokens inside the group, sorted by context_tokens.
+  struct Column {
+    std::int64_t num_tokens;
+    const Row* begin;
+    std::size_t size;
+  };
+  auto column_value = [&](const Column& c) {
+    return interpolate_points(
+        c.size, [&](std::size_t i) { return c.begin[i].context_tokens; },
+        [&](std::size_t i) { return c.begin[i].time_ns; }, q.context_tokens);
+  };
+  auto column_at = [&](std::vector<Row>::const_iterator it) {
+    auto e = it;
+    while (e != g1 && e->num_tokens == it->num_tokens) ++e;
+    return Column{it->num_tokens, &*it, static_cast<std::size_t>(e - it)};
+  };
+  // Walk the columns (few) to find the bracketing pair.
+  Column cur = column_at(g0);
+  auto it = g0 + static_cast<std::ptrdiff_t>(cur.size);
+  if (it == g1) return column_value(cur);  // a single column
+  Column next = column_at(it);
+  it += static_cast<std::ptrdiff_t>(next.size);
+  while (q.num_tokens > next.num_tokens && it != g1) {
+    cur = next;
+    next = column_at(it);
+    it += static_cast<std::ptrdiff_t>(next.size);
+  }
+  std::int64_t t0 = column_value(cur);
+  std::int64_t t1 = column_value(next);
+  return std::max<std::int64_t>(0, on_line(cur.num_tokens, t0, next.num_tokens, t1, q.num_tokens));
+}
+
+}  // namespace kv::sim

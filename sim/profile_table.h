@@ -1,0 +1,63 @@
+// ProfileTable: measured kernel times (sim/profile_format.md), looked up by interpolation.
+// Invariants after a successful load:
+//   1. Every row had a known kernel name, integers >= 0, num_tokens >= 1; no two rows share
+//      a key (kernel, num_tokens) -- for attention (num_seqs, num_tokens, context_tokens).
+//   2. Points are sorted by their keys, so lookup is a pure function of the query.
+// lookup_ns interpolates piecewise linearly in num_tokens and, for attention, in
+// context_tokens within the group of rows whose num_seqs is nearest the query's (ties go to
+// the smaller); beyond the table's ends the end segments are extended; results are >= 0 and
+// rounded to the nearest integer ns. Kernels without rows are has() == false (the cost model
+// falls back to its roofline). Immutable after load.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/status.h"
+#include "sim/kernels.h"
+
+namespace kv::sim {
+
+struct KernelQuery {
+  std::int64_t num_tokens = 0;
+  std::int64_t num_seqs = 0;
+  std::int64_t context_tokens = 0;  // attention: KV tokens read, summed over sequences
+};
+
+class ProfileTable {
+ public:
+  // Reads a CSV file; the Status names the file, line and column of the first bad field.
+  static StatusOr<ProfileTable> load(const std::string& path);
+  // The same from text in memory; `name` stands for the file name in messages.
+  static StatusOr<ProfileTable> parse(const std::string& name, std::string_view text);
+
+  bool has(Kernel k) const { return !rows_[static_cast<int>(k)].empty(); }
+  std::size_t num_rows() const { return num_rows_; }
+  // Time of one launch of `k` for one layer, in ns. Requires has(k).
+  std::int64_t lookup_ns(Kernel k, const KernelQuery& q) const;
+
+  struct Row {
+    std::int64_t num_seqs = 0;  // used by attention only
+    std::int64_t num_tokens = 0;
+    std::int64_t context_tokens = 0;  // used by attention only
+    std::int64_t time_ns = 0;
+    bool operator<(const Row& o) const;
+  };
+
+ private:
+  static StatusOr<ProfileTable> read(const std::string& name, const char* begin,
+                                     const char* end);
+
+  std::array<std::vector<Row>, kNumKernels> rows_;  // sorted by Row::operator<
+  std::size_t num_rows_ = 0;
+};
+
+// Piecewise-linear interpolation through (xs[i], ys[i]) (xs strictly increasing), extended
+// beyond the ends along the end segments, rounded to nearest, clamped at 0. Exposed for tests.
+std::int64_t interpolate(const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& ys,
+                         std::int64_t x);
+
+}  // namespace kv::sim

@@ -1,0 +1,393 @@
+#include "sim/shadow_kv.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "model/check.h"
+
+namespace kv::sim {
+
+namespace {
+
+std::uint64_t mix64(std::uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ULL;
+  x ^= x >> 33;
+  return x;
+}
+
+std::string hex(std::uint64_t v) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+}  // namespace
+
+const char* to_string(VerifyMode mode) {
+  switch (mode) {
+    case VerifyMode::kOff: return "off";
+    case VerifyMode::kFast: return "fast";
+    case VerifyMode::kFull: return "full";
+  }
+  return "?";
+}
+
+std::optional<VerifyMode> parse_verify_mode(std::string_view text) {
+  for (VerifyMode m : {VerifyMode::kOff, VerifyMode::kFast, VerifyMode::kFull}) {
+    if (text == to_string(m)) return m;
+  }
+  return std::nullopt;
+}
+
+std::string Violation::to_string() const {
+  std::string s = "step " + std::to_string(step) + ": request " + request;
+  if (position >= 0) {
+    s += ": position " + std::to_string(position) + " (block " + std::to_string(block) +
+         ", slot " + std::to_string(slot) + ")";
+  }
+  switch (kind) {
+    case Kind::kMismatch:
+      s += std::string(": ") + when + " check: expected fingerprint " + hex(expected) +
+           ", found " + hex(found);
+      if (more > 0) s += " (and " + std::to_string(more) + " more positions)";
+      break;
+    case Kind::kOverwrite:
+      s += ": cache write into a slot that request " + other_request + " still relies on (its position " +
+           std::to_string(other_position) + "): slot held " + hex(expected) + ", write " +
+           hex(found);
+      break;
+    case Kind::kBadPlan:
+      s += ": bad plan: " + detail;
+      break;
+  }
+  return s;
+}
+
+std::uint64_t ShadowKv::chain_seed(std::string_view lora_name) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the name, then mixed
+  for (char c : lora_name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ULL;
+  }
+  return mix64(h) | 1;
+}
+
+std::uint64_t ShadowKv::fingerprint(std::uint64_t prev, TokenId token, std::int64_t position) {
+  std::uint64_t h = mix64(prev ^ (static_cast<std::uint64_t>(token) * 0x9e3779b97f4a7c15ULL) ^
+                          (static_cast<std::uint64_t>(position) * 0xd6e8feb86659fd93ULL +
+                           0x632be59bd9b4e019ULL));
+  return h == 0 ? 1 : h;  // 0 means "never written"
+}
+
+ShadowKv::ShadowKv(VerifyMode mode) : mode_(mode) {}
+
+std::uint64_t ShadowKv::slot(std::int64_t slot) const {
+  return slot >= 0 && static_cast<std::size_t>(slot) < slots_.size() ? slots_[slot] : 0;
+}
+
+void ShadowKv::store_raw(std::int64_t slot, std::uint64_t fingerprint) {
+  KV_CHECK(slot >= 0, "negative slot " << slot);
+  if (block_size_ > 0) ensure_block(static_cast<BlockId>(slot / block_size_));
+  if (static_cast<std::size_t>(slot) >= slots_.size()) slots_.resize(slot + 1, 0);
+  slots_[slot] = fingerprint;
+}
+
+std::span<const BlockId> ShadowKv::table(const RequestId& id) const {
+  std::int32_t h = find(id);
+  if (h < 0) return {};
+  return live_[h].table;
+}
+
+std::int64_t ShadowKv::num_computed(const RequestId& id) const {
+  std::int32_t h = find(id);
+  return h < 0 ? -1 : live_[h].num_computed;
+}
+
+std::int32_t ShadowKv::find(const RequestId& id) const {
+  auto it = handle_of_.find(id);
+  return it == handle_of_.end() ? -1 : it->second;
+}
+
+void ShadowKv::ensure_block(BlockId b) {
+  std::size_t need = static_cast<std::size_t>(b) + 1;
+  if (need <= holders_.size()) return;
+  std::size_t grown = std::max(need, holders_.size() * 2);
+  holders_.resize(grown);
+  slots_.resize(std::max(slots_.size(), grown * static_cast<std::size_t>(block_size_)), 0);
+}
+
+Violation ShadowKv::bad_plan(const RequestId& id, std::string detail) const {
+  Violation v;
+  v.kind = Violation::Kind::kBadPlan;
+  v.step = step_;
+  v.request = id;
+  v.detail = std::move(detail);
+  return v;
+}
+
+bool ShadowKv::add_block(std::int32_t h, BlockId b, const RequestId& id,
+                         std::vector<Violation>* out) {
+  if (b <= 0) {
+    out->push_back(bad_plan(id, "block id " + std::to_string(b) +
+                                    (b == 0 ? " is the null block" : " is negative")));
+    return false;
+  }
+  ensure_block(b);
+  Live& l = live_[h];
+  holders_[b].push_back({h, static_cast<std::int32_t>(l.registered.size())});
+  l.registered.push_back(b);
+  l.table.push_back(b);
+  return true;
+}
+
+std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* out) {
+  if (static_cast<std::int64_t>(r.context_token_ids.size()) != r.num_computed_tokens) {
+    out->push_back(bad_plan(r.id, "new request carries " +
+                                      std::to_string(r.context_token_ids.size()) +
+                                      " context tokens for num_computed_tokens " +
+                                      std::to_string(r.num_computed_tokens)));
+    return -1;
+  }
+  std::int32_t h;
+  if (!free_handles_.empty()) {
+    h = free_handles_.back();
+    free_handles_.pop_back();
+  } else {
+    h = static_cast<std::int32_t>(live_.size());
+    live_.emplace_back();
+  }
+  Live& l = live_[h];
+  l.id = r.id;
+  l.in_use = true;
+  l.seed = chain_seed(r.lora_name);
+  l.num_computed = 0;
+  l.admitted = admissions_++;
+  handle_of_.emplace(r.id, h);
+  for (BlockId b : r.block_ids) {
+    if (!add_block(h, b, r.id, out)) {
+      release(h, nullptr);
+      return -1;
+    }
+  }
+  std::int64_t needed = (r.num_computed_tokens + block_size_ - 1) / block_size_;
+  if (needed > static_cast<std::int64_t>(l.table.size())) {
+    out->push_back(bad_plan(r.id, std::to_string(r.num_computed_tokens) +
+                                      " computed tokens need " + std::to_string(needed) +
+                                      " blocks, the table has " + std::to_string(l.table.size())));
+    release(h, nullptr);
+    return -1;
+  }
+  l.expected.reserve(static_cast<std::size_t>(std::max(r.num_prompt_tokens, r.num_computed_tokens) +
+                                              static_cast<std::int64_t>(r.token_ids.size())));
+  std::uint64_t prev = l.seed;
+  for (std::size_t p = 0; p < r.context_token_ids.size(); ++p) {
+    prev = fingerprint(prev, r.context_token_ids[p], static_cast<std::int64_t>(p));
+    l.expected.push_back(prev);
+  }
+  l.num_computed = r.num_computed_tokens;
+  verify(h, 0, l.num_computed, "admission", out);
+  return h;
+}
+
+void ShadowKv::release(std::int32_t h, std::vector<Violation>* out) {
+  Live& l = live_[h];
+  if (out != nullptr) verify(h, 0, l.num_computed, "release", out);
+  for (std::size_t i = 0; i < l.registered.size(); ++i) {
+    std::vector<Holder>& hs = holders_[l.registered[i]];
+    for (std::size_t k = 0; k < hs.size(); ++k) {
+      if (hs[k].request == h && hs[k].index == static_cast<std::int32_t>(i)) {
+        hs[k] = hs.back();
+        hs.pop_back();
+        break;
+      }
+    }
+  }
+  handle_of_.erase(l.id);
+  l.in_use = false;
+  l.table.clear();
+  l.registered.clear();
+  l.expected.clear();
+  l.num_computed = 0;
+  free_handles_.push_back(h);
+}
+
+void ShadowKv::verify(std::int32_t h, std::int64_t from, std::int64_t to, const char* when,
+                      std::vector<Violation>* out) {
+  const Live& l = live_[h];
+  const std::int64_t bs = block_size_;
+  Violation* first = nullptr;
+  std::int64_t p = from;
+  while (p < to) {
+    std::size_t i = static_cast<std::size_t>(p / bs);
+    const std::int64_t base = std::int64_t{l.table[i]} * bs;
+    const std::int64_t block_end = std::min(to, static_cast<std::int64_t>(i + 1) * bs);
+    for (; p < block_end; ++p) {
+      const std::int64_t s = base + p % bs;
+      if (slots_[s] == l.expected[p]) [[likely]] continue;
+      if (first != nullptr) {
+        ++first->more;
+        continue;
+      }
+      Violation v;
+      v.kind = Violation::Kind::kMismatch;
+      v.step = step_;
+      v.request = l.id;
+      v.position = p;
+      v.block = l.table[i];
+      v.slot = s;
+      v.expected = l.expected[p];
+      v.found = slots_[s];
+      v.when = when;
+      out->push_back(std::move(v));
+      first = &out->back();
+    }
+  }
+  stats_.slots_verified += std::max<std::int64_t>(0, to - from);
+}
+
+void ShadowKv::write(std::int32_t h, std::int64_t position, std::uint64_t fp,
+                     std::vector<Violation>* out) {
+  Live& l = live_[h];
+  const std::int64_t bs = block_size_;
+  const std::int32_t index = static_cast<std::int32_t>(position / bs);
+  std::int64_t s = std::int64_t{l.table[index]} * bs + position % bs;
+  if (!write_faults_.empty()) [[unlikely]] {
+    for (std::size_t k = 0; k < write_faults_.size(); ++k) {
+      const CacheWriteFault& f = write_faults_[k];
+      if (f.request != l.id || f.position != position) continue;
+      std::int64_t redirect = f.redirect_slot;
+      write_faults_.erase(write_faults_.begin() + static_cast<std::ptrdiff_t>(k));
+      ++stats_.faults_fired;
+      if (redirect < 0) return;  // dropped
+      ensure_block(static_cast<BlockId>(redirect / bs));
+      s = redirect;
+      break;
+    }
+  }
+  const BlockId block = static_cast<BlockId>(s / bs);
+  const std::int64_t offset = s % bs;
+  for (const Holder& holder : holders_[block]) {
+    if (holder.request == h && holder.index == index) continue;
+    const Live& other = live_[holder.request];
+    const std::int64_t other_position = std::int64_t{holder.index} * bs + offset;
+    if (other_position >= other.num_computed) continue;
+    Violation v;
+    v.kind = Violation::Kind::kOverwrite;
+    v.step = step_;
+    v.request = l.id;
+    v.position = position;
+    v.block = block;
+    v.slot = s;
+    v.expected = slots_[s];
+    v.found = fp;
+    v.other_request = other.id;
+    v.other_position = other_position;
+    out->push_back(std::move(v));
+    break;
+  }
+  slots_[s] = fp;
+  ++stats_.slots_written;
+}
+
+void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
+  if (mode_ == VerifyMode::kOff) return;
+  step_ = plan.step;
+  if (block_size_ == 0) {
+    KV_CHECK(plan.block_size > 0, "plan " << plan.step << " has block size " << plan.block_size);
+    block_size_ = plan.block_size;
+  }
+  KV_CHECK(plan.block_size == block_size_,
+           "block size changed from " << block_size_ << " to " << plan.block_size);
+  for (const RequestId& id : plan.finished) {
+    if (std::int32_t h = find(id); h >= 0) release(h, out);
+  }
+  for (const RequestId& id : plan.preempted) {
+    if (std::int32_t h = find(id); h >= 0) release(h, out);
+  }
+
+  // Tables first (as the runner uploads block tables before any kernel runs).
+  scratch_handles_.assign(plan.requests.size(), -1);
+  for (std::size_t k = 0; k < plan.requests.size(); ++k) {
+    const ScheduledRequest& r = plan.requests[k];
+    std::int32_t h = find(r.id);
+    if (r.is_new) {
+      if (h >= 0) release(h, out);  // resumed without a preemption notice: start over
+      scratch_handles_[k] = admit(r, out);
+      continue;
+    }
+    if (h < 0) {
+      out->push_back(bad_plan(r.id, "running request the device never saw as new"));
+      continue;
+    }
+    if (r.num_computed_tokens != live_[h].num_computed) {
+      out->push_back(bad_plan(r.id, "num_computed_tokens " + std::to_string(r.num_computed_tokens) +
+                                        ", the device has " +
+                                        std::to_string(live_[h].num_computed)));
+      continue;
+    }
+    bool ok = true;
+    for (BlockId b : r.block_ids) ok = ok && add_block(h, b, r.id, out);
+    if (ok) scratch_handles_[k] = h;
+  }
+  for (const TableSwapFault& f : swap_faults_) {
+    std::int32_t h = find(f.request);
+    if (h < 0) continue;
+    std::vector<BlockId>& t = live_[h].table;
+    if (f.i >= t.size() || f.j >= t.size()) continue;
+    std::swap(t[f.i], t[f.j]);
+    ++stats_.faults_fired;
+  }
+  swap_faults_.clear();
+
+  // Cache writes, in batch order, through the slot mapping.
+  for (std::size_t k = 0; k < plan.requests.size(); ++k) {
+    std::int32_t h = scratch_handles_[k];
+    if (h < 0) continue;
+    const ScheduledRequest& r = plan.requests[k];
+    Live& l = live_[h];
+    const std::int64_t end = l.num_computed + static_cast<std::int64_t>(r.token_ids.size());
+    const std::int64_t capacity = static_cast<std::int64_t>(l.table.size()) * block_size_;
+    if (end > capacity) {
+      out->push_back(bad_plan(r.id, "positions up to " + std::to_string(end - 1) +
+                                        " do not fit its " + std::to_string(l.table.size()) +
+                                        " blocks"));
+      scratch_handles_[k] = -1;
+      continue;
+    }
+    std::uint64_t prev = l.expected.empty() ? l.seed : l.expected.back();
+    for (TokenId token : r.token_ids) {
+      const std::int64_t p = l.num_computed;
+      prev = fingerprint(prev, token, p);
+      l.expected.push_back(prev);
+      write(h, p, prev, out);
+      l.num_computed = p + 1;
+    }
+  }
+  write_faults_.clear();
+
+  // Attention reads: every position of every scheduled request, after the step's writes.
+  if (mode_ == VerifyMode::kFull) {
+    for (std::size_t k = 0; k < plan.requests.size(); ++k) {
+      std::int32_t h = scratch_handles_[k];
+      if (h >= 0) verify(h, 0, live_[h].num_computed, "read", out);
+    }
+  }
+}
+
+void ShadowKv::verify_live(std::int64_t step, std::vector<Violation>* out) {
+  if (mode_ == VerifyMode::kOff) return;
+  step_ = step;
+  std::vector<std::int32_t> order;
+  for (std::int32_t h = 0; h < static_cast<std::int32_t>(live_.size()); ++h) {
+    if (live_[h].in_use) order.push_back(h);
+  }
+  std::sort(order.begin(), order.end(),
+            [&](std::int32_t a, std::int32_t b) { return live_[a].admitted < live_[b].admitted; });
+  for (std::int32_t h : order) verify(h, 0, live_[h].num_computed, "release", out);
+}
+
+}  // namespace kv::sim

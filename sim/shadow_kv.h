@@ -1,0 +1,141 @@
+// ShadowKv: a shadow of the paged KV cache. Every slot (block_id * block_size + offset)
+// holds a 64-bit fingerprint of (token, position, whole prefix, LoRA) -- a chained token-level
+// hash, so requests with the same prefix write the same fingerprints and prefix-cache hits can
+// be checked. Cache writes go through the request's block table exactly as the cache-write
+// kernel's slot mapping (slot = table[pos / B] * B + pos % B).
+// Invariants (what makes a violation-free run correct):
+//   1. A live request relies on the slots of its positions [0, num_computed): it wrote them,
+//      or verified them when it was admitted with prefix-cache hits.
+//   2. holders_[b] lists (request, table index) for every live request whose registered table
+//      holds block b; a write into a slot some holder relies on is reported at the write.
+//   3. fast: hits are verified at admission, every write is checked against the holders, and
+//      a request's whole context is verified through its table when it leaves (finished,
+//      preempted) -- O(tokens written + tokens hit + blocks). full: the same plus every
+//      attention read of every step (O(context) per request per step).
+//   4. Violations are reported, never fatal; state stays consistent after one.
+// Not thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "model/step_plan.h"
+
+namespace kv::sim {
+
+enum class VerifyMode { kOff, kFast, kFull };
+const char* to_string(VerifyMode mode);  // "off", "fast", "full"
+std::optional<VerifyMode> parse_verify_mode(std::string_view text);
+
+struct Violation {
+  enum class Kind {
+    kMismatch,   // a slot read through the table does not hold the expected fingerprint
+    kOverwrite,  // a cache write into a slot a live request relies on
+    kBadPlan,    // the plan contradicts the device's state (unknown request, short table, ...)
+  };
+  Kind kind = Kind::kMismatch;
+  std::int64_t step = 0;
+  RequestId request;
+  std::int64_t position = -1;
+  BlockId block = kNoBlock;
+  std::int64_t slot = -1;
+  std::uint64_t expected = 0;  // kOverwrite: what the slot holds
+  std::uint64_t found = 0;     // kOverwrite: what was written
+  const char* when = "";       // kMismatch: "admission", "read" or "release"
+  RequestId other_request;     // kOverwrite: who relies on the slot
+  std::int64_t other_position = -1;
+  std::int64_t more = 0;       // further mismatching positions of the same check
+  std::string detail;          // kBadPlan
+
+  std::string to_string() const;
+};
+
+struct ShadowStats {
+  std::int64_t slots_written = 0;
+  std::int64_t slots_verified = 0;
+  std::int64_t faults_fired = 0;
+};
+
+// Faults for FaultInjectingDevice; armed for one apply() and fired at most once.
+struct CacheWriteFault {
+  RequestId request;
+  std::int64_t position = 0;
+  std::int64_t redirect_slot = -1;  // -1: the write is dropped
+};
+struct TableSwapFault {
+  RequestId request;
+  std::size_t i = 0, j = 0;  // swapped after the step's tables are set up
+};
+
+class ShadowKv {
+ public:
+  explicit ShadowKv(VerifyMode mode);
+
+  VerifyMode mode() const { return mode_; }
+  // Drops finished and preempted requests, sets up tables, runs the cache writes and the
+  // checks of the mode. Does nothing when the mode is kOff.
+  void apply(const StepPlan& plan, std::vector<Violation>* out);
+  // Verifies the context of every live request (in admission order); for the end of a run.
+  void verify_live(std::int64_t step, std::vector<Violation>* out);
+
+  const ShadowStats& stats() const { return stats_; }
+  std::size_t num_live() const { return handle_of_.size(); }
+
+  static std::uint64_t chain_seed(std::string_view lora_name);
+  static std::uint64_t fingerprint(std::uint64_t prev, TokenId token, std::int64_t position);
+
+  // Inspection and fault hooks.
+  std::uint64_t slot(std::int64_t slot) const;  // 0: never written
+  void store_raw(std::int64_t slot, std::uint64_t fingerprint);  // a stray store, unchecked
+  std::span<const BlockId> table(const RequestId& id) const;     // empty if not live
+  std::int64_t num_computed(const RequestId& id) const;          // -1 if not live
+  void arm(CacheWriteFault fault) { write_faults_.push_back(std::move(fault)); }
+  void arm(TableSwapFault fault) { swap_faults_.push_back(std::move(fault)); }
+
+ private:
+  struct Holder {
+    std::int32_t request;  // handle into live_
+    std::int32_t index;    // position in that request's registered table
+  };
+  struct Live {
+    RequestId id;
+    bool in_use = false;
+    std::uint64_t seed = 0;
+    std::int64_t num_computed = 0;
+    std::vector<BlockId> table;       // what the kernels use
+    std::vector<BlockId> registered;  // what holders_ records (differs only after a fault)
+    std::vector<std::uint64_t> expected;  // expected fingerprint of each position written
+    std::int64_t admitted = 0;        // admission sequence number (verify_live order)
+  };
+
+  std::int32_t find(const RequestId& id) const;
+  std::int32_t admit(const ScheduledRequest& r, std::vector<Violation>* out);
+  void release(std::int32_t h, std::vector<Violation>* out);
+  bool add_block(std::int32_t h, BlockId b, const RequestId& id, std::vector<Violation>* out);
+  void write(std::int32_t h, std::int64_t position, std::uint64_t fp, std::vector<Violation>* out);
+  void verify(std::int32_t h, std::int64_t from, std::int64_t to, const char* when,
+              std::vector<Violation>* out);
+  void ensure_block(BlockId b);
+  Violation bad_plan(const RequestId& id, std::string detail) const;
+
+  VerifyMode mode_;
+  int block_size_ = 0;
+  std::int64_t step_ = 0;
+  std::int64_t admissions_ = 0;
+  std::vector<Live> live_;
+  std::vector<std::int32_t> free_handles_;
+  std::unordered_map<RequestId, std::int32_t> handle_of_;  // lookup only, never iterated
+  std::vector<std::vector<Holder>> holders_;                // by block id
+  std::vector<std::uint64_t> slots_;                        // by slot
+  std::vector<std::int32_t> scratch_handles_;               // per plan request, -1 = skipped
+  std::vector<CacheWriteFault> write_faults_;
+  std::vector<TableSwapFault> swap_faults_;
+  ShadowStats stats_;
+};
+
+}  // namespace kv::sim

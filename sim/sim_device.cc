@@ -1,0 +1,92 @@
+#include "sim/sim_device.h"
+
+#include <algorithm>
+
+namespace kv::sim {
+
+namespace {
+CudaGraphConfig graph_config(const SimOptions& o) {
+  CudaGraphConfig c;
+  c.mode = o.cuda_graph_mode;
+  c.max_num_seqs = o.max_num_seqs;
+  c.max_num_batched_tokens = o.max_num_batched_tokens;
+  c.capture_sizes = o.cuda_graph_capture_sizes;
+  return c;
+}
+}  // namespace
+
+StatusOr<std::unique_ptr<SimDevice>> SimDevice::create(const SimOptions& options) {
+  StatusOr<ModelSpec> model = find_model_spec(options.model);
+  if (!model.ok()) return model.status();
+  StatusOr<GpuSpec> gpu = find_gpu_spec(options.gpu);
+  if (!gpu.ok()) return gpu.status();
+  Status graphs = validate(graph_config(options));
+  if (!graphs.ok()) return graphs;
+  if (options.max_violations_per_step < 1) {
+    return Status::error("max_violations_per_step must be >= 1");
+  }
+  std::unique_ptr<ProfileTable> profile;
+  if (!options.profile_path.empty()) {
+    StatusOr<ProfileTable> table = ProfileTable::load(options.profile_path);
+    if (!table.ok()) return table.status();
+    profile = std::make_unique<ProfileTable>(std::move(table).value());
+  }
+  return std::unique_ptr<SimDevice>(new SimDevice(options, *model, *gpu, std::move(profile)));
+}
+
+SimDevice::SimDevice(const SimOptions& options, const ModelSpec& model, const GpuSpec& gpu,
+                     std::unique_ptr<ProfileTable> profile)
+    : options_(options),
+      profile_(std::move(profile)),
+      cost_(model, gpu, graph_config(options), profile_.get()),
+      shadow_(options.verify) {}
+
+std::string SimDevice::name() const { return "sim:" + model().name + "@" + gpu().name; }
+
+std::vector<std::string> SimDevice::format(const std::vector<Violation>& violations) const {
+  std::vector<std::string> out;
+  std::size_t shown = std::min(violations.size(),
+                               static_cast<std::size_t>(options_.max_violations_per_step));
+  for (std::size_t i = 0; i < shown; ++i) out.push_back(violations[i].to_string());
+  if (violations.size() > shown) {
+    out.push_back("... and " + std::to_string(violations.size() - shown) + " more violations");
+  }
+  return out;
+}
+
+StepResult SimDevice::execute(const StepPlan& plan) {
+  StepResult result;
+  violations_.clear();
+  shadow_.apply(plan, &violations_);
+
+  StepShape shape = summarize(plan);
+  last_cost_ = cost_.cost(shape);
+  result.duration_ns = last_cost_.duration_ns;
+
+  DeviceCounters& c = result.counters;
+  c.tokens_computed = shape.num_tokens;
+  c.kv_slots_read = shape.kv_tokens_read;
+  c.kernels = last_cost_.kernels;
+  for (const ScheduledRequest& r : plan.requests) {
+    std::int64_t begin = r.num_computed_tokens;
+    std::int64_t end = begin + static_cast<std::int64_t>(r.token_ids.size());
+    c.prompt_tokens_computed += std::max<std::int64_t>(0, std::min(end, r.num_prompt_tokens) - begin);
+    if (r.samples) result.sampled.emplace_back(r.id, r.next_token);
+  }
+  result.violations = format(violations_);
+  return result;
+}
+
+std::vector<std::string> SimDevice::verify_live_requests(std::int64_t step) {
+  violations_.clear();
+  shadow_.verify_live(step, &violations_);
+  return format(violations_);
+}
+
+StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options) {
+  StatusOr<std::unique_ptr<SimDevice>> device = SimDevice::create(options);
+  if (!device.ok()) return device.status();
+  return std::unique_ptr<Device>(std::move(device).value());
+}
+
+}  // namespace kv::sim

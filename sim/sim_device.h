@@ -1,0 +1,74 @@
+// SimDevice: the simulated device. For each StepPlan it runs the cache writes on a shadow KV
+// memory and verifies what attention reads (ShadowKv), predicts the step's device time
+// (CostModel over a StepDag) and returns the teacher-forced next token of every request that
+// samples.
+// Invariants:
+//   1. Deterministic: the same options and plans give the same results on every machine.
+//   2. Never aborts on a bad plan or corrupted state: StepResult::violations says what broke.
+//   3. Per step: O(requests) for the cost, plus the shadow's cost of its verify mode.
+// Not thread-safe; one replay drives one device.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "model/cuda_graph_dispatcher.h"
+#include "model/device.h"
+#include "model/status.h"
+#include "sim/cost_model.h"
+#include "sim/hardware_specs.h"
+#include "sim/profile_table.h"
+#include "sim/shadow_kv.h"
+
+namespace kv::sim {
+
+struct SimOptions {
+  std::string model = "llama3-8b";  // a preset of model_presets()
+  std::string gpu = "h100-sxm";     // a preset of gpu_presets()
+  std::string profile_path;         // profile CSV (sim/profile_format.md); empty: roofline only
+  CudaGraphMode cuda_graph_mode = CudaGraphMode::kFullAndPiecewise;
+  std::vector<std::int64_t> cuda_graph_capture_sizes;  // empty: vLLM's defaults
+  int max_num_seqs = 256;                   // sets the default capture sizes, as vLLM
+  std::int64_t max_num_batched_tokens = 0;  // clamps the default capture sizes (0: no clamp)
+  VerifyMode verify = VerifyMode::kFast;
+  int max_violations_per_step = 16;  // further ones are summarized in one line
+};
+
+class SimDevice final : public Device {
+ public:
+  static StatusOr<std::unique_ptr<SimDevice>> create(const SimOptions& options);
+
+  std::string name() const override;  // "sim:<model>@<gpu>"
+  StepResult execute(const StepPlan& plan) override;
+
+  // Verifies every request still live (fast mode verifies a request's reads when it leaves);
+  // call once at the end of a run. Returns violations formatted as in StepResult.
+  std::vector<std::string> verify_live_requests(std::int64_t step);
+
+  const SimOptions& options() const { return options_; }
+  const ModelSpec& model() const { return cost_.model(); }
+  const GpuSpec& gpu() const { return cost_.gpu(); }
+  const StepCost& last_cost() const { return last_cost_; }
+  const std::vector<Violation>& last_violations() const { return violations_; }
+  const ShadowStats& shadow_stats() const { return shadow_.stats(); }
+  CostModel& cost_model() { return cost_; }
+  ShadowKv& shadow() { return shadow_; }
+
+ private:
+  SimDevice(const SimOptions& options, const ModelSpec& model, const GpuSpec& gpu,
+            std::unique_ptr<ProfileTable> profile);
+  std::vector<std::string> format(const std::vector<Violation>& violations) const;
+
+  SimOptions options_;
+  std::unique_ptr<ProfileTable> profile_;  // before cost_: cost_ points into it
+  CostModel cost_;
+  ShadowKv shadow_;
+  StepCost last_cost_;
+  std::vector<Violation> violations_;  // of the last step
+};
+
+StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options);
+
+}  // namespace kv::sim
