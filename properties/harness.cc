@@ -1,0 +1,197 @@
+#include "properties/harness.h"
+
+#include <fcntl.h>
+#include <rapidcheck.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <sstream>
+
+namespace kv::props {
+namespace {
+
+// Shared between the parent and its forked child: the child's verdict and progress.
+struct SharedVerdict {
+  int step;          // the step now running (written before each command)
+  int finished;      // 1 once the child wrote its verdict
+  int passed;
+  int failed_step;
+  char message[60000];
+};
+
+SharedVerdict* shared_page() {
+  static SharedVerdict* page = [] {
+    void* p = mmap(nullptr, sizeof(SharedVerdict), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                   -1, 0);
+    if (p == MAP_FAILED) {
+      std::perror("kvsim properties: mmap");
+      std::abort();
+    }
+    return static_cast<SharedVerdict*>(p);
+  }();
+  return page;
+}
+
+// The child's stderr goes to this anonymous file; the parent reads it back.
+int stderr_capture_fd() {
+  static int fd = [] {
+    std::FILE* f = std::tmpfile();
+    if (f == nullptr) {
+      std::perror("kvsim properties: tmpfile");
+      std::abort();
+    }
+    return fileno(f);
+  }();
+  return fd;
+}
+
+bool fork_enabled() {
+  const char* env = std::getenv("KVSIM_PROPS_FORK");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+
+bool in_child = false;
+
+std::string read_capture(int fd) {
+  std::string out;
+  char buf[4096];
+  off_t off = 0;
+  for (;;) {
+    const ssize_t n = pread(fd, buf, sizeof buf, off);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    off += n;
+    if (out.size() > 8000) {
+      out += "\n[... stderr truncated]";
+      break;
+    }
+  }
+  return out;
+}
+
+std::uint64_t fnv1a(const std::string& s) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : s) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return h;
+}
+
+}  // namespace
+
+void note_step(int step) {
+  if (in_child) shared_page()->step = step;
+}
+
+CaseOutcome run_isolated(const std::function<CaseOutcome()>& body, int timeout_s) {
+  if (!fork_enabled()) return body();
+  SharedVerdict* v = shared_page();
+  v->step = -1;
+  v->finished = 0;
+  v->passed = 0;
+  v->failed_step = -1;
+  v->message[0] = '\0';
+  const int cap = stderr_capture_fd();
+  if (ftruncate(cap, 0) != 0) std::perror("kvsim properties: ftruncate");
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    std::perror("kvsim properties: fork");
+    return body();
+  }
+  if (pid == 0) {
+    in_child = true;
+    dup2(cap, STDERR_FILENO);
+    lseek(STDERR_FILENO, 0, SEEK_SET);
+    alarm(static_cast<unsigned>(timeout_s));
+    CaseOutcome o;
+    try {
+      o = body();
+    } catch (const std::exception& e) {
+      o.passed = false;
+      o.failed_step = v->step;
+      o.message = std::string("exception: ") + e.what();
+    }
+    v->passed = o.passed ? 1 : 0;
+    v->failed_step = o.failed_step;
+    std::snprintf(v->message, sizeof v->message, "%s", o.message.c_str());
+    v->finished = 1;
+    std::fflush(nullptr);
+    _exit(0);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+  }
+  CaseOutcome o;
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && v->finished) {
+    o.passed = v->passed != 0;
+    o.failed_step = v->failed_step;
+    o.message = v->message;
+    return o;
+  }
+  o.passed = false;
+  o.failed_step = v->step;
+  std::ostringstream msg;
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    msg << "the case crashed: signal " << sig << " (" << strsignal(sig) << ")"
+        << (sig == SIGALRM ? ", the case ran past its time limit" : "");
+  } else {
+    msg << "the case exited with status " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  msg << " during step " << v->step;
+  const std::string err = read_capture(cap);
+  if (!err.empty()) msg << "\nstderr of the case:\n" << err;
+  o.message = msg.str();
+  return o;
+}
+
+PropertyResult check_property(const std::string& name, const std::function<void()>& property,
+                              const PropertyParams& params) {
+  rc::detail::TestMetadata meta;
+  meta.id = name;
+  meta.description = name;
+  rc::detail::TestParams tp;
+  tp.seed = params.seed;
+  tp.maxSuccess = params.cases;
+  tp.maxSize = params.max_size;
+  tp.maxDiscardRatio = 10;
+  const rc::detail::TestResult result = rc::detail::checkTestable(property, meta, tp);
+  PropertyResult out;
+  if (result.is<rc::detail::SuccessResult>()) {
+    out.cases_run = result.get<rc::detail::SuccessResult>().numSuccess;
+    return out;
+  }
+  out.passed = false;
+  if (result.is<rc::detail::FailureResult>()) out.cases_run = result.get<rc::detail::FailureResult>().numSuccess + 1;
+  std::ostringstream os;
+  rc::detail::printResultMessage(result, os);
+  out.report = os.str();
+  return out;
+}
+
+PropertyParams default_params(const std::string& name, int base_cases) {
+  PropertyParams p;
+  p.cases = base_cases;
+  p.seed = fnv1a(name);
+  if (const char* env = std::getenv("KVSIM_PROP_CASES")) p.cases = std::max(1, std::atoi(env));
+  if (const char* env = std::getenv("KVSIM_PROP_SEED")) p.seed ^= std::strtoull(env, nullptr, 10);
+  if (std::getenv("RC_PARAMS") != nullptr) {
+    const rc::detail::TestParams& tp = rc::detail::configuration().testParams;
+    p.seed = tp.seed ^ fnv1a(name);
+    p.cases = tp.maxSuccess;
+    p.max_size = tp.maxSize;
+  }
+  return p;
+}
+
+}  // namespace kv::props

@@ -1,0 +1,68 @@
+// Property harness: runs RapidCheck properties with explicit, deterministic parameters, and
+// runs each generated case in a forked child so that a crash (a KV_CHECK abort, a segfault, a
+// hang) is a failing case that RapidCheck can shrink like any other, instead of the end of
+// the test binary.
+// Contract:
+//   1. A property is a `void()` callable that draws its inputs with `*gen` and fails with
+//      RC_ASSERT/RC_FAIL; its failure description is the whole report (for the manager and
+//      scheduler levels it ends with an `ops` script reproducing the shrunk case).
+//   2. Parameters are a pure function of (property name, seed, case count): no wall clock.
+//   3. run_isolated() returns the child's verdict; the parent's state is never touched by it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace kv::props {
+
+// The verdict on one case. failed_step: index of the command that failed (or was running when
+// the child died), -1 when unknown or when the case passed.
+struct CaseOutcome {
+  bool passed = true;
+  int failed_step = -1;
+  std::string message;
+};
+
+// Progress reporting from inside a case body: the step now running (for crash attribution).
+void note_step(int step);
+
+// Runs body in a forked child (unless KVSIM_PROPS_FORK=0) with a timeout, capturing its stderr.
+// A child killed by a signal, timed out, or exiting abnormally is a failed outcome whose message
+// names the signal and carries the captured stderr.
+CaseOutcome run_isolated(const std::function<CaseOutcome()>& body, int timeout_s = 30);
+
+struct PropertyParams {
+  std::uint64_t seed = 1;
+  int cases = 100;
+  int max_size = 100;
+};
+
+struct PropertyResult {
+  bool passed = true;
+  int cases_run = 0;
+  std::string report;  // RapidCheck's failure message, with the counterexample
+};
+
+// Checks one property with the given parameters (quietly; nothing is printed).
+PropertyResult check_property(const std::string& name, const std::function<void()>& property,
+                              const PropertyParams& params);
+
+// Default parameters of a property in ctest: cases = base_cases scaled by the environment
+// (KVSIM_PROP_CASES overrides the count, KVSIM_PROP_SEED the seed); when RC_PARAMS is set, its
+// seed/max_success/max_size win. The seed depends on the property name, so properties differ.
+PropertyParams default_params(const std::string& name, int base_cases);
+
+// A named property of one level, for `kvsim fuzz` and the test binaries.
+struct PropertyDef {
+  std::string name;   // "manager/classic/caching"
+  std::string level;  // queue | manager | scheduler
+  std::function<void()> property;
+  int base_cases = 100;  // per ctest run
+};
+
+// Every property of the project, in a fixed order.
+const std::vector<PropertyDef>& all_properties();
+
+}  // namespace kv::props

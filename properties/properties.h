@@ -1,0 +1,24 @@
+// The project's stateful properties, one function per level and variant. Each is a RapidCheck
+// property (`void()`, drawing its inputs with `*gen`); all_properties() (harness.h) lists them
+// with names for ctest and `kvsim fuzz`.
+#pragma once
+
+#include <string>
+
+#include "model/types.h"
+
+namespace kv::props {
+
+// Level (a): FreeBlockQueue against a std::vector model.
+void queue_property();
+
+// Level (b): KvCacheManager (and its BlockPool) against ManagerModel.
+enum class ManagerVariant {
+  kCaching,       // prefix caching on, eagle off
+  kCachingEagle,  // prefix caching on, eagle on
+  kNoCaching,     // prefix caching off
+};
+const char* to_string(ManagerVariant v);
+void manager_property(FreeOrder order, ManagerVariant variant);
+
+}  // namespace kv::props

@@ -1,0 +1,34 @@
+#include <algorithm>
+
+#include "properties/harness.h"
+#include "properties/properties.h"
+
+// Default case counts are scaled by KVSIM_PROPS_CASE_PERCENT (a compile definition: smaller
+// under sanitizers) so that the whole default ctest run stays within its time budget.
+#ifndef KVSIM_PROPS_CASE_PERCENT
+#define KVSIM_PROPS_CASE_PERCENT 100
+#endif
+
+namespace kv::props {
+namespace {
+
+int scaled(int cases) { return std::max(1, cases * KVSIM_PROPS_CASE_PERCENT / 100); }
+
+}  // namespace
+
+const std::vector<PropertyDef>& all_properties() {
+  static const std::vector<PropertyDef> defs = [] {
+    std::vector<PropertyDef> d;
+    d.push_back({"queue", "queue", [] { queue_property(); }, scaled(300)});
+    for (FreeOrder order : {FreeOrder::kClassic, FreeOrder::kUnhashedFirst}) {
+      for (ManagerVariant v : {ManagerVariant::kCaching, ManagerVariant::kCachingEagle, ManagerVariant::kNoCaching}) {
+        d.push_back({std::string("manager/") + to_string(order) + "/" + to_string(v), "manager",
+                     [order, v] { manager_property(order, v); }, scaled(v == ManagerVariant::kNoCaching ? 100 : 200)});
+      }
+    }
+    return d;
+  }();
+  return defs;
+}
+
+}  // namespace kv::props

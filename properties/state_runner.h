@@ -1,0 +1,44 @@
+// Running a generated command sequence against a system under test, step by step, with the
+// verdict in a CaseOutcome (so it can cross a fork) instead of an exception.
+// Invariant: run_commands() runs exactly the prefix of `commands` up to and including the first
+// failing one; failed_step names it.
+#pragma once
+
+#include <rapidcheck.h>
+#include <rapidcheck/state.h>
+
+#include <exception>
+#include <string>
+
+#include "properties/harness.h"
+
+namespace kv::props {
+
+template <typename Cmds, typename Model, typename Sut>
+CaseOutcome run_commands(const Cmds& commands, const Model& initial, Sut& sut) {
+  CaseOutcome o;
+  Model state = initial;
+  int i = 0;
+  try {
+    for (const auto& command : commands) {
+      note_step(i);
+      command->checkPreconditions(state);
+      command->run(state, sut);
+      command->apply(state);
+      ++i;
+    }
+  } catch (const rc::detail::CaseResult& r) {
+    if (r.type == rc::detail::CaseResult::Type::Failure) {
+      o.passed = false;
+      o.failed_step = i;
+      o.message = r.description;
+    }
+  } catch (const std::exception& e) {
+    o.passed = false;
+    o.failed_step = i;
+    o.message = std::string("exception: ") + e.what();
+  }
+  return o;
+}
+
+}  // namespace kv::props
