@@ -13,6 +13,12 @@ using kv::cli::Command;
 const Command kCommands[] = {
     {"ops", "the what-if shell of SEMANTICS.md: run an ops script against the KV-cache manager",
      kv::cli::run_ops},
+    {"gen", "write a seeded synthetic trace (sharegpt multi-turn chat, prefix benchmark)",
+     kv::cli::run_gen},
+    {"convert", "convert a ShareGPT, Mooncake, Azure or BurstGPT trace to a kvsim trace",
+     kv::cli::run_convert},
+    {"trace", "trace info: sizes, lengths, arrivals and prefix sharing of a trace",
+     kv::cli::run_trace},
 };
 
 void usage(std::FILE* f) {

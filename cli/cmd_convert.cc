@@ -1,0 +1,80 @@
+// kvsim convert --from sharegpt|mooncake|azure|burstgpt IN -o OUT: converts a public trace
+// (traces/converters.h) to a kvsim trace. A failed conversion leaves no OUT behind.
+#include <boost/program_options.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "traces/converters.h"
+#include "traces/trace_io.h"
+
+namespace po = boost::program_options;
+
+namespace kv::cli {
+
+namespace {
+
+int fail(const std::string& message) {
+  std::cerr << "kvsim convert: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int run_convert(int argc, char** argv) {
+  trace::ConvertOptions c;
+  std::string from, in, out;
+  po::options_description opts(
+      "kvsim convert --from FORMAT IN -o OUT [options]\n\n"
+      "Converts a public trace to a kvsim trace:\n"
+      "  sharegpt  ShareGPT JSON; text tokenized by the word-hash tokenizer (traces/tokenizer.h);\n"
+      "            conversations interleaved at --rate like `kvsim gen sharegpt`\n"
+      "  mooncake  Mooncake JSONL; each hash_id is a deterministic 512-token block\n"
+      "  azure     Azure LLM inference CSV (TIMESTAMP,ContextTokens,GeneratedTokens)\n"
+      "  burstgpt  BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)\n"
+      "Exit status: 0 ok, 2 bad usage or bad input (the message names file, line and field).\n\n"
+      "Options");
+  opts.add_options()("help,h", "show this help")
+      ("from", po::value<std::string>(&from), "input format: sharegpt, mooncake, azure or burstgpt")
+      ("input", po::value<std::string>(&in), "input file")
+      ("output,o", po::value<std::string>(&out), "output trace file")
+      ("force", "replace OUT if it exists")
+      ("seed", po::value<std::uint64_t>(&c.seed)->default_value(c.seed), "seed of random prompts (azure, burstgpt) and arrivals (sharegpt)")
+      ("max-requests", po::value<std::int64_t>(&c.max_requests)->default_value(c.max_requests), "stop after this many requests (0 = all)")
+      ("rate", po::value<double>(&c.rate)->default_value(c.rate), "sharegpt: arrivals per second")
+      ("arrival-cv", po::value<double>(&c.arrival_cv)->default_value(c.arrival_cv), "sharegpt: gap coefficient of variation (1 = Poisson)")
+      ("sessions", po::value<int>(&c.concurrent_sessions)->default_value(c.concurrent_sessions), "sharegpt: conversations open at once")
+      ("max-model-len", po::value<int>(&c.max_model_len)->default_value(c.max_model_len), "sharegpt: end a conversation before it exceeds this (0 = no limit)")
+      ("model", po::value<std::string>(&c.model)->default_value(""), "burstgpt: keep only rows of this Model");
+  po::positional_options_description pos;
+  pos.add("input", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  const std::optional<trace::SourceFormat> format = trace::parse_source_format(from);
+  if (!format) return fail(from.empty() ? "missing --from FORMAT" : "unknown format '" + from + "'");
+  if (in.empty()) return fail("missing input file");
+  if (out.empty()) return fail("missing -o OUT");
+  if (c.max_requests < 0) return fail("--max-requests must be >= 0");
+  if (!(c.rate > 0) || !(c.arrival_cv > 0)) return fail("--rate and --arrival-cv must be > 0");
+  if (c.concurrent_sessions <= 0) return fail("--sessions must be > 0");
+  if (c.max_model_len < 0) return fail("--max-model-len must be >= 0");
+  StatusOr<trace::TraceWriter> writer =
+      trace::TraceWriter::create(out, trace::convert_header(*format, in, c), vm.count("force") > 0);
+  if (!writer.ok()) return fail(writer.status().message());
+  StatusOr<trace::ConvertStats> stats = trace::convert_trace(*format, in, c, *writer);
+  Status closed = stats.ok() ? writer->close() : Status();
+  if (!stats.ok() || !closed.ok()) {
+    writer->abandon();
+    return fail(stats.ok() ? closed.message() : stats.status().message());
+  }
+  std::cout << "wrote " << stats->requests << " requests (" << writer->bytes_written() << " bytes) to " << out;
+  if (stats->skipped > 0) std::cout << "; skipped " << stats->skipped << " input records";
+  std::cout << "\n";
+  return 0;
+}
+
+}  // namespace kv::cli

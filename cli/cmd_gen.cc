@@ -1,0 +1,117 @@
+// kvsim gen sharegpt|prefix -o OUT: writes a seeded synthetic trace (traces/generators.h).
+// The same arguments always give the same bytes.
+#include <boost/program_options.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "traces/generators.h"
+#include "traces/trace_io.h"
+
+namespace po = boost::program_options;
+
+namespace kv::cli {
+
+namespace {
+
+int fail(const std::string& message) {
+  std::cerr << "kvsim gen: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int run_gen(int argc, char** argv) {
+  trace::ShareGptGenOptions sg;
+  trace::PrefixGenOptions px;
+  std::string kind, out;
+  std::uint64_t seed = 0;
+  po::options_description common(
+      "kvsim gen sharegpt|prefix -o OUT [options]\n\n"
+      "Writes a seeded synthetic trace; the same arguments give the same bytes.\n"
+      "  sharegpt  multi-turn chat: each turn's prompt is the conversation so far (shared system\n"
+      "            prompt, earlier user turns and replies), outputs given explicitly; lognormal\n"
+      "            turn lengths; sessions interleaved; Poisson or bursty arrivals.\n"
+      "  prefix    vLLM's prefix-caching benchmark: shared prefix + unique suffix, each prompt\n"
+      "            repeated, shuffled.\n"
+      "Exit status: 0 ok, 2 bad usage or an error writing OUT.\n\n"
+      "Options");
+  common.add_options()("help,h", "show this help")
+      ("kind", po::value<std::string>(&kind), "sharegpt or prefix")
+      ("output,o", po::value<std::string>(&out), "output trace file")
+      ("force", "replace OUT if it exists")
+      ("seed", po::value<std::uint64_t>(&seed)->default_value(0), "random seed");
+  po::options_description sharegpt("sharegpt options");
+  sharegpt.add_options()
+      ("num-requests", po::value<std::int64_t>(&sg.num_requests)->default_value(sg.num_requests), "requests (turns) to write")
+      ("rate", po::value<double>(&sg.rate)->default_value(sg.rate), "arrivals per second")
+      ("arrival-cv", po::value<double>(&sg.arrival_cv)->default_value(sg.arrival_cv), "coefficient of variation of gaps: 1 Poisson, > 1 bursty")
+      ("sessions", po::value<int>(&sg.concurrent_sessions)->default_value(sg.concurrent_sessions), "conversations open at once")
+      ("system-prompt", po::value<int>(&sg.system_prompt_tokens)->default_value(sg.system_prompt_tokens), "tokens of the shared system prompt")
+      ("mean-turns", po::value<double>(&sg.mean_turns)->default_value(sg.mean_turns), "mean turns per conversation (>= 1)")
+      ("mean-user", po::value<double>(&sg.mean_user_tokens)->default_value(sg.mean_user_tokens), "mean user-turn tokens")
+      ("mean-reply", po::value<double>(&sg.mean_reply_tokens)->default_value(sg.mean_reply_tokens), "mean reply tokens")
+      ("sigma", po::value<double>(&sg.sigma)->default_value(sg.sigma), "lognormal sigma of turn lengths")
+      ("max-turn", po::value<int>(&sg.max_turn_tokens)->default_value(sg.max_turn_tokens), "longest turn (longer draws are redrawn)")
+      ("max-model-len", po::value<int>(&sg.max_model_len)->default_value(sg.max_model_len), "a conversation ends before exceeding this context");
+  po::options_description prefix("prefix options");
+  prefix.add_options()
+      ("num-prompts", po::value<std::int64_t>(&px.num_prompts)->default_value(px.num_prompts), "distinct prompts")
+      ("num-prefixes", po::value<int>(&px.num_prefixes)->default_value(px.num_prefixes), "distinct shared prefixes")
+      ("prefix-len", po::value<int>(&px.prefix_len)->default_value(px.prefix_len), "shared prefix tokens")
+      ("suffix-len", po::value<int>(&px.suffix_len)->default_value(px.suffix_len), "unique suffix tokens")
+      ("repeat", po::value<int>(&px.repeat)->default_value(px.repeat), "copies of each prompt")
+      ("output-len", po::value<int>(&px.output_len)->default_value(px.output_len), "output tokens per request")
+      ("prefix-rate", po::value<double>(&px.rate)->default_value(px.rate), "arrivals per second (0 = all at time 0)");
+  po::options_description all;
+  all.add(common).add(sharegpt).add(prefix);
+  po::positional_options_description pos;
+  pos.add("kind", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << all << "\n";
+    return 0;
+  }
+  if (kind != "sharegpt" && kind != "prefix") return fail("say what to generate: sharegpt or prefix (--help)");
+  if (out.empty()) return fail("missing -o OUT");
+  trace::TraceHeader header;
+  if (kind == "sharegpt") {
+    sg.seed = seed;
+    if (sg.num_requests <= 0) return fail("--num-requests must be > 0");
+    if (!(sg.rate > 0)) return fail("--rate must be > 0");
+    if (!(sg.arrival_cv > 0)) return fail("--arrival-cv must be > 0");
+    if (sg.concurrent_sessions <= 0) return fail("--sessions must be > 0");
+    if (sg.system_prompt_tokens < 0) return fail("--system-prompt must be >= 0");
+    if (!(sg.mean_turns >= 1)) return fail("--mean-turns must be >= 1");
+    if (!(sg.mean_user_tokens >= 1) || !(sg.mean_reply_tokens >= 1)) return fail("--mean-user and --mean-reply must be >= 1");
+    if (!(sg.sigma >= 0) || sg.sigma > 4) return fail("--sigma must be in [0, 4]");
+    if (sg.max_turn_tokens <= 0) return fail("--max-turn must be > 0");
+    if (sg.max_model_len < sg.system_prompt_tokens + 2) return fail("--max-model-len leaves no room for a turn");
+    header = trace::sharegpt_gen_header(sg);
+  } else {
+    px.seed = seed;
+    if (px.num_prompts <= 0 || px.num_prefixes <= 0 || px.repeat <= 0) {
+      return fail("--num-prompts, --num-prefixes and --repeat must be > 0");
+    }
+    if (px.prefix_len < 0 || px.suffix_len < 0 || px.prefix_len + px.suffix_len <= 0) {
+      return fail("--prefix-len and --suffix-len must be >= 0 with a positive sum");
+    }
+    if (px.output_len < 0) return fail("--output-len must be >= 0");
+    if (!(px.rate >= 0)) return fail("--prefix-rate must be >= 0");
+    header = trace::prefix_gen_header(px);
+  }
+  StatusOr<trace::TraceWriter> writer = trace::TraceWriter::create(out, header, vm.count("force") > 0);
+  if (!writer.ok()) return fail(writer.status().message());
+  StatusOr<std::int64_t> n = kind == "sharegpt" ? trace::generate_sharegpt(sg, *writer)
+                                                : trace::generate_prefix(px, *writer);
+  Status closed = n.ok() ? writer->close() : Status();
+  if (!n.ok() || !closed.ok()) {
+    writer->abandon();
+    return fail(n.ok() ? closed.message() : n.status().message());
+  }
+  std::cout << "wrote " << *n << " requests (" << writer->bytes_written() << " bytes) to " << out << "\n";
+  return 0;
+}
+
+}  // namespace kv::cli

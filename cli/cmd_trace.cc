@@ -1,0 +1,60 @@
+// kvsim trace info TRACE: sizes, length percentiles, arrival rate and the prefix-sharing
+// analysis of a trace (traces/trace_analysis.h), as text or JSON.
+#include <boost/program_options.hpp>
+#include <iostream>
+
+#include "cli/commands.h"
+#include "traces/trace_analysis.h"
+
+namespace po = boost::program_options;
+
+namespace kv::cli {
+
+namespace {
+
+int fail(const std::string& message) {
+  std::cerr << "kvsim trace: " << message << "\n";
+  return 2;
+}
+
+}  // namespace
+
+int run_trace(int argc, char** argv) {
+  trace::AnalysisOptions a;
+  std::string action, path;
+  po::options_description opts(
+      "kvsim trace info TRACE [options]\n\n"
+      "Reads TRACE once and prints request and token counts, prompt/output length percentiles,\n"
+      "the arrival rate, and the prefix sharing: the hit rate of an infinite prefix cache\n"
+      "(vLLM's counting), block reuse distances, and the most shared prefixes.\n"
+      "Exit status: 0 ok, 2 bad usage or a bad trace.\n\n"
+      "Options");
+  opts.add_options()("help,h", "show this help")
+      ("action", po::value<std::string>(&action), "info")
+      ("trace", po::value<std::string>(&path), "trace file")
+      ("block-size", po::value<int>(&a.block_size)->default_value(a.block_size), "KV block size in tokens")
+      ("hash-algo", po::value<std::string>(&a.hash_algo)->default_value(""), "sha256_cbor or xxhash_cbor (default: the trace's)")
+      ("top", po::value<int>(&a.top_k)->default_value(a.top_k), "most shared prefixes to list")
+      ("json", "print JSON instead of text")
+      ("dot", po::value<std::string>(&a.dot_path)->default_value(""), "write a Graphviz DOT of the top of the prefix tree here")
+      ("dot-nodes", po::value<int>(&a.dot_max_nodes)->default_value(a.dot_max_nodes), "shared prefixes drawn in the DOT");
+  po::positional_options_description pos;
+  pos.add("action", 1).add("trace", 1);
+  po::variables_map vm;
+  po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
+  po::notify(vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return 0;
+  }
+  if (action != "info") return fail(action.empty() ? "missing action: info" : "unknown action '" + action + "'");
+  if (path.empty()) return fail("missing TRACE");
+  if (a.block_size <= 0) return fail("--block-size must be > 0");
+  if (a.top_k < 0 || a.dot_max_nodes < 0) return fail("--top and --dot-nodes must be >= 0");
+  StatusOr<trace::TraceAnalysis> result = trace::analyze_trace(path, a);
+  if (!result.ok()) return fail(result.status().message());
+  std::cout << (vm.count("json") ? trace::analysis_to_json(*result) : trace::analysis_to_text(*result));
+  return 0;
+}
+
+}  // namespace kv::cli
