@@ -104,7 +104,10 @@ std::optional<std::vector<BlockId>> KvCacheManager::allocate(const Request& requ
   }
 
   if (config_.enable_caching) {
-    const std::int64_t to_cache = std::min(computed + num_new_tokens, request.num_tokens());
+    // Capped by max_model_len as the slots are, so only held blocks are ever cached (vLLM
+    // rejects longer requests before they reach here; the core must not abort on them).
+    const std::int64_t to_cache =
+        std::min({computed + num_new_tokens, request.num_tokens(), config_.max_model_len});
     const std::size_t num_full = static_cast<std::size_t>(to_cache / config_.block_size);
     if (num_full > held->num_cached) {
       pool_.cache_full_blocks(held->blocks, request.block_hashes(), held->num_cached, num_full,

@@ -293,6 +293,18 @@ TEST_P(KvCacheManagerTest, MaxModelLenCapsTheSlots) {
   EXPECT_EQ(allocate(*r, 10, {}, 8), Ids({1, 2, 3}));
 }
 
+TEST_P(KvCacheManagerTest, RequestLongerThanMaxModelLenCachesOnlyHeldBlocks) {
+  KvCacheConfig c;
+  c.max_model_len = 5;
+  start(11, 4, c);
+  auto r = request("r", token_range(0, 12));
+  // 5 slots: 2 blocks; of the 3 full blocks of tokens only the first lies within them.
+  EXPECT_EQ(allocate(*r, 12), Ids({1, 2}));
+  EXPECT_EQ(manager_->pool().num_cached_blocks(), 1u);
+  EXPECT_EQ(hash(1), r->block_hashes()[0]);
+  EXPECT_TRUE(hash(2).empty());
+}
+
 TEST_P(KvCacheManagerTest, FullSequenceMustFitGatesTheFirstChunk) {
   start(6, 4);  // 5 usable blocks
   auto big = request("big", token_range(0, 24));  // 6 blocks in all
