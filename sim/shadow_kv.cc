@@ -188,8 +188,10 @@ std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* 
     prev = fingerprint(prev, r.context_token_ids[p], static_cast<std::int64_t>(p));
     l.expected.push_back(prev);
   }
+  // Hits are verified after the step's cache writes (a hit may be on a block another request
+  // of the same step computes); until then nobody relies on them.
   l.num_computed = r.num_computed_tokens;
-  verify(h, 0, l.num_computed, "admission", out);
+  l.rely_begin = r.num_computed_tokens;
   return h;
 }
 
@@ -212,6 +214,7 @@ void ShadowKv::release(std::int32_t h, std::vector<Violation>* out) {
   l.registered.clear();
   l.expected.clear();
   l.num_computed = 0;
+  l.rely_begin = 0;
   free_handles_.push_back(h);
 }
 
@@ -274,7 +277,7 @@ void ShadowKv::write(std::int32_t h, std::int64_t position, std::uint64_t fp,
     if (holder.request == h && holder.index == index) continue;
     const Live& other = live_[holder.request];
     const std::int64_t other_position = std::int64_t{holder.index} * bs + offset;
-    if (other_position >= other.num_computed) continue;
+    if (other_position >= other.num_computed || other_position < other.rely_begin) continue;
     Violation v;
     v.kind = Violation::Kind::kOverwrite;
     v.step = step_;
@@ -368,6 +371,14 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
     }
   }
   write_faults_.clear();
+
+  // Prefix-cache hits of the requests admitted in this step, now that every write is done.
+  for (std::size_t k = 0; k < plan.requests.size(); ++k) {
+    std::int32_t h = scratch_handles_[k];
+    if (h < 0 || !plan.requests[k].is_new) continue;
+    verify(h, 0, plan.requests[k].num_computed_tokens, "admission", out);
+    live_[h].rely_begin = 0;
+  }
 
   // Attention reads: every position of every scheduled request, after the step's writes.
   if (mode_ == VerifyMode::kFull) {

@@ -5,7 +5,9 @@
 // kernel's slot mapping (slot = table[pos / B] * B + pos % B).
 // Invariants (what makes a violation-free run correct):
 //   1. A live request relies on the slots of its positions [0, num_computed): it wrote them,
-//      or verified them when it was admitted with prefix-cache hits.
+//      or verified them when it was admitted with prefix-cache hits (hits are verified after
+//      the cache writes of the admitting step: vLLM caches a block when it is allocated, so a
+//      request may hit a block that another request of the same step is computing).
 //   2. holders_[b] lists (request, table index) for every live request whose registered table
 //      holds block b; a write into a slot some holder relies on is reported at the write.
 //   3. fast: hits are verified at admission, every write is checked against the holders, and
@@ -107,6 +109,8 @@ class ShadowKv {
     bool in_use = false;
     std::uint64_t seed = 0;
     std::int64_t num_computed = 0;
+    std::int64_t rely_begin = 0;  // relies on [rely_begin, num_computed); > 0 only for
+                                  // unverified hits during the step of admission
     std::vector<BlockId> table;       // what the kernels use
     std::vector<BlockId> registered;  // what holders_ records (differs only after a fault)
     std::vector<std::uint64_t> expected;  // expected fingerprint of each position written

@@ -1,0 +1,286 @@
+// Cost model and profile table: presets, roofline numbers checked by hand, monotonicity,
+// CUDA-graph effects, profile interpolation and the messages of bad profile CSVs.
+#include "sim/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "sim/hardware_specs.h"
+#include "sim/profile_table.h"
+
+namespace kv::sim {
+namespace {
+
+ModelSpec model(const char* name) { return *find_model_spec(name); }
+GpuSpec gpu(const char* name) { return *find_gpu_spec(name); }
+
+CudaGraphConfig graphs(CudaGraphMode mode) {
+  CudaGraphConfig c;
+  c.mode = mode;
+  return c;
+}
+
+// A batch of `seqs` decodes, each with `context` tokens already cached.
+StepShape decode(std::int64_t seqs, std::int64_t context) {
+  StepShape s;
+  s.num_tokens = seqs;
+  s.num_seqs = seqs;
+  s.num_sampled = seqs;
+  s.kv_tokens_read = seqs * (context + 1);
+  s.attended_pairs = seqs * (context + 1);
+  s.uniform_decode = true;
+  return s;
+}
+
+// One prefill chunk of `tokens` on top of `context` cached tokens.
+StepShape prefill(std::int64_t tokens, std::int64_t context) {
+  StepShape s;
+  s.num_tokens = tokens;
+  s.num_seqs = 1;
+  s.kv_tokens_read = context + tokens;
+  s.attended_pairs = tokens * context + tokens * (tokens + 1) / 2;
+  s.num_block_ids = (tokens + 15) / 16;
+  return s;
+}
+
+TEST(HardwareSpecsTest, PresetsAndLookup) {
+  ModelSpec m = model("llama3-8b");
+  EXPECT_EQ(m.layers, 32);
+  EXPECT_EQ(m.intermediate, 14336);
+  EXPECT_EQ(m.vocab, 128256);
+  EXPECT_EQ(m.kv_bytes_per_token(), 2 * 32 * 8 * 128 * 2);  // 128 KiB per token
+  EXPECT_EQ(model("llama3-70b").layers, 80);
+  EXPECT_EQ(model("tiny").hidden, 256);
+  EXPECT_EQ(gpu("h200").hbm_bytes_per_s, 4'800'000'000'000);
+  EXPECT_EQ(gpu("h100-sxm").sm_count, 132);
+
+  EXPECT_EQ(find_model_spec("gpt5").status().message(),
+            "unknown model 'gpt5' (valid: tiny, llama3-8b, llama3-70b)");
+  EXPECT_EQ(find_gpu_spec("a100").status().message(), "unknown gpu 'a100' (valid: h100-sxm, h200)");
+}
+
+TEST(CostModelTest, SummarizeCountsPerRequest) {
+  StepPlan plan;
+  ScheduledRequest a;  // decode at position 10
+  a.num_computed_tokens = 10;
+  a.token_ids = {7};
+  a.samples = true;
+  ScheduledRequest b;  // a 4-token chunk after 8 cached tokens, 1 new block
+  b.is_new = true;
+  b.num_computed_tokens = 8;
+  b.block_ids = {3, 4, 5};
+  b.token_ids = {1, 2, 3, 4};
+  plan.requests = {a, b};
+  StepShape s = summarize(plan);
+  EXPECT_EQ(s.num_tokens, 5);
+  EXPECT_EQ(s.num_seqs, 2);
+  EXPECT_EQ(s.num_sampled, 1);
+  EXPECT_EQ(s.kv_tokens_read, 11 + 12);
+  EXPECT_EQ(s.attended_pairs, (1 * 10 + 1) + (4 * 8 + 10));
+  EXPECT_EQ(s.num_block_ids, 3);
+  EXPECT_FALSE(s.uniform_decode);
+}
+
+TEST(CostModelTest, RooflineOfOneGemmByHand) {
+  CostModel cm(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  // qkv_proj for one token: [1, 4096] x [4096, 6144]: bytes = (4096 + 4096*6144 + 6144) * 2
+  // = 50,352,128; at 3.35 TB/s * 80% and 1980 MHz: 50352128 * 1980e6 / 2.68e12 = 37200.4
+  // -> 37201 cycles (memory-bound: 2 * 4096 * 6144 FLOPs need only ~72 cycles).
+  KernelWork w = cm.work(Kernel::kQkvProj, {1, 1, 0}, 0);
+  EXPECT_EQ(w.bytes, 50'352'128);
+  EXPECT_EQ(w.flops, 2 * 4096 * 6144);
+  EXPECT_EQ(cm.roofline_cycles(w), 37201);
+  EXPECT_EQ(cm.ns_to_cycles(1000), 1980);
+  EXPECT_EQ(cm.cycles_to_ns(1980), 1000);
+  EXPECT_EQ(cm.cycles_to_ns(1981), 1001);  // rounded up
+}
+
+TEST(CostModelTest, DecodeOnLlama3_8bH100IsBandwidthBound) {
+  CostModel cm(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kFullAndPiecewise),
+               nullptr);
+  // One decode at context 1000 reads every weight once: per layer qkv 4096*6144, o 4096*4096,
+  // gate_up 4096*28672, down 14336*4096 parameters = 218.1M, * 32 layers * 2 bytes
+  // = 13.96 GB, plus lm_head 128256*4096*2 = 1.05 GB: 15.01 GB; KV 1001 tokens * 128 KiB =
+  // 0.13 GB. At 3.35 TB/s * 80% = 2.68 TB/s: 15.14e9 / 2.68e12 = 5.65 ms, plus ~60 us of
+  // host work, copies and launches.
+  StepCost c = cm.cost(decode(1, 1000));
+  EXPECT_EQ(c.dispatch.runtime_mode, CudaGraphMode::kFull);
+  EXPECT_GT(c.duration_ns, 5'600'000);
+  EXPECT_LT(c.duration_ns, 5'800'000);
+  EXPECT_EQ(c.kernels, 1 + 10 * 32 + 2);
+
+  // The same step on an H200 is faster by about the bandwidth ratio 3.35 / 4.8.
+  CostModel h200(model("llama3-8b"), gpu("h200"), graphs(CudaGraphMode::kFullAndPiecewise),
+                 nullptr);
+  std::int64_t t200 = h200.cost(decode(1, 1000)).duration_ns;
+  EXPECT_GT(t200, 3'900'000);
+  EXPECT_LT(t200, 4'100'000);
+}
+
+TEST(CostModelTest, MonotoneInTokensAndContext) {
+  for (CudaGraphMode mode : {CudaGraphMode::kNone, CudaGraphMode::kPiecewise, CudaGraphMode::kFull,
+                             CudaGraphMode::kFullDecodeOnly, CudaGraphMode::kFullAndPiecewise}) {
+    CostModel cm(model("llama3-8b"), gpu("h100-sxm"), graphs(mode), nullptr);
+    std::int64_t last = 0;
+    for (std::int64_t t = 1; t <= 8192; t += (t < 600 ? 1 : 97)) {
+      std::int64_t d = cm.cost(prefill(t, 0)).duration_ns;
+      EXPECT_GE(d, last) << to_string(mode) << " tokens " << t;
+      last = d;
+    }
+    last = 0;
+    for (std::int64_t ctx = 0; ctx <= 200'000; ctx += 5000) {
+      std::int64_t d = cm.cost(decode(64, ctx)).duration_ns;
+      EXPECT_GE(d, last) << to_string(mode) << " context " << ctx;
+      last = d;
+    }
+    EXPECT_GT(cm.cost(prefill(512, 100'000)).duration_ns, cm.cost(prefill(512, 0)).duration_ns);
+  }
+}
+
+TEST(CostModelTest, GraphModesChangeLaunchCostsAndPadding) {
+  // The tiny model is launch-bound: 22 layer kernels of a few hundred ns each.
+  auto cost_of = [](CudaGraphMode mode, const StepShape& s) {
+    CostModel cm(model("tiny"), gpu("h100-sxm"), graphs(mode), nullptr);
+    return cm.cost(s);
+  };
+  StepShape five = decode(5, 100);
+  std::int64_t none = cost_of(CudaGraphMode::kNone, five).duration_ns;
+  std::int64_t piecewise = cost_of(CudaGraphMode::kPiecewise, five).duration_ns;
+  std::int64_t full = cost_of(CudaGraphMode::kFullAndPiecewise, five).duration_ns;
+  EXPECT_GT(none, piecewise);
+  EXPECT_GT(piecewise, full);
+  // NONE pays 4 us for each of 2 * 10 + 1 (final norm) graph-able kernels; FULL's one 6 us
+  // graph launch overlaps the input copies (a parallel branch of the step DAG).
+  EXPECT_NEAR(static_cast<double>(none - full), 21 * 4000.0, 1000.0);
+
+  // FULL pads 5 tokens to 8: the dense kernels cost what 8 tokens cost.
+  StepCost full5 = cost_of(CudaGraphMode::kFullAndPiecewise, five);
+  StepCost full8 = cost_of(CudaGraphMode::kFullAndPiecewise, decode(8, 100));
+  EXPECT_EQ(full5.dispatch.batch.num_tokens, 8);
+  EXPECT_EQ(full5.node_cycles[static_cast<int>(StepNode::kQkvProj)],
+            full8.node_cycles[static_cast<int>(StepNode::kQkvProj)]);
+  StepCost none5 = cost_of(CudaGraphMode::kNone, five);
+  StepCost none8 = cost_of(CudaGraphMode::kNone, decode(8, 100));
+  EXPECT_LT(none5.node_cycles[static_cast<int>(StepNode::kQkvProj)],
+            none8.node_cycles[static_cast<int>(StepNode::kQkvProj)]);
+}
+
+TEST(CostModelTest, EmptyStepCostsOnlyHostWork) {
+  CostModel cm(model("tiny"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  StepCost c = cm.cost(StepShape{});
+  EXPECT_EQ(c.duration_ns, 40000);  // host_step_ns
+  EXPECT_EQ(c.kernels, 0);
+}
+
+TEST(CostModelTest, CriticalPathIsTheChainThroughTheForward) {
+  CostModel cm(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  StepCost c = cm.cost(prefill(2048, 0));
+  std::int64_t sum = 0;
+  for (StepDag::NodeId n : cm.dag().critical_path()) sum += cm.dag().cycles(n);
+  EXPECT_EQ(sum, c.cycles);
+  std::vector<StepDag::NodeId> path = cm.dag().critical_path();
+  EXPECT_EQ(cm.dag().name(path.front()), "host_schedule");
+  EXPECT_EQ(cm.dag().name(path.back()), "d2h_sampled");
+}
+
+// --- profile table ---
+
+constexpr const char* kProfile =
+    "kernel,num_tokens,num_seqs,context_tokens,time_ns\n"
+    "qkv_proj,1,0,0,1000\n"
+    "qkv_proj,64,0,0,2000\n"
+    "qkv_proj,256,0,0,5000\n"
+    "attention,9,1,1000,500\n"
+    "attention,1,1,1000,100\n"
+    "attention,1,1,3000,300\n"
+    "attention,9,1,3000,900\n"
+    "attention,8,8,8000,4000\n";
+
+TEST(ProfileTableTest, ExactAtPointsLinearBetween) {
+  StatusOr<ProfileTable> t = ProfileTable::parse("p.csv", kProfile);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->num_rows(), 8u);
+  EXPECT_TRUE(t->has(Kernel::kQkvProj));
+  EXPECT_FALSE(t->has(Kernel::kOProj));
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {1, 0, 0}), 1000);
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {64, 0, 0}), 2000);
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {256, 0, 0}), 5000);
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {160, 0, 0}), 3500);        // halfway
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {32, 0, 0}), 1492);         // 1000 + 1000 * 31/63
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {512, 0, 0}), 9000);        // end segment extended
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {1, 7, 123}), 1000);        // seqs, context ignored
+
+  // Attention: bilinear in (num_tokens, context_tokens) within the num_seqs = 1 group.
+  EXPECT_EQ(t->lookup_ns(Kernel::kAttention, {1, 1, 1000}), 100);
+  EXPECT_EQ(t->lookup_ns(Kernel::kAttention, {9, 1, 3000}), 900);
+  EXPECT_EQ(t->lookup_ns(Kernel::kAttention, {1, 1, 2000}), 200);
+  EXPECT_EQ(t->lookup_ns(Kernel::kAttention, {5, 1, 2000}), 450);  // (200 + 700) / 2
+  // num_seqs 3 is nearer 1 than 8; 5 is nearer 8 (a single point: constant).
+  EXPECT_EQ(t->lookup_ns(Kernel::kAttention, {5, 3, 2000}), 450);
+  EXPECT_EQ(t->lookup_ns(Kernel::kAttention, {5, 5, 2000}), 4000);
+
+  EXPECT_EQ(interpolate({10, 20}, {100, 50}, 40), 0);  // clamped at 0
+  EXPECT_EQ(interpolate({10, 20}, {100, 50}, 15), 75);
+}
+
+TEST(ProfileTableTest, CostModelUsesProfileAndFallsBack) {
+  StatusOr<ProfileTable> t = ProfileTable::parse("p.csv", kProfile);
+  ASSERT_TRUE(t.ok());
+  CostModel with(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), &*t);
+  CostModel without(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  EXPECT_EQ(with.kernel_cycles(Kernel::kQkvProj, {160, 1, 0}, 0), 3500 * 1980 / 1000);
+  EXPECT_EQ(with.kernel_cycles(Kernel::kOProj, {160, 1, 0}, 0),
+            without.kernel_cycles(Kernel::kOProj, {160, 1, 0}, 0));
+}
+
+std::string error_of(const std::string& text) {
+  StatusOr<ProfileTable> t = ProfileTable::parse("bad.csv", text);
+  return t.ok() ? "ok" : t.status().message();
+}
+
+TEST(ProfileTableTest, BadCsvNamesFileLineAndColumn) {
+  const std::string header = "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";
+  EXPECT_EQ(error_of(""), "bad.csv: empty profile, expected the header "
+                          "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
+  EXPECT_EQ(error_of("kernel,tokens,time\n"),
+            "bad.csv:1: header is 'kernel,tokens,time', expected "
+            "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
+  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,10\nqkv_proj,abc,0,0,5\n"),
+            "bad.csv:3: column 2 (num_tokens): 'abc' is not an integer");
+  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0\n"), "bad.csv:2: too few columns, expected 5");
+  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,5,6\n"), "bad.csv:2: too many columns, expected 5");
+  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,2.5\n"),
+            "bad.csv:2: column 5 (time_ns): '2.5' is not an integer");
+  EXPECT_EQ(error_of(header + "mlp,1,0,0,5\n"),
+            "bad.csv:2: column 1 (kernel): unknown kernel 'mlp' (valid: slot_mapping, rmsnorm, "
+            "qkv_proj, rotary, cache_write, attention, o_proj, gate_up_proj, silu_mul, "
+            "down_proj, lm_head)");
+  EXPECT_EQ(error_of(header + "rotary,0,0,0,5\n"),
+            "bad.csv:2: column 2 (num_tokens): num_tokens must be >= 1, got 0");
+  EXPECT_EQ(error_of(header + "rotary,1,0,0,-5\n"), "bad.csv:2: column 5 (time_ns): must be >= 0, got -5");
+  EXPECT_EQ(error_of(header + "rotary,4,0,0,5\nrotary,8,0,0,6\nrotary,4,3,0,7\n"),
+            "bad.csv:4: duplicate row for rotary at num_tokens 4 (also on line 2)");
+  EXPECT_EQ(error_of(header + "attention,4,1,100,5\nattention,4,1,100,6\n"),
+            "bad.csv:3: duplicate row for attention at num_seqs 1, num_tokens 4, "
+            "context_tokens 100 (also on line 2)");
+}
+
+TEST(ProfileTableTest, LoadsFromFile) {
+  std::string path = ::testing::TempDir() + "sim_cost_model_test_profile.csv";
+  {
+    std::ofstream out(path);
+    out << "kernel,num_tokens,num_seqs,context_tokens,time_ns\r\nlm_head,1,1,0,250\r\n";
+  }
+  StatusOr<ProfileTable> t = ProfileTable::load(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->lookup_ns(Kernel::kLmHead, {3, 3, 0}), 250);
+  std::remove(path.c_str());
+  EXPECT_EQ(ProfileTable::load("/nonexistent/p.csv").status().message(),
+            "/nonexistent/p.csv: cannot open profile");
+}
+
+}  // namespace
+}  // namespace kv::sim
