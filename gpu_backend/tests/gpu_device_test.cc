@@ -1,0 +1,214 @@
+// CudaDevice end to end. Without a GPU only the error paths run (clear Status, no crash); the
+// rest skips. With a GPU: the hand-made prefix-sharing plans (reference/prefix_scenario.h)
+// with prefix caching on and off give the same final hidden states, both match the CPU
+// reference engine, prompt tokens computed equal what the plans say, CUDA-graph replay agrees
+// with eager execution, and profiling writes the simulator's CSV.
+// Tolerance on hidden states: relative RMS difference <= 2^-5 and max abs difference <= 0.25
+// on unit-RMS vectors. Each layer stores ~8 intermediate tensors in bf16 (2^-9 relative
+// rounding each) and cuBLAS may pick different kernels (summation orders) for different batch
+// sizes, so cache-on and cache-off runs are close, not bit-identical; 2^-5 is 16 bf16 half-ulps.
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "gpu_backend/cuda_device.h"
+#include "gpu_backend/reference/prefix_scenario.h"
+#include "gpu_backend/reference/ref_model.h"
+#include "gpu_backend/tests/gpu_test_util.h"
+
+namespace kv::gpu {
+namespace {
+
+using HiddenLog = std::map<std::pair<RequestId, std::int64_t>, std::vector<float>>;
+
+CudaDeviceOptions scenario_options() {
+  CudaDeviceOptions o;
+  o.model = "tiny";
+  o.seed = 1;
+  o.block_size = 4;
+  o.num_gpu_blocks = 16;
+  o.max_num_seqs = 4;
+  o.max_model_len = 32;
+  o.max_num_batched_tokens = 64;
+  return o;
+}
+
+TEST(GpuDeviceErrors, NoDeviceOrBadOptionsIsAClearStatus) {
+  CudaDeviceOptions o = scenario_options();
+  o.dtype = "fp8";
+  StatusOr<std::unique_ptr<Device>> bad = make_cuda_device(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("dtype 'fp8'"), std::string::npos) << bad.status().message();
+  o = scenario_options();
+  o.model = "gpt-9";
+  ASSERT_FALSE(make_cuda_device(o).ok());
+  std::string why;
+  if (cuda_device_available(&why)) GTEST_SKIP() << "a CUDA device is present: the no-device path is not reachable";
+  EXPECT_EQ(why.rfind("no CUDA device", 0), 0u) << why;
+  StatusOr<std::unique_ptr<Device>> none = make_cuda_device(scenario_options());
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message().rfind("no CUDA device", 0), 0u) << none.status().message();
+}
+
+TEST(GpuDevice, PoolLargerThanFreeMemoryNamesBothSizes) {
+  KV_SKIP_WITHOUT_GPU();
+  CudaDeviceOptions o = scenario_options();
+  o.model = "llama3-8b";
+  o.block_size = 16;
+  o.max_model_len = 1024;
+  o.num_gpu_blocks = 100000000;  // 100M blocks of 2 MiB
+  StatusOr<std::unique_ptr<Device>> d = make_cuda_device(o);
+  ASSERT_FALSE(d.ok());
+  const std::string m = d.status().message();
+  EXPECT_NE(m.find("needs"), std::string::npos) << m;
+  EXPECT_NE(m.find("free"), std::string::npos) << m;
+}
+
+struct DeviceRun {
+  HiddenLog hidden;
+  std::vector<std::int64_t> prompt_tokens;
+  std::vector<StepResult> results;
+};
+
+DeviceRun run_device(const std::vector<StepPlan>& plans, CudaDeviceOptions o) {
+  DeviceRun run;
+  o.on_hidden_state = [&](const RequestId& id, std::int64_t pos, const std::vector<float>& h) { run.hidden[{id, pos}] = h; };
+  StatusOr<std::unique_ptr<Device>> d = make_cuda_device(o);
+  EXPECT_TRUE(d.ok()) << d.status().message();
+  if (!d.ok()) return run;
+  for (const StepPlan& p : plans) {
+    StepResult r = (*d)->execute(p);
+    EXPECT_TRUE(r.violations.empty()) << r.violations.front();
+    EXPECT_GE(r.measured_ns, 0);
+    EXPECT_EQ(r.duration_ns, r.measured_ns);
+    run.prompt_tokens.push_back(r.counters.prompt_tokens_computed);
+    run.results.push_back(std::move(r));
+  }
+  return run;
+}
+
+void expect_close_hidden(const std::vector<float>& a, const std::vector<float>& b, const std::string& what) {
+  ASSERT_EQ(a.size(), b.size()) << what;
+  double diff2 = 0.0, ref2 = 0.0, max_abs = 0.0;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    const double d = static_cast<double>(a[i]) - b[i];
+    diff2 += d * d;
+    ref2 += static_cast<double>(b[i]) * b[i];
+    max_abs = std::max(max_abs, std::fabs(d));
+  }
+  EXPECT_LE(std::sqrt(diff2 / ref2), 1.0 / 32) << what;
+  EXPECT_LE(max_abs, 0.25) << what;
+}
+
+TEST(GpuDevice, PrefixCachingOnAndOffGiveTheSameHiddenStatesAndPromptCounts) {
+  KV_SKIP_WITHOUT_GPU();
+  const gpuref::scenario::Scenario s;
+  const DeviceRun on = run_device(s.plans(true), scenario_options());
+  const DeviceRun off = run_device(s.plans(false), scenario_options());
+  EXPECT_EQ(on.prompt_tokens, gpuref::scenario::expected_prompt_tokens(true));
+  EXPECT_EQ(off.prompt_tokens, gpuref::scenario::expected_prompt_tokens(false));
+  ASSERT_EQ(on.hidden.size(), 12u + 7u + 15u);
+  for (const auto& [key, h] : on.hidden) {
+    ASSERT_TRUE(off.hidden.count(key));
+    expect_close_hidden(h, off.hidden.at(key), key.first + "@" + std::to_string(key.second) + " on vs off");
+  }
+  // Teacher-forced outputs: exactly the plans' next tokens.
+  const std::vector<StepPlan> plans = s.plans(true);
+  for (std::size_t i = 0; i < plans.size(); ++i) {
+    std::vector<std::pair<RequestId, TokenId>> expected;
+    for (const auto& r : plans[i].requests) {
+      if (r.samples) expected.emplace_back(r.id, r.next_token);
+    }
+    EXPECT_EQ(on.results[i].sampled, expected) << "step " << i;
+  }
+  // Against the CPU reference engine (bf16 emulation, same seed and plans).
+  gpuref::RefEngineOptions ro;
+  ro.block_size = 4;
+  ro.num_blocks = 16;
+  ro.max_rows = 4;
+  ro.max_blocks_per_row = 8;
+  gpuref::RefEngine ref(ro);
+  HiddenLog ref_hidden;
+  for (const StepPlan& p : plans) {
+    StatusOr<gpuref::RefStepOutput> out = ref.execute(p);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    std::size_t t = 0;
+    const auto h = static_cast<std::size_t>(ro.model.hidden);
+    for (const auto& r : p.requests) {
+      for (std::size_t j = 0; j < r.token_ids.size(); ++j, ++t) {
+        ref_hidden[{r.id, r.num_computed_tokens + static_cast<std::int64_t>(j)}] =
+            std::vector<float>(out->final_hidden.begin() + static_cast<std::ptrdiff_t>(t * h),
+                               out->final_hidden.begin() + static_cast<std::ptrdiff_t>((t + 1) * h));
+      }
+    }
+  }
+  for (const auto& [key, h] : on.hidden) {
+    expect_close_hidden(h, ref_hidden.at(key), key.first + "@" + std::to_string(key.second) + " GPU vs CPU reference");
+  }
+}
+
+// Decode steps of three requests (a uniform-decode batch of 3, padded to 4): graph replay and
+// eager execution agree, and the replay is reused across steps.
+TEST(GpuDevice, CudaGraphReplayAgreesWithEager) {
+  KV_SKIP_WITHOUT_GPU();
+  std::vector<StepPlan> plans;
+  using gpuref::scenario::plan;
+  using gpuref::scenario::sr;
+  const std::vector<TokenId> a = gpuref::scenario::tokens(4, 20), b = gpuref::scenario::tokens(5, 20),
+                             c = gpuref::scenario::tokens(6, 20);
+  plans.push_back(plan(0, {sr("a", true, {1, 2, 3}, a, 0, 9, 9, true), sr("b", true, {4, 5, 6}, b, 0, 10, 10, true),
+                           sr("c", true, {7, 8}, c, 0, 5, 5, true)}));
+  for (std::size_t step = 1; step <= 4; ++step) {
+    plans.push_back(plan(static_cast<std::int64_t>(step),
+                         {sr("a", false, step == 4 ? std::vector<BlockId>{9} : std::vector<BlockId>{}, a, 8 + step, 9 + step, 9, true),
+                          sr("b", false, step == 3 ? std::vector<BlockId>{10} : std::vector<BlockId>{}, b, 9 + step, 10 + step, 10, true),
+                          sr("c", false, {}, c, 4 + step, 5 + step, 5, true)}));
+  }
+  CudaDeviceOptions eager = scenario_options();
+  eager.cudagraph_mode = "NONE";
+  CudaDeviceOptions graph = scenario_options();
+  graph.cudagraph_capture_sizes = {1, 2, 4, 8};
+  const DeviceRun e = run_device(plans, eager);
+  const DeviceRun g = run_device(plans, graph);
+  ASSERT_EQ(e.hidden.size(), g.hidden.size());
+  for (const auto& [key, h] : g.hidden) {
+    expect_close_hidden(h, e.hidden.at(key), key.first + "@" + std::to_string(key.second) + " graph vs eager");
+  }
+  ASSERT_EQ(g.results.size(), 5u);
+  EXPECT_EQ(g.results[2].counters.kernels, 1);  // one graph launch, no block-table update
+  EXPECT_GT(e.results[2].counters.kernels, 10);
+  EXPECT_EQ(g.results[1].counters.tokens_computed, 3);  // padding is not counted
+}
+
+TEST(GpuDevice, ProfilingWritesTheSimulatorsCsv) {
+  KV_SKIP_WITHOUT_GPU();
+  const std::string path = ::testing::TempDir() + "gpu_profile_test.csv";
+  std::remove(path.c_str());
+  CudaDeviceOptions o = scenario_options();
+  o.profile_csv = path;
+  o.duration_ns = [](const StepPlan&, std::int64_t) { return std::int64_t{12345}; };
+  const gpuref::scenario::Scenario s;
+  {
+    StatusOr<std::unique_ptr<Device>> d = make_cuda_device(o);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    const StepResult r = (*d)->execute(s.plans(true)[0]);
+    ASSERT_TRUE(r.violations.empty()) << r.violations.front();
+    EXPECT_EQ(r.duration_ns, 12345);
+  }
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  EXPECT_EQ(line, "kernel,num_tokens,num_seqs,context_tokens,time_ns");
+  std::vector<std::string> kernels;
+  while (std::getline(in, line)) {
+    kernels.push_back(line.substr(0, line.find(',')));
+    EXPECT_NE(line.find(",10,1,10,"), std::string::npos) << line;  // 10 tokens, 1 sequence, 10 context tokens
+  }
+  EXPECT_EQ(kernels, (std::vector<std::string>{"slot_mapping", "rmsnorm", "qkv_proj", "rotary", "cache_write", "attention",
+                                               "o_proj", "gate_up_proj", "silu_mul", "down_proj", "lm_head"}));
+}
+
+}  // namespace
+}  // namespace kv::gpu
