@@ -1,0 +1,257 @@
+// Converters: Mooncake block expansion, ShareGPT conversations, Azure and BurstGPT CSV, and
+// the errors on bad input (file, line, field).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+
+#include "tests/traces_test_util.h"
+#include "traces/block_tokens.h"
+#include "traces/converters.h"
+#include "traces/tokenizer.h"
+#include "traces/trace_analysis.h"
+#include "traces/trace_io.h"
+
+namespace kv::trace {
+namespace {
+
+using testing::scratch_path;
+using testing::write_bytes;
+
+// Converts `text` (written to a scratch input file); returns the output path or the error.
+StatusOr<std::string> convert(SourceFormat f, const std::string& text, const ConvertOptions& c = {}) {
+  const std::string in = scratch_path("input.txt");
+  const std::string out = scratch_path("out.kvtrace");
+  write_bytes(in, text);
+  std::remove(out.c_str());
+  StatusOr<TraceWriter> w = TraceWriter::create(out, convert_header(f, in, c));
+  if (!w.ok()) return w.status();
+  StatusOr<ConvertStats> s = convert_trace(f, in, c, *w);
+  if (!s.ok()) {
+    w->abandon();
+    return s.status();
+  }
+  if (Status st = w->close(); !st.ok()) return st;
+  return out;
+}
+
+std::vector<TraceRequest> read_all(const std::string& path) {
+  std::vector<TraceRequest> out;
+  StatusOr<TraceReader> r = TraceReader::open(path);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  TraceRequest q;
+  while (r.ok()) {
+    StatusOr<bool> got = r->next(&q);
+    EXPECT_TRUE(got.ok()) << got.status().message();
+    if (!got.ok() || !*got) break;
+    out.push_back(q);
+  }
+  return out;
+}
+
+void expect_error(const StatusOr<std::string>& got, const std::vector<std::string>& fragments) {
+  ASSERT_FALSE(got.ok());
+  for (const std::string& f : fragments) {
+    EXPECT_NE(got.status().message().find(f), std::string::npos) << got.status().message() << "\nwanted: " << f;
+  }
+}
+
+const char kTinyMooncake[] =
+    "{\"timestamp\": 0, \"input_length\": 1000, \"output_length\": 10, \"hash_ids\": [1, 2]}\n"
+    "{\"timestamp\": 5, \"input_length\": 600, \"output_length\": 5, \"hash_ids\": [1, 3]}\n"
+    "\n"
+    "{\"timestamp\": 7, \"input_length\": 1024, \"output_length\": 1, \"hash_ids\": [1, 2]}\n";
+
+TEST(ConvertMooncake, PromptsAreExactlyInputLengthAndEqualIdsShareTokens) {
+  StatusOr<std::string> out = convert(SourceFormat::kMooncake, kTinyMooncake);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const std::vector<TraceRequest> r = read_all(*out);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].prompt.size(), 1000u);
+  EXPECT_EQ(r[1].prompt.size(), 600u);
+  EXPECT_EQ(r[2].prompt.size(), 1024u);
+  EXPECT_EQ(r[0].output_length, 10);
+  EXPECT_EQ(r[1].arrival_time_us, 5000);
+  EXPECT_EQ(r[2].arrival_time_us, 7000);
+  std::vector<TokenId> block1;
+  expand_block_tokens(1, 512, block1);
+  EXPECT_TRUE(std::equal(block1.begin(), block1.end(), r[1].prompt.begin()));
+  EXPECT_TRUE(std::equal(r[0].prompt.begin(), r[0].prompt.end(), r[2].prompt.begin()));  // truncated block 2
+  EXPECT_NE(r[1].prompt[512], r[0].prompt[512]);
+}
+
+TEST(ConvertMooncake, InfiniteCacheHitRateOfTheTinyTraceByHand) {
+  StatusOr<std::string> out = convert(SourceFormat::kMooncake, kTinyMooncake);
+  ASSERT_TRUE(out.ok());
+  AnalysisOptions o;
+  o.block_size = 16;
+  StatusOr<TraceAnalysis> a = analyze_trace(*out, o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  // Request 2 hits block 1's 32 sixteen-token blocks (512 tokens); request 3 hits the 62 full
+  // blocks request 1 cached (992 of its first 1000 tokens). 1504 of 2624 prompt tokens.
+  EXPECT_EQ(a->prompt_tokens, 2624);
+  EXPECT_EQ(a->hit_tokens, 512 + 992);
+  EXPECT_DOUBLE_EQ(a->infinite_cache_hit_rate, 1504.0 / 2624.0);
+  // At block size 512, request 1's second block is partial and never cached: 512 + 512.
+  o.block_size = 512;
+  a = analyze_trace(*out, o);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->hit_tokens, 1024);
+  EXPECT_EQ(a->distinct_blocks, 2);
+  EXPECT_EQ(a->block_accesses, 4);
+}
+
+// Independent count from the JSONL: leading hash ids seen before, capped at
+// (input_length - 1) / 512, only full blocks cached; 54,063,104 hit tokens of 144,793,823.
+TEST(ConvertMooncake, BundledConversationTraceInfiniteCacheAt512) {
+  AnalysisOptions o;
+  o.block_size = 512;
+  o.hash_algo = "xxhash_cbor";
+  StatusOr<TraceAnalysis> a = analyze_trace("traces/data/mooncake_conversation.kvtrace", o);
+  ASSERT_TRUE(a.ok()) << a.status().message();
+  EXPECT_EQ(a->requests, 12031);
+  EXPECT_EQ(a->prompt_tokens, 144793823);
+  EXPECT_EQ(a->hit_tokens, 54063104);
+}
+
+TEST(ConvertMooncake, BadLinesNameFileLineAndField) {
+  expect_error(convert(SourceFormat::kMooncake, "{\"timestamp\": 0, \"input_length\": 10\n"),
+               {"input.txt: line 1:", "bad JSON"});
+  expect_error(convert(SourceFormat::kMooncake,
+                       std::string(kTinyMooncake) +
+                           "{\"timestamp\": 8, \"input_length\": 513, \"output_length\": 1, \"hash_ids\": [1]}\n"),
+               {"line 5:", "field hash_ids: 1 ids for input_length 513"});
+  expect_error(convert(SourceFormat::kMooncake,
+                       "{\"timestamp\": 9, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [1]}\n"
+                       "{\"timestamp\": 8, \"input_length\": 5, \"output_length\": 1, \"hash_ids\": [1]}\n"),
+               {"line 2:", "field timestamp: arrivals go backwards"});
+  expect_error(convert(SourceFormat::kMooncake, "{\"timestamp\": 0, \"input_length\": 5, \"hash_ids\": [1]}\n"),
+               {"line 1:", "missing field output_length"});
+  expect_error(convert(SourceFormat::kMooncake,
+                       "{\"timestamp\": 0, \"input_length\": 5, \"output_length\": \"x\", \"hash_ids\": [1]}\n"),
+               {"line 1:", "field output_length"});
+  expect_error(convert(SourceFormat::kMooncake,
+                       "{\"timestamp\": 0, \"input_length\": 0, \"output_length\": 1, \"hash_ids\": []}\n"),
+               {"line 1:", "field input_length"});
+}
+
+TEST(Tokenizer, WordsPunctuationAndChunks) {
+  std::vector<TokenId> a, b, c;
+  tokenize_words("Hello, world", a);  // "Hell" "o" "," " wor" "ld"
+  EXPECT_EQ(a.size(), 5u);
+  tokenize_words("Hello, world", b);
+  EXPECT_EQ(a, b);
+  tokenize_words("Hello", c);
+  EXPECT_TRUE(std::equal(c.begin(), c.end(), a.begin()));
+  std::vector<TokenId> d;
+  tokenize_words("a  b\n\n", d);  // "a" " " " b" "\n\n"
+  EXPECT_EQ(d.size(), 4u);
+}
+
+TEST(ConvertSharegpt, TurnsCarryTheConversation) {
+  const std::string json = R"([
+    {"id": "x1", "conversations": [
+      {"from": "human", "value": "What is a KV cache?"},
+      {"from": "gpt", "value": "It stores keys and values."},
+      {"from": "human", "value": "Why?"},
+      {"from": "gpt", "value": "To avoid recomputing them."}]},
+    {"id": "x2", "conversations": [
+      {"from": "gpt", "value": "Hi!"},
+      {"from": "human", "value": "Hello"},
+      {"from": "gpt", "value": "Hello again"},
+      {"from": "human", "value": "unanswered"}]}
+  ])";
+  StatusOr<std::string> out = convert(SourceFormat::kShareGpt, json);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const std::vector<TraceRequest> r = read_all(*out);
+  ASSERT_EQ(r.size(), 3u);
+  std::map<std::string, std::vector<const TraceRequest*>> by_session;
+  for (const TraceRequest& q : r) by_session[q.session_id].push_back(&q);
+  ASSERT_EQ(by_session["c0:x1"].size(), 2u);
+  const TraceRequest& t0 = *by_session["c0:x1"][0];
+  const TraceRequest& t1 = *by_session["c0:x1"][1];
+  std::vector<TokenId> expect;
+  tokenize_words("What is a KV cache?", expect);
+  EXPECT_EQ(t0.prompt, expect);
+  std::vector<TokenId> reply;
+  tokenize_words("It stores keys and values.", reply);
+  EXPECT_EQ(t0.output_tokens, reply);
+  expect.insert(expect.end(), reply.begin(), reply.end());
+  tokenize_words("Why?", expect);
+  EXPECT_EQ(t1.prompt, expect);
+  ASSERT_EQ(by_session["c1:x2"].size(), 1u);
+  std::vector<TokenId> hello;
+  tokenize_words("Hello", hello);
+  EXPECT_EQ(by_session["c1:x2"][0]->prompt, hello);
+}
+
+TEST(ConvertSharegpt, BadJsonAndUnknownRoles) {
+  expect_error(convert(SourceFormat::kShareGpt, "[{\"id\": \"a\", \"conversations\": [}]"), {"input.txt", "conversation 0"});
+  expect_error(convert(SourceFormat::kShareGpt, "{\"id\": 1}"), {"input.txt", "top level must be an array"});
+  expect_error(convert(SourceFormat::kShareGpt,
+                       "[{\"conversations\": [{\"from\": \"robot\", \"value\": \"x\"}]}]"),
+               {"input.txt: conversation 0: field conversations[0].from: unknown role 'robot'"});
+  expect_error(convert(SourceFormat::kShareGpt, "[{\"conversations\": [{\"from\": \"human\"}]}]"),
+               {"conversation 0: field conversations[0]: missing field \"value\""});
+}
+
+TEST(ConvertAzure, TimestampsAndUniquePrompts) {
+  const std::string csv =
+      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+      "2023-11-16 18:15:46.6805900,374,44\n"
+      "2023-11-16 18:15:50.9951690,396,109\n"
+      "2023-11-17 00:00:00,10,1\n";
+  StatusOr<std::string> out = convert(SourceFormat::kAzure, csv);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const std::vector<TraceRequest> r = read_all(*out);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[0].arrival_time_us, 0);
+  EXPECT_EQ(r[1].arrival_time_us, 4314579);
+  EXPECT_EQ(r[2].arrival_time_us, (5 * 3600 + 44 * 60 + 13) * 1000000LL + 319410);
+  EXPECT_EQ(r[0].prompt.size(), 374u);
+  EXPECT_EQ(r[1].output_length, 109);
+  EXPECT_NE(std::vector<TokenId>(r[0].prompt.begin(), r[0].prompt.begin() + 10),
+            std::vector<TokenId>(r[1].prompt.begin(), r[1].prompt.begin() + 10));
+}
+
+TEST(ConvertAzure, BadRowsNameLineAndColumn) {
+  expect_error(convert(SourceFormat::kAzure,
+                       "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6,374,44\n"
+                       "2023-11-16 18:15:47.0,abc,5\n"),
+               {"input.txt", "line \"3\"", "ContextTokens"});
+  expect_error(convert(SourceFormat::kAzure,
+                       "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6,374,44\n"
+                       "yesterday,3,5\n"),
+               {"input.txt: line 3: column TIMESTAMP: bad timestamp 'yesterday'"});
+  expect_error(convert(SourceFormat::kAzure, "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6,374\n"),
+               {"input.txt", "line 2"});
+  expect_error(convert(SourceFormat::kAzure, "TIME,Context\n"), {"input.txt", "TIMESTAMP"});
+}
+
+TEST(ConvertBurstgpt, SkipsFailedRequestsAndKeepsSessions) {
+  const std::string csv =
+      "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,Session ID\n"
+      "5,ChatGPT,472,18,490,Conversation log,s1\n"
+      "45,ChatGPT,1087,0,1087,Conversation log,s2\n"
+      "118.5,GPT-4,417,276,693,Conversation log,s1\n";
+  StatusOr<std::string> out = convert(SourceFormat::kBurstGpt, csv);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const std::vector<TraceRequest> r = read_all(*out);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].arrival_time_us, 113500000);
+  EXPECT_EQ(r[1].session_id, "s1");
+  EXPECT_EQ(r[1].prompt.size(), 417u);
+  ConvertOptions only4;
+  only4.model = "GPT-4";
+  out = convert(SourceFormat::kBurstGpt, csv, only4);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(read_all(*out).size(), 1u);
+  expect_error(convert(SourceFormat::kBurstGpt,
+                       "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"
+                       "5,ChatGPT,472,18,490,Conversation log\n6,ChatGPT,-3,1,1,x\n"),
+               {"input.txt: line 3: column Request tokens: negative"});
+  expect_error(convert(SourceFormat::kBurstGpt, "Timestamp,Model\n"), {"missing column 'Request tokens'"});
+}
+
+}  // namespace
+}  // namespace kv::trace

@@ -1,0 +1,145 @@
+// Generators: determinism (same options, same bytes), the documented statistics, and the
+// bundled traces regenerating byte for byte.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "tests/traces_test_util.h"
+#include "traces/converters.h"
+#include "traces/generators.h"
+#include "traces/trace_io.h"
+
+namespace kv::trace {
+namespace {
+
+using testing::read_bytes;
+using testing::scratch_path;
+
+std::string gen_sharegpt(const ShareGptGenOptions& o, const std::string& name) {
+  const std::string path = scratch_path(name);
+  StatusOr<TraceWriter> w = TraceWriter::create(path, sharegpt_gen_header(o));
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  StatusOr<std::int64_t> n = generate_sharegpt(o, *w);
+  EXPECT_TRUE(n.ok()) << n.status().message();
+  EXPECT_TRUE(w->close().ok());
+  return path;
+}
+
+std::vector<TraceRequest> read_all(const std::string& path) {
+  std::vector<TraceRequest> out;
+  StatusOr<TraceReader> r = TraceReader::open(path);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  TraceRequest q;
+  while (true) {
+    StatusOr<bool> got = r->next(&q);
+    EXPECT_TRUE(got.ok()) << got.status().message();
+    if (!got.ok() || !*got) break;
+    out.push_back(q);
+  }
+  return out;
+}
+
+TEST(GenSharegpt, SameOptionsSameBytesOtherSeedOtherBytes) {
+  ShareGptGenOptions o;
+  o.num_requests = 300;
+  o.seed = 7;
+  const std::string a = read_bytes(gen_sharegpt(o, "a.kvtrace"));
+  const std::string b = read_bytes(gen_sharegpt(o, "b.kvtrace"));
+  o.seed = 8;
+  const std::string c = read_bytes(gen_sharegpt(o, "c.kvtrace"));
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+}
+
+TEST(GenSharegpt, TurnsExtendTheConversationAndMatchTheDocumentedMeans) {
+  ShareGptGenOptions o;
+  o.num_requests = 6000;
+  o.seed = 3;
+  o.rate = 20;
+  const std::vector<TraceRequest> reqs = read_all(gen_sharegpt(o, "s.kvtrace"));
+  ASSERT_EQ(reqs.size(), 6000u);
+  std::map<std::string, std::vector<TokenId>> context;  // session -> prompt + output so far
+  double user_sum = 0, reply_sum = 0;
+  std::int64_t prev_arrival = 0;
+  for (const TraceRequest& r : reqs) {
+    EXPECT_GE(r.arrival_time_us, prev_arrival);
+    prev_arrival = r.arrival_time_us;
+    EXPECT_EQ(static_cast<std::int64_t>(r.output_tokens.size()), r.output_length);
+    EXPECT_LE(static_cast<int>(r.prompt.size() + r.output_tokens.size()), o.max_model_len);
+    auto [it, first_turn] = context.try_emplace(r.session_id);
+    std::size_t before = it->second.size();
+    if (first_turn) before = static_cast<std::size_t>(o.system_prompt_tokens);
+    else ASSERT_TRUE(std::equal(it->second.begin(), it->second.end(), r.prompt.begin())) << r.id;
+    ASSERT_GT(r.prompt.size(), before);
+    user_sum += static_cast<double>(r.prompt.size() - before);
+    reply_sum += static_cast<double>(r.output_length);
+    it->second = r.prompt;
+    it->second.insert(it->second.end(), r.output_tokens.begin(), r.output_tokens.end());
+  }
+  const double n = static_cast<double>(reqs.size());
+  EXPECT_NEAR(user_sum / n, 160.0, 16.0);
+  EXPECT_NEAR(reply_sum / n, 340.0, 34.0);
+  // Every session starts with the same system prompt.
+  EXPECT_TRUE(std::equal(reqs[0].prompt.begin(), reqs[0].prompt.begin() + 512, reqs[100].prompt.begin()));
+  // Poisson arrivals at 20/s.
+  const double span_s = static_cast<double>(reqs.back().arrival_time_us) / 1e6;
+  EXPECT_NEAR(n / span_s, 20.0, 1.0);
+}
+
+TEST(GenPrefix, ShapeOfVllmPrefixBenchmark) {
+  PrefixGenOptions o;
+  o.num_prompts = 10;
+  o.num_prefixes = 2;
+  o.prefix_len = 64;
+  o.suffix_len = 32;
+  o.repeat = 3;
+  o.output_len = 5;
+  const std::string path = scratch_path("p.kvtrace");
+  StatusOr<TraceWriter> w = TraceWriter::create(path, prefix_gen_header(o));
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(generate_prefix(o, *w).ok());
+  ASSERT_TRUE(w->close().ok());
+  const std::vector<TraceRequest> reqs = read_all(path);
+  ASSERT_EQ(reqs.size(), 30u);
+  std::map<std::vector<TokenId>, int> prompts, prefixes;
+  for (const TraceRequest& r : reqs) {
+    ASSERT_EQ(r.prompt.size(), 96u);
+    EXPECT_EQ(r.output_length, 5);
+    EXPECT_EQ(r.arrival_time_us, 0);
+    ++prompts[r.prompt];
+    ++prefixes[std::vector<TokenId>(r.prompt.begin(), r.prompt.begin() + 64)];
+  }
+  EXPECT_EQ(prompts.size(), 10u);
+  for (const auto& [p, k] : prompts) EXPECT_EQ(k, 3);
+  EXPECT_EQ(prefixes.size(), 2u);
+  EXPECT_NE(reqs[0].id + reqs[1].id + reqs[2].id, "p0-r0p0-r1p0-r2");  // shuffled
+}
+
+// traces/data/README.md: the command that regenerates the bundled sample.
+TEST(BundledTraces, SharegptSampleRegeneratesByteForByte) {
+  ShareGptGenOptions o;
+  o.num_requests = 1000;
+  o.rate = 10;
+  o.concurrent_sessions = 32;
+  o.seed = 1;
+  const std::string fresh = read_bytes(gen_sharegpt(o, "sample.kvtrace"));
+  const std::string committed = read_bytes("traces/data/sharegpt_sample.kvtrace");
+  ASSERT_FALSE(committed.empty()) << "run from the repository root";
+  EXPECT_TRUE(fresh == committed) << "regenerate with the command in traces/data/README.md";
+}
+
+TEST(BundledTraces, MooncakeConversationConvertsByteForByte) {
+  const std::string in = "traces/data/mooncake_conversation_trace.jsonl";
+  const std::string path = scratch_path("mc.kvtrace");
+  ConvertOptions c;
+  StatusOr<TraceWriter> w = TraceWriter::create(path, convert_header(SourceFormat::kMooncake, in, c));
+  ASSERT_TRUE(w.ok());
+  StatusOr<ConvertStats> s = convert_trace(SourceFormat::kMooncake, in, c, *w);
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  ASSERT_TRUE(w->close().ok());
+  EXPECT_EQ(s->requests, 12031);
+  EXPECT_TRUE(read_bytes(path) == read_bytes("traces/data/mooncake_conversation.kvtrace"));
+}
+
+}  // namespace
+}  // namespace kv::trace
