@@ -323,6 +323,10 @@ Status CudaDevice::launch_graph(const ForwardArgs& args) {
   auto it = graphs_.find(args.num_tokens);
   if (it == graphs_.end()) {
     const BlockTableView table{table_dev_, max_blocks_per_row_, options_.block_size};
+    // Warm-up pass first, as vLLM does before capturing: loads every kernel and lets cuBLAS
+    // settle outside the capture. It computes this step's batch (the replay below writes the
+    // same K/V again), so the first step of each size is timed with two passes.
+    if (Status st = model_->forward(args, kv_, table, nullptr, nullptr); !st.ok()) return st;
     cudaGraph_t graph = nullptr;
     if (Status st = cuda_status(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "beginning graph capture");
         !st.ok()) {
