@@ -1,5 +1,6 @@
 #include "cli/ops_interpreter.h"
 
+#include <algorithm>
 #include <charconv>
 #include <istream>
 #include <ostream>
@@ -225,6 +226,12 @@ Status OpsInterpreter::cmd_alloc(const std::vector<std::string_view>& words) {
 
 Status OpsInterpreter::dispatch(const std::vector<std::string_view>& w, bool* check_failed) {
   const std::string_view cmd = w[0];
+  static constexpr std::string_view kCommands[] = {"config", "request", "lookup", "alloc",
+                                                   "append", "free",    "queue",  "num_free",
+                                                   "stats",  "reset",   "hashes", "check"};
+  if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
+    return Status::error("unknown command '" + std::string(cmd) + "'");
+  }
   if (cmd == "config") return cmd_config(w);
   if (!manager_) return Status::error("'" + std::string(cmd) + "' before the first config line");
   auto no_args = [&](std::size_t n) -> Status {
@@ -286,8 +293,6 @@ Status OpsInterpreter::dispatch(const std::vector<std::string_view>& w, bool* ch
       return Status::error("check failed: " + why);
     }
     out_ << "check ok\n";
-  } else {
-    return Status::error("unknown command '" + std::string(cmd) + "'");
   }
   return {};
 }
