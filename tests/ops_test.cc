@@ -1,0 +1,253 @@
+// The ops interpreter: the ten vLLM-produced golden scenarios in both free orders, every kind
+// of malformed line (exit 2, `line N: reason`), a failed check (exit 1), and the kvsim binary.
+#include "cli/ops_interpreter.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace kv {
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  EXPECT_TRUE(in.good()) << "cannot open " << path << " (tests run from the repository root)";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The script with `extra` appended to its config line.
+std::string with_config(const std::string& script, const std::string& extra) {
+  std::istringstream in(script);
+  std::string out, line;
+  while (std::getline(in, line)) {
+    if (line.rfind("config ", 0) == 0) line += " " + extra;
+    out += line + "\n";
+  }
+  return out;
+}
+
+struct RunResult {
+  int exit_code;
+  std::string out;
+  std::string err;
+};
+
+RunResult run(const std::string& script) {
+  std::istringstream in(script);
+  std::ostringstream out, err;
+  const int rc = OpsInterpreter::run_script(in, out, err);
+  return {rc, out.str(), err.str()};
+}
+
+const char* const kGolden[] = {
+    "01_prefill",         "02_evict",        "03_hit_not_evicted",     "04_duplicates",
+    "05_full_hit_cap",    "06_eagle",        "07_not_enough_blocks",   "08_cache_salt",
+    "09_hash_reset_on_reuse", "10_decode_and_lookahead",
+};
+
+class GoldenTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(GoldenTest, ClassicOrderMatchesVllm) {
+  const std::string base = std::string("tests/golden/") + GetParam();
+  const RunResult r = run(read_file(base + ".ops"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, read_file(base + ".classic.expected"));
+}
+
+TEST_P(GoldenTest, UnhashedFirstOrderMatchesVllm) {
+  const std::string base = std::string("tests/golden/") + GetParam();
+  const RunResult r = run(with_config(read_file(base + ".ops"), "free_order=unhashed_first"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, read_file(base + ".unhashed_first.expected"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest, ::testing::ValuesIn(kGolden),
+                         [](const ::testing::TestParamInfo<const char*>& param_info) {
+                           return std::string("s") + param_info.param;
+                         });
+
+// A malformed line: exit 2, output up to the line before it, exactly one error line.
+void expect_bad_line(const std::string& script, const std::string& error,
+                     const std::string& out_before = "") {
+  const RunResult r = run(script);
+  EXPECT_EQ(r.exit_code, 2) << script;
+  EXPECT_EQ(r.err, error + "\n") << script;
+  EXPECT_EQ(r.out, out_before) << script;
+}
+
+constexpr const char* kConfig = "config blocks=11 block_size=4\n";
+
+TEST(OpsErrorTest, UnknownCommand) {
+  expect_bad_line(std::string(kConfig) + "frobnicate\n", "line 2: unknown command 'frobnicate'");
+  // Named as unknown even with arguments, and even before any config.
+  expect_bad_line(std::string(kConfig) + "frobnicate r1\n", "line 2: unknown command 'frobnicate'");
+  expect_bad_line("frobnicate\n", "line 1: unknown command 'frobnicate'");
+}
+
+TEST(OpsErrorTest, CommandBeforeConfig) {
+  expect_bad_line("# no config yet\n\nlookup r\n", "line 3: 'lookup' before the first config line");
+  expect_bad_line("queue\n", "line 1: 'queue' before the first config line");
+}
+
+TEST(OpsErrorTest, MissingArgument) {
+  expect_bad_line(std::string(kConfig) + "lookup\n", "line 2: lookup needs a request id");
+  expect_bad_line(std::string(kConfig) + "request\n", "line 2: request needs an id");
+  expect_bad_line(std::string(kConfig) + "request r\n", "line 2: request needs tokens=");
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nalloc r\n",
+                  "line 3: alloc needs an id and a token count (or rest)");
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nappend r\n",
+                  "line 3: append needs tokens=");
+  expect_bad_line("config blocks=11\n", "line 1: config needs block_size=");
+}
+
+TEST(OpsErrorTest, UnknownOrExtraArgument) {
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8 color=red\n",
+                  "line 2: unknown argument 'color'");
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nalloc r rest fast\n",
+                  "line 3: unknown argument 'fast'");
+  expect_bad_line("config blocks=11 block_size=4 speed=9\n", "line 1: unknown argument 'speed'");
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nlookup r now\n",
+                  "line 3: unexpected argument 'now'");
+  expect_bad_line(std::string(kConfig) + "num_free 3\n", "line 2: unexpected argument '3'");
+}
+
+TEST(OpsErrorTest, UnknownRequestId) {
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nlookup q\n",
+                  "line 3: unknown request 'q'");
+  expect_bad_line(std::string(kConfig) + "free q\n", "line 2: unknown request 'q'");
+  expect_bad_line(std::string(kConfig) + "alloc q 4\n", "line 2: unknown request 'q'");
+}
+
+TEST(OpsErrorTest, BadTokenSpecs) {
+  const std::string pre = kConfig;
+  expect_bad_line(pre + "request r tokens=1,,2\n", "line 2: empty item in token list '1,,2'");
+  expect_bad_line(pre + "request r tokens=\n", "line 2: empty token list");
+  expect_bad_line(pre + "request r tokens=9:3\n", "line 2: range '9:3' ends before it starts");
+  expect_bad_line(pre + "request r tokens=5*\n",
+                  "line 2: repeat count must be a non-negative integer, got ''");
+  // Negative and non-integer tokens.
+  expect_bad_line(pre + "request r tokens=1,-1\n",
+                  "line 2: token must be a non-negative integer, got '-1'");
+  expect_bad_line(pre + "request r tokens=1.5\n",
+                  "line 2: token must be a non-negative integer, got '1.5'");
+  expect_bad_line(pre + "request r tokens=abc\n",
+                  "line 2: token must be a non-negative integer, got 'abc'");
+  expect_bad_line(pre + "request r tokens=0:8\nappend r tokens=x\n",
+                  "line 3: token must be a non-negative integer, got 'x'");
+}
+
+TEST(OpsErrorTest, AllocOfZeroOrTooManyTokens) {
+  const std::string pre = std::string(kConfig) + "request r tokens=0:8\n";
+  expect_bad_line(pre + "alloc r 0\n", "line 3: alloc of 0 tokens");
+  expect_bad_line(pre + "alloc r -2\n",
+                  "line 3: token count must be a non-negative integer, got '-2'");
+  expect_bad_line(pre + "alloc r 9\n", "line 3: alloc of 9 tokens exceeds the 8 tokens r has left");
+}
+
+TEST(OpsErrorTest, RequestIdReused) {
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nrequest r tokens=0:4\n",
+                  "line 3: request id 'r' already used");
+}
+
+TEST(OpsErrorTest, OutputBeforeTheBadLineIsKept) {
+  expect_bad_line(std::string(kConfig) + "num_free\n# comment\n\nbogus\n",
+                  "line 5: unknown command 'bogus'", "num_free 10\n");
+}
+
+TEST(OpsErrorTest, LookupAfterComputingIsRejected) {
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nalloc r 4\nlookup r\n",
+                  "line 4: lookup of 'r' after it computed tokens", "alloc r new=[1]\n");
+}
+
+TEST(OpsParseTest, TokenSpecForms) {
+  auto t = parse_token_spec("7,3*3,10:13");
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(*t, (std::vector<TokenId>{7, 3, 3, 3, 10, 11, 12}));
+  auto big = parse_token_spec("5000000000");
+  ASSERT_TRUE(big.ok());
+  EXPECT_EQ(*big, std::vector<TokenId>{5000000000});
+  EXPECT_FALSE(parse_token_spec("1:").ok());
+  EXPECT_FALSE(parse_token_spec("+1").ok());
+}
+
+TEST(OpsCheckTest, BrokenStateIsACheckFailureNotABadLine) {
+  std::ostringstream out;
+  OpsInterpreter ops(out);
+  EXPECT_EQ(ops.execute("config blocks=11 block_size=4", 1), OpsInterpreter::Outcome::kOk);
+  EXPECT_EQ(ops.execute("request r tokens=0:8", 2), OpsInterpreter::Outcome::kOk);
+  EXPECT_EQ(ops.execute("alloc r rest", 3), OpsInterpreter::Outcome::kOk);
+  EXPECT_EQ(ops.execute("check", 4), OpsInterpreter::Outcome::kOk);
+  // No script line can break the core, so reach past the interpreter: an extra reference.
+  const_cast<KvCacheManager*>(ops.manager())->mutable_pool().touch(std::vector<BlockId>{2});
+  EXPECT_EQ(ops.execute("check", 5), OpsInterpreter::Outcome::kCheckFailed);
+  EXPECT_EQ(ops.error(), "line 5: check failed: block 2 has ref_cnt 2 but 1 live requests hold it");
+  EXPECT_EQ(out.str(),
+            "alloc r new=[1,2]\ncheck ok\n"
+            "check failed: block 2 has ref_cnt 2 but 1 live requests hold it\n");
+  // A bad line is a different outcome.
+  EXPECT_EQ(ops.execute("nonsense", 6), OpsInterpreter::Outcome::kError);
+  EXPECT_EQ(ops.error(), "line 6: unknown command 'nonsense'");
+}
+
+// ---- The kvsim binary ----
+
+#ifndef KVSIM_BINARY
+#error "KVSIM_BINARY must name the built kvsim executable"
+#endif
+
+// Runs a shell command, returns its exit status; stdout and stderr land in files.
+RunResult run_binary(const std::string& args) {
+  const std::string out_path = ::testing::TempDir() + "kvsim_ops_test.out";
+  const std::string err_path = ::testing::TempDir() + "kvsim_ops_test.err";
+  const std::string cmd = std::string("'") + KVSIM_BINARY + "' " + args + " >'" + out_path +
+                          "' 2>'" + err_path + "'";
+  const int status = std::system(cmd.c_str());
+  RunResult r{-1, read_file(out_path), read_file(err_path)};
+  if (status != -1 && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  std::remove(out_path.c_str());
+  std::remove(err_path.c_str());
+  return r;
+}
+
+TEST(KvsimBinaryTest, RunsAGoldenScript) {
+  const RunResult r = run_binary("ops tests/golden/10_decode_and_lookahead.ops");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, read_file("tests/golden/10_decode_and_lookahead.classic.expected"));
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(KvsimBinaryTest, ReadsStandardInput) {
+  const RunResult r = run_binary("ops - < tests/golden/03_hit_not_evicted.ops");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, read_file("tests/golden/03_hit_not_evicted.classic.expected"));
+}
+
+TEST(KvsimBinaryTest, MissingScriptIsBadInputNamingTheFile) {
+  const RunResult r = run_binary("ops tests/golden/no_such_script.ops");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("tests/golden/no_such_script.ops"), std::string::npos) << r.err;
+}
+
+TEST(KvsimBinaryTest, BadLineExitsTwoWithTheLineNumber) {
+  const std::string script = ::testing::TempDir() + "kvsim_ops_test_bad.ops";
+  std::ofstream(script) << "config blocks=4 block_size=4\nqueue\nfly\n";
+  const RunResult r = run_binary("ops - < '" + script + "'");
+  std::remove(script.c_str());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.out, "queue [1,2,3]\n");
+  EXPECT_EQ(r.err, "line 3: unknown command 'fly'\n");
+}
+
+}  // namespace
+}  // namespace kv
