@@ -13,6 +13,8 @@ using kv::cli::Command;
 const Command kCommands[] = {
     {"ops", "the what-if shell of SEMANTICS.md: run an ops script against the KV-cache manager",
      kv::cli::run_ops},
+    {"replay", "replay a trace through the scheduler on a device (sim or gpu); the main job",
+     kv::cli::run_replay},
     {"gen", "write a seeded synthetic trace (sharegpt multi-turn chat, prefix benchmark)",
      kv::cli::run_gen},
     {"convert", "convert a ShareGPT, Mooncake, Azure or BurstGPT trace to a kvsim trace",

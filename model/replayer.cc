@@ -213,8 +213,7 @@ StatusOr<ReplaySummary> Replayer::run() {
       sum.violations.insert(sum.violations.end(), result.violations.begin(), result.violations.end());
       if (options_.stop_on_violation) {
         log_.record(plan, 0, static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks()));
-        sum.digest = log_.digest_hex();
-        return sum;
+        break;
       }
     }
     std::int64_t step_ns = predicted;
