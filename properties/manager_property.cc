@@ -186,8 +186,8 @@ struct NewRequest final : ManagerCommand {
   NewRequest(std::string i, std::vector<TokenId> t, std::string s, std::string l)
       : id(std::move(i)), tokens(std::move(t)), salt(std::move(s)), lora(std::move(l)) {}
   void checkPreconditions(const ManagerModel& m) const override {
-    RC_PRE(m.find(id) == nullptr);
-    RC_PRE(!tokens.empty() && static_cast<std::int64_t>(tokens.size()) <= m.config().max_model_len);
+    require(m.find(id) == nullptr);
+    require(!tokens.empty() && static_cast<std::int64_t>(tokens.size()) <= m.config().max_model_len);
   }
   void do_apply(ManagerModel& m) const override { m.add_request(id, tokens, salt, lora); }
   void do_run(const ManagerModel&, const ManagerModel& after, ManagerSut& sut) const override {
@@ -216,8 +216,8 @@ struct Lookup final : ManagerCommand {
   explicit Lookup(std::string i) : id(std::move(i)) {}
   void checkPreconditions(const ManagerModel& m) const override {
     const ModelRequest* r = m.find(id);
-    RC_PRE(r != nullptr && r->computed == 0 && !r->retired);
-    RC_PRE(m.pending_request() == nullptr);
+    require(r != nullptr && r->computed == 0 && !r->retired);
+    require(m.pending_request() == nullptr);
   }
   void do_apply(ManagerModel& m) const override { m.lookup(id); }
   void do_run(const ManagerModel&, const ManagerModel& after, ManagerSut& sut) const override {
@@ -251,11 +251,11 @@ struct Alloc final : ManagerCommand {
       : id(std::move(i)), n(count), lookahead(la), fullfit(ff) {}
   void checkPreconditions(const ManagerModel& m) const override {
     const ModelRequest* r = m.find(id);
-    RC_PRE(r != nullptr && !r->retired);
-    RC_PRE(!pending_elsewhere(m, id));
+    require(r != nullptr && !r->retired);
+    require(!pending_elsewhere(m, id));
     if (n >= 0) {
       const std::int64_t hit = r->pending ? r->pending->tokens : 0;
-      RC_PRE(n >= 1 && r->computed + hit + n <= static_cast<std::int64_t>(r->tokens.size()));
+      require(n >= 1 && r->computed + hit + n <= static_cast<std::int64_t>(r->tokens.size()));
     }
   }
   void do_apply(ManagerModel& m) const override { m.alloc(id, n, lookahead, fullfit); }
@@ -299,9 +299,9 @@ struct Append final : ManagerCommand {
   Append(std::string i, std::vector<TokenId> t) : id(std::move(i)), tokens(std::move(t)) {}
   void checkPreconditions(const ManagerModel& m) const override {
     const ModelRequest* r = m.find(id);
-    RC_PRE(r != nullptr && r->held && m.pending_request() == nullptr && !tokens.empty());
-    RC_PRE(r->computed == static_cast<std::int64_t>(r->tokens.size()));
-    RC_PRE(static_cast<std::int64_t>(r->tokens.size() + tokens.size()) <= m.config().max_model_len);
+    require(r != nullptr && r->held && m.pending_request() == nullptr && !tokens.empty());
+    require(r->computed == static_cast<std::int64_t>(r->tokens.size()));
+    require(static_cast<std::int64_t>(r->tokens.size() + tokens.size()) <= m.config().max_model_len);
   }
   void do_apply(ManagerModel& m) const override { m.append(id, tokens); }
   void do_run(const ManagerModel&, const ManagerModel&, ManagerSut& sut) const override {
@@ -316,7 +316,7 @@ struct Free final : ManagerCommand {
   std::string id;
   explicit Free(std::string i) : id(std::move(i)) {}
   void checkPreconditions(const ManagerModel& m) const override {
-    RC_PRE(m.find(id) != nullptr && m.pending_request() == nullptr);
+    require(m.find(id) != nullptr && m.pending_request() == nullptr);
   }
   void do_apply(ManagerModel& m) const override { m.free(id); }
   void do_run(const ManagerModel&, const ManagerModel&, ManagerSut& sut) const override {
@@ -326,7 +326,7 @@ struct Free final : ManagerCommand {
 };
 
 struct Reset final : ManagerCommand {
-  void checkPreconditions(const ManagerModel& m) const override { RC_PRE(m.pending_request() == nullptr); }
+  void checkPreconditions(const ManagerModel& m) const override { require(m.pending_request() == nullptr); }
   void do_apply(ManagerModel& m) const override { m.reset(); }
   void do_run(const ManagerModel&, const ManagerModel& after, ManagerSut& sut) const override {
     const bool ok = sut.manager->reset_prefix_cache();
@@ -339,7 +339,7 @@ struct Reset final : ManagerCommand {
 // Frees every request still holding blocks, in creation order; then the whole cache must be
 // free (N-1 blocks) and reset_prefix_cache() must succeed.
 struct Drain final : ManagerCommand {
-  void checkPreconditions(const ManagerModel& m) const override { RC_PRE(m.pending_request() == nullptr); }
+  void checkPreconditions(const ManagerModel& m) const override { require(m.pending_request() == nullptr); }
   void do_apply(ManagerModel& m) const override {
     for (const ModelRequest& r : m.requests()) {
       if (r.held) m.free(r.id);

@@ -86,7 +86,7 @@ struct PopLeft : QueueCommand {
 struct PopLeftN : QueueCommand {
   std::size_t n;
   explicit PopLeftN(std::size_t count) : n(count) {}
-  void checkPreconditions(const QueueModel& m) const override { RC_PRE(n <= m.order.size()); }
+  void checkPreconditions(const QueueModel& m) const override { require(n <= m.order.size()); }
   void apply(QueueModel& m) const override {
     m.order.erase(m.order.begin(), m.order.begin() + static_cast<std::ptrdiff_t>(n));
   }
@@ -103,7 +103,7 @@ struct PopLeftN : QueueCommand {
 struct Remove : QueueCommand {
   BlockId id;
   explicit Remove(BlockId b) : id(b) {}
-  void checkPreconditions(const QueueModel& m) const override { RC_PRE(m.queued(id)); }
+  void checkPreconditions(const QueueModel& m) const override { require(m.queued(id)); }
   void apply(QueueModel& m) const override {
     m.order.erase(std::find(m.order.begin(), m.order.end(), id));
   }
@@ -120,11 +120,11 @@ struct Insert : QueueCommand {
   std::vector<BlockId> ids;
   Insert(Kind k, std::vector<BlockId> b) : kind(k), ids(std::move(b)) {}
   void checkPreconditions(const QueueModel& m) const override {
-    RC_PRE(kind != kAppend || ids.size() == 1);
+    require(kind != kAppend || ids.size() == 1);
     std::vector<BlockId> sorted = ids;
     std::sort(sorted.begin(), sorted.end());
-    RC_PRE(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
-    for (BlockId b : ids) RC_PRE(b >= 0 && b < m.num_blocks && !m.queued(b));
+    require(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end());
+    for (BlockId b : ids) require(b >= 0 && b < m.num_blocks && !m.queued(b));
   }
   void apply(QueueModel& m) const override {
     if (kind == kPrependN) {

@@ -14,6 +14,10 @@
 
 namespace kv::props {
 
+// A command's precondition. RC_PRE decomposes its expression, which defeats the short-circuit
+// of && (`r != nullptr && r->x` would dereference null): conditions go through a plain bool.
+inline void require(bool ok) { RC_PRE(ok); }
+
 template <typename Cmds, typename Model, typename Sut>
 CaseOutcome run_commands(const Cmds& commands, const Model& initial, Sut& sut) {
   CaseOutcome o;
