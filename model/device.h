@@ -9,6 +9,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "model/step_plan.h"
 
@@ -19,6 +20,9 @@ class Device {
   virtual ~Device() = default;
   virtual std::string name() const = 0;
   virtual StepResult execute(const StepPlan& plan) = 0;
+  // Called once after the last step: checks whatever the device deferred (the simulator
+  // verifies reads of requests that never left) and returns violations like StepResult's.
+  virtual std::vector<std::string> finish_run() { return {}; }
 };
 
 }  // namespace kv

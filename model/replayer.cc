@@ -277,6 +277,10 @@ StatusOr<ReplaySummary> Replayer::run() {
     if (on_step) on_step(rec);
   }
 
+  if (sum.violations.empty() || !options_.stop_on_violation) {
+    const std::vector<std::string> late = device_.finish_run();
+    sum.violations.insert(sum.violations.end(), late.begin(), late.end());
+  }
   const SchedulerStats& st = scheduler_.stats();
   sum.preemptions = st.preemptions;
   sum.recomputed_tokens = st.recomputed_tokens;
