@@ -114,11 +114,13 @@ StatusOr<std::int64_t> generate_sharegpt(const ShareGptGenOptions& o, TraceWrite
   const std::uint64_t system_block = stream_seed(o.seed, 5);
   std::int64_t session_index = 0;
   auto draw_len = [&](double mean) {
-    for (;;) {
-      const double x = lengths.lognormal_mean(mean, o.sigma);
-      const auto n = std::max<std::int64_t>(1, std::llround(x));
-      if (n <= o.max_turn_tokens) return static_cast<int>(n);
+    // Redraws above max_turn_tokens (clamped after 64 tries, so a tiny limit cannot stall).
+    std::int64_t n = 0;
+    for (int attempt = 0; attempt < 64; ++attempt) {
+      n = std::max<std::int64_t>(1, std::llround(lengths.lognormal_mean(mean, o.sigma)));
+      if (n <= o.max_turn_tokens) break;
     }
+    return static_cast<int>(std::min<std::int64_t>(n, o.max_turn_tokens));
   };
   // Turns per session: 1 + geometric with mean mean_turns - 1.
   const double p_more = (o.mean_turns - 1.0) / o.mean_turns;
@@ -132,9 +134,16 @@ StatusOr<std::int64_t> generate_sharegpt(const ShareGptGenOptions& o, TraceWrite
       context = o.system_prompt_tokens;
     }
     do {
-      const int user = draw_len(o.mean_user_tokens);
-      const int reply = draw_len(o.mean_reply_tokens);
-      if (context + user + reply > o.max_model_len) break;
+      int user = draw_len(o.mean_user_tokens);
+      int reply = draw_len(o.mean_reply_tokens);
+      if (context + user + reply > o.max_model_len) {
+        if (!s->turns.empty()) break;
+        // A session's first turn is shrunk to fit, so every session has at least one turn.
+        const auto room = static_cast<int>(o.max_model_len - context);
+        KV_CHECK(room >= 2, "max_model_len leaves no room for a turn");
+        user = std::max(1, std::min(user, room / 2));
+        reply = std::min(reply, room - user);
+      }
       s->turns.push_back(Turn{PromptSegment::block(ids.bits(), user), PromptSegment::block(ids.bits(), reply)});
       context += user + reply;
     } while (lengths.uniform() < p_more);

@@ -59,7 +59,8 @@ struct ShareGptGenOptions {
   double mean_reply_tokens = 340.0;
   double sigma = 1.0;              // ... and this log-space standard deviation
   int max_turn_tokens = 4096;      // longer draws are redrawn
-  int max_model_len = 8192;        // a session ends before a turn whose prompt + output exceeds it
+  int max_model_len = 8192;        // a session ends before a turn whose prompt + output exceeds
+                                   // it (a first turn that cannot fit is shrunk to fit)
 };
 
 TraceHeader sharegpt_gen_header(const ShareGptGenOptions& options);
