@@ -399,9 +399,9 @@ std::shared_ptr<const ManagerCommand> gen_alloc(const ModelRequest& r) {
   const std::int64_t hit = r.pending ? r.pending->tokens : 0;
   const std::int64_t left = static_cast<std::int64_t>(r.tokens.size()) - r.computed - hit;
   std::int64_t n = -1;
-  if (left >= 1 && *rc::gen::inRange(0, 2) == 0) n = *rc::gen::inRange<std::int64_t>(1, left + 1);
+  if (left >= 1 && *rc::gen::inRange(0, 2) == 1) n = *rc::gen::inRange<std::int64_t>(1, left + 1);
   const std::int64_t lookahead = *rc::gen::inRange(0, 5) < 3 ? 0 : *rc::gen::inRange<std::int64_t>(1, 5);
-  const bool fullfit = *rc::gen::inRange(0, 4) == 0;
+  const bool fullfit = *rc::gen::inRange(0, 4) == 3;  // shrinks to off
   return std::make_shared<Alloc>(r.id, n, lookahead, fullfit);
 }
 
@@ -463,8 +463,8 @@ ModelConfig gen_config(FreeOrder order, ManagerVariant variant) {
   c.eagle = variant == ManagerVariant::kCachingEagle;
   c.num_blocks = *rc::gen::inRange(2, 13);
   c.block_size = *rc::gen::inRange(2, 5);
-  if (*rc::gen::inRange(0, 4) == 0) c.max_model_len = *rc::gen::inRange(2 * c.block_size, 6 * c.block_size + 1);
-  if (*rc::gen::inRange(0, 4) == 0) c.algo = HashAlgo::kXxhashCbor;
+  if (*rc::gen::inRange(0, 4) == 3) c.max_model_len = *rc::gen::inRange(2 * c.block_size, 6 * c.block_size + 1);
+  if (*rc::gen::inRange(0, 4) == 3) c.algo = HashAlgo::kXxhashCbor;  // shrinks to sha256
   return c;
 }
 
