@@ -18,6 +18,9 @@ namespace kv {
 struct Block {
   BlockId id = kNoBlock;
   std::int32_t ref_cnt = 0;  // holders among live requests; 0 <=> in the free queue (non-null)
+  // The next younger block cached under the same hash (kNoBlock: none); touched only by the
+  // pool's CachedBlockIndex, meaningful only while the block is cached.
+  BlockId next_cached = kNoBlock;
   BlockHash hash;            // non-empty exactly while listed in the pool's hash map
   bool is_null = false;      // the placeholder block 0: never freed, cached or counted
 

@@ -8,7 +8,7 @@ namespace kv {
 
 BlockPool::BlockPool(int num_blocks, bool enable_caching, FreeOrder free_order, bool enable_events,
                      std::unique_ptr<EvictionPolicy> policy)
-    : blocks_(static_cast<std::size_t>(num_blocks)), caching_(enable_caching),
+    : blocks_(static_cast<std::size_t>(num_blocks)), index_(blocks_), caching_(enable_caching),
       events_enabled_(enable_events) {
   KV_CHECK(num_blocks >= 2, "a pool needs the null block and at least one usable block, got "
                                 << num_blocks);
@@ -28,28 +28,12 @@ double BlockPool::usage() const {
 }
 
 BlockId BlockPool::get_cached_block(const BlockHash& hash) const {
-  auto it = cached_.find(hash);
-  return it == cached_.end() ? kNoBlock : it->second.first;
+  return index_.find(hash);
 }
 
 bool BlockPool::evict_cached(Block& b) {
   if (b.hash.empty()) return false;
-  auto it = cached_.find(b.hash);
-  KV_CHECK(it != cached_.end(), "block " << b.id << " has a hash but is not in the map");
-  CachedUnderHash& entry = it->second;
-  if (entry.first == b.id) {
-    if (entry.more.empty()) {
-      cached_.erase(it);
-    } else {
-      entry.first = entry.more.front();
-      entry.more.erase(entry.more.begin());
-    }
-  } else {
-    auto pos = std::find(entry.more.begin(), entry.more.end(), b.id);
-    KV_CHECK(pos != entry.more.end(), "block " << b.id << " missing under its own hash");
-    entry.more.erase(pos);
-  }
-  --num_cached_;
+  index_.erase(b);
   if (events_enabled_) events_.emplace_back(BlockRemoved{{b.hash}, "GPU"});
   b.hash = BlockHash{};
   return true;
@@ -108,13 +92,7 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
     KV_CHECK(b.hash.empty(), "block " << b.id << " cached twice");
     KV_CHECK(!b.is_null, "the null block cannot be cached");
     b.hash = hashes[i];
-    auto [it, inserted] = cached_.try_emplace(b.hash);
-    if (inserted) {
-      it->second.first = b.id;
-    } else {
-      it->second.more.push_back(b.id);
-    }
-    ++num_cached_;
+    index_.insert(b);
     if (stored) stored->block_hashes.push_back(b.hash);
   }
 }
@@ -128,8 +106,7 @@ void BlockPool::evict_blocks(std::span<const BlockId> ids) {
 
 bool BlockPool::reset_prefix_cache() {
   if (num_free_blocks() != blocks_.size() - 1) return false;
-  cached_.clear();
-  num_cached_ = 0;
+  index_.clear();
   for (Block& b : blocks_) b.hash = BlockHash{};
   if (events_enabled_) events_.emplace_back(AllBlocksCleared{});
   return true;
@@ -143,6 +120,8 @@ std::vector<KvEvent> BlockPool::take_events() {
 
 bool BlockPool::check_invariants(std::string* why) const {
   if (!policy_->check(why)) return false;
+  // The index first: the per-block checks below walk its chains.
+  if (!index_.check(why)) return false;
   const Block& null = blocks_[0];
   if (!null.is_null || null.ref_cnt != 0 || !null.hash.empty() || policy_->contains(&null)) {
     *why = "the null block is used, cached or queued";
@@ -167,11 +146,7 @@ bool BlockPool::check_invariants(std::string* why) const {
     queued += in_queue ? 1 : 0;
     if (!b.hash.empty()) {
       ++hashed;
-      auto it = cached_.find(b.hash);
-      const bool listed = it != cached_.end() &&
-                          (it->second.first == b.id ||
-                           std::count(it->second.more.begin(), it->second.more.end(), b.id) == 1);
-      if (!listed) {
+      if (!index_.contains(b)) {
         *why = "block " + std::to_string(b.id) + " has a hash but is not in the hash map under it";
         return false;
       }
@@ -182,23 +157,8 @@ bool BlockPool::check_invariants(std::string* why) const {
            " blocks are queued";
     return false;
   }
-  std::size_t listed = 0;
-  for (const auto& [hash, entry] : cached_) {
-    std::vector<BlockId> ids{entry.first};
-    ids.insert(ids.end(), entry.more.begin(), entry.more.end());
-    for (BlockId id : ids) {
-      if (id < 0 || id >= num_blocks() || !(blocks_[static_cast<std::size_t>(id)].hash == hash)) {
-        *why = "hash map lists block " + std::to_string(id) + " under a hash it does not have";
-        return false;
-      }
-    }
-    if (std::adjacent_find(ids.begin(), ids.end()) != ids.end()) {
-      *why = "hash map lists a block twice under one hash";
-      return false;
-    }
-    listed += ids.size();
-  }
-  if (listed != hashed || listed != num_cached_) {
+  const std::size_t listed = index_.size();
+  if (listed != hashed) {
     *why = "hash map lists " + std::to_string(listed) + " blocks but " + std::to_string(hashed) +
            " blocks have a hash";
     return false;

@@ -15,10 +15,10 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "model/block.h"
+#include "model/cached_block_index.h"
 #include "model/eviction_policy.h"
 #include "model/kv_events.h"
 
@@ -67,7 +67,9 @@ class BlockPool {
   bool reset_prefix_cache();
 
   std::vector<KvEvent> take_events();
-  std::size_t num_cached_blocks() const { return num_cached_; }
+  std::size_t num_cached_blocks() const { return index_.size(); }
+  // Heap bytes of the hash map (fixed at construction: it never grows).
+  std::size_t index_memory_bytes() const { return index_.memory_bytes(); }
   // Cached blocks evicted because they were popped for reuse (lazy eviction), since creation.
   std::int64_t num_evictions() const { return num_evictions_; }
 
@@ -77,16 +79,9 @@ class BlockPool {
   Block& mut(BlockId id) { return blocks_[static_cast<std::size_t>(id)]; }
   bool evict_cached(Block& b);  // removes b from the map; true if it was cached
 
-  // Blocks cached under one hash, oldest first. Duplicates are rare: keep the first inline.
-  struct CachedUnderHash {
-    BlockId first = kNoBlock;
-    std::vector<BlockId> more;
-  };
-
   std::vector<Block> blocks_;
   std::unique_ptr<EvictionPolicy> policy_;
-  std::unordered_map<BlockHash, CachedUnderHash, BlockHashHasher> cached_;
-  std::size_t num_cached_ = 0;  // blocks listed in cached_
+  CachedBlockIndex index_;  // every block with a hash, under that hash
   std::int64_t num_evictions_ = 0;
   bool caching_;
   bool events_enabled_;

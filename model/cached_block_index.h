@@ -1,0 +1,64 @@
+// CachedBlockIndex: the prefix cache's hash map, block hash -> the blocks cached under it,
+// oldest first (vLLM's BlockHashToBlockMap for one group), owned by the BlockPool.
+// Open addressing with linear probing over 8-byte slots {oldest block id, low 32 bits of its
+// hash}; the full hash lives in the Block, and younger duplicates hang off the oldest block
+// through Block::next_cached (duplicates are rare: only requests allocated without a lookup
+// make them). The table is sized once, to a power of two at least twice the number of blocks,
+// so its load never exceeds 1/2 and it never rehashes; erase shifts entries back (no
+// tombstones). Only this class touches Block::next_cached.
+// Invariants (check):
+//   1. A slot is empty or names a block whose hash's low 32 bits are the slot's tag; no two
+//      slots name blocks with equal hashes.
+//   2. Every entry lies at or after its home slot (tag & mask) with no empty slot in between.
+//   3. Following next_cached from a slot's block visits, in insertion order, blocks that all
+//      carry that hash; no block is listed twice; size() counts every listed block.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "model/block.h"
+
+namespace kv {
+
+class CachedBlockIndex {
+ public:
+  // Indexes blocks of `blocks` (by id); the span must outlive the index.
+  explicit CachedBlockIndex(std::span<Block> blocks);
+
+  // The oldest block cached under `hash`, or kNoBlock.
+  BlockId find(const BlockHash& hash) const;
+  // Lists `b` under b.hash, after any blocks already there. Requires b unlisted, hash non-empty.
+  void insert(Block& b);
+  // Unlists `b` (listed under b.hash); the next younger duplicate, if any, takes its place.
+  void erase(Block& b);
+  // Unlists every block.
+  void clear();
+  // Whether `b` is listed under its own hash.
+  bool contains(const Block& b) const;
+
+  std::size_t size() const { return size_; }
+  std::size_t capacity() const { return slots_.size(); }
+  std::size_t memory_bytes() const { return slots_.size() * sizeof(Slot); }
+
+  bool check(std::string* why) const;
+
+ private:
+  struct Slot {
+    BlockId block = kNoBlock;  // the oldest block cached under the hash; kNoBlock = empty
+    std::uint32_t tag = 0;     // low 32 bits of that hash: the home slot and a cheap filter
+  };
+  static std::uint32_t tag_of(const BlockHash& h) { return static_cast<std::uint32_t>(h.prefix64()); }
+  // The slot holding `hash`, or the empty slot where it would go.
+  std::size_t probe(const BlockHash& hash, std::uint32_t tag) const;
+
+  std::span<Block> blocks_;
+  std::vector<Slot> slots_;
+  std::size_t mask_ = 0;
+  std::size_t size_ = 0;  // listed blocks, duplicates included
+};
+
+}  // namespace kv

@@ -1,0 +1,152 @@
+// CachedBlockIndex: probe runs, tag collisions, wrap-around, duplicates and backward-shift
+// erase, then a long deterministic sequence cross-checked against a plain model.
+#include "model/cached_block_index.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace kv {
+namespace {
+
+// A hash whose low 32 bits (the index's tag and home slot) are `tag`, told apart by `salt`.
+BlockHash make_hash(std::uint32_t tag, std::uint8_t salt) {
+  BlockHash h;
+  std::memcpy(h.bytes.data(), &tag, sizeof tag);
+  h.bytes[8] = salt;
+  h.size = 32;
+  return h;
+}
+
+class CachedBlockIndexTest : public ::testing::Test {
+ protected:
+  CachedBlockIndexTest() : blocks_(make_blocks(4)), index_(blocks_) {}
+  static std::vector<Block> make_blocks(int n) {
+    std::vector<Block> v(static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)].id = i;
+    return v;
+  }
+  void cache(BlockId id, const BlockHash& h) {
+    blocks_[static_cast<std::size_t>(id)].hash = h;
+    index_.insert(blocks_[static_cast<std::size_t>(id)]);
+    expect_ok();
+  }
+  void uncache(BlockId id) {
+    index_.erase(blocks_[static_cast<std::size_t>(id)]);
+    blocks_[static_cast<std::size_t>(id)].hash = BlockHash{};
+    expect_ok();
+  }
+  void expect_ok() {
+    std::string why;
+    EXPECT_TRUE(index_.check(&why)) << why;
+  }
+  std::vector<Block> blocks_;
+  CachedBlockIndex index_;
+};
+
+TEST_F(CachedBlockIndexTest, SizedAtTwiceTheBlocksRoundedToAPowerOfTwo) {
+  EXPECT_EQ(index_.capacity(), 8u);
+  EXPECT_EQ(index_.memory_bytes(), 64u);
+  std::vector<Block> many = make_blocks(187500);
+  CachedBlockIndex big(many);
+  EXPECT_EQ(big.capacity(), 524288u);
+}
+
+TEST_F(CachedBlockIndexTest, CollidingTagsShareAProbeRunAndSurviveErase) {
+  // Homes 7, 7, 7 in an 8-slot table: slots 7, 0, 1 (the run wraps around).
+  const BlockHash a = make_hash(7, 1), b = make_hash(7, 2), c = make_hash(15, 3);
+  cache(1, a);
+  cache(2, b);
+  cache(3, c);
+  EXPECT_EQ(index_.find(a), 1);
+  EXPECT_EQ(index_.find(b), 2);
+  EXPECT_EQ(index_.find(c), 3);
+  EXPECT_EQ(index_.find(make_hash(7, 9)), kNoBlock);
+  // Erasing the head of the run shifts the others back; both stay reachable.
+  uncache(1);
+  EXPECT_EQ(index_.find(a), kNoBlock);
+  EXPECT_EQ(index_.find(b), 2);
+  EXPECT_EQ(index_.find(c), 3);
+  uncache(3);
+  EXPECT_EQ(index_.find(b), 2);
+  EXPECT_EQ(index_.size(), 1u);
+}
+
+TEST_F(CachedBlockIndexTest, DuplicatesAnswerOldestFirst) {
+  const BlockHash h = make_hash(3, 0);
+  cache(1, h);
+  cache(2, h);
+  cache(3, h);
+  EXPECT_EQ(index_.size(), 3u);
+  EXPECT_EQ(index_.find(h), 1);
+  uncache(2);  // from the middle of the chain
+  EXPECT_EQ(index_.find(h), 1);
+  EXPECT_TRUE(index_.contains(blocks_[3]));
+  EXPECT_FALSE(index_.contains(blocks_[2]));
+  uncache(1);  // the oldest: block 3 takes the slot
+  EXPECT_EQ(index_.find(h), 3);
+  uncache(3);
+  EXPECT_EQ(index_.find(h), kNoBlock);
+  EXPECT_EQ(index_.size(), 0u);
+}
+
+TEST_F(CachedBlockIndexTest, ClearForgetsEverything) {
+  cache(1, make_hash(1, 0));
+  cache(2, make_hash(1, 0));
+  index_.clear();
+  EXPECT_EQ(index_.size(), 0u);
+  EXPECT_EQ(index_.find(make_hash(1, 0)), kNoBlock);
+  EXPECT_EQ(blocks_[1].next_cached, kNoBlock);
+}
+
+TEST_F(CachedBlockIndexTest, CheckCatchesASlotWhoseBlockLostItsHash) {
+  cache(1, make_hash(5, 0));
+  blocks_[1].hash = make_hash(6, 0);
+  std::string why;
+  EXPECT_FALSE(index_.check(&why));
+  EXPECT_EQ(why, "hash map lists block 1 under a hash it does not have");
+}
+
+TEST(CachedBlockIndexModelTest, AgreesWithAMultimapOverALongRandomSequence) {
+  constexpr int kBlocks = 64;
+  std::vector<Block> blocks(kBlocks);
+  for (int i = 0; i < kBlocks; ++i) blocks[static_cast<std::size_t>(i)].id = i;
+  CachedBlockIndex index(blocks);
+  std::map<std::pair<std::uint32_t, int>, std::vector<BlockId>> model;  // hash -> oldest first
+  std::mt19937 rng(12345);
+  for (int step = 0; step < 20000; ++step) {
+    Block& b = blocks[rng() % kBlocks];
+    // Few distinct tags (forcing long runs and wrap-around) and a few hashes per tag.
+    const std::uint32_t tag = static_cast<std::uint32_t>(rng() % 12) * 37u;
+    const int salt = static_cast<int>(rng() % 3);
+    if (b.hash.empty()) {
+      b.hash = make_hash(tag, static_cast<std::uint8_t>(salt));
+      index.insert(b);
+      model[{tag, salt}].push_back(b.id);
+    } else {
+      std::uint32_t old_tag;
+      std::memcpy(&old_tag, b.hash.bytes.data(), sizeof old_tag);
+      auto& ids = model[{old_tag, b.hash.bytes[8]}];
+      ids.erase(std::find(ids.begin(), ids.end(), b.id));
+      index.erase(b);
+      b.hash = BlockHash{};
+    }
+    if (step % 97 == 0) {
+      std::string why;
+      ASSERT_TRUE(index.check(&why)) << why << " at step " << step;
+      for (const auto& [key, ids] : model) {
+        const BlockId expect = ids.empty() ? kNoBlock : ids.front();
+        ASSERT_EQ(index.find(make_hash(key.first, static_cast<std::uint8_t>(key.second))), expect)
+            << "at step " << step;
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kv
