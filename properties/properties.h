@@ -21,4 +21,7 @@ enum class ManagerVariant {
 const char* to_string(ManagerVariant v);
 void manager_property(FreeOrder order, ManagerVariant variant);
 
+// Level (c): Scheduler + SimDevice with full shadow-memory verification.
+void scheduler_property(FreeOrder order);
+
 }  // namespace kv::props

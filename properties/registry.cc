@@ -26,6 +26,10 @@ const std::vector<PropertyDef>& all_properties() {
                      [order, v] { manager_property(order, v); }, scaled(v == ManagerVariant::kNoCaching ? 100 : 200)});
       }
     }
+    for (FreeOrder order : {FreeOrder::kClassic, FreeOrder::kUnhashedFirst}) {
+      d.push_back({std::string("scheduler/") + to_string(order), "scheduler", [order] { scheduler_property(order); },
+                   scaled(100)});
+    }
     return d;
   }();
   return defs;
