@@ -57,6 +57,7 @@ std::vector<std::string> SimDevice::format(const std::vector<Violation>& violati
 StepResult SimDevice::execute(const StepPlan& plan) {
   StepResult result;
   violations_.clear();
+  last_step_ = plan.step;
   shadow_.apply(plan, &violations_);
 
   StepShape shape = summarize(plan);

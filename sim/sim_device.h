@@ -46,6 +46,8 @@ class SimDevice final : public Device {
   // Verifies every request still live (fast mode verifies a request's reads when it leaves);
   // call once at the end of a run. Returns violations formatted as in StepResult.
   std::vector<std::string> verify_live_requests(std::int64_t step);
+  // Device::finish_run: verify_live_requests after the last step executed.
+  std::vector<std::string> finish_run() override { return verify_live_requests(last_step_ + 1); }
 
   const SimOptions& options() const { return options_; }
   const ModelSpec& model() const { return cost_.model(); }
@@ -67,6 +69,7 @@ class SimDevice final : public Device {
   ShadowKv shadow_;
   StepCost last_cost_;
   std::vector<Violation> violations_;  // of the last step
+  std::int64_t last_step_ = 0;
 };
 
 StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options);
