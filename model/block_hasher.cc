@@ -3,7 +3,9 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "model/check.h"
 
@@ -11,42 +13,72 @@ namespace kv {
 namespace {
 
 // ---- Canonical CBOR (RFC 8949, shortest-form heads) for the few types vLLM hashes ----
+// The writers store at `p` and return the end; callers size the buffer with an upper bound
+// first (a head is at most 9 bytes), so the hot loop has no capacity checks.
 
-void put_head(std::vector<std::uint8_t>& out, std::uint8_t major, std::uint64_t value) {
-  const std::uint8_t m = static_cast<std::uint8_t>(major << 5);
+constexpr std::size_t kMaxHead = 9;
+
+inline std::uint8_t* put_head(std::uint8_t* p, std::uint8_t major, std::uint64_t value) {
+  const auto m = static_cast<std::uint8_t>(major << 5);
   if (value < 24) {
-    out.push_back(static_cast<std::uint8_t>(m | value));
-  } else if (value <= 0xff) {
-    out.push_back(m | 24);
-    out.push_back(static_cast<std::uint8_t>(value));
-  } else if (value <= 0xffff) {
-    out.push_back(m | 25);
-    for (int s = 8; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(value >> s));
-  } else if (value <= 0xffffffffULL) {
-    out.push_back(m | 26);
-    for (int s = 24; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(value >> s));
-  } else {
-    out.push_back(m | 27);
-    for (int s = 56; s >= 0; s -= 8) out.push_back(static_cast<std::uint8_t>(value >> s));
+    *p = static_cast<std::uint8_t>(m | value);
+    return p + 1;
   }
-}
-
-void put_int(std::vector<std::uint8_t>& out, std::int64_t v) {
-  if (v >= 0) {
-    put_head(out, 0, static_cast<std::uint64_t>(v));
-  } else {
-    put_head(out, 1, static_cast<std::uint64_t>(-(v + 1)));
+  if (value <= 0xff) {
+    p[0] = static_cast<std::uint8_t>(m | 24);
+    p[1] = static_cast<std::uint8_t>(value);
+    return p + 2;
   }
+  if (value <= 0xffff) {
+    p[0] = static_cast<std::uint8_t>(m | 25);
+    p[1] = static_cast<std::uint8_t>(value >> 8);
+    p[2] = static_cast<std::uint8_t>(value);
+    return p + 3;
+  }
+  if (value <= 0xffffffffULL) {
+    p[0] = static_cast<std::uint8_t>(m | 26);
+    const std::uint32_t be = __builtin_bswap32(static_cast<std::uint32_t>(value));
+    std::memcpy(p + 1, &be, 4);
+    return p + 5;
+  }
+  p[0] = static_cast<std::uint8_t>(m | 27);
+  const std::uint64_t be = __builtin_bswap64(value);
+  std::memcpy(p + 1, &be, 8);
+  return p + 9;
 }
 
-void put_text(std::vector<std::uint8_t>& out, std::string_view s) {
-  put_head(out, 3, s.size());
-  out.insert(out.end(), s.begin(), s.end());
+inline std::uint8_t* put_int(std::uint8_t* p, std::int64_t v) {
+  return v >= 0 ? put_head(p, 0, static_cast<std::uint64_t>(v))
+                : put_head(p, 1, static_cast<std::uint64_t>(-(v + 1)));
 }
 
-void put_bytes(std::vector<std::uint8_t>& out, const std::uint8_t* p, std::size_t n) {
-  put_head(out, 2, n);
-  out.insert(out.end(), p, p + n);
+// An integer in [0, 2^32) without data-dependent branches: token ids are spread over the
+// vocabulary, so a branch per head size mispredicts about every other token. Stores 8 bytes
+// (the buffer bound leaves room) and advances by the encoded length: 1, 2, 3 or 5.
+inline std::uint8_t* put_uint32(std::uint8_t* p, std::uint32_t v) {
+  static constexpr std::uint8_t kLength[4] = {1, 2, 3, 5};
+  static constexpr std::uint8_t kShift[4] = {0, 56, 48, 32};
+  const unsigned size_class = static_cast<unsigned>(v >= 24) + static_cast<unsigned>(v > 0xff) +
+                              static_cast<unsigned>(v > 0xffff);
+  // The value's bytes, most significant first, in the low bytes of `payload`.
+  const std::uint64_t big_endian = __builtin_bswap64(v);
+  const std::uint64_t payload = size_class == 0 ? 0 : big_endian >> kShift[size_class];
+  const std::uint64_t head = size_class == 0 ? v : 23u + size_class;  // major type 0
+  const std::uint64_t word = head | (payload << 8);
+  std::memcpy(p, &word, sizeof word);
+  return p + kLength[size_class];
+}
+
+inline std::uint8_t* put_text(std::uint8_t* p, std::string_view s) {
+  p = put_head(p, 3, s.size());
+  if (!s.empty()) std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+
+inline std::uint8_t* put_bytes(std::uint8_t* p, const std::uint8_t* data, std::size_t n) {
+  p = put_head(p, 2, n);
+  if (n) std::memcpy(p, data, n);
+  return p + n;
 }
 
 constexpr std::uint8_t kCborNull = 0xf6;
@@ -90,9 +122,9 @@ std::string BlockHash::hex() const {
 }
 
 BlockHasher::BlockHasher(HashAlgo algo, std::string seed) : algo_(algo), seed_(std::move(seed)) {
-  std::vector<std::uint8_t> buf;
-  put_text(buf, seed_);
-  none_hash_ = digest(buf.data(), buf.size());
+  std::vector<std::uint8_t> buf(kMaxHead + seed_.size());
+  const std::uint8_t* end = put_text(buf.data(), seed_);
+  none_hash_ = digest(buf.data(), static_cast<std::size_t>(end - buf.data()));
 }
 
 BlockHash BlockHasher::digest(const std::uint8_t* data, std::size_t size) const {
@@ -115,37 +147,51 @@ BlockHash BlockHasher::digest(const std::uint8_t* data, std::size_t size) const 
   return h;
 }
 
-void BlockHasher::encode_block(std::vector<std::uint8_t>& out, const BlockHash& parent,
-                               std::span<const TokenId> block_tokens, const HashExtras& extras,
-                               std::int64_t block_start) const {
-  out.clear();
-  put_head(out, 4, 3);
-  put_bytes(out, parent.bytes.data(), parent.size);
-  put_head(out, 4, block_tokens.size());
-  for (TokenId t : block_tokens) put_int(out, t);
-
+std::size_t BlockHasher::encode_block(std::vector<std::uint8_t>& buf, const BlockHash& parent,
+                                      std::span<const TokenId> block_tokens,
+                                      const HashExtras& extras, std::int64_t block_start) const {
   // Extra keys, in vLLM's order: LoRA, multimodal items overlapping the block, salt.
   const std::int64_t block_end = block_start + static_cast<std::int64_t>(block_tokens.size());
-  std::size_t n_extra = extras.lora_name.empty() ? 0 : 1;
-  for (const MultiModalItem& mm : extras.mm_items) {
-    if (mm.offset < block_end && mm.offset + mm.length > block_start) ++n_extra;
-  }
+  const auto overlaps = [&](const MultiModalItem& mm) {
+    return mm.offset < block_end && mm.offset + mm.length > block_start;
+  };
   const bool salted = block_start == 0 && !extras.cache_salt.empty();
-  if (salted) ++n_extra;
-  if (n_extra == 0) {
-    out.push_back(kCborNull);
-    return;
-  }
-  put_head(out, 4, n_extra);
-  if (!extras.lora_name.empty()) put_text(out, extras.lora_name);
+  std::size_t n_extra = extras.lora_name.empty() ? 0 : 1;
+  std::size_t bound = 3 * kMaxHead + parent.size + kMaxHead * block_tokens.size() + 1;
+  if (!extras.lora_name.empty()) bound += kMaxHead + extras.lora_name.size();
   for (const MultiModalItem& mm : extras.mm_items) {
-    if (mm.offset < block_end && mm.offset + mm.length > block_start) {
-      put_head(out, 4, 2);
-      put_text(out, mm.identifier);
-      put_int(out, mm.offset - block_start);
-    }
+    if (!overlaps(mm)) continue;
+    ++n_extra;
+    bound += 3 * kMaxHead + mm.identifier.size();
   }
-  if (salted) put_text(out, extras.cache_salt);
+  if (salted) {
+    ++n_extra;
+    bound += kMaxHead + extras.cache_salt.size();
+  }
+  if (buf.size() < bound) buf.resize(bound);
+
+  std::uint8_t* const begin = buf.data();
+  std::uint8_t* p = put_head(begin, 4, 3);
+  p = put_bytes(p, parent.bytes.data(), parent.size);
+  p = put_head(p, 4, block_tokens.size());
+  for (TokenId t : block_tokens) {
+    p = static_cast<std::uint64_t>(t) <= 0xffffffffULL ? put_uint32(p, static_cast<std::uint32_t>(t))
+                                                       : put_int(p, t);
+  }
+  if (n_extra == 0) {
+    *p++ = kCborNull;
+    return static_cast<std::size_t>(p - begin);
+  }
+  p = put_head(p, 4, n_extra);
+  if (!extras.lora_name.empty()) p = put_text(p, extras.lora_name);
+  for (const MultiModalItem& mm : extras.mm_items) {
+    if (!overlaps(mm)) continue;
+    p = put_head(p, 4, 2);
+    p = put_text(p, mm.identifier);
+    p = put_int(p, mm.offset - block_start);
+  }
+  if (salted) p = put_text(p, extras.cache_salt);
+  return static_cast<std::size_t>(p - begin);
 }
 
 std::vector<std::uint8_t> BlockHasher::cbor_block(const BlockHash& parent,
@@ -153,21 +199,22 @@ std::vector<std::uint8_t> BlockHasher::cbor_block(const BlockHash& parent,
                                                   const HashExtras& extras,
                                                   std::int64_t block_start) const {
   std::vector<std::uint8_t> out;
-  encode_block(out, parent, block_tokens, extras, block_start);
+  out.resize(encode_block(out, parent, block_tokens, extras, block_start));
   return out;
 }
 
 BlockHash BlockHasher::hash_block(const BlockHash& parent, std::span<const TokenId> block_tokens,
                                   const HashExtras& extras, std::int64_t block_start) const {
   thread_local std::vector<std::uint8_t> buf;
-  encode_block(buf, parent, block_tokens, extras, block_start);
-  return digest(buf.data(), buf.size());
+  const std::size_t size = encode_block(buf, parent, block_tokens, extras, block_start);
+  return digest(buf.data(), size);
 }
 
 void BlockHasher::extend(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens,
                          int block_size, const HashExtras& extras) const {
   KV_CHECK(block_size > 0);
   const std::size_t full = tokens.size() / static_cast<std::size_t>(block_size);
+  if (full > hashes.capacity()) hashes.reserve(std::max(full, 2 * hashes.capacity()));
   for (std::size_t i = hashes.size(); i < full; ++i) {
     const BlockHash& parent = i == 0 ? none_hash_ : hashes[i - 1];
     const std::size_t start = i * static_cast<std::size_t>(block_size);

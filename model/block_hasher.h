@@ -66,9 +66,10 @@ class BlockHasher {
 
  private:
   BlockHash digest(const std::uint8_t* data, std::size_t size) const;
-  void encode_block(std::vector<std::uint8_t>& out, const BlockHash& parent,
-                    std::span<const TokenId> block_tokens, const HashExtras& extras,
-                    std::int64_t block_start) const;
+  // Encodes into buf (grown as needed, never shrunk); returns the encoded length.
+  std::size_t encode_block(std::vector<std::uint8_t>& buf, const BlockHash& parent,
+                           std::span<const TokenId> block_tokens, const HashExtras& extras,
+                           std::int64_t block_start) const;
 
   HashAlgo algo_;
   std::string seed_;

@@ -84,6 +84,14 @@ TEST(BlockHasherTest, BigTokensUseWiderCborHeads) {
   EXPECT_EQ(cbor.substr(2 * 35), "84" "1903e8" "1a00011170" "1b000000012a05f200" "00" "f6");
 }
 
+TEST(BlockHasherTest, EveryHeadSizeAtItsBoundaries) {
+  const BlockHasher hasher;
+  const std::vector<TokenId> tokens{23, 24, 255, 256, 65535, 65536, 4294967295, 4294967296};
+  const std::string cbor = hex(hasher.cbor_block(hasher.none_hash(), tokens, {}, 0));
+  EXPECT_EQ(cbor.substr(2 * 35), "88" "17" "1818" "18ff" "190100" "19ffff" "1a00010000"
+                                 "1affffffff" "1b0000000100000000" "f6");
+}
+
 TEST(BlockHasherTest, XxhashTokens1To8) {
   const auto hashes = hash_request(HashAlgo::kXxhashCbor, {1, 2, 3, 4, 5, 6, 7, 8});
   EXPECT_EQ(hashes, (std::vector<std::string>{"0a8577df5ee3430515a8cc1f6e3ac52e",
