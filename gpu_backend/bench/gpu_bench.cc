@@ -176,7 +176,8 @@ kv::StepPlan decode_plan(std::int64_t step, int batch, int context, int bs, bool
   const int blocks = (context + 64 + bs - 1) / bs;
   for (int r = 0; r < batch; ++r) {
     kv::ScheduledRequest s;
-    s.id = "r" + std::to_string(r);
+    s.id = std::to_string(r);
+    s.id.insert(0, 1, 'r');  // not "r" + ...: GCC 12 -O3 warns falsely (-Wrestrict)
     s.is_new = first;
     if (first) {
       for (int b = 0; b < blocks; ++b) s.block_ids.push_back(1 + r * blocks + b);
