@@ -43,6 +43,11 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
   KV_CHECK(n <= num_free_blocks(), "asked for " << n << " blocks, " << num_free_blocks() << " free");
   scratch_.clear();
   policy_->pop_n(n, scratch_);
+  if (caching_) {
+    for (const Block* b : scratch_) {
+      if (!b->hash.empty()) index_.prefetch(b->hash);
+    }
+  }
   for (Block* b : scratch_) {
     if (caching_ && evict_cached(*b)) ++num_evictions_;
     KV_CHECK(b->ref_cnt == 0, "popped block " << b->id << " has ref_cnt " << b->ref_cnt);
@@ -87,6 +92,7 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
     stored->token_ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(num_cached * bs),
                              tokens.begin() + static_cast<std::ptrdiff_t>(num_full * bs));
   }
+  for (std::size_t i = num_cached; i < num_full; ++i) index_.prefetch(hashes[i]);
   for (std::size_t i = num_cached; i < num_full; ++i) {
     Block& b = mut(blocks[i]);
     KV_CHECK(b.hash.empty(), "block " << b.id << " cached twice");
