@@ -15,7 +15,8 @@
 
 namespace kv {
 
-struct Block {
+// One cache line per block: a pool walk (free-queue pops, evictions) touches one line per block.
+struct alignas(64) Block {
   BlockId id = kNoBlock;
   std::int32_t ref_cnt = 0;  // holders among live requests; 0 <=> in the free queue (non-null)
   // The next younger block cached under the same hash (kNoBlock: none); touched only by the
@@ -29,6 +30,6 @@ struct Block {
   Block* next_free = nullptr;
 };
 
-static_assert(sizeof(Block) <= 64, "a block's metadata must stay within 64 bytes");
+static_assert(sizeof(Block) == 64, "a block's metadata must stay within one 64-byte cache line");
 
 }  // namespace kv
