@@ -1,6 +1,8 @@
 #include "model/block_hasher.h"
 
 #include <openssl/evp.h>
+// Inlined: a ~100-byte input is too short to pay for a call into the shared library.
+#define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include <algorithm>
