@@ -16,6 +16,9 @@ int run_replay(int argc, char** argv);
 int run_gen(int argc, char** argv);
 int run_convert(int argc, char** argv);
 int run_trace(int argc, char** argv);
+int run_sweep(int argc, char** argv);
+int run_report(int argc, char** argv);
+int run_calibrate(int argc, char** argv);
 int run_fuzz(int argc, char** argv);
 
 }  // namespace kv::cli

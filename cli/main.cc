@@ -21,6 +21,12 @@ const Command kCommands[] = {
      kv::cli::run_convert},
     {"trace", "trace info: sizes, lengths, arrivals and prefix sharing of a trace",
      kv::cli::run_trace},
+    {"sweep", "hit rate (and serving metrics) against KV-cache capacity, policies and block sizes",
+     kv::cli::run_sweep},
+    {"report", "Markdown and HTML report with plots from one or more run folders",
+     kv::cli::run_report},
+    {"calibrate", "fit the simulator's cost model to a GPU kernel profile; save a GPU preset file",
+     kv::cli::run_calibrate},
     {"fuzz", "run the stateful property tests for a time budget; prints a shrunk ops script on failure",
      kv::cli::run_fuzz},
 };

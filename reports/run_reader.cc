@@ -1,0 +1,174 @@
+#include "reports/run_reader.h"
+
+// Single-threaded reading, as every other user of the parser in kvsim must agree on (the
+// macro changes the parser's classes, so all translation units of one binary must match).
+#define CSV_IO_NO_THREAD
+#include <libfccp/csv.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+namespace kv::reports {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Turns a parser exception into "FILE:LINE: what".
+Status csv_error(const std::string& path, const io::error::base& e) {
+  std::ostringstream m;
+  m << path;
+  if (const auto* l = dynamic_cast<const io::error::with_file_line*>(&e); l != nullptr && l->file_line > 0) {
+    m << ':' << l->file_line;
+  }
+  m << ": " << e.what();
+  return Status::error(m.str());
+}
+
+
+Status read_steps(const std::string& path, std::vector<StepRow>& out) {
+  try {
+    io::CSVReader<10, io::trim_chars<' ', '\t'>, io::no_quote_escape<','>> in(path);
+    in.read_header(io::ignore_extra_column, "step", "start_us", "duration_ns", "predicted_ns", "measured_ns",
+                   "prefill_tokens", "decode_tokens", "cached_tokens", "kv_usage", "evictions_total");
+    StepRow r;
+    while (in.read_row(r.step, r.start_us, r.duration_ns, r.predicted_ns, r.measured_ns, r.prefill_tokens,
+                       r.decode_tokens, r.cached_tokens, r.kv_usage, r.evictions_total)) {
+      out.push_back(r);
+    }
+  } catch (const io::error::base& e) {
+    return csv_error(path, e);
+  }
+  return {};
+}
+
+Status read_requests(const std::string& path, std::vector<RequestRow>& out) {
+  try {
+    io::CSVReader<11, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
+    in.read_header(io::ignore_extra_column, "id", "arrival_us", "first_token_us", "finish_us", "ttft_us", "e2e_us",
+                   "prompt_tokens", "output_tokens", "cached_tokens", "preemptions", "status");
+    RequestRow r;
+    while (in.read_row(r.id, r.arrival_us, r.first_token_us, r.finish_us, r.ttft_us, r.e2e_us, r.prompt_tokens,
+                       r.output_tokens, r.cached_tokens, r.preemptions, r.status)) {
+      out.push_back(r);
+    }
+  } catch (const io::error::base& e) {
+    return csv_error(path, e);
+  }
+  return {};
+}
+
+Status read_kernels(const std::string& path, std::vector<KernelRow>& out) {
+  try {
+    io::CSVReader<3, io::trim_chars<' ', '\t'>, io::no_quote_escape<','>> in(path);
+    in.read_header(io::ignore_extra_column, "kernel", "launches", "total_ns");
+    KernelRow r;
+    while (in.read_row(r.kernel, r.launches, r.total_ns)) out.push_back(r);
+  } catch (const io::error::base& e) {
+    return csv_error(path, e);
+  }
+  return {};
+}
+
+Percentiles percentiles(const nlohmann::json& j) {
+  Percentiles p;
+  p.p50 = j.value("p50", std::int64_t{0});
+  p.p90 = j.value("p90", std::int64_t{0});
+  p.p99 = j.value("p99", std::int64_t{0});
+  p.max = j.value("max", std::int64_t{0});
+  return p;
+}
+
+}  // namespace
+
+std::string RunData::config_value(const std::string& key) const {
+  for (const auto& [k, v] : config) {
+    if (k == key) return v;
+  }
+  return "";
+}
+
+bool RunData::measured() const {
+  for (const StepRow& r : step_rows) {
+    if (r.measured_ns >= 0) return true;
+  }
+  return false;
+}
+
+StatusOr<RunData> load_run(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return Status::error(dir + ": not a directory (expected a run folder of kvsim replay)");
+  const fs::path d(dir);
+  for (const char* f : {"summary.json", "steps.csv", "requests.csv"}) {
+    if (!fs::is_regular_file(d / f, ec)) {
+      return Status::error(dir + ": not a run folder (no " + f +
+                           "; kvsim replay writes summary.json, steps.csv and requests.csv)");
+    }
+  }
+  RunData run;
+  run.dir = dir;
+  run.label = fs::path(dir).lexically_normal().filename().string();
+  if (run.label.empty() || run.label == ".") run.label = fs::path(dir).lexically_normal().parent_path().filename().string();
+
+  const std::string summary_path = (d / "summary.json").string();
+  nlohmann::json j;
+  {
+    std::ifstream in(summary_path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    try {
+      j = nlohmann::json::parse(ss.str());
+    } catch (const nlohmann::json::parse_error& e) {
+      return Status::error(summary_path + ": not valid JSON: " + e.what());
+    }
+  }
+  try {
+    if (!j.is_object() || !j.contains("config") || !j.contains("prefix_cache") || !j.contains("latency_us")) {
+      return Status::error(summary_path + ": not a kvsim run summary (needs config, prefix_cache and latency_us)");
+    }
+    for (const auto& [k, v] : j.at("config").items()) run.config.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+    const auto& pc = j.at("prefix_cache");
+    run.hit_rate = pc.value("hit_rate", 0.0);
+    run.queries = pc.value("queries", std::int64_t{0});
+    run.hits = pc.value("hits", std::int64_t{0});
+    run.evictions = pc.value("evictions", std::int64_t{0});
+    if (j.contains("scheduler")) {
+      run.steps = j["scheduler"].value("steps", std::int64_t{0});
+      run.preemptions = j["scheduler"].value("preemptions", std::int64_t{0});
+    }
+    if (j.contains("requests")) {
+      run.requests_total = j["requests"].value("total", std::int64_t{0});
+      run.requests_finished = j["requests"].value("finished", std::int64_t{0});
+      run.requests_rejected = j["requests"].value("rejected", std::int64_t{0});
+    }
+    const auto& lat = j.at("latency_us");
+    if (lat.contains("ttft")) run.ttft_us = percentiles(lat["ttft"]);
+    if (lat.contains("tpot")) run.tpot_us = percentiles(lat["tpot"]);
+    if (lat.contains("e2e")) run.e2e_us = percentiles(lat["e2e"]);
+    if (j.contains("throughput")) {
+      run.output_tokens_per_s = j["throughput"].value("output_tokens_per_s", 0.0);
+      run.prompt_tokens_per_s = j["throughput"].value("prompt_tokens_per_s", 0.0);
+      run.requests_per_s = j["throughput"].value("requests_per_s", 0.0);
+    }
+    if (j.contains("time")) {
+      run.simulated_us = j["time"].value("simulated_us", std::int64_t{0});
+      run.measured_total_ns = j["time"].value("measured_total_ns", std::int64_t{-1});
+    }
+    if (j.contains("verification")) run.violations = j["verification"].value("violations", std::int64_t{0});
+    run.digest = j.value("decision_log_sha256", std::string());
+  } catch (const nlohmann::json::exception& e) {
+    return Status::error(summary_path + ": unexpected content: " + e.what());
+  }
+  run.has_decisions_log = fs::is_regular_file(d / "decisions.log", ec);
+  if (Status s = read_steps((d / "steps.csv").string(), run.step_rows); !s.ok()) return s;
+  if (Status s = read_requests((d / "requests.csv").string(), run.request_rows); !s.ok()) return s;
+  if (fs::is_regular_file(d / "kernels.csv", ec)) {
+    run.has_kernels = true;
+    if (Status s = read_kernels((d / "kernels.csv").string(), run.kernels); !s.ok()) return s;
+  }
+  return run;
+}
+
+}  // namespace kv::reports

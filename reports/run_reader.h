@@ -1,0 +1,68 @@
+// RunData: a run folder (reports/run_folder.h) read back for reports: summary.json through
+// nlohmann-json, steps.csv and requests.csv through the Fast C++ CSV Parser, the presence of
+// decisions.log, and an optional kernels.csv (kernel,launches,total_ns: device time per kernel
+// over the run, which a backend may write beside the other files).
+// Invariants of a loaded run:
+//   1. Every field comes from the files; columns are found by name (extra columns are ignored,
+//      missing ones are an error), so older and newer run folders both read.
+//   2. A bad folder or file is a Status naming the file and, for CSV and JSON, the line.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "model/status.h"
+
+namespace kv::reports {
+
+struct StepRow {
+  std::int64_t step = 0, start_us = 0, duration_ns = 0, predicted_ns = 0, measured_ns = -1;
+  std::int64_t prefill_tokens = 0, decode_tokens = 0, cached_tokens = 0;
+  double kv_usage = 0;
+  std::int64_t evictions_total = 0;
+};
+
+struct RequestRow {
+  std::string id, status;
+  std::int64_t arrival_us = 0, first_token_us = -1, finish_us = -1, ttft_us = -1, e2e_us = -1;
+  std::int64_t prompt_tokens = 0, output_tokens = 0, cached_tokens = 0;
+  int preemptions = 0;
+};
+
+struct KernelRow {
+  std::string kernel;
+  std::int64_t launches = 0, total_ns = 0;
+};
+
+struct Percentiles {
+  std::int64_t p50 = 0, p90 = 0, p99 = 0, max = 0;
+};
+
+struct RunData {
+  std::string dir, label;
+  std::vector<std::pair<std::string, std::string>> config;  // summary.json "config", in order
+  double hit_rate = 0;
+  std::int64_t queries = 0, hits = 0, evictions = 0, preemptions = 0, steps = 0;
+  std::int64_t requests_total = 0, requests_finished = 0, requests_rejected = 0;
+  Percentiles ttft_us, tpot_us, e2e_us;
+  double output_tokens_per_s = 0, prompt_tokens_per_s = 0, requests_per_s = 0;
+  std::int64_t simulated_us = 0, measured_total_ns = -1;
+  std::int64_t violations = 0;
+  std::string digest;
+  bool has_decisions_log = false;
+  std::vector<StepRow> step_rows;
+  std::vector<RequestRow> request_rows;
+  bool has_kernels = false;
+  std::vector<KernelRow> kernels;
+
+  // The config value of `key`, or "" when absent.
+  std::string config_value(const std::string& key) const;
+  // True when some step has a measured time (a run on real hardware).
+  bool measured() const;
+};
+
+StatusOr<RunData> load_run(const std::string& dir);
+
+}  // namespace kv::reports
