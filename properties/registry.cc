@@ -19,16 +19,16 @@ int scaled(int cases) { return std::max(1, cases * KVSIM_PROPS_CASE_PERCENT / 10
 const std::vector<PropertyDef>& all_properties() {
   static const std::vector<PropertyDef> defs = [] {
     std::vector<PropertyDef> d;
-    d.push_back({"queue", "queue", [] { queue_property(); }, scaled(300)});
+    d.push_back({"queue", "queue", [] { queue_property(); }, scaled(500)});
     for (FreeOrder order : {FreeOrder::kClassic, FreeOrder::kUnhashedFirst}) {
       for (ManagerVariant v : {ManagerVariant::kCaching, ManagerVariant::kCachingEagle, ManagerVariant::kNoCaching}) {
         d.push_back({std::string("manager/") + to_string(order) + "/" + to_string(v), "manager",
-                     [order, v] { manager_property(order, v); }, scaled(v == ManagerVariant::kNoCaching ? 100 : 200)});
+                     [order, v] { manager_property(order, v); }, scaled(v == ManagerVariant::kNoCaching ? 150 : 300)});
       }
     }
     for (FreeOrder order : {FreeOrder::kClassic, FreeOrder::kUnhashedFirst}) {
       d.push_back({std::string("scheduler/") + to_string(order), "scheduler", [order] { scheduler_property(order); },
-                   scaled(100)});
+                   scaled(200)});
     }
     return d;
   }();
