@@ -13,6 +13,31 @@ namespace po = boost::program_options;
 
 namespace kv::cli {
 
+#ifdef KVSIM_HAVE_CUDA
+namespace {
+// The CUDA device for a replay: the same pool size as the scheduler's, the same limits.
+StatusOr<std::unique_ptr<Device>> make_gpu_device_for_replay(const ReplaySetupOptions& o,
+                                                             const SchedulerConfig& sc) {
+  std::string why;
+  if (!gpu::cuda_device_available(&why)) return Status::error("--device gpu: " + why);
+  gpu::CudaDeviceOptions g;
+  g.model = o.model;
+  g.seed = o.seed + 1;
+  g.block_size = o.block_size;
+  g.num_gpu_blocks = sc.cache.num_blocks;
+  g.gpu_memory_utilization = o.gpu_memory_utilization;
+  g.max_num_seqs = o.max_num_seqs;
+  g.max_num_batched_tokens = o.max_num_batched_tokens;
+  g.max_model_len = o.max_model_len;
+  g.cudagraph_mode = o.cuda_graphs == "NONE" ? "NONE" : "FULL_DECODE_ONLY";
+  g.profile_csv = o.gpu_profile_out;
+  auto dev = gpu::make_cuda_device(g);
+  if (!dev.ok()) return Status::error("--device gpu: " + dev.status().message());
+  return std::move(*dev);
+}
+}  // namespace
+#endif
+
 void add_replay_setup_options(po::options_description& opts, ReplaySetupOptions& o) {
   po::options_description d("Device and model");
   d.add_options()
@@ -24,7 +49,9 @@ void add_replay_setup_options(po::options_description& opts, ReplaySetupOptions&
        "virtual: the cost model's step time drives the clock on every device; wall: measured time")
       ("verify", po::value(&o.verify)->default_value(o.verify), "shadow-KV verification: off | fast | full")
       ("cuda-graphs", po::value(&o.cuda_graphs)->default_value(o.cuda_graphs),
-       "NONE | PIECEWISE | FULL | FULL_DECODE_ONLY | FULL_AND_PIECEWISE");
+       "NONE | PIECEWISE | FULL | FULL_DECODE_ONLY | FULL_AND_PIECEWISE")
+      ("gpu-profile-out", po::value(&o.gpu_profile_out),
+       "--device gpu: write a per-kernel profile CSV (runs eagerly) for kvsim calibrate");
   po::options_description c("KV cache");
   c.add_options()
       ("prefix-caching", po::value(&o.prefix_caching_text)->default_value(o.prefix_caching_text), "on | off")

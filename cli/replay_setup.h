@@ -22,6 +22,7 @@ struct ReplaySetupOptions {
   std::string model = "llama3-8b";
   std::string gpu = "h100-sxm";
   std::string profile;
+  std::string gpu_profile_out;
   std::string clock = "virtual";
   std::string verify = "fast";
   std::string cuda_graphs = "FULL_AND_PIECEWISE";

@@ -32,6 +32,7 @@ class FaultInjectingDevice final : public Device {
 
   std::string name() const override { return "faulty-" + inner_->name(); }
   StepResult execute(const StepPlan& plan) override;
+  std::vector<std::string> finish_run() override { return inner_->finish_run(); }
 
   std::int64_t faults_fired() const { return inner_->shadow_stats().faults_fired + overwrites_fired_; }
   SimDevice& inner() { return *inner_; }
