@@ -138,6 +138,7 @@ int run_sweep(int argc, char** argv) {
   serving.add_options()
       ("model", po::value(&ro.model)->default_value(ro.model), "model preset: tiny, llama3-8b, llama3-70b")
       ("gpu", po::value(&ro.gpu)->default_value(ro.gpu), "GPU preset of the simulator")
+      ("gpu-preset-file", po::value(&ro.gpu_preset_file), "GPU preset file (kvsim calibrate)")
       ("profile", po::value(&ro.profile), "per-kernel profile CSV for the cost model")
       ("max-num-batched-tokens", po::value(&ro.max_num_batched_tokens)->default_value(ro.max_num_batched_tokens),
        "token budget per step")
@@ -183,6 +184,8 @@ int run_sweep(int argc, char** argv) {
     probe.num_blocks = 2;
     trace::TraceHeader header;
     if (auto s = make_replay_setup(probe, header); !s.ok()) return fail(s.status().message());
+    ro.gpu = probe.gpu;  // a preset file is loaded and registered once, here
+    ro.gpu_preset_file.clear();
     so.serving = [ro](const reports::SweepConfig& c, std::int64_t pool) { return run_serving(ro, c, pool); };
   }
 

@@ -2,6 +2,7 @@
 
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <cstdlib>
 
 #include "sim/hardware_specs.h"
 #include "sim/sim_device.h"
@@ -44,6 +45,9 @@ void add_replay_setup_options(po::options_description& opts, ReplaySetupOptions&
       ("device", po::value(&o.device)->default_value(o.device), "sim | gpu")
       ("model", po::value(&o.model)->default_value(o.model), "model preset: tiny, llama3-8b, llama3-70b")
       ("gpu", po::value(&o.gpu)->default_value(o.gpu), "GPU preset of the simulator: h100-sxm, h200")
+      ("gpu-preset-file", po::value(&o.gpu_preset_file),
+       "GPU preset file (kvsim calibrate writes one); --gpu NAME also finds NAME.gpu in the "
+       "directories of $KVSIM_GPU_PRESET_PATH (colon-separated) and ./presets")
       ("profile", po::value(&o.profile), "per-kernel profile CSV for the cost model (sim/profile_format.md)")
       ("clock", po::value(&o.clock)->default_value(o.clock),
        "virtual: the cost model's step time drives the clock on every device; wall: measured time")
@@ -108,8 +112,38 @@ StatusOr<std::int64_t> blocks_from_gpu_memory(const std::string& model_name, con
   return free / per_block;
 }
 
+Status resolve_gpu_preset(ReplaySetupOptions& o) {
+  std::string path = o.gpu_preset_file;
+  if (path.empty()) {
+    if (sim::find_gpu_spec(o.gpu).ok()) return {};
+    std::string dirs = std::getenv("KVSIM_GPU_PRESET_PATH") != nullptr ? std::getenv("KVSIM_GPU_PRESET_PATH") : "";
+    dirs += dirs.empty() ? "presets" : ":presets";
+    for (std::size_t start = 0; start <= dirs.size();) {
+      const std::size_t colon = std::min(dirs.find(':', start), dirs.size());
+      const std::string candidate = dirs.substr(start, colon - start) + "/" + o.gpu + ".gpu";
+      if (std::FILE* f = std::fopen(candidate.c_str(), "rb")) {
+        std::fclose(f);
+        path = candidate;
+        break;
+      }
+      start = colon + 1;
+    }
+    if (path.empty()) return sim::find_gpu_spec(o.gpu).status().with_context("--gpu: ");
+  }
+  auto spec = sim::load_gpu_spec_file(path);
+  if (!spec.ok()) return spec.status().with_context("--gpu-preset-file: ");
+  if (o.gpu_preset_file.empty() && spec->name != o.gpu) {
+    return Status::error("--gpu: " + path + " names its preset '" + spec->name + "', not '" + o.gpu + "'");
+  }
+  if (Status s = sim::register_gpu_spec(*spec); !s.ok()) return s.with_context("--gpu-preset-file: ");
+  o.gpu = spec->name;
+  o.gpu_preset_file = path;
+  return {};
+}
+
 StatusOr<ReplaySetup> make_replay_setup(ReplaySetupOptions& o, const trace::TraceHeader& header) {
   ReplaySetup out;
+  if (Status s = resolve_gpu_preset(o); !s.ok()) return s;
   auto bad = [](const std::string& opt, const std::string& why) { return Status::error("--" + opt + ": " + why); };
   if (o.device != "sim" && o.device != "gpu") return bad("device", "must be sim or gpu, got '" + o.device + "'");
   if (o.clock != "virtual" && o.clock != "wall") return bad("clock", "must be virtual or wall, got '" + o.clock + "'");
@@ -227,6 +261,7 @@ StatusOr<ReplaySetup> make_replay_setup(ReplaySetupOptions& o, const trace::Trac
       {"seed", std::to_string(o.seed)},
       {"trace_source", header.source},
   };
+  if (!o.gpu_preset_file.empty()) out.config.emplace_back("gpu_preset_file", o.gpu_preset_file);
   return out;
 }
 

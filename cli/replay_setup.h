@@ -21,6 +21,7 @@ struct ReplaySetupOptions {
   std::string device = "sim";
   std::string model = "llama3-8b";
   std::string gpu = "h100-sxm";
+  std::string gpu_preset_file;        // a preset file (sim/hardware_specs.h); sets gpu to its name
   std::string profile;
   std::string gpu_profile_out;
   std::string clock = "virtual";
@@ -58,6 +59,10 @@ struct ReplaySetup {
 };
 
 StatusOr<ReplaySetup> make_replay_setup(ReplaySetupOptions& o, const trace::TraceHeader& header);
+
+// Loads and registers the GPU preset of --gpu-preset-file, or of --gpu NAME when NAME is not
+// built in (NAME.gpu in $KVSIM_GPU_PRESET_PATH or ./presets); sets o.gpu to the preset's name.
+Status resolve_gpu_preset(ReplaySetupOptions& o);
 
 // Blocks that fit the KV cache of `model` on `gpu` at the given memory utilization, as vLLM
 // sizes it (memory * utilization - weights - activation workspace) / bytes per block.

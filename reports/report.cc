@@ -167,7 +167,7 @@ std::string plot_lines(const fs::path& dat, const std::vector<std::string>& titl
   bool any = false;
   for (std::size_t i = 0; i < titles.size(); ++i) {
     b << (any ? ", \\\n     " : "") << gnuplot_quote(dat.string()) << " index " << i << " using 1:2 " << style
-      << " title " << gnuplot_quote(titles[i]);
+      << " title " << gnuplot_quote(titles[i]) << " noenhanced";
     any = true;
   }
   b << "\n";
@@ -472,7 +472,7 @@ StatusOr<ReportResult> write_report(const ReportOptions& o) {
       if (Status st = write_series(out / "data" / (name + ".dat"), {pts}, 5000); !st.ok()) return st;
       render(name,
              "set title " + gnuplot_quote("Predicted vs measured step time: " + m.label) +
-                 "\nset xlabel 'measured step time (ms, log scale)'\nset ylabel 'predicted step time (ms, log scale)'\n"
+                 " noenhanced\nset xlabel 'measured step time (ms, log scale)'\nset ylabel 'predicted step time (ms, log scale)'\n"
                  "set logscale xy\nset grid\nset key left top\nset size ratio -1\n"
                  "plot " + gnuplot_quote((out / "data" / (name + ".dat")).string()) +
                  " using 1:2 with points pt 7 ps 0.4 title 'steps', x with lines dt 2 lc rgb 'black' title 'predicted = measured'\n",

@@ -293,13 +293,13 @@ Status plot_sweep(const std::vector<SweepPoint>& points, const std::string& out_
   auto plot_body = [&](const std::string& dat, const std::string& ylabel, const std::string& ptitle,
                        const std::string& extra) {
     std::ostringstream b;
-    b << "set title " << gnuplot_quote(ptitle) << "\n"
+    b << "set title " << gnuplot_quote(ptitle) << " noenhanced\n"
       << "set xlabel 'KV-cache capacity (tokens, log scale)'\nset ylabel " << gnuplot_quote(ylabel) << "\n"
-      << "set logscale x\nset format x '10^{%T}'\nset grid xtics ytics mxtics\nset key outside right top\n"
+      << "set logscale x\nset format x '10^{%T}'\nset grid xtics ytics mxtics\n"
       << extra << "plot ";
     for (std::size_t i = 0; i < keys.size(); ++i) {
       b << (i ? ", \\\n     " : "") << gnuplot_quote((dir / dat).string()) << " index " << i
-        << " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title " << gnuplot_quote(keys[i]);
+        << " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title " << gnuplot_quote(keys[i]) << " noenhanced";
     }
     b << "\n";
     return b.str();
@@ -307,8 +307,8 @@ Status plot_sweep(const std::vector<SweepPoint>& points, const std::string& out_
   if (Status s = write_dat("hit_rate.dat", [](const SweepPoint& p) { return fmt("%.6f", p.hit_rate); }); !s.ok()) return s;
   if (Status s = render_plot((dir / "hit_rate").string(),
                              plot_body("hit_rate.dat", "prefix-cache hit rate (hit tokens / prompt tokens)", title,
-                                       "set yrange [0:1]\nset ytics 0.1\n"),
-                             1000, 560);
+                                       "set yrange [0:1]\nset ytics 0.1\nset key inside right bottom opaque box\n"),
+                             1000, 640);
       !s.ok()) {
     return s;
   }
@@ -316,16 +316,16 @@ Status plot_sweep(const std::vector<SweepPoint>& points, const std::string& out_
   if (Status s = write_dat("ttft.dat", [](const SweepPoint& p) { return fmt("%.3f", static_cast<double>(p.serving.ttft_p50_us) / 1000.0); }); !s.ok()) return s;
   if (Status s = render_plot((dir / "ttft_p50").string(),
                              plot_body("ttft.dat", "TTFT p50 (ms, log scale)", title + ": median time to first token",
-                                       "set logscale y\n"),
-                             1000, 560);
+                                       "set logscale y\nset key inside right top opaque box\n"),
+                             1000, 640);
       !s.ok()) {
     return s;
   }
   if (Status s = write_dat("throughput.dat", [](const SweepPoint& p) { return fmt("%.1f", p.serving.output_tokens_per_s); }); !s.ok()) return s;
   return render_plot((dir / "throughput").string(),
                      plot_body("throughput.dat", "output throughput (tokens/s, simulated)", title + ": output throughput",
-                               "set yrange [0:*]\n"),
-                     1000, 560);
+                               "set yrange [0:*]\nset key inside right bottom opaque box\n"),
+                     1000, 640);
 }
 
 }  // namespace kv::reports

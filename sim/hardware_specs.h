@@ -55,6 +55,22 @@ const std::vector<ModelSpec>& model_presets();  // tiny, llama3-8b, llama3-70b
 const std::vector<GpuSpec>& gpu_presets();      // h100-sxm, h200
 
 StatusOr<ModelSpec> find_model_spec(std::string_view name);
+// A built-in preset, or one added by register_gpu_spec.
 StatusOr<GpuSpec> find_gpu_spec(std::string_view name);
+
+// GPU preset files (`kvsim calibrate` writes them): UTF-8 text, one `key = value` a line,
+// `#` comments and blank lines ignored. `name` is required and must not be a built-in preset;
+// `base` (default h100-sxm) names the built-in preset whose fields the others override; every
+// other key is a GpuSpec integer field by its C++ name (peak_flops, hbm_bytes_per_s,
+// memory_bytes, sm_count, clock_mhz, compute_efficiency_pct, bandwidth_efficiency_pct,
+// launch_overhead_ns, graph_launch_ns, h2d_bytes_per_s, copy_latency_ns, host_step_ns,
+// host_per_request_ns, host_per_block_ns). Errors name the file, line and key.
+StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_view text);
+StatusOr<GpuSpec> load_gpu_spec_file(const std::string& path);
+// The preset file text of `spec` (every field, so it reads back equal); `comment` lines first.
+std::string gpu_spec_to_text(const GpuSpec& spec, const std::string& base, const std::string& comment);
+// Makes `spec` findable by name (replacing an earlier registration of that name); an error
+// when the name is a built-in preset. Call before threads that look presets up start.
+Status register_gpu_spec(const GpuSpec& spec);
 
 }  // namespace kv::sim

@@ -1,0 +1,75 @@
+// Calibration: fits the simulator's roofline (sim/cost_model.h) to a measured kernel profile
+// (sim/profile_format.md) and makes a named GPU preset of it (sim/hardware_specs.h).
+//
+// For each profile row the cost model's work (FLOPs, bytes) is known; its predicted time at
+// compute efficiency c and bandwidth efficiency b is max(FLOPs / (peak * c), bytes / (bw * b)).
+// The fit picks integer percentages (c, b) minimizing the sum of squared relative errors
+// (predicted / measured - 1)^2 over the rows, by exhaustive search of 1..100 x 1..100 (exact,
+// no local minima). It fits all rows together (the pair the cost model applies to every kernel)
+// and each kernel class (gemm, attention, elementwise) alone, for diagnosis. A factor that no
+// row is bound by cannot be identified: it keeps the base preset's value.
+// Rows under 100 ns (below CUDA-event resolution) are left out of the fit.
+// Launch overheads are not in a kernel profile (its times exclude them), so they keep the base
+// preset's values.
+// Attention rows give num_tokens, num_seqs and context_tokens but not the causal pairs; the
+// tokens are taken as evenly split over the sequences (exact for decode and single prefills).
+// Everything here is deterministic (the synthetic noise is a seeded splitmix64 stream).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "model/status.h"
+#include "sim/hardware_specs.h"
+#include "sim/kernels.h"
+
+namespace kv::reports {
+
+struct ProfileRow {
+  sim::Kernel kernel = sim::Kernel::kSlotMapping;
+  std::int64_t num_tokens = 0, num_seqs = 0, context_tokens = 0, time_ns = 0;
+};
+
+// Validates with sim::ProfileTable (messages name file, line and column), then reads the rows.
+StatusOr<std::vector<ProfileRow>> read_profile(const std::string& path);
+
+struct EfficiencyFit {
+  std::string scope;            // "all", "gemm", "attention", "elementwise"
+  std::size_t rows = 0;
+  int compute_pct = 0, bandwidth_pct = 0;
+  std::size_t compute_bound = 0, memory_bound = 0;  // rows bound by each at the fit
+  double median_ape = 0, p90_ape = 0, max_ape = 0;  // absolute percentage errors (fractions)
+};
+
+struct Calibration {
+  sim::GpuSpec spec;            // the base preset with the fitted efficiencies, named
+  std::string base;
+  EfficiencyFit all;
+  std::vector<EfficiencyFit> classes;
+  EfficiencyFit base_errors;    // the base preset's errors on the same rows
+};
+
+StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const sim::ModelSpec& model,
+                                const sim::GpuSpec& base, const std::string& name);
+
+// The preset file: the fitted GpuSpec, with the fit's numbers as comments.
+std::string calibration_preset_text(const Calibration& c, const std::string& source);
+
+// A synthetic profile: the roofline of `truth` on every kernel over a grid of shapes, each
+// time multiplied by exp(noise_sigma * N(0, 1)) drawn from `seed`. CSV text in profile format.
+std::string synthetic_profile_csv(const sim::ModelSpec& model, const sim::GpuSpec& truth, double noise_sigma,
+                                  std::uint64_t seed);
+
+// Held-out check: replays `trace` (first `limit` requests, 0 = all) on a simulator with the
+// `truth` preset standing for the GPU (each step's time times exp(noise_sigma * N(0, 1))) and
+// compares it step by step with the prediction of `predicted` on the same plans.
+struct HeldOutError {
+  std::int64_t steps = 0;
+  double median_ape = 0, p90_ape = 0, max_ape = 0;
+};
+StatusOr<HeldOutError> held_out_error(const std::string& trace, std::int64_t limit, const std::string& model,
+                                      const sim::GpuSpec& truth, const sim::GpuSpec& predicted, double noise_sigma,
+                                      std::uint64_t seed);
+
+}  // namespace kv::reports
