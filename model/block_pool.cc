@@ -5,6 +5,11 @@
 #include "model/check.h"
 
 namespace kv {
+namespace {
+// How many index slots ahead a batch of evictions or insertions loads: enough misses in flight
+// to hide memory latency, few enough that the lines are still in L1 when used.
+constexpr std::size_t kPrefetchDistance = 16;
+}  // namespace
 
 BlockPool::BlockPool(int num_blocks, bool enable_caching, FreeOrder free_order, bool enable_events,
                      std::unique_ptr<EvictionPolicy> policy)
@@ -43,12 +48,18 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
   KV_CHECK(n <= num_free_blocks(), "asked for " << n << " blocks, " << num_free_blocks() << " free");
   scratch_.clear();
   policy_->pop_n(n, scratch_);
+  const std::size_t popped = scratch_.size();
   if (caching_) {
-    for (const Block* b : scratch_) {
-      if (!b->hash.empty()) index_.prefetch(b->hash);
+    for (std::size_t i = 0; i < std::min(kPrefetchDistance, popped); ++i) {
+      if (!scratch_[i]->hash.empty()) index_.prefetch(scratch_[i]->hash);
     }
   }
-  for (Block* b : scratch_) {
+  for (std::size_t i = 0; i < popped; ++i) {
+    Block* b = scratch_[i];
+    if (caching_ && i + kPrefetchDistance < popped) {
+      const Block* ahead = scratch_[i + kPrefetchDistance];
+      if (!ahead->hash.empty()) index_.prefetch(ahead->hash);
+    }
     if (caching_ && evict_cached(*b)) ++num_evictions_;
     KV_CHECK(b->ref_cnt == 0, "popped block " << b->id << " has ref_cnt " << b->ref_cnt);
     b->ref_cnt = 1;
@@ -92,8 +103,11 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
     stored->token_ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(num_cached * bs),
                              tokens.begin() + static_cast<std::ptrdiff_t>(num_full * bs));
   }
-  for (std::size_t i = num_cached; i < num_full; ++i) index_.prefetch(hashes[i]);
+  for (std::size_t i = num_cached; i < std::min(num_cached + kPrefetchDistance, num_full); ++i) {
+    index_.prefetch(hashes[i]);
+  }
   for (std::size_t i = num_cached; i < num_full; ++i) {
+    if (i + kPrefetchDistance < num_full) index_.prefetch(hashes[i + kPrefetchDistance]);
     Block& b = mut(blocks[i]);
     KV_CHECK(b.hash.empty(), "block " << b.id << " cached twice");
     KV_CHECK(!b.is_null, "the null block cannot be cached");
