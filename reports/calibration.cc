@@ -61,11 +61,11 @@ struct RowWork {
 };
 
 std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const sim::ModelSpec& model,
-                              const sim::GpuSpec& gpu) {
+                              const sim::GpuSpec& gpu, std::int64_t min_ns) {
   const sim::CostModel cost(model, gpu, CudaGraphConfig{}, nullptr);
   std::vector<RowWork> out;
   for (const ProfileRow& r : rows) {
-    if (r.time_ns < kMinFitNs) continue;
+    if (r.time_ns < min_ns) continue;
     const sim::KernelQuery q{r.num_tokens, r.num_seqs, r.context_tokens};
     const sim::KernelWork w = cost.work(r.kernel, q, attention_pairs(r.num_tokens, r.num_seqs, r.context_tokens));
     out.push_back(RowWork{static_cast<double>(w.flops) / static_cast<double>(gpu.peak_flops) * 1e9,
@@ -198,7 +198,7 @@ StatusOr<std::vector<ProfileRow>> read_profile(const std::string& path) {
 StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const sim::ModelSpec& model,
                                 const sim::GpuSpec& base, const std::string& name) {
   if (name.empty()) return Status::error("the preset needs a name");
-  const std::vector<RowWork> work = row_work(rows, model, base);
+  const std::vector<RowWork> work = row_work(rows, model, base, kMinFitNs);
   if (work.empty()) return Status::error("no profile row has a time >= 100 ns");
   Calibration c;
   c.base = base.name;
@@ -258,9 +258,7 @@ std::string synthetic_profile_csv(const sim::ModelSpec& model, const sim::GpuSpe
     for (std::int64_t t : tokens) rows.push_back({kernel, t, 0, 0, 0});
   }
   const std::vector<RowWork> unit = [&] {
-    std::vector<ProfileRow> with_time = rows;
-    for (ProfileRow& r : with_time) r.time_ns = 1;
-    return row_work(with_time, model, truth);
+    return row_work(rows, model, truth, 0);
   }();
   Normal normal{seed};
   std::ostringstream out;

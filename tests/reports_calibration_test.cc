@@ -1,0 +1,121 @@
+// kvsim calibrate's library: a synthetic profile from known efficiencies is fitted back, the
+// preset file round-trips, and bad profiles and preset files are named by file and line.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "reports/calibration.h"
+#include "sim/hardware_specs.h"
+
+namespace kv::reports {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string scratch(const std::string& name) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::temp_directory_path() / "kvsim_calibration_test" / info->name();
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+sim::GpuSpec truth_spec() {
+  sim::GpuSpec t = *sim::find_gpu_spec("h100-sxm");
+  t.name = "test-truth";
+  t.compute_efficiency_pct = 58;
+  t.bandwidth_efficiency_pct = 73;
+  return t;
+}
+
+TEST(Calibration, RecoversKnownEfficienciesFromANoisyProfile) {
+  const sim::ModelSpec model = *sim::find_model_spec("llama3-8b");
+  const std::string path = scratch("profile.csv");
+  std::ofstream(path, std::ios::binary) << synthetic_profile_csv(model, truth_spec(), 0.03, 7);
+  auto rows = read_profile(path);
+  ASSERT_TRUE(rows.ok()) << rows.status().message();
+  EXPECT_EQ(rows->size(), 245u);
+  auto cal = calibrate(*rows, model, *sim::find_gpu_spec("h100-sxm"), "fitted");
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  EXPECT_NEAR(cal->all.compute_pct, 58, 2);
+  EXPECT_NEAR(cal->all.bandwidth_pct, 73, 2);
+  EXPECT_LT(cal->all.median_ape, 0.04);
+  EXPECT_GT(cal->base_errors.median_ape, 0.07);  // the uncalibrated preset is off by ~10%
+  ASSERT_EQ(cal->classes.size(), 3u);
+  EXPECT_EQ(cal->classes[0].scope, "gemm");
+  EXPECT_NEAR(cal->classes[0].compute_pct, 58, 3);
+  EXPECT_EQ(cal->classes[2].scope, "elementwise");
+  EXPECT_EQ(cal->classes[2].compute_bound, 0u);  // memory-bound: compute stays the base's 70%
+  EXPECT_EQ(cal->classes[2].compute_pct, 70);
+  EXPECT_EQ(cal->spec.name, "fitted");
+  EXPECT_EQ(cal->spec.launch_overhead_ns, 4000);
+
+  // Noise-free, the fit is exact.
+  std::ofstream(path, std::ios::binary) << synthetic_profile_csv(model, truth_spec(), 0.0, 7);
+  auto exact = calibrate(*read_profile(path), model, *sim::find_gpu_spec("h100-sxm"), "fitted");
+  ASSERT_TRUE(exact.ok());
+  EXPECT_EQ(exact->all.compute_pct, 58);
+  EXPECT_EQ(exact->all.bandwidth_pct, 73);
+}
+
+TEST(Calibration, PresetFileRoundTripsAndLoadsByName) {
+  const sim::ModelSpec model = *sim::find_model_spec("llama3-8b");
+  const std::string profile = scratch("profile.csv");
+  std::ofstream(profile, std::ios::binary) << synthetic_profile_csv(model, truth_spec(), 0.01, 3);
+  auto cal = calibrate(*read_profile(profile), model, *sim::find_gpu_spec("h100-sxm"), "rt-preset");
+  ASSERT_TRUE(cal.ok());
+  const std::string text = calibration_preset_text(*cal, "profile.csv");
+  EXPECT_EQ(text.rfind("# kvsim GPU preset", 0), 0u);
+  auto back = sim::parse_gpu_spec_text("rt.gpu", text);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->name, "rt-preset");
+  EXPECT_EQ(back->compute_efficiency_pct, cal->spec.compute_efficiency_pct);
+  EXPECT_EQ(back->bandwidth_efficiency_pct, cal->spec.bandwidth_efficiency_pct);
+  EXPECT_EQ(back->peak_flops, cal->spec.peak_flops);
+  ASSERT_TRUE(sim::register_gpu_spec(*back).ok());
+  auto found = sim::find_gpu_spec("rt-preset");
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ(found->compute_efficiency_pct, cal->spec.compute_efficiency_pct);
+}
+
+TEST(Calibration, HeldOutStepTimesMeetTheTargetOnlyWhenCalibrated) {
+  sim::GpuSpec fitted = truth_spec();
+  fitted.name = "test-fitted";
+  fitted.compute_efficiency_pct = 57;
+  auto good = held_out_error("traces/data/sharegpt_sample.kvtrace", 40, "llama3-8b", truth_spec(), fitted, 0.02, 1);
+  ASSERT_TRUE(good.ok()) << good.status().message();
+  EXPECT_GT(good->steps, 100);
+  EXPECT_LE(good->median_ape, 0.05);
+  EXPECT_LE(good->p90_ape, 0.10);
+  auto base = held_out_error("traces/data/sharegpt_sample.kvtrace", 40, "llama3-8b", truth_spec(),
+                             *sim::find_gpu_spec("h100-sxm"), 0.02, 1);
+  ASSERT_TRUE(base.ok());
+  EXPECT_GT(base->median_ape, good->median_ape);
+}
+
+TEST(CalibrationBadInput, NamesTheFileAndLine) {
+  const std::string path = scratch("bad.csv");
+  std::ofstream(path, std::ios::binary) << "kernel,num_tokens,num_seqs,context_tokens,time_ns\nqkv_proj,abc,0,0,5\n";
+  auto rows = read_profile(path);
+  ASSERT_FALSE(rows.ok());
+  EXPECT_NE(rows.status().message().find(path + ":2:"), std::string::npos) << rows.status().message();
+
+  auto unknown = sim::parse_gpu_spec_text("x.gpu", "# comment\nname = x\nfoo = 3\n");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.status().message(), "x.gpu:3: unknown key 'foo'");
+  auto negative = sim::parse_gpu_spec_text("x.gpu", "name = x\ncompute_efficiency_pct = -4\n");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_EQ(negative.status().message(), "x.gpu:2: compute_efficiency_pct: '-4' is not a non-negative integer");
+  auto builtin = sim::parse_gpu_spec_text("x.gpu", "name = h200\n");
+  ASSERT_FALSE(builtin.ok());
+  EXPECT_NE(builtin.status().message().find("is a built-in preset"), std::string::npos);
+  auto over = sim::parse_gpu_spec_text("x.gpu", "name = y\nbandwidth_efficiency_pct = 150\n");
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("efficiencies must be in 1..100"), std::string::npos);
+  EXPECT_FALSE(sim::parse_gpu_spec_text("x.gpu", "compute_efficiency_pct = 50\n").ok());  // no name
+  EXPECT_FALSE(sim::load_gpu_spec_file(scratch("missing.gpu")).ok());
+}
+
+}  // namespace
+}  // namespace kv::reports

@@ -1,0 +1,226 @@
+// kvsim report's library: run folders made by tiny replays (caching on and off, and a "measured"
+// run whose device reports step times 3% above the prediction), the report's sections, and bad
+// input naming the file and line.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "model/replayer.h"
+#include "model/scheduler.h"
+#include "reports/gnuplot.h"
+#include "reports/report.h"
+#include "reports/run_folder.h"
+#include "reports/run_reader.h"
+#include "sim/sim_device.h"
+
+namespace kv::reports {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const fs::path dir = fs::temp_directory_path() / "kvsim_reports_test" / info->name();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+std::string read(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+class VectorSource final : public RequestSource {
+ public:
+  explicit VectorSource(std::vector<RequestSpec> v) : v_(std::move(v)) {}
+  StatusOr<bool> next(RequestSpec* out) override {
+    if (i_ >= v_.size()) return false;
+    *out = v_[i_++];
+    return true;
+  }
+
+ private:
+  std::vector<RequestSpec> v_;
+  std::size_t i_ = 0;
+};
+
+// 30 requests sharing a 64-token prefix, 5 ms apart.
+std::vector<RequestSpec> requests() {
+  std::vector<RequestSpec> out;
+  for (int i = 0; i < 30; ++i) {
+    RequestSpec r;
+    r.id = "q" + std::to_string(i);
+    for (int t = 0; t < 64; ++t) r.prompt.push_back(t + 1);
+    for (int t = 0; t < 24 + i % 7; ++t) r.prompt.push_back(1000 + 100 * i + t);
+    for (int t = 0; t < 6 + i % 5; ++t) r.outputs.push_back(7 + t);
+    r.arrival_time_us = 5000LL * i;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+// Stands for a GPU: the simulator's plan results with a measured time 3% above its duration.
+class MeasuredDevice final : public Device {
+ public:
+  explicit MeasuredDevice(std::unique_ptr<Device> inner) : inner_(std::move(inner)) {}
+  std::string name() const override { return "gpu:test"; }
+  StepResult execute(const StepPlan& plan) override {
+    StepResult r = inner_->execute(plan);
+    r.measured_ns = r.duration_ns + r.duration_ns * 3 / 100;
+    return r;
+  }
+
+ private:
+  std::unique_ptr<Device> inner_;
+};
+
+void make_run(const fs::path& dir, bool caching, bool measured) {
+  SchedulerConfig sc;
+  sc.cache.num_blocks = 120;
+  sc.cache.enable_caching = caching;
+  Scheduler scheduler(sc);
+  sim::SimOptions so;
+  so.model = "tiny";
+  auto sim_dev = sim::make_sim_device(so);
+  ASSERT_TRUE(sim_dev.ok());
+  std::unique_ptr<Device> device = std::move(*sim_dev);
+  std::unique_ptr<Device> predictor;
+  if (measured) {
+    device = std::make_unique<MeasuredDevice>(std::move(device));
+    auto p = sim::make_sim_device(so);
+    ASSERT_TRUE(p.ok());
+    predictor = std::move(*p);
+  }
+  VectorSource source(requests());
+  auto folder = RunFolder::create(dir.string(), true);
+  ASSERT_TRUE(folder.ok()) << folder.status().message();
+  Replayer replayer(scheduler, *device, source, ReplayOptions{}, predictor.get());
+  replayer.on_step = [&](const StepRecord& r) { (*folder)->add_step(r); };
+  replayer.on_request_done = [&](const RequestMetrics& m) { (*folder)->add_request(m); };
+  auto summary = replayer.run();
+  ASSERT_TRUE(summary.ok()) << summary.status().message();
+  const RunConfig config = {{"device", device->name()}, {"model", "tiny"}, {"prefix_caching", caching ? "on" : "off"},
+                            {"block_size", "16"}, {"trace_source", "reports_report_test"}};
+  ASSERT_TRUE((*folder)->finish(config, *summary, replayer.log(), 0.0).ok());
+}
+
+TEST(ReportRuns, ReadsBackWhatTheReplayWrote) {
+  const fs::path d = scratch();
+  make_run(d / "on", true, false);
+  auto run = load_run((d / "on").string());
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->label, "on");
+  EXPECT_EQ(run->config_value("prefix_caching"), "on");
+  EXPECT_EQ(run->request_rows.size(), 30u);
+  EXPECT_EQ(static_cast<std::int64_t>(run->step_rows.size()), run->steps);
+  EXPECT_FALSE(run->measured());
+  EXPECT_EQ(run->digest.size(), 64u);
+  EXPECT_GT(run->hit_rate, 0.4);  // 64 of about 90 prompt tokens are shared
+  std::int64_t cached = 0;
+  for (const RequestRow& r : run->request_rows) cached += r.cached_tokens;
+  EXPECT_EQ(cached, run->hits);
+}
+
+TEST(ReportRuns, CachingPairAndSimulatedVsMeasured) {
+  const fs::path d = scratch();
+  make_run(d / "caching-on", true, false);
+  make_run(d / "caching-off", false, false);
+  make_run(d / "gpu-on", true, true);
+  ReportOptions o;
+  o.runs = {(d / "caching-on").string(), (d / "caching-off").string(), (d / "gpu-on").string()};
+  o.out_dir = (d / "report").string();
+  auto r = write_report(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::string md = read(r->markdown_path);
+  EXPECT_NE(md.find("caching-on (on) vs caching-off (off): the configurations differ only in prefix caching."),
+            std::string::npos);
+  EXPECT_NE(md.find("| hit rate (%) |"), std::string::npos);
+  EXPECT_NE(md.find("The decision-log digests are equal"), std::string::npos);
+  EXPECT_NE(md.find("The hit rates are equal"), std::string::npos);
+  EXPECT_NE(md.find("absolute percentage error median 2.9"), std::string::npos) << md;
+  EXPECT_NE(md.find("Fidelity target (median <= 5%, p90 <= 10%): met."), std::string::npos);
+  EXPECT_NE(md.find("Skipped: none of these run folders has a per-kernel breakdown"), std::string::npos);
+  const std::string html = read(r->html_path);
+  EXPECT_EQ(html.rfind("<!DOCTYPE html>", 0), 0u);
+  if (gnuplot_available()) {
+    EXPECT_EQ(r->plots.size(), 6u);  // usage, hit rate, 3 CDFs, one scatter
+    EXPECT_NE(md.find("![KV-cache usage over time"), std::string::npos);
+    EXPECT_NE(html.find("data:image/svg+xml;base64,"), std::string::npos);
+    EXPECT_TRUE(fs::exists(d / "report" / "ttft_cdf.png"));
+  }
+  // The report refuses to overwrite without force.
+  auto again = write_report(o);
+  ASSERT_FALSE(again.ok());
+  EXPECT_NE(again.status().message().find("is not empty (use --force"), std::string::npos);
+}
+
+TEST(ReportRuns, KernelBreakdownWhenPresent) {
+  const fs::path d = scratch();
+  make_run(d / "run", true, false);
+  std::ofstream(d / "run" / "kernels.csv") << "kernel,launches,total_ns\nattention,10,3000000\nqkv_proj,10,1000000\n";
+  ReportOptions o;
+  o.runs = {(d / "run").string()};
+  o.out_dir = (d / "report").string();
+  auto r = write_report(o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  const std::string md = read(r->markdown_path);
+  EXPECT_NE(md.find("| attention | 10 | 3.000 | 75.00% |"), std::string::npos) << md;
+  EXPECT_NE(md.find("No two runs differ only in prefix caching"), std::string::npos);
+  EXPECT_NE(md.find("all runs are simulated"), std::string::npos);
+}
+
+TEST(ReportBadInput, NamesTheFileAndLine) {
+  const fs::path d = scratch();
+  auto none = load_run((d / "nowhere").string());
+  ASSERT_FALSE(none.ok());
+  EXPECT_NE(none.status().message().find("not a directory"), std::string::npos);
+  fs::create_directories(d / "empty");
+  auto empty = load_run((d / "empty").string());
+  ASSERT_FALSE(empty.ok());
+  EXPECT_NE(empty.status().message().find("not a run folder (no summary.json"), std::string::npos);
+
+  make_run(d / "run", true, false);
+  std::string steps = read(d / "run" / "steps.csv");
+  const std::size_t third = steps.find('\n', steps.find('\n') + 1) + 1;  // start of line 3
+  steps.insert(third, "x");
+  std::ofstream(d / "run" / "steps.csv", std::ios::binary) << steps;
+  auto bad_csv = load_run((d / "run").string());
+  ASSERT_FALSE(bad_csv.ok());
+  EXPECT_NE(bad_csv.status().message().find((d / "run" / "steps.csv").string() + ":3: "), std::string::npos)
+      << bad_csv.status().message();
+
+  make_run(d / "run2", true, false);
+  std::ofstream(d / "run2" / "summary.json") << "{\"config\": {\n  \"device\": \n}";
+  auto bad_json = load_run((d / "run2").string());
+  ASSERT_FALSE(bad_json.ok());
+  EXPECT_NE(bad_json.status().message().find("summary.json: not valid JSON"), std::string::npos);
+  EXPECT_NE(bad_json.status().message().find("line 3"), std::string::npos) << bad_json.status().message();
+}
+
+TEST(ReportCli, ExitsTwoOnBadInput) {
+  const fs::path d = scratch();
+  const std::string cmd = std::string(KVSIM_BIN) + " report " + (d / "missing").string() + " --out " +
+                          (d / "out").string() + " 2>" + (d / "err.txt").string();
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 2);
+  EXPECT_NE(read(d / "err.txt").find("kvsim report: " + (d / "missing").string() + ": not a directory"),
+            std::string::npos);
+  const std::string sweep = std::string(KVSIM_BIN) + " sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 1e4 "
+                            "--policy mru --out " + (d / "sw").string() + " 2>" + (d / "err2.txt").string() + " >/dev/null";
+  const int s2 = std::system(sweep.c_str());
+  ASSERT_TRUE(WIFEXITED(s2));
+  EXPECT_EQ(WEXITSTATUS(s2), 2);
+  EXPECT_NE(read(d / "err2.txt").find("unknown policy 'mru'"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kv::reports
