@@ -125,6 +125,11 @@ int run_replay(int argc, char** argv) {
     return 2;
   }
   std::cout << "  run folder                " << out_dir << "\n";
+  if (summary->requests_total > 0 && summary->requests_rejected == summary->requests_total) {
+    std::cerr << "kvsim replay: every request of " << trace_path
+              << " was rejected (see requests.csv for each reason); check --max-model-len and the pool size\n";
+    return 2;
+  }
   if (!summary->violations.empty()) {
     std::cerr << "kvsim replay: KV verification failed: " << summary->violations.front() << "\n";
     return 1;

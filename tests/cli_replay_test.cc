@@ -1,0 +1,120 @@
+// `kvsim replay` from the outside: exit status and messages for good and bad input.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int status = -1;
+  std::string output;  // stdout and stderr together
+};
+
+Outcome run(const std::string& args) {
+  const std::string cmd = std::string(KVSIM_BIN) + " " + args + " 2>&1";
+  Outcome o;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (p == nullptr) return o;
+  char buf[4096];
+  std::size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.output.append(buf, n);
+  const int raw = pclose(p);
+  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+  return o;
+}
+
+class CliReplayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("kvsim_cli_replay_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    trace_ = (dir_ / "t.kvtrace").string();
+    Outcome g = run("gen prefix --num-prompts 2 --prefix-len 64 --suffix-len 16 --repeat 3 --output-len 4 --seed 3 -o " + trace_);
+    ASSERT_EQ(g.status, 0) << g.output;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string small_args() const {
+    return "--trace " + trace_ + " --model tiny --num-blocks 64 --verify full ";
+  }
+  fs::path dir_;
+  std::string trace_;
+};
+
+TEST_F(CliReplayTest, WritesARunFolderAndADigest) {
+  const std::string out = (dir_ / "run").string();
+  Outcome o = run("replay " + small_args() + "--out " + out);
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("requests done / rejected  6 / 0"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("no violations"), std::string::npos);
+  for (const char* f : {"summary.json", "steps.csv", "requests.csv", "decisions.log", "report.md"}) {
+    EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
+  }
+  // The same run again into another folder: byte-identical decision log.
+  const std::string out2 = (dir_ / "run2").string();
+  ASSERT_EQ(run("replay " + small_args() + "--out " + out2).status, 0);
+  std::ifstream a(fs::path(out) / "decisions.log"), b(fs::path(out2) / "decisions.log");
+  std::string sa((std::istreambuf_iterator<char>(a)), {}), sb((std::istreambuf_iterator<char>(b)), {});
+  EXPECT_FALSE(sa.empty());
+  EXPECT_EQ(sa, sb);
+}
+
+TEST_F(CliReplayTest, RefusesToOverwriteARunFolder) {
+  const std::string out = (dir_ / "run").string();
+  ASSERT_EQ(run("replay " + small_args() + "--out " + out).status, 0);
+  Outcome o = run("replay " + small_args() + "--out " + out);
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output.find("is not empty (use --force"), std::string::npos) << o.output;
+  EXPECT_EQ(run("replay " + small_args() + "--out " + out + " --force").status, 0);
+}
+
+TEST_F(CliReplayTest, TruncatedTraceNamesTheFile) {
+  const std::string cut = (dir_ / "cut.kvtrace").string();
+  fs::copy_file(trace_, cut);
+  fs::resize_file(cut, fs::file_size(cut) - 7);
+  Outcome o = run("replay --trace " + cut + " --model tiny --num-blocks 64 --out " + (dir_ / "r").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output.find(cut), std::string::npos) << o.output;
+}
+
+TEST_F(CliReplayTest, BadOptionsAreNamed) {
+  Outcome o = run("replay " + small_args() + "--policy lifo --out " + (dir_ / "r").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output.find("--policy: must be fcfs or priority, got 'lifo'"), std::string::npos) << o.output;
+  o = run("replay " + small_args() + "--no-such-option 1");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output.find("no-such-option"), std::string::npos) << o.output;
+  o = run("replay " + small_args() + "--max-num-batched-tokens abc");
+  EXPECT_EQ(o.status, 2);
+  o = run("replay --trace " + (dir_ / "missing.kvtrace").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output.find("missing.kvtrace"), std::string::npos) << o.output;
+  EXPECT_FALSE(fs::exists(dir_ / "r"));  // nothing written on bad input
+}
+
+TEST_F(CliReplayTest, APoolTooSmallForEveryRequestIsAnError) {
+  // 80-token prompts need 5 blocks of 16; a pool of 3 usable blocks can hold none of them.
+  Outcome o = run("replay --trace " + trace_ + " --model tiny --num-blocks 4 --out " + (dir_ / "r").string());
+  EXPECT_EQ(o.status, 2) << o.output;
+  EXPECT_NE(o.output.find("every request"), std::string::npos) << o.output;
+  std::ifstream req(dir_ / "r" / "requests.csv");
+  std::string all((std::istreambuf_iterator<char>(req)), {});
+  EXPECT_NE(all.find("needs 6 KV blocks, the pool has 3"), std::string::npos) << all;
+}
+
+TEST_F(CliReplayTest, PromptsLongerThanMaxModelLenAreRejectedPerRequest) {
+  Outcome o = run("replay " + small_args() + "--max-model-len 70 --out " + (dir_ / "r").string());
+  EXPECT_EQ(o.status, 2) << o.output;  // all 6 prompts are 80 tokens
+  std::ifstream req(dir_ / "r" / "requests.csv");
+  std::string all((std::istreambuf_iterator<char>(req)), {});
+  EXPECT_NE(all.find("prompt of 80 tokens exceeds max_model_len 70"), std::string::npos) << all;
+}
+
+}  // namespace
