@@ -12,13 +12,14 @@ constexpr std::size_t kPrefetchDistance = 16;
 }  // namespace
 
 BlockPool::BlockPool(int num_blocks, bool enable_caching, FreeOrder free_order, bool enable_events,
-                     std::unique_ptr<EvictionPolicy> policy)
+                     EvictionPolicyFactory make_policy)
     : blocks_(static_cast<std::size_t>(num_blocks)), index_(blocks_), caching_(enable_caching),
       events_enabled_(enable_events) {
   KV_CHECK(num_blocks >= 2, "a pool needs the null block and at least one usable block, got "
                                 << num_blocks);
   for (int i = 0; i < num_blocks; ++i) blocks_[static_cast<std::size_t>(i)].id = i;
-  policy_ = policy ? std::move(policy) : make_lru_policy(blocks_, free_order, enable_caching);
+  policy_ = make_policy ? make_policy(blocks_, free_order, enable_caching)
+                        : make_lru_policy(blocks_, free_order, enable_caching);
   KV_CHECK(policy_->size() == blocks_.size(), "a new policy must queue every block in id order");
   // vLLM pops block 0 from the fresh queue and keeps it as the null block.
   std::vector<Block*> null_block;

@@ -26,9 +26,9 @@ namespace kv {
 
 class BlockPool {
  public:
-  // num_blocks includes the null block. policy == nullptr selects the LRU free queue.
+  // num_blocks includes the null block. make_policy == nullptr selects the LRU free queue.
   BlockPool(int num_blocks, bool enable_caching, FreeOrder free_order, bool enable_events,
-            std::unique_ptr<EvictionPolicy> policy = nullptr);
+            EvictionPolicyFactory make_policy = nullptr);
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
 

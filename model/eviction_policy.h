@@ -2,13 +2,15 @@
 // The pool asks the policy to hold every free block (ref_cnt == 0, non-null), to hand out the
 // next victim, and to give up a block that a prefix-cache hit takes back into use. The
 // reference policy is vLLM's LRU free queue (make_lru_policy), in either free order; another
-// policy plugs in by implementing this interface and passing it to the KvCacheManager.
+// policy plugs in by implementing this interface and passing a factory for it to the
+// KvCacheManager (the pool calls it once, with its blocks, when it creates them).
 // Contract (checked by the pool's check_invariants through size(), order() and check()):
 //   1. The policy holds exactly the blocks given to on_freed() and not yet popped or removed.
 //   2. pop() and order() are deterministic functions of the calls made so far.
 #pragma once
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -40,5 +42,11 @@ class EvictionPolicy {
 // for kUnhashedFirst (with caching off every freed block is appended).
 std::unique_ptr<EvictionPolicy> make_lru_policy(std::span<Block> blocks, FreeOrder order,
                                                 bool caching_enabled);
+
+// Makes a policy holding every one of `blocks`, in id order, as free. Same arguments as
+// make_lru_policy, which is the factory used when none is given.
+using EvictionPolicyFactory =
+    std::function<std::unique_ptr<EvictionPolicy>(std::span<Block> blocks, FreeOrder order,
+                                                  bool caching_enabled)>;
 
 }  // namespace kv

@@ -7,10 +7,10 @@
 
 namespace kv {
 
-KvCacheManager::KvCacheManager(const KvCacheConfig& config, std::unique_ptr<EvictionPolicy> policy)
+KvCacheManager::KvCacheManager(const KvCacheConfig& config, EvictionPolicyFactory make_policy)
     : config_(config),
       pool_(config.num_blocks, config.enable_caching, config.free_order, config.enable_kv_events,
-            std::move(policy)) {
+            std::move(make_policy)) {
   KV_CHECK(config.block_size > 0, "block_size must be positive");
   KV_CHECK(config.max_model_len > 0, "max_model_len must be positive");
 }

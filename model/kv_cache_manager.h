@@ -54,7 +54,7 @@ struct CacheHit {
 class KvCacheManager {
  public:
   explicit KvCacheManager(const KvCacheConfig& config,
-                          std::unique_ptr<EvictionPolicy> policy = nullptr);
+                          EvictionPolicyFactory make_policy = nullptr);
 
   const KvCacheConfig& config() const { return config_; }
 

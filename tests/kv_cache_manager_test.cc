@@ -485,3 +485,52 @@ TEST_P(KvCacheManagerTest, EverythingFreedLeavesAFullQueueAndAResettableCache) {
 
 }  // namespace
 }  // namespace kv
+
+namespace kv {
+namespace {
+
+// A policy plugged in through the factory seam: LRU underneath, counting what the pool asks.
+class CountingPolicy final : public EvictionPolicy {
+ public:
+  CountingPolicy(std::unique_ptr<EvictionPolicy> inner, int* pops) : inner_(std::move(inner)), pops_(pops) {}
+  const char* name() const override { return "counting-lru"; }
+  std::size_t size() const override { return inner_->size(); }
+  void on_freed(std::span<Block* const> blocks) override { inner_->on_freed(blocks); }
+  void remove(Block* b) override { inner_->remove(b); }
+  void pop_n(std::size_t n, std::vector<Block*>& out) override {
+    *pops_ += static_cast<int>(n);
+    inner_->pop_n(n, out);
+  }
+  bool contains(const Block* b) const override { return inner_->contains(b); }
+  std::vector<BlockId> order() const override { return inner_->order(); }
+  bool check(std::string* why) const override { return inner_->check(why); }
+
+ private:
+  std::unique_ptr<EvictionPolicy> inner_;
+  int* pops_;
+};
+
+TEST(KvCacheManagerPolicyTest, AFactoryPlugsInAnotherPolicy) {
+  int pops = 0;
+  KvCacheConfig c;
+  c.num_blocks = 8;
+  c.block_size = 4;
+  KvCacheManager m(c, [&pops](std::span<Block> blocks, FreeOrder order, bool caching) {
+    return std::make_unique<CountingPolicy>(make_lru_policy(blocks, order, caching), &pops);
+  });
+  EXPECT_EQ(pops, 1);  // the null block
+  EXPECT_STREQ(m.pool().policy().name(), "counting-lru");
+  BlockHasher hasher;
+  Request r("r", {1, 2, 3, 4, 5, 6, 7, 8, 9}, {}, &hasher, 4);
+  auto fresh = m.allocate(r, 9);
+  ASSERT_TRUE(fresh.has_value());
+  EXPECT_EQ(*fresh, (std::vector<BlockId>{1, 2, 3}));
+  EXPECT_EQ(pops, 4);
+  m.free(r);
+  EXPECT_EQ(m.pool().policy().order(), (std::vector<BlockId>{4, 5, 6, 7, 3, 2, 1}));
+  std::string why;
+  EXPECT_TRUE(m.check_invariants(&why)) << why;
+}
+
+}  // namespace
+}  // namespace kv
