@@ -1,15 +1,12 @@
 #include "reports/calibration.h"
 
-// Single-threaded CSV reading: every user of the parser in one binary must agree on this macro.
-#define CSV_IO_NO_THREAD
-#include <libfccp/csv.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
 #include "model/replayer.h"
+#include "reports/csv_parser.h"
 #include "model/scheduler.h"
 #include "sim/cost_model.h"
 #include "sim/profile_table.h"
@@ -17,6 +14,8 @@
 #include "traces/replay_source.h"
 
 namespace kv::reports {
+
+namespace io = csv::io;
 
 namespace {
 

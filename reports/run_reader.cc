@@ -1,16 +1,15 @@
 #include "reports/run_reader.h"
 
-// Single-threaded reading, as every other user of the parser in kvsim must agree on (the
-// macro changes the parser's classes, so all translation units of one binary must match).
-#define CSV_IO_NO_THREAD
-#include <libfccp/csv.h>
-
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "reports/csv_parser.h"
+
 namespace kv::reports {
+
+namespace io = csv::io;
 
 namespace fs = std::filesystem;
 

@@ -222,5 +222,24 @@ TEST(ReportCli, ExitsTwoOnBadInput) {
   EXPECT_NE(read(d / "err2.txt").find("unknown policy 'mru'"), std::string::npos);
 }
 
+TEST(SweepCli, ServingModeFillsLatencyColumns) {
+  const fs::path d = scratch();
+  const std::string cmd = std::string(KVSIM_BIN) + " sweep --trace traces/data/sharegpt_sample.kvtrace --mode serving "
+                          "--capacity 2e4,1e6 --limit 40 --jobs 2 --no-plot --progress off --out " + (d / "sw").string() +
+                          " >/dev/null";
+  const int status = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  std::istringstream csv(read(d / "sw" / "sweep.csv"));
+  std::string header, small, large;
+  std::getline(csv, header);
+  std::getline(csv, small);
+  std::getline(csv, large);
+  EXPECT_NE(header.find(",ttft_p50_ms,ttft_p90_ms,tpot_p50_ms,"), std::string::npos);
+  EXPECT_EQ(small.rfind("sharegpt_sample,20000,lru,16,serving,", 0), 0u) << small;
+  EXPECT_EQ(large.rfind("sharegpt_sample,1000000,lru,16,serving,", 0), 0u) << large;
+  EXPECT_EQ(large.find(",,"), std::string::npos) << "every serving column is filled: " << large;
+}
+
 }  // namespace
 }  // namespace kv::reports
