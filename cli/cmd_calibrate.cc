@@ -79,12 +79,7 @@ int run_calibrate(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("profile", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   if (!(noise_sigma >= 0 && noise_sigma < 1) || !(step_noise_sigma >= 0 && step_noise_sigma < 1)) {
     return fail("noise sigmas must be in [0, 1)");
   }

@@ -48,12 +48,7 @@ int run_convert(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("input", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   const std::optional<trace::SourceFormat> format = trace::parse_source_format(from);
   if (!format) return fail(from.empty() ? "missing --from FORMAT" : "unknown format '" + from + "'");
   if (in.empty()) return fail("missing input file");

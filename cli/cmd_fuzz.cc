@@ -40,12 +40,7 @@ int run_fuzz(int argc, char** argv) {
       "cases", po::value<int>()->default_value(50), "cases per property per round")(
       "max-size", po::value<int>()->default_value(100), "largest case size (commands per case)");
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
   const double seconds = vm["seconds"].as<double>();
   const std::uint64_t seed = vm["seed"].as<std::uint64_t>();
   const std::string level = vm["level"].as<std::string>();

@@ -67,12 +67,7 @@ int run_gen(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("kind", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(all).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << all << "\n";
-    return 0;
-  }
+  if (!parse_options(argc, argv, all, &pos, vm)) return 0;  // --help
   if (kind != "sharegpt" && kind != "prefix") return fail("say what to generate: sharegpt or prefix (--help)");
   if (out.empty()) return fail("missing -o OUT");
   trace::TraceHeader header;

@@ -22,12 +22,7 @@ int run_ops(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("script", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   const std::string path = vm["script"].as<std::string>();
   if (path == "-") return OpsInterpreter::run_script(std::cin, std::cout, std::cerr);
   std::ifstream in(path);

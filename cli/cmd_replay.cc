@@ -40,12 +40,7 @@ int run_replay(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("trace", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   if (trace_path.empty()) {
     std::cerr << "kvsim replay: --trace is required (kvsim replay --help)\n";
     return 2;

@@ -27,12 +27,7 @@ int run_report(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("run", -1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   if (o.runs.empty()) {
     std::cerr << "kvsim report: give at least one run folder (kvsim report --help)\n";
     return 2;

@@ -149,12 +149,7 @@ int run_sweep(int argc, char** argv) {
       ("limit", po::value(&ro.limit)->default_value(0), "replay only the first N requests (0 = all)");
   opts.add(serving);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
   if (traces.empty()) return fail("--trace is required (kvsim sweep --help)");
   if (capacity_text.empty()) return fail("--capacity is required, e.g. --capacity 1e4:1e9:3");
   if (mode != "sequence" && mode != "serving") return fail("--mode must be sequence or serving, got '" + mode + "'");

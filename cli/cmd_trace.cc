@@ -41,12 +41,7 @@ int run_trace(int argc, char** argv) {
   po::positional_options_description pos;
   pos.add("action", 1).add("trace", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(argc, argv).options(opts).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) {
-    std::cout << opts << "\n";
-    return 0;
-  }
+  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   if (action != "info") return fail(action.empty() ? "missing action: info" : "unknown action '" + action + "'");
   if (path.empty()) return fail("missing TRACE");
   if (a.block_size <= 0) return fail("--block-size must be > 0");

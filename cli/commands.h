@@ -3,7 +3,18 @@
 // failed check, a verification error), 2 bad usage or bad input.
 #pragma once
 
+#include <boost/program_options/options_description.hpp>
+#include <boost/program_options/positional_options.hpp>
+#include <boost/program_options/variables_map.hpp>
+
 namespace kv::cli {
+
+// Parses argv into vm (positional arguments named by pos, if given). Returns false when --help
+// was asked for, after printing `opts`: the command then exits 0. Bad options throw; main()
+// turns that into "kvsim <command>: <message>" and exit status 2.
+bool parse_options(int argc, char** argv, const boost::program_options::options_description& opts,
+                   const boost::program_options::positional_options_description* pos,
+                   boost::program_options::variables_map& vm);
 
 struct Command {
   const char* name;

@@ -1,7 +1,9 @@
 // kvsim: the command-line entry point; dispatches to one subcommand per file.
 #include <cstdio>
 #include <cstring>
+#include <boost/program_options/parsers.hpp>
 #include <exception>
+#include <iostream>
 #include <string>
 
 #include "cli/commands.h"
@@ -38,6 +40,24 @@ void usage(std::FILE* f) {
 }
 
 }  // namespace
+
+namespace kv::cli {
+bool parse_options(int argc, char** argv, const boost::program_options::options_description& opts,
+                   const boost::program_options::positional_options_description* pos,
+                   boost::program_options::variables_map& vm) {
+  namespace po = boost::program_options;
+  po::command_line_parser parser(argc, argv);
+  parser.options(opts);
+  if (pos != nullptr) parser.positional(*pos);
+  po::store(parser.run(), vm);
+  if (vm.count("help")) {
+    std::cout << opts << "\n";
+    return false;
+  }
+  po::notify(vm);
+  return true;
+}
+}  // namespace kv::cli
 
 int main(int argc, char** argv) {
   if (argc < 2) {

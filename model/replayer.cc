@@ -141,6 +141,8 @@ StatusOr<ReplaySummary> Replayer::run() {
   auto done = [&](RequestMetrics& m) {
     if (on_request_done) on_request_done(m);
     if (m.status == "rejected") return;
+    sum.admitted_prompt_tokens += m.prompt_tokens;
+    sum.admitted_hit_tokens += std::max<std::int64_t>(m.cached_tokens, 0);
     if (m.first_token_us >= 0) ttft.push_back(m.first_token_us - m.arrival_us);
     if (m.output_tokens > 1) tpot.push_back((m.finish_us - m.first_token_us) / (m.output_tokens - 1));
     e2e.push_back(m.finish_us - m.arrival_us);
@@ -287,6 +289,9 @@ StatusOr<ReplaySummary> Replayer::run() {
   sum.evictions = scheduler_.kv_cache().pool().num_evictions();
   sum.cache = scheduler_.kv_cache().stats();
   sum.hit_rate = sum.cache.queries > 0 ? static_cast<double>(sum.cache.hits) / static_cast<double>(sum.cache.queries) : 0.0;
+  sum.request_hit_rate = sum.admitted_prompt_tokens > 0 ? static_cast<double>(sum.admitted_hit_tokens) /
+                                                              static_cast<double>(sum.admitted_prompt_tokens)
+                                                        : 0.0;
   sum.sim_time_us = now_ns / 1000;
   sum.measured_total_ns = any_measured ? measured_total : -1;
   sum.ttft_us = summarize(ttft);

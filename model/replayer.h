@@ -106,7 +106,11 @@ struct ReplaySummary {
   std::int64_t prompt_tokens = 0, output_tokens = 0;
   std::int64_t steps = 0, preemptions = 0, recomputed_tokens = 0, evictions = 0;
   PrefixCacheStats cache;
-  double hit_rate = 0;                  // hits / queries over first lookups (vLLM's metric)
+  double hit_rate = 0;                  // vLLM's counter: hits / queries over every lookup
+                                        // (a waiting head is looked up at every attempt)
+  // Per request, counted once: prefix-cache hit tokens when first scheduled over prompt tokens.
+  std::int64_t admitted_prompt_tokens = 0, admitted_hit_tokens = 0;
+  double request_hit_rate = 0;
   std::int64_t sim_time_us = 0;         // clock at the end
   std::int64_t measured_total_ns = 0;   // sum of measured step times (-1 if none measured)
   std::int64_t prompt_tokens_computed = 0;

@@ -1,30 +1,12 @@
-// The Fast C++ CSV Parser (libfccp) for the reports/ libraries, compiled under a namespace name
-// of its own (kvsim_reports_fccp, aliased kv::reports::csv::io). The parser is header-only and its classes change with the
-// CSV_IO_NO_THREAD macro; other libraries of the kvsim binary include it with and without that
-// macro, and two different definitions of the same inline functions in one program are
-// undefined behaviour. Renaming the parser's namespace gives these definitions names no other
-// library uses. Every standard header the parser includes is included first, so the rename
-// reaches only the parser's own code. Include this file instead of <libfccp/csv.h>.
+// The Fast C++ CSV Parser (libfccp) for the reports/ libraries, as kv::reports::csv::io.
+// The parser's classes change with the CSV_IO_NO_THREAD macro, so the whole project sets it
+// once, as a compile definition in the top-level CMakeLists.txt: every library of the kvsim
+// binary then sees one definition of the parser's inline code.
 #pragma once
 
-#include <algorithm>
-#include <cassert>
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
-#include <exception>
-#include <istream>
-#include <memory>
-#include <string>
-#include <utility>
-#include <vector>
-
-#define CSV_IO_NO_THREAD
-#define io kvsim_reports_fccp
+#include <limits>  // libfccp/csv.h uses std::numeric_limits without including it
 #include <libfccp/csv.h>
-#undef io
-#undef CSV_IO_NO_THREAD
 
 namespace kv::reports::csv {
-namespace io = ::kvsim_reports_fccp;
+namespace io = ::io;
 }  // namespace kv::reports::csv

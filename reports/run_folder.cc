@@ -91,7 +91,9 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
   j["requests"] = {{"total", s.requests_total}, {"finished", s.requests_finished}, {"rejected", s.requests_rejected}};
   j["tokens"] = {{"prompt", s.prompt_tokens}, {"output", s.output_tokens},
                  {"prompt_computed", s.prompt_tokens_computed}};
-  j["prefix_cache"] = {{"hit_rate", s.hit_rate}, {"lookups", s.cache.lookups}, {"queries", s.cache.queries},
+  j["prefix_cache"] = {{"request_hit_rate", s.request_hit_rate}, {"admitted_prompt_tokens", s.admitted_prompt_tokens},
+                       {"admitted_hit_tokens", s.admitted_hit_tokens},
+                       {"hit_rate", s.hit_rate}, {"lookups", s.cache.lookups}, {"queries", s.cache.queries},
                        {"hits", s.cache.hits}, {"preempted_lookups", s.cache.preempted_lookups},
                        {"preempted_queries", s.cache.preempted_queries}, {"preempted_hits", s.cache.preempted_hits},
                        {"evictions", s.evictions}};
@@ -118,8 +120,12 @@ std::string format_summary(const std::string& title, const ReplaySummary& s, dou
   o << title << "\n";
   row("requests done / rejected", std::to_string(s.requests_finished) + " / " + std::to_string(s.requests_rejected));
   row("prompt / output tokens", std::to_string(s.prompt_tokens) + " / " + std::to_string(s.output_tokens));
-  row("prefix-cache hit rate", fmt("%.2f%%", 100.0 * s.hit_rate) + " (" + std::to_string(s.cache.hits) + " of " +
-                                   std::to_string(s.cache.queries) + " tokens)");
+  row("prefix-cache hit rate", fmt("%.2f%%", 100.0 * s.request_hit_rate) + " of prompt tokens (" +
+                                   std::to_string(s.admitted_hit_tokens) + " of " +
+                                   std::to_string(s.admitted_prompt_tokens) + ", once per request)");
+  row("  vLLM lookup counter", fmt("%.2f%%", 100.0 * s.hit_rate) + " (" + std::to_string(s.cache.hits) + " of " +
+                                   std::to_string(s.cache.queries) + " tokens over " +
+                                   std::to_string(s.cache.lookups) + " lookups)");
   row("evictions / preemptions", std::to_string(s.evictions) + " / " + std::to_string(s.preemptions));
   row("TTFT p50 / p90 / p99", ms(s.ttft_us.p50) + " / " + ms(s.ttft_us.p90) + " / " + ms(s.ttft_us.p99));
   row("TPOT p50 / p90 / p99", ms(s.tpot_us.p50) + " / " + ms(s.tpot_us.p90) + " / " + ms(s.tpot_us.p99));
@@ -149,8 +155,11 @@ Status RunFolder::finish(const RunConfig& config, const ReplaySummary& summary, 
   for (const auto& [k, v] : config) md << "| " << k << " | `" << v << "` |\n";
   md << "\n## Summary\n\n```\n" << format_summary("replay", summary, wall_seconds) << "```\n\n";
   md << "## What the numbers mean\n\n"
-     << "- **Prefix-cache hit rate** counts as vLLM does: tokens found in the cache over tokens looked up, "
-        "for first lookups of requests (lookups of preempted requests are counted separately: "
+     << "- **Prefix-cache hit rate**: prompt tokens found in the cache when each request was first scheduled, "
+        "over all prompt tokens (each request counted once). The **vLLM lookup counter** is what vLLM's "
+        "prefix-cache metric shows: hits over queries of every lookup, and a request waiting at the head "
+        "of the queue is looked up again at every admission attempt (lookups of preempted requests are "
+        "counted apart: "
      << summary.cache.preempted_hits << " hits of " << summary.cache.preempted_queries << " tokens).\n"
      << "- **Evictions** are cached blocks whose hash was dropped because the block was reused (lazy eviction).\n"
      << "- **TTFT** is arrival to first output token, **TPOT** the mean time between later tokens of a request, "

@@ -1,6 +1,6 @@
 #include "traces/converters.h"
 
-#define CSV_IO_NO_THREAD
+#include <limits>  // libfccp/csv.h uses std::numeric_limits without including it
 #include <libfccp/csv.h>
 #include <simdjson.h>
 
