@@ -6,7 +6,7 @@
 // Default case counts are scaled by KVSIM_PROPS_CASE_PERCENT (a compile definition: smaller
 // under sanitizers) so that the whole default ctest run stays within its time budget.
 #ifndef KVSIM_PROPS_CASE_PERCENT
-#define KVSIM_PROPS_CASE_PERCENT 100
+#define KVSIM_PROPS_CASE_PERCENT 1000
 #endif
 
 namespace kv::props {
