@@ -94,10 +94,7 @@ StatusOr<std::int64_t> blocks_from_gpu_memory(const std::string& model_name, con
   auto gpu = sim::find_gpu_spec(gpu_name);
   if (!gpu.ok()) return gpu.status();
   const sim::ModelSpec& m = *model;
-  const std::int64_t per_layer = static_cast<std::int64_t>(m.hidden) * (m.heads + 2 * m.kv_heads) * m.head_dim +
-                                 static_cast<std::int64_t>(m.heads) * m.head_dim * m.hidden +
-                                 3LL * m.hidden * m.intermediate + 2LL * m.hidden;
-  const std::int64_t params = per_layer * m.layers + 2LL * m.vocab * m.hidden + m.hidden;
+  const std::int64_t params = m.num_params();
   const std::int64_t weights = params * m.dtype_bytes;
   // Activation workspace of the largest step: the MLP's gate/up output dominates.
   const std::int64_t activations = max_num_batched_tokens * (2LL * m.intermediate + 4LL * m.hidden) * 4;

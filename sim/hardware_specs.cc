@@ -5,15 +5,7 @@
 
 namespace kv::sim {
 
-const std::vector<ModelSpec>& model_presets() {
-  static const std::vector<ModelSpec> presets = {
-      // name, layers, hidden, heads, kv_heads, head_dim, intermediate, vocab, dtype bytes
-      {"tiny", 2, 256, 4, 2, 64, 512, 1024, 2},
-      {"llama3-8b", 32, 4096, 32, 8, 128, 14336, 128256, 2},
-      {"llama3-70b", 80, 8192, 64, 8, 128, 28672, 128256, 2},
-  };
-  return presets;
-}
+const std::vector<ModelSpec>& model_presets() { return model_shapes(); }
 
 const std::vector<GpuSpec>& gpu_presets() {
   static const std::vector<GpuSpec> presets = [] {
@@ -54,9 +46,7 @@ StatusOr<Spec> find_by_name(const std::vector<Spec>& presets, std::string_view n
 }
 }  // namespace
 
-StatusOr<ModelSpec> find_model_spec(std::string_view name) {
-  return find_by_name(model_presets(), name, "model");
-}
+StatusOr<ModelSpec> find_model_spec(std::string_view name) { return find_model_shape(name); }
 
 StatusOr<GpuSpec> find_gpu_spec(std::string_view name) {
   for (const GpuSpec& g : registered_gpus()) {

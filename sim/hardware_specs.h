@@ -10,27 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "model/model_shape.h"
 #include "model/status.h"
 
 namespace kv::sim {
 
-// A Llama-shaped decoder: RMSNorm, GQA attention with rotary, SwiGLU MLP.
-struct ModelSpec {
-  std::string name;
-  int layers = 0;
-  int hidden = 0;
-  int heads = 0;
-  int kv_heads = 0;
-  int head_dim = 0;
-  int intermediate = 0;  // MLP size
-  int vocab = 0;
-  int dtype_bytes = 2;   // bf16
-
-  // K and V of one token in every layer.
-  std::int64_t kv_bytes_per_token() const {
-    return 2LL * layers * kv_heads * head_dim * dtype_bytes;
-  }
-};
+// A Llama-shaped decoder: the project-wide model presets of model/model_shape.h.
+using ModelSpec = ModelShape;
 
 // The accelerator and the host around it (CPU step overheads, PCIe copies).
 struct GpuSpec {
@@ -51,7 +37,7 @@ struct GpuSpec {
   std::int64_t host_per_block_ns = 20;           // per block id sent in the plan
 };
 
-const std::vector<ModelSpec>& model_presets();  // tiny, llama3-8b, llama3-70b
+const std::vector<ModelSpec>& model_presets();  // model_shapes()
 const std::vector<GpuSpec>& gpu_presets();      // h100-sxm, h200
 
 StatusOr<ModelSpec> find_model_spec(std::string_view name);

@@ -58,7 +58,7 @@ TEST(HardwareSpecsTest, PresetsAndLookup) {
   EXPECT_EQ(gpu("h100-sxm").sm_count, 132);
 
   EXPECT_EQ(find_model_spec("gpt5").status().message(),
-            "unknown model 'gpt5' (valid: tiny, llama3-8b, llama3-70b)");
+            "unknown model 'gpt5' (valid: tiny, small, llama3-1b, llama3-8b, llama3-70b)");
   EXPECT_EQ(find_gpu_spec("a100").status().message(), "unknown gpu 'a100' (valid: h100-sxm, h200)");
 }
 

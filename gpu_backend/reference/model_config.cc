@@ -1,5 +1,7 @@
 #include "gpu_backend/reference/model_config.h"
 
+#include "model/model_shape.h"
+
 #include <cmath>
 
 namespace kv::gpuref {
@@ -29,45 +31,25 @@ Status ModelConfig::validate() const {
 }
 
 StatusOr<ModelConfig> model_preset(const std::string& name) {
+  auto shape = find_model_shape(name);
+  if (!shape.ok()) return shape.status();
   ModelConfig c;
   c.name = name;
-  if (name == "tiny") {
-    return c;  // the defaults
-  }
-  if (name == "small") {
-    c.num_layers = 4;
-    c.hidden = 1024;
-    c.num_heads = 8;
-    c.num_kv_heads = 2;
-    c.head_dim = 128;
-    c.intermediate = 2816;
-    c.vocab = 32000;
-    return c;
-  }
-  if (name == "llama3-1b") {
-    c.num_layers = 16;
-    c.hidden = 2048;
-    c.num_heads = 32;
-    c.num_kv_heads = 8;
-    c.head_dim = 64;
-    c.intermediate = 8192;
-    c.vocab = 128256;
-    return c;
-  }
-  if (name == "llama3-8b") {
-    c.num_layers = 32;
-    c.hidden = 4096;
-    c.num_heads = 32;
-    c.num_kv_heads = 8;
-    c.head_dim = 128;
-    c.intermediate = 14336;
-    c.vocab = 128256;
-    return c;
-  }
-  return Status::error("unknown model preset '" + name + "' (known: tiny, small, llama3-1b, llama3-8b)");
+  c.num_layers = shape->layers;
+  c.hidden = shape->hidden;
+  c.num_heads = shape->heads;
+  c.num_kv_heads = shape->kv_heads;
+  c.head_dim = shape->head_dim;
+  c.intermediate = shape->intermediate;
+  c.vocab = shape->vocab;
+  return c;
 }
 
-std::vector<std::string> model_preset_names() { return {"tiny", "small", "llama3-1b", "llama3-8b"}; }
+std::vector<std::string> model_preset_names() {
+  std::vector<std::string> names;
+  for (const ModelShape& s : model_shapes()) names.push_back(s.name);
+  return names;
+}
 
 std::uint32_t tensor_id(TensorKind kind, int layer) {
   const auto k = static_cast<std::uint32_t>(kind);

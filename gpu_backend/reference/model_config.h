@@ -36,7 +36,7 @@ struct ModelConfig {
   Status validate() const;
 };
 
-// Presets: tiny, small (4 layers, hidden 1024), llama3-1b-shape, llama3-8b.
+// Presets: the shapes of model/model_shape.h (tiny, small, llama3-1b, llama3-8b, llama3-70b).
 StatusOr<ModelConfig> model_preset(const std::string& name);
 std::vector<std::string> model_preset_names();
 
