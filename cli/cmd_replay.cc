@@ -115,7 +115,7 @@ int run_replay(int argc, char** argv) {
   const std::string title = "kvsim replay: " + trace_path + " on " + s.device->name() + ", prefix caching " +
                             (o.prefix_caching ? "on" : "off");
   std::cout << reports::format_summary(title, *summary, wall);
-  if (Status st = (*folder)->finish(s.config, *summary, replayer.log(), wall); !st.ok()) {
+  if (Status st = (*folder)->finish(s.config, *summary, replayer.log(), wall, s.device->kernel_times()); !st.ok()) {
     std::cerr << "kvsim replay: " << st.message() << "\n";
     return 2;
   }

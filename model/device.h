@@ -8,12 +8,20 @@
 // aborts on) a verification failure.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "model/step_plan.h"
 
 namespace kv {
+
+// Device time spent in one kind of work (a kernel, a copy, host scheduling) over a run.
+struct KernelTime {
+  std::string name;
+  std::int64_t launches = 0;
+  std::int64_t total_ns = 0;
+};
 
 class Device {
  public:
@@ -23,6 +31,8 @@ class Device {
   // Called once after the last step: checks whatever the device deferred (the simulator
   // verifies reads of requests that never left) and returns violations like StepResult's.
   virtual std::vector<std::string> finish_run() { return {}; }
+  // Per-kernel totals of the steps executed so far, in a fixed order (empty if not tracked).
+  virtual std::vector<KernelTime> kernel_times() const { return {}; }
 };
 
 }  // namespace kv

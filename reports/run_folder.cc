@@ -141,7 +141,7 @@ std::string format_summary(const std::string& title, const ReplaySummary& s, dou
 }
 
 Status RunFolder::finish(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
-                         double wall_seconds) {
+                         double wall_seconds, const std::vector<KernelTime>& kernels) {
   std::fclose(steps_);
   std::fclose(requests_);
   steps_ = requests_ = nullptr;
@@ -149,6 +149,13 @@ Status RunFolder::finish(const RunConfig& config, const ReplaySummary& summary, 
   if (Status s = write_file(d / "summary.json", summary_json(config, summary, wall_seconds)); !s.ok()) return s;
   if (!log.text().empty()) {
     if (Status s = write_file(d / "decisions.log", log.text()); !s.ok()) return s;
+  }
+  if (!kernels.empty()) {
+    std::string csv = "kernel,launches,total_ns\n";
+    for (const KernelTime& k : kernels) {
+      csv += k.name + "," + std::to_string(k.launches) + "," + std::to_string(k.total_ns) + "\n";
+    }
+    if (Status s = write_file(d / "kernels.csv", csv); !s.ok()) return s;
   }
   std::ostringstream md;
   md << "# kvsim replay report\n\n## Configuration\n\n| option | value |\n|---|---|\n";

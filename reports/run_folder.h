@@ -4,6 +4,7 @@
 //   steps.csv       one row per executed step (time, tokens, KV usage, evictions, ...)
 //   requests.csv    one row per request (arrival, TTFT, E2E, hits, preemptions, status)
 //   decisions.log   the canonical decision log (its SHA-256 is the run's digest)
+//   kernels.csv     device time per kernel (when the device tracks it)
 //   report.md       a readable report of the run
 //
 // A RunFolder refuses an existing non-empty directory unless overwrite is set: a user's files
@@ -33,8 +34,9 @@ class RunFolder {
   void add_step(const StepRecord& r);
   void add_request(const RequestMetrics& m);
   // Writes summary.json, decisions.log (if the text was kept) and report.md; closes the CSVs.
+  // `kernels` (may be empty) goes to kernels.csv: kernel,launches,total_ns.
   Status finish(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
-                double wall_seconds);
+                double wall_seconds, const std::vector<KernelTime>& kernels = {});
   const std::string& dir() const { return dir_; }
 
  private:

@@ -63,6 +63,13 @@ StepResult SimDevice::execute(const StepPlan& plan) {
   StepShape shape = summarize(plan);
   last_cost_ = cost_.cost(shape);
   result.duration_ns = last_cost_.duration_ns;
+  for (int n = 0; n < kNumStepNodes; ++n) {
+    const std::int64_t cycles = last_cost_.node_cycles[static_cast<std::size_t>(n)];
+    if (cycles <= 0) continue;
+    const bool per_layer = n >= static_cast<int>(StepNode::kInputNorm) && n <= static_cast<int>(StepNode::kDownProj);
+    node_ns_[static_cast<std::size_t>(n)] += cost_.cycles_to_ns(cycles);
+    node_launches_[static_cast<std::size_t>(n)] += per_layer ? model().layers : 1;
+  }
 
   DeviceCounters& c = result.counters;
   c.tokens_computed = shape.num_tokens;
@@ -82,6 +89,20 @@ std::vector<std::string> SimDevice::verify_live_requests(std::int64_t step) {
   violations_.clear();
   shadow_.verify_live(step, &violations_);
   return format(violations_);
+}
+
+std::vector<KernelTime> SimDevice::kernel_times() const {
+  static const char* const kNames[kNumStepNodes] = {
+      "host_schedule", "h2d_block_table", "h2d_inputs", "slot_mapping", "graph_launch",
+      "input_norm", "qkv_proj", "rotary", "cache_write", "attention", "o_proj",
+      "post_attention_norm", "gate_up_proj", "silu_mul", "down_proj", "final_norm", "lm_head",
+      "d2h_sampled"};
+  std::vector<KernelTime> out;
+  for (int n = 0; n < kNumStepNodes; ++n) {
+    const auto i = static_cast<std::size_t>(n);
+    out.push_back({kNames[n], node_launches_[i], node_ns_[i]});
+  }
+  return out;
 }
 
 StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options) {

@@ -9,6 +9,7 @@
 // Not thread-safe; one replay drives one device.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -48,6 +49,8 @@ class SimDevice final : public Device {
   std::vector<std::string> verify_live_requests(std::int64_t step);
   // Device::finish_run: verify_live_requests after the last step executed.
   std::vector<std::string> finish_run() override { return verify_live_requests(last_step_ + 1); }
+  // Each node of the step DAG: modelled time and launches (layer kernels count once a layer).
+  std::vector<KernelTime> kernel_times() const override;
 
   const SimOptions& options() const { return options_; }
   const ModelSpec& model() const { return cost_.model(); }
@@ -70,6 +73,8 @@ class SimDevice final : public Device {
   StepCost last_cost_;
   std::vector<Violation> violations_;  // of the last step
   std::int64_t last_step_ = 0;
+  std::array<std::int64_t, kNumStepNodes> node_ns_{};        // summed over executed steps
+  std::array<std::int64_t, kNumStepNodes> node_launches_{};
 };
 
 StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options);

@@ -54,7 +54,7 @@ TEST_F(CliReplayTest, WritesARunFolderAndADigest) {
   ASSERT_EQ(o.status, 0) << o.output;
   EXPECT_NE(o.output.find("requests done / rejected  6 / 0"), std::string::npos) << o.output;
   EXPECT_NE(o.output.find("no violations"), std::string::npos);
-  for (const char* f : {"summary.json", "steps.csv", "requests.csv", "decisions.log", "report.md"}) {
+  for (const char* f : {"summary.json", "steps.csv", "requests.csv", "decisions.log", "report.md", "kernels.csv"}) {
     EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
   }
   // The same run again into another folder: byte-identical decision log.
