@@ -92,7 +92,8 @@ Status CudaDevice::init() {
   const std::int64_t max_capture =
       o.max_cudagraph_capture_size > 0 ? o.max_cudagraph_capture_size : std::min<std::int64_t>(2LL * o.max_num_seqs, 512);
   StatusOr<std::unique_ptr<gpuref::GraphPolicy>> policy =
-      gpuref::make_graph_policy(o.profile_csv.empty() ? o.cudagraph_mode : "NONE", o.cudagraph_capture_sizes, max_capture);
+      gpuref::make_graph_policy(o.profile_csv.empty() ? o.cudagraph_mode : "NONE", o.cudagraph_capture_sizes, max_capture,
+                                o.max_num_seqs);
   if (!policy.ok()) return policy.status();
   graph_policy_ = std::move(policy.value());
 

@@ -39,6 +39,11 @@ TEST(GpuRefGraphPolicy, FullForUniformDecodePaddedEagerOtherwise) {
   EXPECT_EQ((*custom)->capture_sizes(), (std::vector<std::int64_t>{2, 8, 16}));
   EXPECT_FALSE(make_graph_policy("PIECEWISE_ONLY", {}, 64).ok());
   EXPECT_FALSE(make_graph_policy("FULL", {0, 4}, 64).ok());
+  // As vLLM: full decode graphs only for batches of at most max_num_seqs requests.
+  auto limited = make_graph_policy("FULL_DECODE_ONLY", {}, 64, /*max_num_seqs=*/16);
+  ASSERT_TRUE(limited.ok());
+  EXPECT_EQ((*limited)->dispatch(16, true).mode, GraphRuntimeMode::kFull);
+  EXPECT_EQ((*limited)->dispatch(17, true).mode, GraphRuntimeMode::kNone);
 }
 
 }  // namespace
