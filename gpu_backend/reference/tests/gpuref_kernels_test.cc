@@ -12,6 +12,7 @@
 #include "gpu_backend/reference/flat_batch.h"
 #include "gpu_backend/reference/kernels.h"
 #include "gpu_backend/reference/numerics.h"
+#include "gpu_backend/reference/prefix_scenario.h"
 
 namespace kv::gpuref {
 namespace {
@@ -38,17 +39,7 @@ TEST(GpuRefCacheWrite, SkipsPaddingSlots) {
   EXPECT_EQ(untouched, static_cast<long>(cache.k.size()) - 8);
 }
 
-StepPlan plan_of(std::int64_t step, std::vector<ScheduledRequest> reqs,
-                 std::vector<RequestId> finished = {}, std::vector<RequestId> preempted = {}) {
-  StepPlan p;
-  p.step = step;
-  p.block_size = 4;
-  p.requests = std::move(reqs);
-  p.finished = std::move(finished);
-  p.preempted = std::move(preempted);
-  for (const auto& r : p.requests) p.total_tokens += static_cast<std::int64_t>(r.token_ids.size());
-  return p;
-}
+using scenario::plan;  // a StepPlan of block size 4 from its requests
 
 ScheduledRequest req(const RequestId& id, bool is_new, std::vector<BlockId> blocks,
                      std::int64_t computed, int num_tokens, std::int64_t prompt) {
@@ -65,7 +56,7 @@ ScheduledRequest req(const RequestId& id, bool is_new, std::vector<BlockId> bloc
 TEST(GpuRefBlockTables, DeltasRowsAndFlattening) {
   BlockTables tables(2, 4, 16);
   std::vector<BlockTableUpdate> updates;
-  ASSERT_TRUE(tables.apply(plan_of(0, {req("a", true, {7, 3}, 0, 6, 6), req("b", true, {5}, 0, 2, 3)}), &updates).ok());
+  ASSERT_TRUE(tables.apply(plan(0, {req("a", true, {7, 3}, 0, 6, 6), req("b", true, {5}, 0, 2, 3)}), &updates).ok());
   EXPECT_EQ(tables.row_of("a"), 0);
   EXPECT_EQ(tables.row_of("b"), 1);
   ASSERT_EQ(updates.size(), 3u);
@@ -75,7 +66,7 @@ TEST(GpuRefBlockTables, DeltasRowsAndFlattening) {
 
   // a decodes into a new block; b finishes its prompt chunk.
   updates.clear();
-  const StepPlan p1 = plan_of(1, {req("a", false, {9}, 8, 1, 6), req("b", false, {}, 2, 1, 3)});
+  const StepPlan p1 = plan(1, {req("a", false, {9}, 8, 1, 6), req("b", false, {}, 2, 1, 3)});
   ASSERT_TRUE(tables.apply(p1, &updates).ok());
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].row, 0);
@@ -93,16 +84,16 @@ TEST(GpuRefBlockTables, DeltasRowsAndFlattening) {
   EXPECT_EQ(host_slot_mapping(*b, tables, 4), (std::vector<std::int64_t>{36, 22, -1, -1}));
 
   // a finishes: its row is reused lowest-first by c; bad input leaves the tables unchanged.
-  ASSERT_TRUE(tables.apply(plan_of(2, {req("c", true, {1}, 0, 1, 1)}, {"a"}), nullptr).ok());
+  ASSERT_TRUE(tables.apply(plan(2, {req("c", true, {1}, 0, 1, 1)}, {"a"}), nullptr).ok());
   EXPECT_EQ(tables.row_of("c"), 0);
   EXPECT_EQ(tables.row_of("a"), -1);
-  EXPECT_FALSE(tables.apply(plan_of(3, {req("zz", false, {}, 0, 1, 1)}), nullptr).ok());
-  EXPECT_FALSE(tables.apply(plan_of(3, {req("d", true, {16}, 0, 1, 1)}, {"b"}), nullptr).ok());
+  EXPECT_FALSE(tables.apply(plan(3, {req("zz", false, {}, 0, 1, 1)}), nullptr).ok());
+  EXPECT_FALSE(tables.apply(plan(3, {req("d", true, {16}, 0, 1, 1)}, {"b"}), nullptr).ok());
   EXPECT_EQ(tables.row_of("b"), 1);
-  EXPECT_FALSE(tables.apply(plan_of(3, {req("d", true, {1}, 0, 1, 1)}), nullptr).ok());  // 3 rows
-  EXPECT_FALSE(tables.apply(plan_of(3, {req("c", false, {1, 2, 3, 4}, 1, 1, 1)}), nullptr).ok());
+  EXPECT_FALSE(tables.apply(plan(3, {req("d", true, {1}, 0, 1, 1)}), nullptr).ok());  // 3 rows
+  EXPECT_FALSE(tables.apply(plan(3, {req("c", false, {1, 2, 3, 4}, 1, 1, 1)}), nullptr).ok());
   // A plan that computes past the row's blocks is caught when flattening.
-  const StepPlan past = plan_of(3, {req("c", false, {}, 4, 1, 1)});
+  const StepPlan past = plan(3, {req("c", false, {}, 4, 1, 1)});
   ASSERT_TRUE(tables.apply(past, nullptr).ok());
   EXPECT_FALSE(build_flat_batch(past, tables, 1000).ok());
 }
