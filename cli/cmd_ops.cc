@@ -5,7 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "cli/ops_interpreter.h"
+#include "ops/ops_interpreter.h"
 
 namespace po = boost::program_options;
 

@@ -12,7 +12,7 @@
 #include <memory>
 #include <sstream>
 
-#include "cli/ops_interpreter.h"
+#include "ops/ops_interpreter.h"
 #include "model/kv_cache_manager.h"
 #include "properties/manager_model.h"
 #include "properties/manager_script.h"

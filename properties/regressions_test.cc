@@ -6,7 +6,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "cli/ops_interpreter.h"
+#include "ops/ops_interpreter.h"
 
 namespace kv {
 namespace {

@@ -1,6 +1,6 @@
 // The ops interpreter: the ten vLLM-produced golden scenarios in both free orders, every kind
 // of malformed line (exit 2, `line N: reason`), a failed check (exit 1), and the kvsim binary.
-#include "cli/ops_interpreter.h"
+#include "ops/ops_interpreter.h"
 
 #include <gtest/gtest.h>
 #include <sys/wait.h>

@@ -1,4 +1,4 @@
-#include "cli/ops_interpreter.h"
+#include "ops/ops_interpreter.h"
 
 #include <algorithm>
 #include <charconv>
