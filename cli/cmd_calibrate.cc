@@ -1,6 +1,6 @@
 // kvsim calibrate PROFILE.csv --name NAME: fits the simulator's cost model to a GPU kernel
 // profile and saves a GPU preset file that `kvsim replay --gpu-preset-file FILE` (or `--gpu
-// NAME` with the file in ./presets or $KVSIM_GPU_PRESET_PATH) loads (reports/calibration.h).
+// NAME` with the file in ./presets or $KVSIM_GPU_PRESET_PATH) loads (sim/calibration.h).
 // --synthesize writes a synthetic profile from a known preset, to prove the pipeline.
 #include <boost/program_options.hpp>
 #include <cstdio>
@@ -9,7 +9,8 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "reports/calibration.h"
+#include "replay/held_out.h"
+#include "sim/calibration.h"
 #include "sim/hardware_specs.h"
 
 namespace po = boost::program_options;
@@ -83,7 +84,7 @@ int run_calibrate(int argc, char** argv) {
   if (!(noise_sigma >= 0 && noise_sigma < 1) || !(step_noise_sigma >= 0 && step_noise_sigma < 1)) {
     return fail("noise sigmas must be in [0, 1)");
   }
-  auto model_spec = sim::find_model_spec(model);
+  auto model_spec = find_model_shape(model);
   if (!model_spec.ok()) return fail("--model: " + model_spec.status().message());
   std::optional<sim::GpuSpec> truth;
   if (!truth_file.empty()) {
@@ -94,7 +95,7 @@ int run_calibrate(int argc, char** argv) {
 
   if (!synthesize.empty()) {
     if (!truth) return fail("--synthesize needs --truth-preset-file (the known preset)");
-    const std::string csv = reports::synthetic_profile_csv(*model_spec, *truth, noise_sigma, seed);
+    const std::string csv = sim::synthetic_profile_csv(*model_spec, *truth, noise_sigma, seed);
     if (Status s = write_new(synthesize, csv, force); !s.ok()) return fail(s.message());
     std::cout << "wrote a synthetic profile of " << model << " on '" << truth->name << "' (compute "
               << truth->compute_efficiency_pct << "%, bandwidth " << truth->bandwidth_efficiency_pct
@@ -106,34 +107,34 @@ int run_calibrate(int argc, char** argv) {
   if (name.empty()) return fail("--name is required");
   auto base = sim::find_gpu_spec(base_gpu);
   if (!base.ok()) return fail("--base-gpu: " + base.status().message());
-  auto rows = reports::read_profile(profile);
+  auto rows = sim::read_profile(profile);
   if (!rows.ok()) return fail(rows.status().message());
-  auto cal = reports::calibrate(*rows, *model_spec, *base, name);
+  auto cal = sim::calibrate(*rows, *model_spec, *base, name);
   if (!cal.ok()) return fail(cal.status().message());
   if (out.empty()) out = "presets/" + name + ".gpu";
 
   std::cout << "kvsim calibrate: " << profile << " (" << rows->size() << " rows), model " << model << ", base "
             << base_gpu << "\n";
   std::printf("  %-12s %6s %9s %10s %9s %9s %9s\n", "scope", "rows", "compute", "bandwidth", "median", "p90", "max");
-  auto line = [](const reports::EfficiencyFit& f) {
+  auto line = [](const sim::EfficiencyFit& f) {
     std::printf("  %-12s %6zu %8d%% %9d%% %9s %9s %9s\n", f.scope.c_str(), f.rows, f.compute_pct, f.bandwidth_pct,
                 pct(f.median_ape).c_str(), pct(f.p90_ape).c_str(), pct(f.max_ape).c_str());
   };
   line(cal->all);
   for (const auto& f : cal->classes) line(f);
-  reports::EfficiencyFit b = cal->base_errors;
+  sim::EfficiencyFit b = cal->base_errors;
   b.scope = "base " + b.scope;
   line(b);
   std::cout << "  (errors: |predicted - measured| / measured over the profile rows)\n";
-  if (Status s = write_new(out, reports::calibration_preset_text(*cal, profile), force); !s.ok()) return fail(s.message());
+  if (Status s = write_new(out, sim::calibration_preset_text(*cal, profile), force); !s.ok()) return fail(s.message());
   std::cout << "  wrote preset '" << name << "' to " << out << "\n";
 
   if (!held_out.empty()) {
     if (!truth) return fail("--held-out-trace needs --truth-preset-file (what stands for the GPU)");
-    auto fitted = reports::held_out_error(held_out, held_out_limit, model, *truth, cal->spec, step_noise_sigma, seed);
+    auto fitted = replay::held_out_error(held_out, held_out_limit, *model_spec, *truth, cal->spec, step_noise_sigma, seed);
     if (!fitted.ok()) return fail(fitted.status().message());
     sim::GpuSpec base_named = *base;
-    auto baseline = reports::held_out_error(held_out, held_out_limit, model, *truth, base_named, step_noise_sigma, seed);
+    auto baseline = replay::held_out_error(held_out, held_out_limit, *model_spec, *truth, base_named, step_noise_sigma, seed);
     if (!baseline.ok()) return fail(baseline.status().message());
     std::cout << "  held-out " << held_out << " (" << fitted->steps << " steps, truth '" << truth->name << "'):\n";
     std::printf("    %-12s median %8s  p90 %8s  max %8s\n", name.c_str(), pct(fitted->median_ape).c_str(),

@@ -13,17 +13,22 @@
 #include <thread>
 
 #include "cli/commands.h"
-#include "cli/replay_setup.h"
-#include "model/replayer.h"
+#include "cli/config_options.h"
+#include "replay/sweep.h"
 #include "reports/gnuplot.h"
-#include "reports/sweep.h"
-#include "traces/replay_source.h"
+#include "reports/sweep_plot.h"
 
 namespace po = boost::program_options;
 
 namespace kv::cli {
 
 namespace {
+
+// The replay options a serving sweep takes (block size and free order are sweep axes).
+const std::set<std::string> kServingOptions = {
+    "model", "gpu", "gpu-preset-file", "profile", "verify", "cuda-graphs", "max-num-batched-tokens",
+    "max-num-seqs", "max-model-len", "no-chunked-prefill", "long-prefill-token-threshold", "full-sequence-gate",
+    "hash", "seed", "limit", "max-steps"};
 
 int fail(const std::string& message) {
   std::cerr << "kvsim sweep: " << message << "\n";
@@ -49,57 +54,6 @@ StatusOr<std::vector<T>> split_list(const std::string& text, const char* what) {
   return out;
 }
 
-// A serving-mode configuration: a full replay on the simulator with the replay setup.
-StatusOr<reports::SweepPoint> run_serving(const ReplaySetupOptions& base, const reports::SweepConfig& c,
-                                          std::int64_t pool_blocks) {
-  ReplaySetupOptions o = base;
-  o.device = "sim";
-  o.block_size = c.block_size;
-  o.num_blocks = pool_blocks;
-  o.free_order = c.policy == "lru" ? "classic" : "unhashed_first";
-  trace::ReplaySourceOptions so;
-  so.seed = o.seed;
-  so.limit = o.limit;
-  auto source = trace::TraceRequestSource::open(c.trace, so);
-  if (!source.ok()) return source.status();
-  auto setup = make_replay_setup(o, (*source)->header());
-  if (!setup.ok()) return setup.status();
-  ReplayOptions ro;
-  ro.keep_decision_text = false;
-  ro.max_steps = o.max_steps;
-  Replayer replayer(*setup->scheduler, *setup->device, **source, ro);
-  auto summary = replayer.run();
-  if (!summary.ok()) return summary.status();
-  const ReplaySummary& s = *summary;
-  reports::SweepPoint p;
-  p.config = c;
-  p.mode = "serving";
-  p.pool_blocks = pool_blocks;
-  p.lookups = s.cache.lookups;
-  p.queries = s.cache.queries;
-  p.hits = s.cache.hits;
-  p.evictions = s.evictions;
-  p.requests = s.requests_total;
-  p.unfit_requests = s.requests_rejected;
-  p.hit_rate = s.hit_rate;
-  p.has_serving = true;
-  reports::ServingMetrics& m = p.serving;
-  m.requests_finished = s.requests_finished;
-  m.requests_rejected = s.requests_rejected;
-  m.preemptions = s.preemptions;
-  m.ttft_p50_us = s.ttft_us.p50;
-  m.ttft_p90_us = s.ttft_us.p90;
-  m.tpot_p50_us = s.tpot_us.p50;
-  m.tpot_p90_us = s.tpot_us.p90;
-  m.e2e_p50_us = s.e2e_us.p50;
-  m.e2e_p90_us = s.e2e_us.p90;
-  m.simulated_us = s.sim_time_us;
-  const double sim_s = static_cast<double>(s.sim_time_us) / 1e6;
-  m.output_tokens_per_s = sim_s > 0 ? static_cast<double>(s.output_tokens) / sim_s : 0;
-  m.requests_per_s = sim_s > 0 ? static_cast<double>(s.requests_finished) / sim_s : 0;
-  return p;
-}
-
 }  // namespace
 
 int run_sweep(int argc, char** argv) {
@@ -108,8 +62,6 @@ int run_sweep(int argc, char** argv) {
   std::string title;
   int jobs = 0;
   bool force = false, no_plot = false;
-  ReplaySetupOptions ro;
-  ro.verify = "off";
   po::options_description opts(
       "kvsim sweep --trace T --capacity LIST [options]\n\n"
       "Prefix-cache hit rate against KV-cache capacity (in tokens) for each trace, policy and block\n"
@@ -134,19 +86,8 @@ int run_sweep(int argc, char** argv) {
       ("title", po::value(&title), "plot title (default: from the traces and mode)")
       ("no-plot", po::bool_switch(&no_plot), "write the CSV only")
       ("progress", po::value(&progress)->default_value(progress), "auto (on a terminal) | on | off");
-  po::options_description serving("Serving mode (the replay setup of kvsim replay)");
-  serving.add_options()
-      ("model", po::value(&ro.model)->default_value(ro.model), "model preset: tiny, llama3-8b, llama3-70b")
-      ("gpu", po::value(&ro.gpu)->default_value(ro.gpu), "GPU preset of the simulator")
-      ("gpu-preset-file", po::value(&ro.gpu_preset_file), "GPU preset file (kvsim calibrate)")
-      ("profile", po::value(&ro.profile), "per-kernel profile CSV for the cost model")
-      ("max-num-batched-tokens", po::value(&ro.max_num_batched_tokens)->default_value(ro.max_num_batched_tokens),
-       "token budget per step")
-      ("max-num-seqs", po::value(&ro.max_num_seqs)->default_value(ro.max_num_seqs), "requests per step")
-      ("max-model-len", po::value(&ro.max_model_len)->default_value(ro.max_model_len), "longest sequence")
-      ("cuda-graphs", po::value(&ro.cuda_graphs)->default_value(ro.cuda_graphs), "CUDA-graph mode")
-      ("seed", po::value(&ro.seed)->default_value(0), "seed of generated output tokens")
-      ("limit", po::value(&ro.limit)->default_value(0), "replay only the first N requests (0 = all)");
+  po::options_description serving("Serving mode (the options of kvsim replay; verification is off by default)");
+  add_config_options(serving, kServingOptions);
   opts.add(serving);
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
@@ -160,10 +101,10 @@ int run_sweep(int argc, char** argv) {
   for (const std::string& t : traces) {
     if (!std::filesystem::is_regular_file(t)) return fail("trace " + t + " does not exist or is not a file");
   }
-  reports::SweepOptions so;
+  replay::SweepOptions so;
   so.traces = traces;
   so.mode = mode;
-  auto caps = reports::parse_capacities(capacity_text);
+  auto caps = replay::parse_capacities(capacity_text);
   if (!caps.ok()) return fail("--capacity: " + caps.status().message());
   so.capacities = *caps;
   auto policies = split_list<std::string>(policy_text, "policy");
@@ -174,14 +115,8 @@ int run_sweep(int argc, char** argv) {
   so.block_sizes = *blocks;
   so.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
   if (mode == "serving") {
-    // Validate the replay setup once, before any thread starts.
-    ReplaySetupOptions probe = ro;
-    probe.num_blocks = 2;
-    trace::TraceHeader header;
-    if (auto s = make_replay_setup(probe, header); !s.ok()) return fail(s.status().message());
-    ro.gpu = probe.gpu;  // a preset file is loaded and registered once, here
-    ro.gpu_preset_file.clear();
-    so.serving = [ro](const reports::SweepConfig& c, std::int64_t pool) { return run_serving(ro, c, pool); };
+    so.serving.verify = sim::VerifyMode::kOff;
+    if (Status s = apply_config_options(vm, so.serving, kServingOptions); !s.ok()) return fail(s.message());
   }
 
   if (out_dir.empty()) out_dir = "runs/sweep-" + std::filesystem::path(traces.front()).stem().string();
@@ -197,7 +132,7 @@ int run_sweep(int argc, char** argv) {
 
   const bool show = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
   const auto t0 = std::chrono::steady_clock::now();
-  const std::size_t total = reports::sweep_configs(so).size();
+  const std::size_t total = replay::sweep_configs(so).size();
   std::cout << "kvsim sweep: " << total << " configurations (" << mode << " mode) on " << so.jobs << " threads\n";
   if (show) {
     so.on_progress = [&](std::size_t done, std::size_t n) {
@@ -205,7 +140,7 @@ int run_sweep(int argc, char** argv) {
       std::fprintf(stderr, "\r  %zu / %zu configurations  %.0f s   ", done, n, s);
     };
   }
-  auto points = reports::run_sweep(so);
+  auto points = replay::run_sweep(so);
   if (show) std::fprintf(stderr, "\r%60s\r", "");
   if (!points.ok()) return fail(points.status().message());
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -213,11 +148,11 @@ int run_sweep(int argc, char** argv) {
   const std::string csv_path = (std::filesystem::path(out_dir) / "sweep.csv").string();
   {
     std::ofstream f(csv_path, std::ios::binary);
-    f << reports::sweep_csv(*points);
+    f << replay::sweep_csv(*points);
     if (!f) return fail("cannot write " + csv_path);
   }
   std::printf("  %-32s %14s %-20s %6s %9s %10s\n", "trace", "capacity", "policy", "block", "hit rate", "evictions");
-  for (const reports::SweepPoint& p : *points) {
+  for (const replay::SweepPoint& p : *points) {
     std::printf("  %-32s %14lld %-20s %6d %9.4f %10lld\n",
                 std::filesystem::path(p.config.trace).stem().string().c_str(),
                 static_cast<long long>(p.config.capacity_tokens), p.config.policy.c_str(), p.config.block_size,

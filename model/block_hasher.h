@@ -27,6 +27,9 @@ namespace kv {
 
 enum class HashAlgo { kSha256Cbor, kXxhashCbor };
 
+// The seed of NONE_HASH when none is configured (vLLM takes it from PYTHONHASHSEED).
+inline constexpr std::string_view kDefaultHashSeed = "0";
+
 const char* to_string(HashAlgo algo);
 std::optional<HashAlgo> parse_hash_algo(std::string_view text);
 
@@ -46,7 +49,7 @@ struct HashExtras {
 
 class BlockHasher {
  public:
-  explicit BlockHasher(HashAlgo algo = HashAlgo::kSha256Cbor, std::string seed = "0");
+  explicit BlockHasher(HashAlgo algo = HashAlgo::kSha256Cbor, std::string seed = std::string(kDefaultHashSeed));
 
   HashAlgo algo() const { return algo_; }
   const std::string& seed() const { return seed_; }

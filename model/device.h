@@ -35,4 +35,13 @@ class Device {
   virtual std::vector<KernelTime> kernel_times() const { return {}; }
 };
 
+// StepTimePredictor: the modelled duration of a plan, without executing it (the simulator's
+// cost model). Beside real hardware it drives the virtual clock, so that arrivals interleave
+// with steps exactly as on the simulator. Deterministic: same plans, same durations.
+class StepTimePredictor {
+ public:
+  virtual ~StepTimePredictor() = default;
+  virtual std::int64_t predict_ns(const StepPlan& plan) = 0;
+};
+
 }  // namespace kv

@@ -33,7 +33,7 @@ enum class SchedulingPolicy { kFcfs, kPriority };
 struct SchedulerConfig {
   KvCacheConfig cache;                       // blocks, block size, caching, free order, ...
   HashAlgo hash_algo = HashAlgo::kSha256Cbor;
-  std::string hash_seed = "0";
+  std::string hash_seed = std::string(kDefaultHashSeed);
   std::int64_t max_num_batched_tokens = 8192;
   int max_num_seqs = 256;
   bool enable_chunked_prefill = true;

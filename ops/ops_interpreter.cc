@@ -144,7 +144,7 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
     if (!parsed) return Status::error("hash must be sha256_cbor or xxhash_cbor, got '" + a.kv["hash"] + "'");
     algo = *parsed;
   }
-  const std::string seed = a.kv.count("seed") ? a.kv["seed"] : "0";
+  const std::string seed = a.kv.count("seed") ? a.kv["seed"] : std::string(kDefaultHashSeed);
   if (a.kv.count("free_order") && !parse_free_order(a.kv["free_order"], &c.free_order)) {
     return Status::error("free_order must be classic or unhashed_first, got '" + a.kv["free_order"] + "'");
   }

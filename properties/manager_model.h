@@ -28,7 +28,7 @@ struct ModelConfig {
   bool eagle = false;
   std::int64_t max_model_len = 1 << 20;
   HashAlgo algo = HashAlgo::kSha256Cbor;
-  std::string seed = "0";
+  std::string seed = std::string(kDefaultHashSeed);
 
   std::string ops_config_line() const;
 };

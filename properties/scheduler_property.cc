@@ -53,7 +53,7 @@ struct SchedModel {
 struct SchedSut {
   explicit SchedSut(const SchedulerConfig& config) : scheduler(config) {
     sim::SimOptions o;
-    o.model = "tiny";
+    o.model = find_model_shape("tiny").value();
     o.verify = sim::VerifyMode::kFull;
     o.max_num_seqs = config.max_num_seqs;
     auto d = sim::SimDevice::create(o);

@@ -9,6 +9,7 @@
 #include <set>
 #include <sstream>
 
+#include "model/percentile.h"
 #include "reports/gnuplot.h"
 
 namespace kv::reports {
@@ -130,13 +131,6 @@ class Doc {
  private:
   std::ostringstream md_, html_;
 };
-
-double percentile_d(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
-  rank = std::clamp<std::size_t>(rank, 1, sorted.size());
-  return sorted[rank - 1];
-}
 
 // Writes one gnuplot data block per series (index i = series i); at most max_points rows each.
 Status write_series(const fs::path& path, const std::vector<std::vector<std::pair<double, double>>>& series,
@@ -459,7 +453,7 @@ StatusOr<ReportResult> write_report(const ReportOptions& o) {
         doc.para("No step of " + m.label + " has a measured time > 0.");
         continue;
       }
-      const double med = percentile_d(e, 50), p90 = percentile_d(e, 90), mx = e.back();
+      const double med = percentile_of_sorted(e, 50), p90 = percentile_of_sorted(e, 90), mx = e.back();
       doc.para("Predicted vs measured step time of " + m.label + " over " + std::to_string(e.size()) +
                " steps: absolute percentage error median " + pct(med) + ", p90 " + pct(p90) + ", max " + pct(mx) +
                ". Fidelity target (median <= 5%, p90 <= 10%): " +

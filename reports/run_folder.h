@@ -16,13 +16,18 @@
 #include <string>
 #include <vector>
 
-#include "model/replayer.h"
+#include "replay/replayer.h"
 #include "model/status.h"
 
 namespace kv::reports {
 
 // Ordered key/value description of the run's configuration (printed and saved as given).
 using RunConfig = std::vector<std::pair<std::string, std::string>>;
+using replay::DecisionLog;
+using replay::LatencyPercentiles;
+using replay::ReplaySummary;
+using replay::RequestMetrics;
+using replay::StepRecord;
 
 class RunFolder {
  public:

@@ -48,7 +48,7 @@ StepShape summarize(const StepPlan& plan) {
   return s;
 }
 
-CostModel::CostModel(const ModelSpec& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
+CostModel::CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
                      const ProfileTable* profile)
     : model_(model), gpu_(gpu), dispatcher_(graphs), profile_(profile) {
   KV_CHECK(gpu_.clock_mhz > 0 && gpu_.peak_flops > 0 && gpu_.hbm_bytes_per_s > 0 &&

@@ -83,7 +83,7 @@ struct StepCost {
 class CostModel {
  public:
   // `profile` may be null (roofline only); it must outlive the model.
-  CostModel(const ModelSpec& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
+  CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
             const ProfileTable* profile);
 
   StepCost cost(const StepShape& shape);
@@ -96,13 +96,13 @@ class CostModel {
   std::int64_t ns_to_cycles(std::int64_t ns) const;   // rounded up
   std::int64_t cycles_to_ns(std::int64_t cycles) const;  // rounded up
 
-  const ModelSpec& model() const { return model_; }
+  const ModelShape& model() const { return model_; }
   const GpuSpec& gpu() const { return gpu_; }
   const CudaGraphDispatcher& dispatcher() const { return dispatcher_; }
   const StepDag& dag() const { return dag_; }
 
  private:
-  ModelSpec model_;
+  ModelShape model_;
   GpuSpec gpu_;
   CudaGraphDispatcher dispatcher_;
   const ProfileTable* profile_;

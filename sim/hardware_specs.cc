@@ -5,8 +5,6 @@
 
 namespace kv::sim {
 
-const std::vector<ModelSpec>& model_presets() { return model_shapes(); }
-
 const std::vector<GpuSpec>& gpu_presets() {
   static const std::vector<GpuSpec> presets = [] {
     GpuSpec h100;
@@ -26,12 +24,6 @@ const std::vector<GpuSpec>& gpu_presets() {
 }
 
 namespace {
-// Presets added by register_gpu_spec (preset files), in registration order.
-std::vector<GpuSpec>& registered_gpus() {
-  static std::vector<GpuSpec> specs;
-  return specs;
-}
-
 template <typename Spec>
 StatusOr<Spec> find_by_name(const std::vector<Spec>& presets, std::string_view name,
                             const char* what) {
@@ -46,12 +38,7 @@ StatusOr<Spec> find_by_name(const std::vector<Spec>& presets, std::string_view n
 }
 }  // namespace
 
-StatusOr<ModelSpec> find_model_spec(std::string_view name) { return find_model_shape(name); }
-
 StatusOr<GpuSpec> find_gpu_spec(std::string_view name) {
-  for (const GpuSpec& g : registered_gpus()) {
-    if (g.name == name) return g;
-  }
   return find_by_name(gpu_presets(), name, "gpu");
 }
 
@@ -190,20 +177,6 @@ std::string gpu_spec_to_text(const GpuSpec& spec, const std::string& base, const
     out += std::string(f.key) + " = " + std::to_string(v) + "\n";
   }
   return out;
-}
-
-Status register_gpu_spec(const GpuSpec& spec) {
-  for (const GpuSpec& g : gpu_presets()) {
-    if (g.name == spec.name) return Status::error("GPU preset name '" + spec.name + "' is built in");
-  }
-  for (GpuSpec& g : registered_gpus()) {
-    if (g.name == spec.name) {
-      g = spec;
-      return {};
-    }
-  }
-  registered_gpus().push_back(spec);
-  return {};
 }
 
 }  // namespace kv::sim

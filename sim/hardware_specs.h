@@ -1,5 +1,5 @@
-// ModelSpec and GpuSpec: the shapes and peak numbers the cost model is built from, with named
-// presets. Every figure is an integer in base units (bytes, FLOP/s, ns, MHz, percent) so the
+// GpuSpec: the peak numbers of an accelerator (and the host around it) that the cost model is
+// built from, with named presets; the model side is model/model_shape.h. Every figure is an integer in base units (bytes, FLOP/s, ns, MHz, percent) so the
 // cost model can stay in integer arithmetic and give the same number on every machine.
 // Invariants of a preset: every field > 0, heads % kv_heads == 0, efficiencies in (0, 100].
 // Lookup by name returns a Status listing the valid names when the name is unknown.
@@ -14,9 +14,6 @@
 #include "model/status.h"
 
 namespace kv::sim {
-
-// A Llama-shaped decoder: the project-wide model presets of model/model_shape.h.
-using ModelSpec = ModelShape;
 
 // The accelerator and the host around it (CPU step overheads, PCIe copies).
 struct GpuSpec {
@@ -37,11 +34,9 @@ struct GpuSpec {
   std::int64_t host_per_block_ns = 20;           // per block id sent in the plan
 };
 
-const std::vector<ModelSpec>& model_presets();  // model_shapes()
 const std::vector<GpuSpec>& gpu_presets();      // h100-sxm, h200
 
-StatusOr<ModelSpec> find_model_spec(std::string_view name);
-// A built-in preset, or one added by register_gpu_spec.
+// A built-in preset by name (presets are values; preset files are read by the replay layer).
 StatusOr<GpuSpec> find_gpu_spec(std::string_view name);
 
 // GPU preset files (`kvsim calibrate` writes them): UTF-8 text, one `key = value` a line,
@@ -55,8 +50,5 @@ StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_
 StatusOr<GpuSpec> load_gpu_spec_file(const std::string& path);
 // The preset file text of `spec` (every field, so it reads back equal); `comment` lines first.
 std::string gpu_spec_to_text(const GpuSpec& spec, const std::string& base, const std::string& comment);
-// Makes `spec` findable by name (replacing an earlier registration of that name); an error
-// when the name is a built-in preset. Call before threads that look presets up start.
-Status register_gpu_spec(const GpuSpec& spec);
 
 }  // namespace kv::sim

@@ -282,4 +282,14 @@ std::int64_t ProfileTable::lookup_ns(Kernel k, const KernelQuery& q) const {
   return std::max<std::int64_t>(0, on_line(cur.num_tokens, t0, next.num_tokens, t1, q.num_tokens));
 }
 
+std::vector<ProfileRow> ProfileTable::all_rows() const {
+  std::vector<ProfileRow> out;
+  for (int k = 0; k < kNumKernels; ++k) {
+    for (const Row& r : rows_[static_cast<std::size_t>(k)]) {
+      out.push_back({static_cast<Kernel>(k), r.num_tokens, r.num_seqs, r.context_tokens, r.time_ns});
+    }
+  }
+  return out;
+}
+
 }  // namespace kv::sim

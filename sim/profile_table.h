@@ -27,6 +27,12 @@ struct KernelQuery {
   std::int64_t context_tokens = 0;  // attention: KV tokens read, summed over sequences
 };
 
+// One measured row, as the file gives it.
+struct ProfileRow {
+  Kernel kernel = Kernel::kSlotMapping;
+  std::int64_t num_tokens = 0, num_seqs = 0, context_tokens = 0, time_ns = 0;
+};
+
 class ProfileTable {
  public:
   // Reads a CSV file; the Status names the file, line and column of the first bad field.
@@ -36,6 +42,8 @@ class ProfileTable {
 
   bool has(Kernel k) const { return !rows_[static_cast<int>(k)].empty(); }
   std::size_t num_rows() const { return num_rows_; }
+  // Every row, by kernel and then in key order.
+  std::vector<ProfileRow> all_rows() const;
   // Time of one launch of `k` for one layer, in ns. Requires has(k).
   std::int64_t lookup_ns(Kernel k, const KernelQuery& q) const;
 

@@ -13,15 +13,10 @@ CudaGraphConfig graph_config(const SimOptions& o) {
   c.capture_sizes = o.cuda_graph_capture_sizes;
   return c;
 }
-}  // namespace
 
-StatusOr<std::unique_ptr<SimDevice>> SimDevice::create(const SimOptions& options) {
-  StatusOr<ModelSpec> model = find_model_spec(options.model);
-  if (!model.ok()) return model.status();
-  StatusOr<GpuSpec> gpu = find_gpu_spec(options.gpu);
-  if (!gpu.ok()) return gpu.status();
-  Status graphs = validate(graph_config(options));
-  if (!graphs.ok()) return graphs;
+// Checks the options and loads the profile, if any.
+StatusOr<std::unique_ptr<ProfileTable>> prepare(const SimOptions& options) {
+  if (Status graphs = validate(graph_config(options)); !graphs.ok()) return graphs;
   if (options.max_violations_per_step < 1) {
     return Status::error("max_violations_per_step must be >= 1");
   }
@@ -31,15 +26,33 @@ StatusOr<std::unique_ptr<SimDevice>> SimDevice::create(const SimOptions& options
     if (!table.ok()) return table.status();
     profile = std::make_unique<ProfileTable>(std::move(table).value());
   }
-  return std::unique_ptr<SimDevice>(new SimDevice(options, *model, *gpu, std::move(profile)));
+  return profile;
+}
+}  // namespace
+
+SimOptions::SimOptions()
+    : model(find_model_shape("llama3-8b").value()), gpu(find_gpu_spec("h100-sxm").value()) {}
+
+StatusOr<std::unique_ptr<SimDevice>> SimDevice::create(const SimOptions& options) {
+  auto profile = prepare(options);
+  if (!profile.ok()) return profile.status();
+  return std::unique_ptr<SimDevice>(new SimDevice(options, std::move(profile).value()));
 }
 
-SimDevice::SimDevice(const SimOptions& options, const ModelSpec& model, const GpuSpec& gpu,
-                     std::unique_ptr<ProfileTable> profile)
+SimDevice::SimDevice(const SimOptions& options, std::unique_ptr<ProfileTable> profile)
     : options_(options),
       profile_(std::move(profile)),
-      cost_(model, gpu, graph_config(options), profile_.get()),
+      cost_(options.model, options.gpu, graph_config(options), profile_.get()),
       shadow_(options.verify) {}
+
+StatusOr<std::unique_ptr<CostPredictor>> CostPredictor::create(const SimOptions& options) {
+  auto profile = prepare(options);
+  if (!profile.ok()) return profile.status();
+  return std::unique_ptr<CostPredictor>(new CostPredictor(options, std::move(profile).value()));
+}
+
+CostPredictor::CostPredictor(const SimOptions& options, std::unique_ptr<ProfileTable> profile)
+    : profile_(std::move(profile)), cost_(options.model, options.gpu, graph_config(options), profile_.get()) {}
 
 std::string SimDevice::name() const { return "sim:" + model().name + "@" + gpu().name; }
 

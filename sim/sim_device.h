@@ -26,8 +26,9 @@
 namespace kv::sim {
 
 struct SimOptions {
-  std::string model = "llama3-8b";  // a preset of model_presets()
-  std::string gpu = "h100-sxm";     // a preset of gpu_presets()
+  SimOptions();                     // the llama3-8b and h100-sxm presets
+  ModelShape model;
+  GpuSpec gpu;
   std::string profile_path;         // profile CSV (sim/profile_format.md); empty: roofline only
   CudaGraphMode cuda_graph_mode = CudaGraphMode::kFullAndPiecewise;
   std::vector<std::int64_t> cuda_graph_capture_sizes;  // empty: vLLM's defaults
@@ -53,7 +54,7 @@ class SimDevice final : public Device {
   std::vector<KernelTime> kernel_times() const override;
 
   const SimOptions& options() const { return options_; }
-  const ModelSpec& model() const { return cost_.model(); }
+  const ModelShape& model() const { return cost_.model(); }
   const GpuSpec& gpu() const { return cost_.gpu(); }
   const StepCost& last_cost() const { return last_cost_; }
   const std::vector<Violation>& last_violations() const { return violations_; }
@@ -62,8 +63,7 @@ class SimDevice final : public Device {
   ShadowKv& shadow() { return shadow_; }
 
  private:
-  SimDevice(const SimOptions& options, const ModelSpec& model, const GpuSpec& gpu,
-            std::unique_ptr<ProfileTable> profile);
+  SimDevice(const SimOptions& options, std::unique_ptr<ProfileTable> profile);
   std::vector<std::string> format(const std::vector<Violation>& violations) const;
 
   SimOptions options_;
@@ -78,5 +78,18 @@ class SimDevice final : public Device {
 };
 
 StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options);
+
+// The simulator's step time for a plan, without executing it (no shadow memory): the virtual
+// clock beside a real device. Its CUDA-graph mode must be the one that device runs.
+class CostPredictor final : public StepTimePredictor {
+ public:
+  static StatusOr<std::unique_ptr<CostPredictor>> create(const SimOptions& options);
+  std::int64_t predict_ns(const StepPlan& plan) override { return cost_.cost(summarize(plan)).duration_ns; }
+
+ private:
+  CostPredictor(const SimOptions& options, std::unique_ptr<ProfileTable> profile);
+  std::unique_ptr<ProfileTable> profile_;  // before cost_: cost_ points into it
+  CostModel cost_;
+};
 
 }  // namespace kv::sim

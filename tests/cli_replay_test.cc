@@ -87,7 +87,7 @@ TEST_F(CliReplayTest, TruncatedTraceNamesTheFile) {
 TEST_F(CliReplayTest, BadOptionsAreNamed) {
   Outcome o = run("replay " + small_args() + "--policy lifo --out " + (dir_ / "r").string());
   EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.output.find("--policy: must be fcfs or priority, got 'lifo'"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("--policy: must be one of fcfs, priority, got 'lifo'"), std::string::npos) << o.output;
   o = run("replay " + small_args() + "--no-such-option 1");
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.output.find("no-such-option"), std::string::npos) << o.output;

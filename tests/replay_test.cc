@@ -1,6 +1,6 @@
 // Replays through the scheduler onto the simulated device: determinism of the decision log,
 // accounting of computed prompt tokens, verification on, and a planted fault caught.
-#include "model/replayer.h"
+#include "replay/replayer.h"
 
 #include <gtest/gtest.h>
 
@@ -18,6 +18,7 @@ namespace kv {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace kv::replay;
 
 // A ShareGPT-style trace written once for the whole suite.
 const std::string& sample_trace() {
@@ -60,7 +61,7 @@ RunResult run(bool caching, int num_blocks, sim::VerifyMode verify, std::int64_t
   sc.max_num_seqs = 32;
   Scheduler scheduler(sc);
   sim::SimOptions so;
-  so.model = "tiny";
+  so.model = find_model_shape("tiny").value();
   so.verify = verify;
   auto dev = sim::make_sim_device(so);
   EXPECT_TRUE(dev.ok());
@@ -105,7 +106,7 @@ TEST(ReplayTest, TightPoolPreemptsAndStillVerifiesClean) {
 
 TEST(ReplayTest, PlantedCorruptionIsReported) {
   sim::SimOptions so;
-  so.model = "tiny";
+  so.model = find_model_shape("tiny").value();
   so.verify = sim::VerifyMode::kFast;
   auto inner = sim::SimDevice::create(so);
   ASSERT_TRUE(inner.ok());

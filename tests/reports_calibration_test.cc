@@ -6,10 +6,12 @@
 #include <fstream>
 #include <string>
 
-#include "reports/calibration.h"
+#include "replay/held_out.h"
+#include "replay/replay_config.h"
+#include "sim/calibration.h"
 #include "sim/hardware_specs.h"
 
-namespace kv::reports {
+namespace kv::sim {
 namespace {
 
 namespace fs = std::filesystem;
@@ -30,7 +32,7 @@ sim::GpuSpec truth_spec() {
 }
 
 TEST(Calibration, RecoversKnownEfficienciesFromANoisyProfile) {
-  const sim::ModelSpec model = *sim::find_model_spec("llama3-8b");
+  const ModelShape model = *find_model_shape("llama3-8b");
   const std::string path = scratch("profile.csv");
   std::ofstream(path, std::ios::binary) << synthetic_profile_csv(model, truth_spec(), 0.03, 7);
   auto rows = read_profile(path);
@@ -60,7 +62,7 @@ TEST(Calibration, RecoversKnownEfficienciesFromANoisyProfile) {
 }
 
 TEST(Calibration, PresetFileRoundTripsAndLoadsByName) {
-  const sim::ModelSpec model = *sim::find_model_spec("llama3-8b");
+  const ModelShape model = *find_model_shape("llama3-8b");
   const std::string profile = scratch("profile.csv");
   std::ofstream(profile, std::ios::binary) << synthetic_profile_csv(model, truth_spec(), 0.01, 3);
   auto cal = calibrate(*read_profile(profile), model, *sim::find_gpu_spec("h100-sxm"), "rt-preset");
@@ -73,22 +75,28 @@ TEST(Calibration, PresetFileRoundTripsAndLoadsByName) {
   EXPECT_EQ(back->compute_efficiency_pct, cal->spec.compute_efficiency_pct);
   EXPECT_EQ(back->bandwidth_efficiency_pct, cal->spec.bandwidth_efficiency_pct);
   EXPECT_EQ(back->peak_flops, cal->spec.peak_flops);
-  ASSERT_TRUE(sim::register_gpu_spec(*back).ok());
-  auto found = sim::find_gpu_spec("rt-preset");
-  ASSERT_TRUE(found.ok());
+  // --gpu NAME finds NAME.gpu in the preset search path.
+  const std::string dir = scratch("presets-dir");
+  fs::create_directories(dir);
+  std::ofstream(dir + "/rt-preset.gpu", std::ios::binary) << text;
+  std::string file;
+  auto found = replay::find_gpu("rt-preset", dir, &file);
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  EXPECT_EQ(file, dir + "/rt-preset.gpu");
   EXPECT_EQ(found->compute_efficiency_pct, cal->spec.compute_efficiency_pct);
+  EXPECT_FALSE(replay::find_gpu("no-such-preset", dir, &file).ok());
 }
 
 TEST(Calibration, HeldOutStepTimesMeetTheTargetOnlyWhenCalibrated) {
   sim::GpuSpec fitted = truth_spec();
   fitted.name = "test-fitted";
   fitted.compute_efficiency_pct = 57;
-  auto good = held_out_error("traces/data/sharegpt_sample.kvtrace", 40, "llama3-8b", truth_spec(), fitted, 0.02, 1);
+  auto good = replay::held_out_error("traces/data/sharegpt_sample.kvtrace", 40, *find_model_shape("llama3-8b"), truth_spec(), fitted, 0.02, 1);
   ASSERT_TRUE(good.ok()) << good.status().message();
   EXPECT_GT(good->steps, 100);
   EXPECT_LE(good->median_ape, 0.05);
   EXPECT_LE(good->p90_ape, 0.10);
-  auto base = held_out_error("traces/data/sharegpt_sample.kvtrace", 40, "llama3-8b", truth_spec(),
+  auto base = replay::held_out_error("traces/data/sharegpt_sample.kvtrace", 40, *find_model_shape("llama3-8b"), truth_spec(),
                              *sim::find_gpu_spec("h100-sxm"), 0.02, 1);
   ASSERT_TRUE(base.ok());
   EXPECT_GT(base->median_ape, good->median_ape);
@@ -118,4 +126,4 @@ TEST(CalibrationBadInput, NamesTheFileAndLine) {
 }
 
 }  // namespace
-}  // namespace kv::reports
+}  // namespace kv::sim

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "model/replayer.h"
+#include "replay/replayer.h"
 #include "model/scheduler.h"
 #include "reports/gnuplot.h"
 #include "reports/report.h"
@@ -22,6 +22,8 @@ namespace kv::reports {
 namespace {
 
 namespace fs = std::filesystem;
+using replay::ReplayOptions;
+using replay::Replayer;
 
 fs::path scratch() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -88,14 +90,14 @@ void make_run(const fs::path& dir, bool caching, bool measured) {
   sc.cache.enable_caching = caching;
   Scheduler scheduler(sc);
   sim::SimOptions so;
-  so.model = "tiny";
+  so.model = find_model_shape("tiny").value();
   auto sim_dev = sim::make_sim_device(so);
   ASSERT_TRUE(sim_dev.ok());
   std::unique_ptr<Device> device = std::move(*sim_dev);
-  std::unique_ptr<Device> predictor;
+  std::unique_ptr<StepTimePredictor> predictor;
   if (measured) {
     device = std::make_unique<MeasuredDevice>(std::move(device));
-    auto p = sim::make_sim_device(so);
+    auto p = sim::CostPredictor::create(so);
     ASSERT_TRUE(p.ok());
     predictor = std::move(*p);
   }

@@ -14,7 +14,7 @@
 namespace kv::sim {
 namespace {
 
-ModelSpec model(const char* name) { return *find_model_spec(name); }
+ModelShape model(const char* name) { return *find_model_shape(name); }
 GpuSpec gpu(const char* name) { return *find_gpu_spec(name); }
 
 CudaGraphConfig graphs(CudaGraphMode mode) {
@@ -47,7 +47,7 @@ StepShape prefill(std::int64_t tokens, std::int64_t context) {
 }
 
 TEST(HardwareSpecsTest, PresetsAndLookup) {
-  ModelSpec m = model("llama3-8b");
+  ModelShape m = model("llama3-8b");
   EXPECT_EQ(m.layers, 32);
   EXPECT_EQ(m.intermediate, 14336);
   EXPECT_EQ(m.vocab, 128256);
@@ -57,7 +57,7 @@ TEST(HardwareSpecsTest, PresetsAndLookup) {
   EXPECT_EQ(gpu("h200").hbm_bytes_per_s, 4'800'000'000'000);
   EXPECT_EQ(gpu("h100-sxm").sm_count, 132);
 
-  EXPECT_EQ(find_model_spec("gpt5").status().message(),
+  EXPECT_EQ(find_model_shape("gpt5").status().message(),
             "unknown model 'gpt5' (valid: tiny, small, llama3-1b, llama3-8b, llama3-70b)");
   EXPECT_EQ(find_gpu_spec("a100").status().message(), "unknown gpu 'a100' (valid: h100-sxm, h200)");
 }

@@ -22,7 +22,7 @@ constexpr int kB = 4;  // block size of the hand-made plans
 
 std::unique_ptr<SimDevice> device(VerifyMode mode) {
   SimOptions o;
-  o.model = "tiny";
+  o.model = find_model_shape("tiny").value();
   o.verify = mode;
   auto d = SimDevice::create(o);
   EXPECT_TRUE(d.ok()) << d.status().message();

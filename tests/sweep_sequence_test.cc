@@ -8,10 +8,10 @@
 #include <string>
 #include <vector>
 
-#include "reports/sweep.h"
+#include "replay/sweep.h"
 #include "traces/trace_io.h"
 
-namespace kv::reports {
+namespace kv::replay {
 namespace {
 
 namespace fs = std::filesystem;
@@ -150,9 +150,12 @@ TEST(SweepBadInput, NamesWhatIsWrong) {
   ASSERT_FALSE(missing.ok());
   EXPECT_NE(missing.status().message().find("missing.kvtrace"), std::string::npos);
   o.traces = {"traces/data/sharegpt_sample.kvtrace"};
-  o.mode = "serving";  // without a runner
-  EXPECT_FALSE(run_sweep(o).ok());
+  o.mode = "serving";
+  o.serving.max_num_seqs = 0;  // the serving replay's configuration is checked before any work
+  auto bad_serving = run_sweep(o);
+  ASSERT_FALSE(bad_serving.ok());
+  EXPECT_NE(bad_serving.status().message().find("--max-num-seqs"), std::string::npos);
 }
 
 }  // namespace
-}  // namespace kv::reports
+}  // namespace kv::replay

@@ -48,10 +48,10 @@ TEST(TraceAnalysis, TinyTraceExactNumbers) {
   EXPECT_EQ(a->prompt_tokens, 17);
   EXPECT_EQ(a->output_tokens, 10);
   EXPECT_DOUBLE_EQ(a->prompt_len.mean, 4.25);
-  EXPECT_EQ(a->prompt_len.p50, 4);
-  EXPECT_EQ(a->prompt_len.p90, 5);
+  EXPECT_DOUBLE_EQ(a->prompt_len.p50, 4.5);  // numpy's linear method over {3, 4, 5, 5}
+  EXPECT_DOUBLE_EQ(a->prompt_len.p90, 5);
   EXPECT_EQ(a->prompt_len.max, 5);
-  EXPECT_EQ(a->output_len.p50, 2);
+  EXPECT_DOUBLE_EQ(a->output_len.p50, 2.5);
   EXPECT_EQ(a->output_len.max, 4);
   EXPECT_DOUBLE_EQ(a->arrival_rate, 2.0);  // 3 gaps in 1.5 s
   EXPECT_EQ(a->block_accesses, 7);  // A B, C, A B, A D

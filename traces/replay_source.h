@@ -8,7 +8,7 @@
 #include <memory>
 #include <string>
 
-#include "model/replayer.h"
+#include "model/request_source.h"
 #include "traces/trace_io.h"
 
 namespace kv::trace {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "model/block_hasher.h"
 #include "model/types.h"
 
 namespace kv::trace {
@@ -21,7 +22,7 @@ inline constexpr std::uint32_t kFormatVersion = 1;
 
 struct TraceHeader {
   std::string source;
-  std::string hash_seed = "0";
+  std::string hash_seed = std::string(kDefaultHashSeed);
   std::string hash_algo;  // empty = sha256_cbor
   int block_size = 0;     // 0 = none in particular
   std::string tokenizer;

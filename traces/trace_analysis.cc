@@ -1,5 +1,7 @@
 #include "traces/trace_analysis.h"
 
+#include "model/percentile.h"
+
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graphviz.hpp>
@@ -75,13 +77,9 @@ Distribution distribution(std::vector<std::int64_t>& v) {
   for (std::int64_t x : v) sum += x;
   d.mean = static_cast<double>(sum / static_cast<long double>(v.size()));
   std::sort(v.begin(), v.end());
-  auto rank = [&](double p) {
-    const auto k = static_cast<std::size_t>(std::ceil(p * static_cast<double>(v.size())));
-    return v[std::max<std::size_t>(k, 1) - 1];
-  };
-  d.p50 = rank(0.50);
-  d.p90 = rank(0.90);
-  d.p99 = rank(0.99);
+  d.p50 = percentile_of_sorted(v, 50);
+  d.p90 = percentile_of_sorted(v, 90);
+  d.p99 = percentile_of_sorted(v, 99);
   d.max = v.back();
   return d;
 }
@@ -128,7 +126,7 @@ StatusOr<TraceAnalysis> analyze_trace(const std::string& path, const AnalysisOpt
                 : !a.header.hash_algo.empty() ? a.header.hash_algo : "sha256_cbor";
   const std::optional<HashAlgo> algo = parse_hash_algo(a.hash_algo);
   if (!algo) return Status::error("unknown hash algorithm '" + a.hash_algo + "'");
-  const BlockHasher hasher(*algo, a.header.hash_seed.empty() ? "0" : a.header.hash_seed);
+  const BlockHasher hasher(*algo, a.header.hash_seed.empty() ? std::string(kDefaultHashSeed) : a.header.hash_seed);
   const int B = o.block_size;
 
   PrefixTree tree(1);  // vertex 0: the root (the empty prefix)
@@ -262,8 +260,8 @@ std::string analysis_to_text(const TraceAnalysis& a) {
   std::ostringstream s;
   char buf[256];
   auto dist = [&](const char* name, const Distribution& d) {
-    std::snprintf(buf, sizeof buf, "  %-22s mean %.1f  p50 %lld  p90 %lld  p99 %lld  max %lld\n", name, d.mean,
-                  static_cast<long long>(d.p50), static_cast<long long>(d.p90), static_cast<long long>(d.p99),
+    std::snprintf(buf, sizeof buf, "  %-22s mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  max %lld\n", name, d.mean,
+                  d.p50, d.p90, d.p99,
                   static_cast<long long>(d.max));
     s << buf;
   };

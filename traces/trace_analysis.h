@@ -37,7 +37,8 @@ struct AnalysisOptions {
 struct Distribution {
   std::int64_t count = 0;
   double mean = 0;
-  std::int64_t p50 = 0, p90 = 0, p99 = 0, max = 0;  // nearest-rank percentiles
+  double p50 = 0, p90 = 0, p99 = 0;  // model/percentile.h (numpy's linear method)
+  std::int64_t max = 0;
 };
 
 struct SharedPrefix {

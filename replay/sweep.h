@@ -5,8 +5,8 @@
 //                  prompt) and freed on a fresh KvCacheManager of that capacity -- the cache
 //                  alone, as the Mooncake paper's Figure 9 measures it. A prompt longer than
 //                  the cache is looked up (counted) but not stored (unfit_requests).
-//   serving mode:  a full replay (scheduler + simulated device) per configuration, run by an
-//                  injected ServingRunner (the CLI builds it from the replay setup).
+//   serving mode:  a full replay (scheduler + simulated device) per configuration, built
+//                  from a base ReplayConfig by the replay builder.
 // Invariants:
 //   1. Configurations are independent; results are kept by configuration index, so the output
 //      is the same bytes whatever the number of worker threads.
@@ -23,8 +23,9 @@
 #include <vector>
 
 #include "model/status.h"
+#include "replay/replay_config.h"
 
-namespace kv::reports {
+namespace kv::replay {
 
 struct SweepConfig {
   std::string trace;
@@ -52,9 +53,6 @@ struct SweepPoint {
   ServingMetrics serving;
 };
 
-// Runs one serving-mode configuration with a pool of `pool_blocks` blocks.
-using ServingRunner = std::function<StatusOr<SweepPoint>(const SweepConfig& config, std::int64_t pool_blocks)>;
-
 struct SweepOptions {
   std::vector<std::string> traces;
   std::vector<std::int64_t> capacities;  // tokens
@@ -62,7 +60,7 @@ struct SweepOptions {
   std::vector<int> block_sizes = {16};
   std::string mode = "sequence";
   int jobs = 1;
-  ServingRunner serving;                 // required in serving mode
+  ReplayConfig serving;                  // serving mode: every other replay setting
   // Called (from worker threads, serialized) after each configuration.
   std::function<void(std::size_t done, std::size_t total)> on_progress;
 };
@@ -74,6 +72,13 @@ StatusOr<std::vector<SweepPoint>> run_sweep(const SweepOptions& options);
 
 // One sequence-mode configuration. pool_blocks == 0: sized from the capacity alone.
 StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_blocks = 0);
+
+// One serving-mode configuration: a replay on the simulator of `base` with this
+// configuration's trace, block size, free order and a pool of `pool_blocks` blocks.
+StatusOr<SweepPoint> run_serving(const ReplayConfig& base, const SweepConfig& config, std::int64_t pool_blocks);
+
+// The stem of a trace path, as the CSV and the plots label it.
+std::string trace_label(const std::string& path);
 
 // Blocks that `trace` allocates in total at `block_size` (prompts only, or prompts plus
 // outputs), for invariant 3.
@@ -87,9 +92,4 @@ StatusOr<std::vector<std::int64_t>> parse_capacities(const std::string& text);
 
 std::string sweep_csv(const std::vector<SweepPoint>& points);
 
-// Hit rate against capacity (log scale), one curve per trace, policy and block size; in
-// serving mode also TTFT p50 and output throughput. Writes <out_dir>/hit_rate.{png,svg,gp,dat}
-// (and serving.*). Needs gnuplot.
-Status plot_sweep(const std::vector<SweepPoint>& points, const std::string& out_dir, const std::string& title);
-
-}  // namespace kv::reports
+}  // namespace kv::replay

@@ -1,15 +1,15 @@
 // Replayer: drives arrivals -> Scheduler -> Device -> Scheduler, advancing an injected clock,
-// and records a DecisionLog and per-request metrics. Pure: the request source and the device
-// are seams; nothing here reads files or the wall clock.
+// and records a DecisionLog and per-request metrics. Pure: the request source, the device and
+// the step-time predictor are seams; nothing here reads files or the wall clock.
 //
-//   clock kVirtual: advances by the predicted step time (the predictor device if given, else
-//                   the device's duration_ns), so decisions are identical on every backend.
-//   clock kWall:    advances by the device's measured_ns (falls back to duration_ns).
+//   Clock::kVirtual: advances by the predicted step time (the predictor if given, else the
+//                    device's duration_ns), so decisions are identical on every backend.
+//   Clock::kWall:    advances by the device's measured_ns (falls back to the prediction).
 //
 // Invariants:
 //   1. Same source, configuration and device -> same DecisionLog bytes and digest.
 //   2. Arrivals are admitted in source order once the clock reaches them; an idle engine jumps
-//      to the next arrival.
+//      to the next arrival. Each plan is executed once, by the device.
 //   3. The run ends when the source is exhausted and no request is unfinished, or with an
 //      error if no request can make progress (never a hang).
 #pragma once
@@ -20,43 +20,12 @@
 #include <vector>
 
 #include "model/device.h"
+#include "model/request_source.h"
 #include "model/scheduler.h"
 #include "model/status.h"
+#include "replay/decision_log.h"
 
-namespace kv {
-
-// Yields requests in non-decreasing arrival order.
-class RequestSource {
- public:
-  virtual ~RequestSource() = default;
-  // Fills *out and returns true, or returns false at the end; a Status on bad input.
-  virtual StatusOr<bool> next(RequestSpec* out) = 0;
-};
-
-// The canonical text of every step's decisions, and a SHA-256 digest of all of it.
-class DecisionLog {
- public:
-  // keep_text == false: only the digest is kept (for long runs).
-  explicit DecisionLog(bool keep_text);
-  ~DecisionLog();
-  DecisionLog(const DecisionLog&) = delete;
-  DecisionLog& operator=(const DecisionLog&) = delete;
-
-  // Appends the line for one executed step.
-  void record(const StepPlan& plan, std::int64_t new_evictions, std::int64_t free_blocks);
-  void record_rejection(const std::string& request_id, const std::string& reason);
-  const std::string& text() const { return text_; }
-  std::string digest_hex() const;  // of everything recorded so far
-  std::int64_t lines() const { return lines_; }
-
- private:
-  void append(const std::string& line);
-  struct Sha;
-  Sha* sha_;
-  bool keep_text_;
-  std::string text_;
-  std::int64_t lines_ = 0;
-};
+namespace kv::replay {
 
 struct RequestMetrics {
   RequestId id;
@@ -97,6 +66,7 @@ struct ReplayOptions {
   bool stop_on_violation = true;
 };
 
+// Percentiles in microseconds, model/percentile.h's definition, rounded to the microsecond.
 struct LatencyPercentiles {
   std::int64_t p50 = 0, p90 = 0, p99 = 0, max = 0, count = 0;
 };
@@ -121,10 +91,10 @@ struct ReplaySummary {
 
 class Replayer {
  public:
-  // predictor (optional) supplies duration_ns for the virtual clock when `device` is real
-  // hardware; it sees the same plans.
+  // predictor (optional) supplies the virtual clock's step time when `device` is real hardware.
   Replayer(Scheduler& scheduler, Device& device, RequestSource& source, ReplayOptions options,
-           Device* predictor = nullptr);
+           StepTimePredictor* predictor = nullptr);
+  ~Replayer();
 
   // Observers: called after each step and each finished/rejected request (for streaming
   // CSV output and progress); may be empty.
@@ -135,15 +105,22 @@ class Replayer {
   const DecisionLog& log() const { return log_; }
 
  private:
+  struct Run;  // the state of one run() (replay/replayer.cc)
+
+  Status pull_next(Run& r);
+  Status admit_arrivals(Run& r);
+  void request_done(Run& r, const RequestMetrics& m);
+  void note_first_schedule(Run& r, const StepPlan& plan);
+  StepRecord execute(Run& r, const StepPlan& plan, bool* stop);
+  void apply_tokens(Run& r, const StepPlan& plan, const StepResult& result, StepRecord& rec);
+  void finish(Run& r);
+
   Scheduler& scheduler_;
   Device& device_;
   RequestSource& source_;
   ReplayOptions options_;
-  Device* predictor_;
+  StepTimePredictor* predictor_;
   DecisionLog log_;
 };
 
-// Percentile by nearest rank over a copy of `values` (p in [0, 100]); 0 for an empty set.
-std::int64_t percentile(std::vector<std::int64_t> values, double p);
-
-}  // namespace kv
+}  // namespace kv::replay

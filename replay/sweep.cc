@@ -1,4 +1,4 @@
-#include "reports/sweep.h"
+#include "replay/sweep.h"
 
 #include <algorithm>
 #include <atomic>
@@ -14,26 +14,21 @@
 #include "model/block_hasher.h"
 #include "model/kv_cache_manager.h"
 #include "model/request.h"
-#include "reports/gnuplot.h"
+#include "replay/pool_sizing.h"
+#include "replay/replay_builder.h"
 #include "traces/trace_io.h"
 
-namespace kv::reports {
+namespace kv::replay {
 
 namespace fs = std::filesystem;
 
 namespace {
-
-std::int64_t blocks_for_capacity(std::int64_t capacity, int block_size) {
-  return (capacity + block_size - 1) / block_size + 1;
-}
 
 StatusOr<FreeOrder> policy_order(const std::string& policy) {
   if (policy == "lru") return FreeOrder::kClassic;
   if (policy == "lru-unhashed-first") return FreeOrder::kUnhashedFirst;
   return Status::error("unknown policy '" + policy + "' (valid: lru, lru-unhashed-first)");
 }
-
-std::string trace_label(const std::string& path) { return fs::path(path).stem().string(); }
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -42,6 +37,8 @@ std::string fmt(const char* f, double v) {
 }
 
 }  // namespace
+
+std::string trace_label(const std::string& path) { return fs::path(path).stem().string(); }
 
 std::vector<SweepConfig> sweep_configs(const SweepOptions& o) {
   std::vector<SweepConfig> out;
@@ -82,12 +79,12 @@ StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_b
   const std::string algo_name = header.hash_algo.empty() ? "sha256_cbor" : header.hash_algo;
   const auto algo = parse_hash_algo(algo_name);
   if (!algo) return Status::error(config.trace + ": unknown hash algorithm '" + algo_name + "'");
-  const BlockHasher hasher(*algo, header.hash_seed.empty() ? "0" : header.hash_seed);
+  const BlockHasher hasher(*algo, header.hash_seed.empty() ? std::string(kDefaultHashSeed) : header.hash_seed);
 
   SweepPoint p;
   p.config = config;
   p.mode = "sequence";
-  p.pool_blocks = pool_blocks > 0 ? pool_blocks : blocks_for_capacity(config.capacity_tokens, config.block_size);
+  p.pool_blocks = pool_blocks > 0 ? pool_blocks : blocks_for_tokens(config.capacity_tokens, config.block_size);
   if (p.pool_blocks > (1LL << 30)) {
     return Status::error("capacity " + std::to_string(config.capacity_tokens) + " needs more than 2^30 blocks");
   }
@@ -124,11 +121,55 @@ StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_b
   return p;
 }
 
-StatusOr<std::vector<SweepPoint>> run_sweep(const SweepOptions& o) {
+StatusOr<SweepPoint> run_serving(const ReplayConfig& base, const SweepConfig& c, std::int64_t pool_blocks) {
+  ReplayConfig config = base;
+  config.device = DeviceKind::kSim;
+  config.block_size = c.block_size;
+  config.num_blocks = pool_blocks;
+  config.keep_decision_text = false;
+  auto order = policy_order(c.policy);
+  if (!order.ok()) return order.status();
+  config.free_order = *order;
+  auto run = build_replay(config, c.trace);
+  if (!run.ok()) return run.status();
+  auto summary = run->make_replayer(config)->run();
+  if (!summary.ok()) return summary.status();
+  const ReplaySummary& s = *summary;
+  SweepPoint p;
+  p.config = c;
+  p.mode = "serving";
+  p.pool_blocks = pool_blocks;
+  p.lookups = s.cache.lookups;
+  p.queries = s.cache.queries;
+  p.hits = s.cache.hits;
+  p.evictions = s.evictions;
+  p.requests = s.requests_total;
+  p.unfit_requests = s.requests_rejected;
+  p.hit_rate = s.hit_rate;
+  p.has_serving = true;
+  ServingMetrics& m = p.serving;
+  m.requests_finished = s.requests_finished;
+  m.requests_rejected = s.requests_rejected;
+  m.preemptions = s.preemptions;
+  m.ttft_p50_us = s.ttft_us.p50;
+  m.ttft_p90_us = s.ttft_us.p90;
+  m.tpot_p50_us = s.tpot_us.p50;
+  m.tpot_p90_us = s.tpot_us.p90;
+  m.e2e_p50_us = s.e2e_us.p50;
+  m.e2e_p90_us = s.e2e_us.p90;
+  m.simulated_us = s.sim_time_us;
+  const double sim_s = static_cast<double>(s.sim_time_us) / 1e6;
+  m.output_tokens_per_s = sim_s > 0 ? static_cast<double>(s.output_tokens) / sim_s : 0;
+  m.requests_per_s = sim_s > 0 ? static_cast<double>(s.requests_finished) / sim_s : 0;
+  return p;
+}
+
+namespace {
+
+Status check_options(const SweepOptions& o) {
   if (o.mode != "sequence" && o.mode != "serving") {
     return Status::error("mode must be sequence or serving, got '" + o.mode + "'");
   }
-  if (o.mode == "serving" && !o.serving) return Status::error("serving mode needs a serving runner");
   if (o.traces.empty() || o.capacities.empty() || o.policies.empty() || o.block_sizes.empty()) {
     return Status::error("a sweep needs at least one trace, capacity, policy and block size");
   }
@@ -141,7 +182,12 @@ StatusOr<std::vector<SweepPoint>> run_sweep(const SweepOptions& o) {
   for (std::int64_t c : o.capacities) {
     if (c < 1) return Status::error("capacity " + std::to_string(c) + " must be positive");
   }
-  // Invariant 3: the largest pool that can matter, per (trace, block size).
+  if (o.mode == "serving") return o.serving.validate();
+  return {};
+}
+
+// Invariant 3: each configuration's pool, capped at the largest pool that can matter.
+StatusOr<std::vector<std::int64_t>> pool_sizes(const SweepOptions& o, const std::vector<SweepConfig>& configs) {
   std::map<std::pair<std::string, int>, TraceBlockTotals> totals;
   for (const std::string& t : o.traces) {
     for (int b : o.block_sizes) {
@@ -150,15 +196,19 @@ StatusOr<std::vector<SweepPoint>> run_sweep(const SweepOptions& o) {
       totals[{t, b}] = *tot;
     }
   }
-  const std::vector<SweepConfig> configs = sweep_configs(o);
   std::vector<std::int64_t> pools(configs.size());
   for (std::size_t i = 0; i < configs.size(); ++i) {
     const SweepConfig& c = configs[i];
     const TraceBlockTotals& t = totals[{c.trace, c.block_size}];
     const std::int64_t need = (o.mode == "sequence" ? t.prompt_blocks : t.sequence_blocks) + 1;
-    pools[i] = std::min(blocks_for_capacity(c.capacity_tokens, c.block_size), std::max<std::int64_t>(need, 2));
+    pools[i] = std::min(blocks_for_tokens(c.capacity_tokens, c.block_size), std::max<std::int64_t>(need, 2));
   }
+  return pools;
+}
 
+// Runs every configuration on `jobs` threads; results are kept by index (invariant 1).
+std::vector<StatusOr<SweepPoint>> run_all(const SweepOptions& o, const std::vector<SweepConfig>& configs,
+                                          const std::vector<std::int64_t>& pools) {
   std::vector<StatusOr<SweepPoint>> results(configs.size(), StatusOr<SweepPoint>(Status::error("not run")));
   std::atomic<std::size_t> next{0};
   std::mutex mu;
@@ -167,7 +217,8 @@ StatusOr<std::vector<SweepPoint>> run_sweep(const SweepOptions& o) {
     for (;;) {
       const std::size_t i = next.fetch_add(1);
       if (i >= configs.size()) return;
-      results[i] = o.mode == "sequence" ? run_sequence(configs[i], pools[i]) : o.serving(configs[i], pools[i]);
+      results[i] = o.mode == "sequence" ? run_sequence(configs[i], pools[i])
+                                        : run_serving(o.serving, configs[i], pools[i]);
       std::lock_guard<std::mutex> lock(mu);
       ++done;
       if (o.on_progress) o.on_progress(done, configs.size());
@@ -178,7 +229,17 @@ StatusOr<std::vector<SweepPoint>> run_sweep(const SweepOptions& o) {
   for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
   worker();
   for (std::thread& t : threads) t.join();
+  return results;
+}
 
+}  // namespace
+
+StatusOr<std::vector<SweepPoint>> run_sweep(const SweepOptions& o) {
+  if (Status s = check_options(o); !s.ok()) return s;
+  const std::vector<SweepConfig> configs = sweep_configs(o);
+  auto pools = pool_sizes(o, configs);
+  if (!pools.ok()) return pools.status();
+  std::vector<StatusOr<SweepPoint>> results = run_all(o, configs, *pools);
   std::vector<SweepPoint> out;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) {
@@ -265,67 +326,4 @@ std::string sweep_csv(const std::vector<SweepPoint>& points) {
   return o.str();
 }
 
-Status plot_sweep(const std::vector<SweepPoint>& points, const std::string& out_dir, const std::string& title) {
-  // One curve per (trace, policy, block size), in first-appearance order.
-  std::vector<std::string> keys;
-  std::map<std::string, std::vector<const SweepPoint*>> curves;
-  bool serving = false;
-  for (const SweepPoint& p : points) {
-    std::string key = trace_label(p.config.trace) + ", " + p.config.policy + ", block " +
-                      std::to_string(p.config.block_size);
-    if (!curves.count(key)) keys.push_back(key);
-    curves[key].push_back(&p);
-    serving = serving || p.has_serving;
-  }
-  const fs::path dir(out_dir);
-  auto write_dat = [&](const std::string& name, auto value) -> Status {
-    std::ofstream f(dir / name, std::ios::binary);
-    for (const std::string& k : keys) {
-      f << "# " << k << "\n";
-      std::vector<const SweepPoint*> c = curves[k];
-      std::stable_sort(c.begin(), c.end(), [](auto* a, auto* b) { return a->config.capacity_tokens < b->config.capacity_tokens; });
-      for (const SweepPoint* p : c) f << p->config.capacity_tokens << ' ' << value(*p) << "\n";
-      f << "\n\n";
-    }
-    if (!f) return Status::error("cannot write " + (dir / name).string());
-    return {};
-  };
-  auto plot_body = [&](const std::string& dat, const std::string& ylabel, const std::string& ptitle,
-                       const std::string& extra) {
-    std::ostringstream b;
-    b << "set title " << gnuplot_quote(ptitle) << " noenhanced\n"
-      << "set xlabel 'KV-cache capacity (tokens, log scale)'\nset ylabel " << gnuplot_quote(ylabel) << "\n"
-      << "set logscale x\nset format x '10^{%T}'\nset grid xtics ytics mxtics\n"
-      << extra << "plot ";
-    for (std::size_t i = 0; i < keys.size(); ++i) {
-      b << (i ? ", \\\n     " : "") << gnuplot_quote((dir / dat).string()) << " index " << i
-        << " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title " << gnuplot_quote(keys[i]) << " noenhanced";
-    }
-    b << "\n";
-    return b.str();
-  };
-  if (Status s = write_dat("hit_rate.dat", [](const SweepPoint& p) { return fmt("%.6f", p.hit_rate); }); !s.ok()) return s;
-  if (Status s = render_plot((dir / "hit_rate").string(),
-                             plot_body("hit_rate.dat", "prefix-cache hit rate (hit tokens / prompt tokens)", title,
-                                       "set yrange [0:1]\nset ytics 0.1\nset key inside right bottom opaque box\n"),
-                             1000, 640);
-      !s.ok()) {
-    return s;
-  }
-  if (!serving) return {};
-  if (Status s = write_dat("ttft.dat", [](const SweepPoint& p) { return fmt("%.3f", static_cast<double>(p.serving.ttft_p50_us) / 1000.0); }); !s.ok()) return s;
-  if (Status s = render_plot((dir / "ttft_p50").string(),
-                             plot_body("ttft.dat", "TTFT p50 (ms, log scale)", title + ": median time to first token",
-                                       "set logscale y\nset key inside right top opaque box\n"),
-                             1000, 640);
-      !s.ok()) {
-    return s;
-  }
-  if (Status s = write_dat("throughput.dat", [](const SweepPoint& p) { return fmt("%.1f", p.serving.output_tokens_per_s); }); !s.ok()) return s;
-  return render_plot((dir / "throughput").string(),
-                     plot_body("throughput.dat", "output throughput (tokens/s, simulated)", title + ": output throughput",
-                               "set yrange [0:*]\nset key inside right bottom opaque box\n"),
-                     1000, 640);
-}
-
-}  // namespace kv::reports
+}  // namespace kv::replay

@@ -1,25 +1,20 @@
-#include "reports/calibration.h"
+#include "sim/calibration.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <sstream>
 
-#include "model/replayer.h"
-#include "reports/csv_parser.h"
-#include "model/scheduler.h"
+#include "model/percentile.h"
 #include "sim/cost_model.h"
+#include "sim/seeded_normal.h"
 #include "sim/profile_table.h"
-#include "sim/sim_device.h"
-#include "traces/replay_source.h"
 
-namespace kv::reports {
-
-namespace io = csv::io;
+namespace kv::sim {
 
 namespace {
 
-using sim::Kernel;
+
 
 std::string fmt(const char* f, double v) {
   char buf[64];
@@ -59,14 +54,14 @@ struct RowWork {
   const char* cls = "";
 };
 
-std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const sim::ModelSpec& model,
-                              const sim::GpuSpec& gpu, std::int64_t min_ns) {
-  const sim::CostModel cost(model, gpu, CudaGraphConfig{}, nullptr);
+std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const ModelShape& model,
+                              const GpuSpec& gpu, std::int64_t min_ns) {
+  const CostModel cost(model, gpu, CudaGraphConfig{}, nullptr);
   std::vector<RowWork> out;
   for (const ProfileRow& r : rows) {
     if (r.time_ns < min_ns) continue;
-    const sim::KernelQuery q{r.num_tokens, r.num_seqs, r.context_tokens};
-    const sim::KernelWork w = cost.work(r.kernel, q, attention_pairs(r.num_tokens, r.num_seqs, r.context_tokens));
+    const KernelQuery q{r.num_tokens, r.num_seqs, r.context_tokens};
+    const KernelWork w = cost.work(r.kernel, q, attention_pairs(r.num_tokens, r.num_seqs, r.context_tokens));
     out.push_back(RowWork{static_cast<double>(w.flops) / static_cast<double>(gpu.peak_flops) * 1e9,
                           static_cast<double>(w.bytes) / static_cast<double>(gpu.hbm_bytes_per_s) * 1e9,
                           static_cast<double>(r.time_ns), kernel_class(r.kernel)});
@@ -76,12 +71,6 @@ std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const sim::Mo
 
 double predict(const RowWork& w, int compute_pct, int bandwidth_pct) {
   return std::max(w.compute_ns * 100.0 / compute_pct, w.memory_ns * 100.0 / bandwidth_pct);
-}
-
-double nearest_rank(const std::vector<double>& sorted, double p) {
-  if (sorted.empty()) return 0;
-  auto rank = static_cast<std::size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
-  return sorted[std::clamp<std::size_t>(rank, 1, sorted.size()) - 1];
 }
 
 void fill_errors(EfficiencyFit& f, const std::vector<const RowWork*>& rows) {
@@ -94,12 +83,12 @@ void fill_errors(EfficiencyFit& f, const std::vector<const RowWork*>& rows) {
   }
   std::sort(e.begin(), e.end());
   f.rows = rows.size();
-  f.median_ape = nearest_rank(e, 50);
-  f.p90_ape = nearest_rank(e, 90);
+  f.median_ape = percentile_of_sorted(e, 50);
+  f.p90_ape = percentile_of_sorted(e, 90);
   f.max_ape = e.empty() ? 0 : e.back();
 }
 
-EfficiencyFit fit(const std::string& scope, const std::vector<const RowWork*>& rows, const sim::GpuSpec& base) {
+EfficiencyFit fit(const std::string& scope, const std::vector<const RowWork*>& rows, const GpuSpec& base) {
   EfficiencyFit best;
   best.scope = scope;
   double best_loss = INFINITY;
@@ -135,67 +124,19 @@ EfficiencyFit fit(const std::string& scope, const std::vector<const RowWork*>& r
   return best;
 }
 
-// splitmix64 stream -> standard normal (Box-Muller).
-struct Normal {
-  std::uint64_t state;
-  std::uint64_t next_u64() {
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return (static_cast<double>(next_u64() >> 11) + 1.0) * 0x1.0p-53; }  // (0, 1]
-  double operator()() {
-    const double u1 = uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-};
-
-// The truth device of the held-out check: a simulator whose step times, noised, stand for
-// measured ones.
-class NoisyDevice final : public Device {
- public:
-  NoisyDevice(std::unique_ptr<Device> inner, double sigma, std::uint64_t seed)
-      : inner_(std::move(inner)), sigma_(sigma), normal_{seed} {}
-  std::string name() const override { return "truth:" + inner_->name(); }
-  StepResult execute(const StepPlan& plan) override {
-    StepResult r = inner_->execute(plan);
-    r.measured_ns = std::llround(static_cast<double>(r.duration_ns) * std::exp(sigma_ * normal_()));
-    return r;
-  }
-
- private:
-  std::unique_ptr<Device> inner_;
-  double sigma_;
-  Normal normal_;
-};
 
 }  // namespace
 
 StatusOr<std::vector<ProfileRow>> read_profile(const std::string& path) {
-  auto table = sim::ProfileTable::load(path);
+  auto table = ProfileTable::load(path);
   if (!table.ok()) return table.status();
-  std::vector<ProfileRow> rows;
-  try {
-    io::CSVReader<5, io::trim_chars<' ', '\t', '\r'>, io::no_quote_escape<','>> in(path);
-    in.read_header(io::ignore_extra_column, "kernel", "num_tokens", "num_seqs", "context_tokens", "time_ns");
-    std::string kernel;
-    ProfileRow r;
-    while (in.read_row(kernel, r.num_tokens, r.num_seqs, r.context_tokens, r.time_ns)) {
-      const auto k = sim::parse_kernel(kernel);
-      if (!k) return Status::error(path + ":" + std::to_string(in.get_file_line()) + ": unknown kernel '" + kernel + "'");
-      r.kernel = *k;
-      rows.push_back(r);
-    }
-  } catch (const io::error::base& e) {
-    return Status::error(path + ": " + e.what());
-  }
+  std::vector<ProfileRow> rows = table->all_rows();
   if (rows.empty()) return Status::error(path + ": no profile rows");
   return rows;
 }
 
-StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const sim::ModelSpec& model,
-                                const sim::GpuSpec& base, const std::string& name) {
+StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const ModelShape& model,
+                                const GpuSpec& base, const std::string& name) {
   if (name.empty()) return Status::error("the preset needs a name");
   const std::vector<RowWork> work = row_work(rows, model, base, kMinFitNs);
   if (work.empty()) return Status::error("no profile row has a time >= 100 ns");
@@ -236,14 +177,14 @@ std::string calibration_preset_text(const Calibration& c, const std::string& sou
       << " rows bound), median error " << fmt("%.2f%%", 100 * f.median_ape);
   }
   m << "\nlaunch overheads and host costs are the base preset's (a kernel profile excludes them)";
-  return sim::gpu_spec_to_text(c.spec, c.base, m.str());
+  return gpu_spec_to_text(c.spec, c.base, m.str());
 }
 
-std::string synthetic_profile_csv(const sim::ModelSpec& model, const sim::GpuSpec& truth, double noise_sigma,
+std::string synthetic_profile_csv(const ModelShape& model, const GpuSpec& truth, double noise_sigma,
                                   std::uint64_t seed) {
   std::vector<ProfileRow> rows;
   std::vector<std::int64_t> tokens = {1, 2, 3, 4, 8, 16, 24, 32, 64, 96, 128, 256, 384, 512, 1024, 1536, 2048, 4096, 6144, 8192};
-  for (int k = 0; k < sim::kNumKernels; ++k) {
+  for (int k = 0; k < kNumKernels; ++k) {
     const auto kernel = static_cast<Kernel>(k);
     if (kernel == Kernel::kAttention) {
       for (std::int64_t s : {1, 2, 4, 8, 16, 32, 64, 128, 256}) {
@@ -259,74 +200,16 @@ std::string synthetic_profile_csv(const sim::ModelSpec& model, const sim::GpuSpe
   const std::vector<RowWork> unit = [&] {
     return row_work(rows, model, truth, 0);
   }();
-  Normal normal{seed};
+  SeededNormal normal{seed};
   std::ostringstream out;
   out << "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const double t = predict(unit[i], truth.compute_efficiency_pct, truth.bandwidth_efficiency_pct) *
                      std::exp(noise_sigma * normal());
-    out << sim::kernel_name(rows[i].kernel) << ',' << rows[i].num_tokens << ',' << rows[i].num_seqs << ','
+    out << kernel_name(rows[i].kernel) << ',' << rows[i].num_tokens << ',' << rows[i].num_seqs << ','
         << rows[i].context_tokens << ',' << std::max<std::int64_t>(1, std::llround(t)) << '\n';
   }
   return out.str();
 }
 
-StatusOr<HeldOutError> held_out_error(const std::string& trace, std::int64_t limit, const std::string& model,
-                                      const sim::GpuSpec& truth, const sim::GpuSpec& predicted, double noise_sigma,
-                                      std::uint64_t seed) {
-  if (truth.name == predicted.name) return Status::error("the truth and the predicted preset need distinct names");
-  for (const sim::GpuSpec* g : {&truth, &predicted}) {
-    const sim::GpuSpec* built_in = nullptr;
-    for (const sim::GpuSpec& p : sim::gpu_presets()) {
-      if (p.name == g->name) built_in = &p;
-    }
-    if (built_in != nullptr) {
-      if (built_in->compute_efficiency_pct != g->compute_efficiency_pct ||
-          built_in->bandwidth_efficiency_pct != g->bandwidth_efficiency_pct) {
-        return Status::error("preset '" + g->name + "' is built in but its efficiencies differ; rename it");
-      }
-    } else if (Status s = sim::register_gpu_spec(*g); !s.ok()) {
-      return s;
-    }
-  }
-  trace::ReplaySourceOptions so;
-  so.limit = limit;
-  auto source = trace::TraceRequestSource::open(trace, so);
-  if (!source.ok()) return source.status();
-  sim::SimOptions truth_opts;
-  truth_opts.model = model;
-  truth_opts.gpu = truth.name;
-  truth_opts.verify = sim::VerifyMode::kOff;
-  sim::SimOptions pred_opts = truth_opts;
-  pred_opts.gpu = predicted.name;
-  auto truth_dev = sim::make_sim_device(truth_opts);
-  if (!truth_dev.ok()) return truth_dev.status();
-  auto pred_dev = sim::make_sim_device(pred_opts);
-  if (!pred_dev.ok()) return pred_dev.status();
-  NoisyDevice gpu(std::move(*truth_dev), noise_sigma, seed);
-
-  SchedulerConfig sc;
-  sc.cache.num_blocks = 30000;  // about a Llama-3-8B pool on an 80 GB GPU at block size 16
-  sc.hash_seed = (*source)->header().hash_seed.empty() ? "0" : (*source)->header().hash_seed;
-  Scheduler scheduler(sc);
-  ReplayOptions ro;
-  ro.keep_decision_text = false;
-  Replayer replayer(scheduler, gpu, **source, ro, pred_dev->get());
-  std::vector<double> e;
-  replayer.on_step = [&](const StepRecord& r) {
-    if (r.measured_ns > 0) {
-      e.push_back(std::fabs(static_cast<double>(r.predicted_ns - r.measured_ns)) / static_cast<double>(r.measured_ns));
-    }
-  };
-  auto summary = replayer.run();
-  if (!summary.ok()) return summary.status();
-  std::sort(e.begin(), e.end());
-  HeldOutError h;
-  h.steps = static_cast<std::int64_t>(e.size());
-  h.median_ape = nearest_rank(e, 50);
-  h.p90_ape = nearest_rank(e, 90);
-  h.max_ape = e.empty() ? 0 : e.back();
-  return h;
-}
-
-}  // namespace kv::reports
+}  // namespace kv::sim

@@ -14,6 +14,7 @@
 // Attention rows give num_tokens, num_seqs and context_tokens but not the causal pairs; the
 // tokens are taken as evenly split over the sequences (exact for decode and single prefills).
 // Everything here is deterministic (the synthetic noise is a seeded splitmix64 stream).
+// Errors are reported as medians and p90 of absolute percentage errors (model/percentile.h).
 #pragma once
 
 #include <cstdint>
@@ -23,15 +24,11 @@
 #include "model/status.h"
 #include "sim/hardware_specs.h"
 #include "sim/kernels.h"
+#include "sim/profile_table.h"
 
-namespace kv::reports {
+namespace kv::sim {
 
-struct ProfileRow {
-  sim::Kernel kernel = sim::Kernel::kSlotMapping;
-  std::int64_t num_tokens = 0, num_seqs = 0, context_tokens = 0, time_ns = 0;
-};
-
-// Validates with sim::ProfileTable (messages name file, line and column), then reads the rows.
+// Reads a profile with ProfileTable (messages name file, line and column): its rows.
 StatusOr<std::vector<ProfileRow>> read_profile(const std::string& path);
 
 struct EfficiencyFit {
@@ -43,33 +40,22 @@ struct EfficiencyFit {
 };
 
 struct Calibration {
-  sim::GpuSpec spec;            // the base preset with the fitted efficiencies, named
+  GpuSpec spec;            // the base preset with the fitted efficiencies, named
   std::string base;
   EfficiencyFit all;
   std::vector<EfficiencyFit> classes;
   EfficiencyFit base_errors;    // the base preset's errors on the same rows
 };
 
-StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const sim::ModelSpec& model,
-                                const sim::GpuSpec& base, const std::string& name);
+StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const ModelShape& model,
+                                const GpuSpec& base, const std::string& name);
 
 // The preset file: the fitted GpuSpec, with the fit's numbers as comments.
 std::string calibration_preset_text(const Calibration& c, const std::string& source);
 
 // A synthetic profile: the roofline of `truth` on every kernel over a grid of shapes, each
 // time multiplied by exp(noise_sigma * N(0, 1)) drawn from `seed`. CSV text in profile format.
-std::string synthetic_profile_csv(const sim::ModelSpec& model, const sim::GpuSpec& truth, double noise_sigma,
+std::string synthetic_profile_csv(const ModelShape& model, const GpuSpec& truth, double noise_sigma,
                                   std::uint64_t seed);
 
-// Held-out check: replays `trace` (first `limit` requests, 0 = all) on a simulator with the
-// `truth` preset standing for the GPU (each step's time times exp(noise_sigma * N(0, 1))) and
-// compares it step by step with the prediction of `predicted` on the same plans.
-struct HeldOutError {
-  std::int64_t steps = 0;
-  double median_ape = 0, p90_ape = 0, max_ape = 0;
-};
-StatusOr<HeldOutError> held_out_error(const std::string& trace, std::int64_t limit, const std::string& model,
-                                      const sim::GpuSpec& truth, const sim::GpuSpec& predicted, double noise_sigma,
-                                      std::uint64_t seed);
-
-}  // namespace kv::reports
+}  // namespace kv::sim

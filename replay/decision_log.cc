@@ -1,0 +1,79 @@
+#include "replay/decision_log.h"
+
+#include <openssl/evp.h>
+
+#include <algorithm>
+
+#include "model/block_hash.h"
+#include "model/check.h"
+
+namespace kv::replay {
+
+struct DecisionLog::Sha {
+  EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+  ~Sha() { EVP_MD_CTX_free(ctx); }
+};
+
+DecisionLog::DecisionLog(bool keep_text) : sha_(std::make_unique<Sha>()), keep_text_(keep_text) {
+  KV_CHECK(sha_->ctx != nullptr && EVP_DigestInit_ex(sha_->ctx, EVP_sha256(), nullptr) == 1,
+           "OpenSSL SHA-256 unavailable");
+}
+
+DecisionLog::~DecisionLog() = default;
+
+void DecisionLog::append(const std::string& line) {
+  KV_CHECK(EVP_DigestUpdate(sha_->ctx, line.data(), line.size()) == 1);
+  if (keep_text_) text_ += line;
+  ++lines_;
+}
+
+std::string DecisionLog::digest_hex() const {
+  EVP_MD_CTX* copy = EVP_MD_CTX_new();
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  KV_CHECK(copy && EVP_MD_CTX_copy_ex(copy, sha_->ctx) == 1 && EVP_DigestFinal_ex(copy, md, &len) == 1);
+  EVP_MD_CTX_free(copy);
+  BlockHash h;
+  std::copy(md, md + 32, h.bytes.begin());
+  h.size = 32;
+  return h.hex();
+}
+
+namespace {
+template <typename T>
+void put_list(std::string& s, const std::vector<T>& items) {
+  s += '[';
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    if (i) s += ',';
+    if constexpr (std::is_integral_v<T>) s += std::to_string(items[i]);
+    else s += items[i];
+  }
+  s += ']';
+}
+}  // namespace
+
+void DecisionLog::record(const StepPlan& plan, std::int64_t new_evictions, std::int64_t free_blocks) {
+  std::string s = "step " + std::to_string(plan.step) + " tokens " + std::to_string(plan.total_tokens) + " |";
+  for (const ScheduledRequest& r : plan.requests) {
+    s += ' ';
+    s += r.id;
+    s += " +" + std::to_string(r.token_ids.size());
+    if (r.is_new) s += " new@" + std::to_string(r.num_computed_tokens) + " hit=" + std::to_string(r.num_cached_tokens);
+    s += " blocks=";
+    put_list(s, r.block_ids);
+    if (r.samples) s += " sample";
+    s += ';';
+  }
+  s += " | preempted=";
+  put_list(s, plan.preempted);
+  s += " finished=";
+  put_list(s, plan.finished);
+  s += " evictions=" + std::to_string(new_evictions) + " free=" + std::to_string(free_blocks) + "\n";
+  append(s);
+}
+
+void DecisionLog::record_rejection(const std::string& request_id, const std::string& reason) {
+  append("reject " + request_id + ": " + reason + "\n");
+}
+
+}  // namespace kv::replay

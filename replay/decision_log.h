@@ -1,0 +1,45 @@
+// DecisionLog: the canonical text of every step's scheduling decisions, and a SHA-256 digest
+// of all of it. Two replays made the same decisions exactly when their digests are equal;
+// this is how a simulated run and a GPU run (or two versions of kvsim) are compared.
+//
+// One line per executed step (docs/architecture.md, "The decision log"):
+//   step N tokens T | id +n [new@C hit=H] blocks=[...] [sample]; ... | preempted=[...]
+//   finished=[...] evictions=E free=F
+// and one line per rejected request: `reject ID: reason`.
+// Invariants:
+//   1. The digest covers every line recorded so far, in order, whether or not the text is kept.
+//   2. The text depends only on the plans and the pool counters: no times, no addresses.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "model/step_plan.h"
+
+namespace kv::replay {
+
+class DecisionLog {
+ public:
+  // keep_text == false: only the digest is kept (long runs).
+  explicit DecisionLog(bool keep_text);
+  ~DecisionLog();
+  DecisionLog(const DecisionLog&) = delete;
+  DecisionLog& operator=(const DecisionLog&) = delete;
+
+  void record(const StepPlan& plan, std::int64_t new_evictions, std::int64_t free_blocks);
+  void record_rejection(const std::string& request_id, const std::string& reason);
+  const std::string& text() const { return text_; }
+  std::string digest_hex() const;  // of everything recorded so far
+  std::int64_t lines() const { return lines_; }
+
+ private:
+  void append(const std::string& line);
+  struct Sha;
+  std::unique_ptr<Sha> sha_;
+  bool keep_text_;
+  std::string text_;
+  std::int64_t lines_ = 0;
+};
+
+}  // namespace kv::replay

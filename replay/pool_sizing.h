@@ -1,0 +1,22 @@
+// Pool sizing: how many KV blocks a replay gets, from a token capacity or from GPU memory as
+// vLLM sizes it. One place for the rule, used by `kvsim replay`, sweeps and calibration.
+//   from tokens:  ceil(tokens / block_size) + 1 (the null block)
+//   from memory:  (memory * utilization - weights - activation workspace) / bytes per block,
+//                 + 1; an error when that leaves room for fewer than 2 blocks.
+#pragma once
+
+#include <cstdint>
+
+#include "model/model_shape.h"
+#include "model/status.h"
+#include "sim/hardware_specs.h"
+
+namespace kv::replay {
+
+std::int64_t blocks_for_tokens(std::int64_t tokens, int block_size);
+
+// Usable blocks (the null block not included) that fit the KV cache of `model` on `gpu`.
+StatusOr<std::int64_t> blocks_from_gpu_memory(const ModelShape& model, const sim::GpuSpec& gpu, double utilization,
+                                              int block_size, std::int64_t max_num_batched_tokens);
+
+}  // namespace kv::replay

@@ -1,0 +1,177 @@
+#include "replay/replay_builder.h"
+
+#include "replay/pool_sizing.h"
+#include "sim/sim_device.h"
+#include "traces/replay_source.h"
+#ifdef KVSIM_HAVE_CUDA
+#include "gpu_backend/cuda_device.h"
+#endif
+
+namespace kv::replay {
+
+namespace {
+
+// The mode the CUDA backend runs: FULL graphs for uniform-decode batches, or none at all.
+CudaGraphMode gpu_graph_mode(const ReplayConfig& c) {
+  return c.cuda_graphs == CudaGraphMode::kNone ? CudaGraphMode::kNone : CudaGraphMode::kFullDecodeOnly;
+}
+
+#ifdef KVSIM_HAVE_CUDA
+StatusOr<std::unique_ptr<Device>> make_gpu_device(const ReplayConfig& c, std::int64_t num_blocks) {
+  std::string why;
+  if (!gpu::cuda_device_available(&why)) return Status::error("--device gpu: " + why);
+  gpu::CudaDeviceOptions g;
+  g.model = c.model.name;
+  g.seed = c.seed + 1;
+  g.block_size = c.block_size;
+  g.num_gpu_blocks = num_blocks;
+  g.gpu_memory_utilization = c.gpu_memory_utilization;
+  g.max_num_seqs = c.max_num_seqs;
+  g.max_num_batched_tokens = c.max_num_batched_tokens;
+  g.max_model_len = c.max_model_len;
+  g.cudagraph_mode = to_string(gpu_graph_mode(c));
+  g.profile_csv = c.gpu_profile_out;
+  auto dev = gpu::make_cuda_device(g);
+  if (!dev.ok()) return dev.status().with_context("--device gpu: ");
+  return std::move(*dev);
+}
+#endif
+
+// The device and, beside real hardware, the predictor.
+Status make_device(const ReplayConfig& c, std::int64_t num_blocks, ReplayRun& run) {
+  if (c.device == DeviceKind::kSim) {
+    auto dev = sim::make_sim_device(sim_options(c, c.cuda_graphs, c.verify));
+    if (!dev.ok()) return dev.status();
+    run.device = std::move(*dev);
+    return {};
+  }
+#ifdef KVSIM_HAVE_CUDA
+  auto dev = make_gpu_device(c, num_blocks);
+  if (!dev.ok()) return dev.status();
+  run.device = std::move(*dev);
+  auto pred = sim::CostPredictor::create(sim_options(c, gpu_graph_mode(c), sim::VerifyMode::kOff));
+  if (!pred.ok()) return pred.status();
+  run.predictor = std::move(*pred);
+  return {};
+#else
+  (void)num_blocks;
+  return Status::error("--device: this kvsim was built without CUDA (no nvcc found at configure time); "
+                       "use --device sim, or build on a machine with the CUDA toolkit");
+#endif
+}
+
+std::vector<std::pair<std::string, std::string>> describe_run(const ReplayConfig& c, const ReplayRun& run,
+                                                               std::int64_t blocks, const std::string& sizing,
+                                                               const std::string& hash_seed,
+                                                               const std::string& trace_source) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto [key, value] : describe(c)) {
+    if (key == "no-chunked-prefill") {
+      key = "chunked_prefill";
+      value = c.chunked_prefill ? "on" : "off";
+    }
+    for (char& ch : key) ch = ch == '-' ? '_' : ch;
+    if (key == "device") value = run.device->name();
+    if (key == "profile" && value.empty()) value = "(roofline)";
+    if (key == "cuda_graphs" && c.device == DeviceKind::kGpu) value = to_string(gpu_graph_mode(c));
+    if (key == "num_blocks") value = std::to_string(blocks) + " (" + sizing + ")";
+    if (key == "kv_cache_tokens") value = std::to_string((blocks - 1) * c.block_size);
+    out.emplace_back(key, value);
+  }
+  out.emplace_back("hash_seed", hash_seed);
+  out.emplace_back("trace_source", trace_source);
+  return out;
+}
+
+}  // namespace
+
+sim::SimOptions sim_options(const ReplayConfig& c, CudaGraphMode mode, sim::VerifyMode verify) {
+  sim::SimOptions so;
+  so.model = c.model;
+  so.gpu = c.gpu;
+  so.profile_path = c.profile;
+  so.cuda_graph_mode = mode;
+  so.max_num_seqs = c.max_num_seqs;
+  so.max_num_batched_tokens = c.max_num_batched_tokens;
+  so.verify = verify;
+  return so;
+}
+
+SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks, const std::string& hash_seed) {
+  SchedulerConfig sc;
+  sc.cache.num_blocks = static_cast<int>(num_blocks);
+  sc.cache.block_size = c.block_size;
+  sc.cache.enable_caching = c.prefix_caching;
+  sc.cache.free_order = c.free_order;
+  sc.cache.max_model_len = c.max_model_len;
+  sc.hash_algo = c.hash;
+  sc.hash_seed = hash_seed.empty() ? std::string(kDefaultHashSeed) : hash_seed;
+  sc.max_num_batched_tokens = c.max_num_batched_tokens;
+  sc.max_num_seqs = c.max_num_seqs;
+  sc.enable_chunked_prefill = c.chunked_prefill;
+  sc.long_prefill_token_threshold = c.long_prefill_token_threshold;
+  sc.num_lookahead_tokens = c.lookahead;
+  sc.full_sequence_gate = c.full_sequence_gate;
+  sc.policy = c.policy;
+  return sc;
+}
+
+StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c) {
+  if (c.num_blocks > 0) return std::make_pair(c.num_blocks, std::string("--num-blocks"));
+  std::int64_t blocks = 0;
+  std::string sizing = "--kv-cache-tokens";
+  if (c.kv_cache_tokens > 0) {
+    blocks = blocks_for_tokens(c.kv_cache_tokens, c.block_size);
+  } else {
+    auto fit = blocks_from_gpu_memory(c.model, c.gpu, c.gpu_memory_utilization, c.block_size,
+                                      c.max_num_batched_tokens);
+    if (!fit.ok()) return fit.status();
+    blocks = *fit + 1;
+    sizing = "gpu memory";
+  }
+  if (blocks < 2) return Status::error("--" + sizing.substr(2) + ": the pool needs at least 2 blocks");
+  if (blocks > (1LL << 30)) {
+    return Status::error(sizing + ": " + std::to_string(blocks) + " blocks; at most 2^30 (raise --block-size)");
+  }
+  return std::make_pair(blocks, sizing);
+}
+
+ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const {
+  ReplayOptions ro;
+  ro.clock = config.clock;
+  ro.keep_decision_text = config.keep_decision_text;
+  ro.max_steps = config.max_steps;
+  ro.check_invariants_every_step = config.check_invariants;
+  return ro;
+}
+
+std::unique_ptr<Replayer> ReplayRun::make_replayer(const ReplayConfig& config) {
+  return std::make_unique<Replayer>(*scheduler, *device, *source, replay_options(config), predictor.get());
+}
+
+StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<RequestSource> source,
+                                 const std::string& hash_seed, const std::string& trace_source) {
+  if (Status s = config.validate(); !s.ok()) return s;
+  auto pool = pool_blocks(config);
+  if (!pool.ok()) return pool.status();
+  const auto [blocks, sizing] = *pool;
+  ReplayRun run;
+  run.source = std::move(source);
+  if (Status s = make_device(config, blocks, run); !s.ok()) return s;
+  const SchedulerConfig sc = scheduler_config(config, blocks, hash_seed);
+  run.scheduler = std::make_unique<Scheduler>(sc);
+  run.description = describe_run(config, run, blocks, sizing, sc.hash_seed, trace_source);
+  return run;
+}
+
+StatusOr<ReplayRun> build_replay(const ReplayConfig& config, const std::string& trace_path) {
+  trace::ReplaySourceOptions so;
+  so.seed = config.seed;
+  so.limit = config.limit;
+  auto source = trace::TraceRequestSource::open(trace_path, so);
+  if (!source.ok()) return source.status();
+  const trace::TraceHeader header = (*source)->header();
+  return build_replay(config, std::move(source).value(), header.hash_seed, header.source);
+}
+
+}  // namespace kv::replay

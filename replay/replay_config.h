@@ -1,0 +1,101 @@
+// ReplayConfig: every setting of one replay, typed, with vLLM's defaults (block size 16,
+// max_num_batched_tokens 8192, max_num_seqs 256, chunked prefill on, FCFS,
+// gpu_memory_utilization 0.9, sha256_cbor, the classic free order).
+//
+// Text enters here and nowhere below: each option of `kvsim replay` is one row of
+// config_options() (name, help, how to read it, how to print it). The command line, sweep
+// axes and tests all set options through set_option(); lower layers receive typed values.
+// Adding an option: a field here, its row in replay_config.cc, its check in validate(), and
+// the one place that uses it (docs/architecture.md, "Adding an option").
+//
+// Invariants:
+//   1. validate() accepts a config exactly when build_replay() can wire it; its error names
+//      the option (`--block-size: must be 1..1024`).
+//   2. describe() lists every row, in table order, so a run folder records the whole setting.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "model/block_hasher.h"
+#include "model/cuda_graph_dispatcher.h"
+#include "model/model_shape.h"
+#include "model/scheduler.h"
+#include "model/status.h"
+#include "replay/replayer.h"
+#include "sim/hardware_specs.h"
+#include "sim/shadow_kv.h"
+
+namespace kv::replay {
+
+enum class DeviceKind { kSim, kGpu };
+
+struct ReplayConfig {
+  ReplayConfig();  // the llama3-8b and h100-sxm presets
+
+  // Device and model.
+  DeviceKind device = DeviceKind::kSim;
+  ModelShape model;
+  sim::GpuSpec gpu;
+  std::string gpu_preset_file;   // where `gpu` came from, when not built in
+  std::string gpu_search_path;   // directories searched for NAME.gpu (colon-separated)
+  std::string profile;           // per-kernel profile CSV for the cost model (empty: roofline)
+  std::string gpu_profile_out;   // --device gpu: write a per-kernel profile CSV
+  ReplayOptions::Clock clock = ReplayOptions::Clock::kVirtual;
+  sim::VerifyMode verify = sim::VerifyMode::kFast;
+  CudaGraphMode cuda_graphs = CudaGraphMode::kFullAndPiecewise;
+  // KV cache.
+  bool prefix_caching = true;
+  int block_size = 16;
+  std::int64_t num_blocks = 0;       // null block included; 0: from kv_cache_tokens or memory
+  std::int64_t kv_cache_tokens = 0;
+  double gpu_memory_utilization = 0.9;
+  FreeOrder free_order = FreeOrder::kClassic;
+  HashAlgo hash = HashAlgo::kSha256Cbor;
+  // Scheduler.
+  std::int64_t max_num_batched_tokens = 8192;
+  int max_num_seqs = 256;
+  std::int64_t max_model_len = 131072;
+  bool chunked_prefill = true;
+  std::int64_t long_prefill_token_threshold = 0;
+  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
+  int lookahead = 0;
+  bool full_sequence_gate = true;
+  // The run.
+  std::uint64_t seed = 0;            // of generated output tokens
+  std::int64_t limit = 0;            // first N requests (0: all)
+  std::int64_t max_steps = 0;        // 0: no limit
+  bool check_invariants = false;
+  bool keep_decision_text = true;
+
+  Status validate() const;
+};
+
+// One option of the table: `--name VALUE` (or a switch: `--name` alone sets it to "on").
+struct ConfigOption {
+  std::string_view name;
+  std::string_view group;  // "Device and model", "KV cache", "Scheduler", "Run"
+  std::string_view help;
+  bool is_switch = false;
+  std::function<Status(ReplayConfig&, const std::string&)> set;
+  std::function<std::string(const ReplayConfig&)> get;
+};
+
+const std::vector<ConfigOption>& config_options();
+
+// Sets one option from its text; the error names the option. Unknown names are an error.
+Status set_option(ReplayConfig& config, std::string_view name, const std::string& value);
+
+// Every option's current value, in table order (for run folders and reports).
+std::vector<std::pair<std::string, std::string>> describe(const ReplayConfig& config);
+
+// A GPU preset by name: built in, or NAME.gpu in the directories of `search_path`
+// (colon-separated; the command line passes $KVSIM_GPU_PRESET_PATH) and then ./presets.
+StatusOr<sim::GpuSpec> find_gpu(const std::string& name, const std::string& search_path,
+                                std::string* found_file);
+
+}  // namespace kv::replay

@@ -1,0 +1,251 @@
+#include "replay/replayer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "model/check.h"
+#include "model/percentile.h"
+
+namespace kv::replay {
+
+// Everything one run() accumulates; the Replayer's methods advance it step by step.
+struct Replayer::Run {
+  ReplaySummary sum;
+  std::int64_t now_ns = 0;
+  std::map<RequestId, RequestMetrics> live;  // ordered: deterministic
+  std::vector<std::int64_t> ttft, tpot, e2e;
+  RequestSpec pending;
+  bool have_pending = false, source_done = false;
+  std::int64_t last_arrival_us = 0;
+  std::int64_t measured_total = 0;
+  bool any_measured = false;
+  std::int64_t evictions_before = 0;
+
+  std::int64_t pending_arrival_ns() const { return pending.arrival_time_us * 1000; }
+};
+
+namespace {
+
+LatencyPercentiles summarize(std::vector<std::int64_t> v) {
+  std::sort(v.begin(), v.end());
+  LatencyPercentiles p;
+  p.count = static_cast<std::int64_t>(v.size());
+  p.p50 = std::llround(percentile_of_sorted(v, 50));
+  p.p90 = std::llround(percentile_of_sorted(v, 90));
+  p.p99 = std::llround(percentile_of_sorted(v, 99));
+  p.max = v.empty() ? 0 : v.back();
+  return p;
+}
+
+double ratio(std::int64_t num, std::int64_t den) {
+  return den > 0 ? static_cast<double>(num) / static_cast<double>(den) : 0.0;
+}
+
+}  // namespace
+
+Replayer::Replayer(Scheduler& scheduler, Device& device, RequestSource& source, ReplayOptions options,
+                   StepTimePredictor* predictor)
+    : scheduler_(scheduler), device_(device), source_(source), options_(options),
+      predictor_(predictor), log_(options.keep_decision_text) {}
+
+Replayer::~Replayer() = default;
+
+Status Replayer::pull_next(Run& r) {
+  if (r.source_done) return {};
+  auto got = source_.next(&r.pending);
+  if (!got.ok()) return got.status();
+  r.have_pending = *got;
+  if (!r.have_pending) {
+    r.source_done = true;
+  } else if (r.pending.arrival_time_us < r.last_arrival_us) {
+    return Status::error("request " + r.pending.id + ": arrival time " + std::to_string(r.pending.arrival_time_us) +
+                         " us is before the previous request's " + std::to_string(r.last_arrival_us));
+  } else {
+    r.last_arrival_us = r.pending.arrival_time_us;
+  }
+  return {};
+}
+
+void Replayer::request_done(Run& r, const RequestMetrics& m) {
+  if (on_request_done) on_request_done(m);
+  if (m.status == "rejected") return;
+  r.sum.admitted_prompt_tokens += m.prompt_tokens;
+  r.sum.admitted_hit_tokens += std::max<std::int64_t>(m.cached_tokens, 0);
+  if (m.first_token_us >= 0) r.ttft.push_back(m.first_token_us - m.arrival_us);
+  if (m.output_tokens > 1) r.tpot.push_back((m.finish_us - m.first_token_us) / (m.output_tokens - 1));
+  r.e2e.push_back(m.finish_us - m.arrival_us);
+}
+
+// Admits every arrival the clock has reached, in source order.
+Status Replayer::admit_arrivals(Run& r) {
+  while (r.have_pending && r.pending_arrival_ns() <= r.now_ns) {
+    RequestMetrics m;
+    m.id = r.pending.id;
+    m.arrival_us = r.pending.arrival_time_us;
+    m.prompt_tokens = static_cast<std::int64_t>(r.pending.prompt.size());
+    ++r.sum.requests_total;
+    const auto outputs = static_cast<std::int64_t>(r.pending.outputs.size());
+    Status added = scheduler_.add_request(std::move(r.pending));
+    if (!added.ok()) {
+      m.status = "rejected";
+      m.reject_reason = added.message();
+      m.output_tokens = outputs;
+      ++r.sum.requests_rejected;
+      log_.record_rejection(m.id, added.message());
+      request_done(r, m);
+    } else {
+      r.live.emplace(m.id, std::move(m));
+    }
+    if (Status s = pull_next(r); !s.ok()) return s;
+  }
+  return {};
+}
+
+// Notes the newly scheduled requests' first-schedule data before the device runs.
+void Replayer::note_first_schedule(Run& r, const StepPlan& plan) {
+  for (const ScheduledRequest& s : plan.requests) {
+    if (!s.is_new) continue;
+    auto it = r.live.find(s.id);
+    const Request* q = scheduler_.find(s.id);
+    if (it == r.live.end() || q == nullptr) continue;
+    it->second.cached_tokens = q->num_cached_tokens;
+    it->second.preemptions = q->num_preemptions;
+  }
+}
+
+// Runs the plan on the device (once), advances the clock and logs the decisions. *stop is set
+// when a verification failure ends the run.
+StepRecord Replayer::execute(Run& r, const StepPlan& plan, bool* stop) {
+  StepResult result = device_.execute(plan);
+  const std::int64_t predicted = predictor_ ? predictor_->predict_ns(plan) : result.duration_ns;
+  StepRecord rec;
+  if (!result.violations.empty()) {
+    r.sum.violations.insert(r.sum.violations.end(), result.violations.begin(), result.violations.end());
+    if (options_.stop_on_violation) {
+      log_.record(plan, 0, static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks()));
+      *stop = true;
+      return rec;
+    }
+  }
+  std::int64_t step_ns = predicted;
+  if (options_.clock == ReplayOptions::Clock::kWall && result.measured_ns >= 0) step_ns = result.measured_ns;
+  if (result.measured_ns >= 0) {
+    r.measured_total += result.measured_ns;
+    r.any_measured = true;
+  }
+  rec.step = plan.step;
+  rec.start_us = r.now_ns / 1000;
+  r.now_ns += std::max<std::int64_t>(step_ns, 1);
+  rec.duration_ns = step_ns;
+  rec.measured_ns = result.measured_ns;
+  rec.predicted_ns = predicted;
+  rec.counters = result.counters;
+  r.sum.prompt_tokens_computed += result.counters.prompt_tokens_computed;
+
+  rec.evictions_total = scheduler_.kv_cache().pool().num_evictions();
+  log_.record(plan, rec.evictions_total - r.evictions_before,
+              static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks()));
+  r.evictions_before = rec.evictions_total;
+
+  rec.num_requests = static_cast<int>(plan.requests.size());
+  for (const ScheduledRequest& s : plan.requests) {
+    const auto n = static_cast<std::int64_t>(s.token_ids.size());
+    if (s.num_computed_tokens + n <= s.num_prompt_tokens) rec.prefill_tokens += n;
+    else rec.decode_tokens += n;
+    if (s.is_new) rec.cached_tokens += s.num_cached_tokens;
+  }
+  rec.preempted = static_cast<int>(plan.preempted.size());
+  apply_tokens(r, plan, result, rec);
+  return rec;
+}
+
+// Hands the device's tokens to the scheduler and closes the requests that finished.
+void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& result, StepRecord& rec) {
+  const std::vector<TokenEvent> events = scheduler_.update_from_output(plan, result);
+  const std::int64_t now_us = r.now_ns / 1000;
+  for (const TokenEvent& ev : events) {
+    auto it = r.live.find(ev.id);
+    KV_CHECK(it != r.live.end(), "token for unknown request " << ev.id);
+    RequestMetrics& m = it->second;
+    if (ev.output_index == 0) m.first_token_us = now_us;
+    m.output_tokens = ev.output_index + 1;
+    if (!ev.finished) continue;
+    m.finish_us = now_us;
+    m.status = to_string(ev.status);
+    ++r.sum.requests_finished;
+    r.sum.output_tokens += m.output_tokens;
+    r.sum.prompt_tokens += m.prompt_tokens;
+    request_done(r, m);
+    r.live.erase(it);
+    ++rec.finished;
+  }
+}
+
+void Replayer::finish(Run& r) {
+  ReplaySummary& sum = r.sum;
+  if (sum.violations.empty() || !options_.stop_on_violation) {
+    const std::vector<std::string> late = device_.finish_run();
+    sum.violations.insert(sum.violations.end(), late.begin(), late.end());
+  }
+  const SchedulerStats& st = scheduler_.stats();
+  sum.preemptions = st.preemptions;
+  sum.recomputed_tokens = st.recomputed_tokens;
+  sum.evictions = scheduler_.kv_cache().pool().num_evictions();
+  sum.cache = scheduler_.kv_cache().stats();
+  sum.hit_rate = ratio(sum.cache.hits, sum.cache.queries);
+  sum.request_hit_rate = ratio(sum.admitted_hit_tokens, sum.admitted_prompt_tokens);
+  sum.sim_time_us = r.now_ns / 1000;
+  sum.measured_total_ns = r.any_measured ? r.measured_total : -1;
+  sum.ttft_us = summarize(r.ttft);
+  sum.tpot_us = summarize(r.tpot);
+  sum.e2e_us = summarize(r.e2e);
+  sum.digest = log_.digest_hex();
+}
+
+StatusOr<ReplaySummary> Replayer::run() {
+  Run r;
+  if (Status s = pull_next(r); !s.ok()) return s;
+  r.evictions_before = scheduler_.kv_cache().pool().num_evictions();
+  while (true) {
+    if (Status s = admit_arrivals(r); !s.ok()) return s;
+    if (!scheduler_.has_unfinished()) {
+      if (!r.have_pending) break;
+      r.now_ns = std::max(r.now_ns, r.pending_arrival_ns());  // idle: jump to the next arrival
+      continue;
+    }
+    if (options_.max_steps > 0 && r.sum.steps >= options_.max_steps) {
+      return Status::error("stopped after --max-steps " + std::to_string(options_.max_steps) +
+                           " steps with requests unfinished");
+    }
+    StepPlan plan = scheduler_.schedule();
+    if (plan.requests.empty() && plan.preempted.empty()) {
+      if (!r.have_pending) {
+        return Status::error("no request can be scheduled at step " + std::to_string(plan.step) + ": " +
+                             std::to_string(scheduler_.num_waiting()) + " waiting, " +
+                             std::to_string(scheduler_.num_running()) +
+                             " running; the KV pool or token budget is too small for the head request");
+      }
+      r.now_ns = std::max(r.now_ns, r.pending_arrival_ns());
+      if (plan.finished.empty()) continue;  // else the plan's finished list must reach the device
+    }
+    note_first_schedule(r, plan);
+    bool stop = false;
+    StepRecord rec = execute(r, plan, &stop);
+    if (stop) break;
+    if (options_.check_invariants_every_step) {
+      std::string why;
+      KV_CHECK(scheduler_.check_invariants(&why), "after step " << plan.step << ": " << why);
+    }
+    ++r.sum.steps;
+    rec.running = static_cast<int>(scheduler_.num_running());
+    rec.waiting = static_cast<int>(scheduler_.num_waiting());
+    rec.kv_usage = scheduler_.kv_cache().usage();
+    rec.free_blocks = static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks());
+    if (on_step) on_step(rec);
+  }
+  finish(r);
+  return r.sum;
+}
+
+}  // namespace kv::replay
