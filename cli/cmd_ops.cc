@@ -1,4 +1,4 @@
-// kvsim ops SCRIPT: runs an ops script (SEMANTICS.md) from a file, or from standard input
+// kvsim ops SCRIPT: runs an ops script (docs/semantics.md §6) from a file, or from standard input
 // when SCRIPT is '-' or absent.
 #include <boost/program_options.hpp>
 #include <fstream>
@@ -13,7 +13,7 @@ namespace kv::cli {
 
 int run_ops(int argc, char** argv) {
   po::options_description opts("kvsim ops [SCRIPT|-]\n\n"
-                               "Runs an ops script (one command a line, see SEMANTICS.md) against a\n"
+                               "Runs an ops script (one command a line, docs/semantics.md §6) against a\n"
                                "fresh KV-cache manager and prints one line per query command.\n"
                                "Exit status: 0 ok, 1 a `check` found a broken invariant, 2 a malformed line.\n\n"
                                "Options");

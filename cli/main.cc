@@ -13,7 +13,7 @@ namespace {
 using kv::cli::Command;
 
 const Command kCommands[] = {
-    {"ops", "the what-if shell of SEMANTICS.md: run an ops script against the KV-cache manager",
+    {"ops", "the what-if shell of docs/semantics.md §6: run an ops script against the KV-cache manager",
      kv::cli::run_ops},
     {"replay", "replay a trace through the scheduler on a device (sim or gpu); the main job",
      kv::cli::run_replay},

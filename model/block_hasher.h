@@ -1,4 +1,4 @@
-// BlockHasher: chained block hashes bit-exact with vLLM v1 (SEMANTICS.md "Block hashing").
+// BlockHasher: chained block hashes bit-exact with vLLM v1 (docs/semantics.md §2).
 //
 //   hash_i = H(cbor([hash_{i-1} or NONE_HASH, [tokens of block i], extra_keys or null]))
 //   NONE_HASH = H(cbor(seed))

@@ -1,4 +1,4 @@
-// KvCacheManager: vLLM v1's KVCacheManager for one full-attention group (SEMANTICS.md).
+// KvCacheManager: vLLM v1's KVCacheManager for one full-attention group (docs/semantics.md §3).
 // Turns requests into block tables over a BlockPool: lookup finds the longest cached prefix,
 // allocate takes hits and new blocks and caches every block that becomes full, free returns a
 // request's blocks last first.

@@ -12,7 +12,7 @@ using RequestId = std::string;
 
 inline constexpr BlockId kNoBlock = -1;
 
-// Which end of the free queue a freed block goes to (SEMANTICS.md "free").
+// Which end of the free queue a freed block goes to (docs/semantics.md §3.3).
 enum class FreeOrder {
   kClassic,        // every freed block appended at the tail (vLLM up to mid-2026)
   kUnhashedFirst,  // freed blocks without a hash go to the head, hashed ones to the tail

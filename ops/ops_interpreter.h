@@ -1,4 +1,4 @@
-// OpsInterpreter: the what-if shell of SEMANTICS.md ("The ops script language").
+// OpsInterpreter: the what-if shell of docs/semantics.md §6 (the ops language).
 // Each line is one command against a KvCacheManager; query commands print exactly one line in
 // the documented format. A malformed line is an error naming the line; a failed `check` is a
 // separate outcome (the state is broken, the script is not).

@@ -1,4 +1,4 @@
-// ManagerModel: a reference model of the KV-cache manager, written from SEMANTICS.md alone and
+// ManagerModel: a reference model of the KV-cache manager, written from docs/semantics.md alone and
 // kept deliberately naive (plain vectors, linear searches) so it can be read against the spec
 // line by line. Only block hashes come from kv::BlockHasher (hashing is tested elsewhere).
 // Each operation also records what `kvsim ops` prints for it, so a command sequence can be
@@ -83,7 +83,7 @@ class ManagerModel {
 
   const ModelConfig& config() const { return config_; }
 
-  // The operations of SEMANTICS.md. Each adds to events() and printed(); a command calls
+  // The operations of docs/semantics.md §3. Each adds to events() and printed(); a command calls
   // begin_command() once before its operations.
   void add_request(const std::string& id, std::vector<TokenId> tokens, const std::string& salt,
                    const std::string& lora);

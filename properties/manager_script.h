@@ -1,6 +1,6 @@
 // The manager-level state machine's shared pieces: the system under test, the command base
 // class (every command can print itself as `ops` lines), and the writer that turns a command
-// sequence into an ops script with its expected output (SEMANTICS.md "The ops script language").
+// sequence into an ops script with its expected output (docs/semantics.md §6).
 // Invariants:
 //   1. A command's ops lines, run by `kvsim ops` from the state the model was in, print exactly
 //      the model's printed() lines for it (checked by replaying every generated case).

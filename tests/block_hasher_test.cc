@@ -1,4 +1,4 @@
-// BlockHasher: the test vectors of SEMANTICS.md ("Block hashing"), computed by vLLM, and the
+// BlockHasher: the test vectors of docs/semantics.md §2.5, computed by vLLM, and the
 // shape of the CBOR that goes into each hash.
 #include "model/block_hasher.h"
 
