@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "gpu_backend/reference/seeded_init.h"  // KVG_HD
+#include "model/slot.h"
 
 namespace kv::gpu {
 
@@ -17,8 +18,8 @@ struct BlockTableView {
   std::int32_t row_stride = 0;
   std::int32_t block_size = 16;
   KVG_HD std::int64_t slot(std::int32_t row, std::int32_t position) const {
-    const std::int64_t block = table[static_cast<std::int64_t>(row) * row_stride + position / block_size];
-    return block * block_size + position % block_size;
+    const std::int64_t block = table[static_cast<std::int64_t>(row) * row_stride + block_index(position, block_size)];
+    return slot_in_block(block, block_size, position);
   }
 };
 

@@ -99,7 +99,7 @@ void ShadowKv::store_raw(std::int64_t slot, std::uint64_t fingerprint) {
 std::span<const BlockId> ShadowKv::table(const RequestId& id) const {
   std::int32_t h = find(id);
   if (h < 0) return {};
-  return live_[h].table;
+  return live_[h].table.group();
 }
 
 std::int64_t ShadowKv::num_computed(const RequestId& id) const {
@@ -140,7 +140,7 @@ bool ShadowKv::add_block(std::int32_t h, BlockId b, const RequestId& id,
   Live& l = live_[h];
   holders_[b].push_back({h, static_cast<std::int32_t>(l.registered.size())});
   l.registered.push_back(b);
-  l.table.push_back(b);
+  l.table.append(std::span<const BlockId>(&b, 1));
   return true;
 }
 
@@ -225,11 +225,11 @@ void ShadowKv::verify(std::int32_t h, std::int64_t from, std::int64_t to, const 
   Violation* first = nullptr;
   std::int64_t p = from;
   while (p < to) {
-    std::size_t i = static_cast<std::size_t>(p / bs);
-    const std::int64_t base = std::int64_t{l.table[i]} * bs;
+    const auto i = static_cast<std::size_t>(block_index(p, bs));
+    const BlockId block = l.table.group()[i];
     const std::int64_t block_end = std::min(to, static_cast<std::int64_t>(i + 1) * bs);
     for (; p < block_end; ++p) {
-      const std::int64_t s = base + p % bs;
+      const std::int64_t s = slot_in_block(block, bs, p);
       if (slots_[s] == l.expected[p]) [[likely]] continue;
       if (first != nullptr) {
         ++first->more;
@@ -240,7 +240,7 @@ void ShadowKv::verify(std::int32_t h, std::int64_t from, std::int64_t to, const 
       v.step = step_;
       v.request = l.id;
       v.position = p;
-      v.block = l.table[i];
+      v.block = block;
       v.slot = s;
       v.expected = l.expected[p];
       v.found = slots_[s];
@@ -256,8 +256,8 @@ void ShadowKv::write(std::int32_t h, std::int64_t position, std::uint64_t fp,
                      std::vector<Violation>* out) {
   Live& l = live_[h];
   const std::int64_t bs = block_size_;
-  const std::int32_t index = static_cast<std::int32_t>(position / bs);
-  std::int64_t s = std::int64_t{l.table[index]} * bs + position % bs;
+  const auto index = static_cast<std::int32_t>(block_index(position, bs));
+  std::int64_t s = l.table.slot(position, block_size_);  // never padding: the table holds no null block
   if (!write_faults_.empty()) [[unlikely]] {
     for (std::size_t k = 0; k < write_faults_.size(); ++k) {
       const CacheWriteFault& f = write_faults_[k];
@@ -339,9 +339,9 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
   for (const TableSwapFault& f : swap_faults_) {
     std::int32_t h = find(f.request);
     if (h < 0) continue;
-    std::vector<BlockId>& t = live_[h].table;
+    BlockTable& t = live_[h].table;
     if (f.i >= t.size() || f.j >= t.size()) continue;
-    std::swap(t[f.i], t[f.j]);
+    t.swap_entries(f.i, f.j);
     ++stats_.faults_fired;
   }
   swap_faults_.clear();
@@ -353,7 +353,7 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
     const ScheduledRequest& r = plan.requests[k];
     Live& l = live_[h];
     const std::int64_t end = l.num_computed + static_cast<std::int64_t>(r.token_ids.size());
-    const std::int64_t capacity = static_cast<std::int64_t>(l.table.size()) * block_size_;
+    const std::int64_t capacity = l.table.capacity_tokens(block_size_);
     if (end > capacity) {
       out->push_back(bad_plan(r.id, "positions up to " + std::to_string(end - 1) +
                                         " do not fit its " + std::to_string(l.table.size()) +

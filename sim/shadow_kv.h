@@ -1,8 +1,8 @@
-// ShadowKv: a shadow of the paged KV cache. Every slot (block_id * block_size + offset)
+// ShadowKv: a shadow of the paged KV cache. Every slot (model/slot.h)
 // holds a 64-bit fingerprint of (token, position, whole prefix, LoRA) -- a chained token-level
 // hash, so requests with the same prefix write the same fingerprints and prefix-cache hits can
 // be checked. Cache writes go through the request's block table exactly as the cache-write
-// kernel's slot mapping (slot = table[pos / B] * B + pos % B).
+// kernel's slot mapping (model/block_table.h).
 // Invariants (what makes a violation-free run correct):
 //   1. A live request relies on the slots of its positions [0, num_computed): it wrote them,
 //      or verified them when it was admitted with prefix-cache hits (hits are verified after
@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/block_table.h"
 #include "model/step_plan.h"
 
 namespace kv::sim {
@@ -111,7 +112,7 @@ class ShadowKv {
     std::int64_t num_computed = 0;
     std::int64_t rely_begin = 0;  // relies on [rely_begin, num_computed); > 0 only for
                                   // unverified hits during the step of admission
-    std::vector<BlockId> table;       // what the kernels use
+    BlockTable table;                 // what the kernels use (one group)
     std::vector<BlockId> registered;  // what holders_ records (differs only after a fault)
     std::vector<std::uint64_t> expected;  // expected fingerprint of each position written
     std::int64_t admitted = 0;        // admission sequence number (verify_live order)

@@ -58,14 +58,14 @@ Status BlockTables::apply(const StepPlan& plan, std::vector<BlockTableUpdate>* u
       free_rows_.erase(free_rows_.begin());
       row_of_[r.id] = row;
     }
-    auto& entries = rows_[static_cast<std::size_t>(row)];
+    BlockTable& entries = rows_[static_cast<std::size_t>(row)];
     if (r.is_new) entries.clear();
-    for (BlockId b : r.block_ids) {
-      if (updates) {
-        updates->push_back({row, static_cast<std::int32_t>(entries.size()), static_cast<std::int32_t>(b)});
+    if (updates) {
+      for (std::size_t i = 0; i < r.block_ids.size(); ++i) {
+        updates->push_back({row, static_cast<std::int32_t>(entries.size() + i), static_cast<std::int32_t>(r.block_ids[i])});
       }
-      entries.push_back(static_cast<std::int32_t>(b));
     }
+    entries.append(r.block_ids);
   }
   return Status();
 }

@@ -1,4 +1,4 @@
-// BlockTables: the device-side view of every live request's block table, kept up to date
+// BlockTables: the device-side view of every live request's block table (model/block_table.h), kept up to date
 // from StepPlan deltas exactly as vLLM's InputBatch/BlockTable does (add_row for a new or
 // resumed request, append_row for a running one, drop on finished/preempted). Plain C++: the
 // CPU reference uses it directly and the CUDA device mirrors it on the GPU by applying the
@@ -14,8 +14,10 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
 #include <vector>
 
+#include "model/block_table.h"
 #include "model/status.h"
 #include "model/step_plan.h"
 
@@ -37,7 +39,7 @@ class BlockTables {
 
   int row_of(const RequestId& id) const;  // -1 when the request has no row
   int num_blocks(int row) const { return static_cast<int>(rows_[static_cast<std::size_t>(row)].size()); }
-  const std::vector<std::int32_t>& row(int row) const { return rows_[static_cast<std::size_t>(row)]; }
+  std::span<const BlockId> row(int row) const { return rows_[static_cast<std::size_t>(row)].group(); }
   int max_rows() const { return max_rows_; }
   int max_blocks_per_row() const { return max_blocks_per_row_; }
   std::size_t num_live() const { return row_of_.size(); }
@@ -48,7 +50,7 @@ class BlockTables {
   std::int64_t num_blocks_;
   std::map<RequestId, int> row_of_;               // live requests only
   std::set<int> free_rows_;                       // every row not in row_of_
-  std::vector<std::vector<std::int32_t>> rows_;   // empty for a free row
+  std::vector<BlockTable> rows_;                  // empty for a free row
 };
 
 }  // namespace kv::gpuref

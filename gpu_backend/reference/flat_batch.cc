@@ -1,5 +1,7 @@
 #include "gpu_backend/reference/flat_batch.h"
 
+#include "model/slot.h"
+
 #include <algorithm>
 #include <string>
 
@@ -57,8 +59,8 @@ std::vector<std::int64_t> host_slot_mapping(const FlatBatch& batch, const BlockT
     const int row = batch.rows[i];
     if (row < 0) continue;
     const std::int32_t pos = batch.positions[i];
-    const std::int64_t block = tables.row(row)[static_cast<std::size_t>(pos / block_size)];
-    slots[i] = block * block_size + pos % block_size;
+    const std::int64_t block = tables.row(row)[static_cast<std::size_t>(block_index(pos, block_size))];
+    slots[i] = slot_in_block(block, block_size, pos);
   }
   return slots;
 }

@@ -1,5 +1,7 @@
 #include "gpu_backend/reference/kernels.h"
 
+#include "model/slot.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -17,8 +19,8 @@ std::vector<std::int64_t> slot_mapping(const std::vector<std::int32_t>& rows,
   std::vector<std::int64_t> slots(rows.size(), -1);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0) continue;
-    const std::int64_t block = table.at(rows[i], positions[i] / block_size);
-    slots[i] = block * block_size + positions[i] % block_size;
+    const std::int64_t block = table.at(rows[i], static_cast<int>(block_index(positions[i], block_size)));
+    slots[i] = slot_in_block(block, block_size, positions[i]);
   }
   return slots;
 }

@@ -71,7 +71,7 @@ TEST(GpuRefBlockTables, DeltasRowsAndFlattening) {
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].row, 0);
   EXPECT_EQ(updates[0].column, 2);
-  EXPECT_EQ(tables.row(0), (std::vector<std::int32_t>{7, 3, 9}));
+  EXPECT_EQ(std::vector<std::int32_t>(tables.row(0).begin(), tables.row(0).end()), (std::vector<std::int32_t>{7, 3, 9}));
   StatusOr<FlatBatch> b = build_flat_batch(p1, tables, 1000);
   ASSERT_TRUE(b.ok()) << b.status().message();
   EXPECT_EQ(b->positions, (std::vector<std::int32_t>{8, 2}));
