@@ -76,12 +76,14 @@ void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id,
       spec_.num_skipped_tokens(total_computed_tokens) / spec_.block_size,
       static_cast<std::int64_t>(hit.size())));
   table.blocks.assign(skipped, pool_.null_block());
+  // A chunked hit can hold nulls past the skipped part (a chunk not aligned to blocks): they
+  // stay null and are not touched.
+  std::vector<BlockId> touched;
   for (BlockId b : hit.subspan(skipped)) {
-    KV_CHECK(b != pool_.null_block(), "group " << group_id_ << ": null block past the skipped "
-                                               "part of the hit of " << id);
     table.blocks.push_back(b);
+    if (b != pool_.null_block()) touched.push_back(b);
   }
-  pool_.touch(hit.subspan(skipped));
+  pool_.touch(touched);
   table.num_cached = table.blocks.size();
 }
 
