@@ -185,6 +185,11 @@ bool BlockPool::check_invariants(std::string* why) const {
       return false;
     }
     queued += in_queue ? 1 : 0;
+    if (b.hash.empty() && b.group != 0) {
+      *why = "block " + std::to_string(b.id) + " is not cached but keeps group " +
+             std::to_string(b.group);
+      return false;
+    }
     if (!b.hash.empty()) {
       ++hashed;
       if (!index_.contains(b)) {
