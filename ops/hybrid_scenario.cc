@@ -134,6 +134,20 @@ StatusOr<LayerKvCacheSpec> parse_layer(const Json& layer, const std::string& whe
   return out;
 }
 
+StatusOr<std::vector<LayerKvCacheSpec>> parse_layers(const Json& config, int block_size) {
+  auto layers_json = get(config, "config", "layers");
+  if (!layers_json.ok()) return layers_json.status();
+  if (!(*layers_json)->is_array()) return field_error("config.layers", "not a list");
+  std::vector<LayerKvCacheSpec> layers;
+  for (std::size_t i = 0; i < (*layers_json)->size(); ++i) {
+    auto layer = parse_layer((**layers_json)[i], "config.layers[" + std::to_string(i) + "]",
+                             block_size);
+    if (!layer.ok()) return layer.status();
+    layers.push_back(*layer);
+  }
+  return layers;
+}
+
 Json group_to_json(const KvCacheGroupSpec& g) {
   Json j = {{"type", to_string(g.spec.type)}, {"layers", g.layer_names}};
   if (g.spec.window > 0) j["window"] = g.spec.window;
@@ -164,6 +178,9 @@ class HybridScenario {
   bool compare(std::int64_t step, const std::string& field, const Json& expected, const Json& got);
   StatusOr<ScenarioRequest*> find(const Json& step, const std::string& where);
   Json held_of(const RequestId& id) const;
+  Status run_add(const Json& step, const std::string& where, Json& got);
+  Status run_on_request(const std::string& op, const Json& step, const std::string& where,
+                        Json& got);
   Status run_allocate(const Json& step, const std::string& where, ScenarioRequest& r, Json& got);
 
   ScenarioOutcome outcome_;
@@ -220,17 +237,9 @@ Status HybridScenario::load(const Json& config) {
   if (!parse_free_order(*order, &mc.free_order)) {
     return field_error("config.free_order", "unknown free order '" + *order + "'");
   }
-  auto layers_json = get(config, w, "layers");
-  if (!layers_json.ok()) return layers_json.status();
-  if (!(*layers_json)->is_array()) return field_error("config.layers", "not a list");
-  std::vector<LayerKvCacheSpec> layers;
-  for (std::size_t i = 0; i < (*layers_json)->size(); ++i) {
-    auto layer = parse_layer((**layers_json)[i], "config.layers[" + std::to_string(i) + "]",
-                             block_size_);
-    if (!layer.ok()) return layer.status();
-    layers.push_back(*layer);
-  }
-  auto groups = get_kv_cache_groups(layers);
+  auto layers = parse_layers(config, block_size_);
+  if (!layers.ok()) return layers.status();
+  auto groups = get_kv_cache_groups(*layers);
   if (!groups.ok()) return groups.status().with_context("config.layers: ");
   if (Status s = check_config_outputs(config, *groups); !s.ok() || !outcome_.ok) return s;
   auto size = size_pool_for_budget(*groups, *budget);
@@ -332,13 +341,14 @@ Status HybridScenario::run_allocate(const Json& step, const std::string& where,
   return Status();
 }
 
-Status HybridScenario::run_step(std::int64_t index, const Json& step) {
-  const std::string where = "steps[" + std::to_string(index) + "]";
-  auto op = get_string(step, where, "op");
-  if (!op.ok()) return op.status();
-  // Per op: the step's fields and, in comparison order, its expect fields.
-  static const std::map<std::string, std::pair<std::vector<std::string_view>,
-                                               std::vector<std::string_view>>> kOps = {
+// Per op: the step's fields and, in comparison order, the expect fields besides free/evicted.
+struct OpFields {
+  std::vector<std::string_view> step;
+  std::vector<std::string_view> expect;
+};
+
+const std::map<std::string, OpFields, std::less<>>& op_fields() {
+  static const std::map<std::string, OpFields, std::less<>> kOps = {
       {"add", {{"op", "req", "prompt", "expect"}, {"num_tokens", "num_block_hashes"}}},
       {"append", {{"op", "req", "tokens", "expect"}, {"num_tokens", "num_block_hashes"}}},
       {"get_computed", {{"op", "req", "expect"}, {"hit_tokens", "blocks"}}},
@@ -347,65 +357,81 @@ Status HybridScenario::run_step(std::int64_t index, const Json& step) {
         {"ok", "new_blocks", "num_computed_tokens", "held", "window_freed"}}},
       {"free", {{"op", "req", "expect"}, {}}},
       {"preempt", {{"op", "req", "expect"}, {}}}};
-  auto spec = kOps.find(*op);
-  if (spec == kOps.end()) return field_error(where + ".op", "unknown op '" + *op + "'");
-  for (const auto& item : step.items()) {
-    const auto& allowed = spec->second.first;
+  return kOps;
+}
+
+Status check_names(const Json& obj, const std::string& where, const std::string& op,
+                   const std::vector<std::string_view>& allowed) {
+  for (const auto& item : obj.items()) {
     if (std::find(allowed.begin(), allowed.end(), item.key()) == allowed.end()) {
-      return field_error(where + "." + item.key(), "unknown field for op '" + *op + "'");
+      return field_error(where + "." + item.key(), "unknown field for op '" + op + "'");
     }
   }
-  std::vector<std::string_view> expect_keys = spec->second.second;
+  return Status();
+}
+
+Status HybridScenario::run_add(const Json& step, const std::string& where, Json& got) {
+  auto id = get_string(step, where, "req");
+  auto prompt = get_tokens(step, where, "prompt");
+  if (!id.ok()) return id.status();
+  if (!prompt.ok()) return prompt.status();
+  if (requests_.count(*id)) return field_error(where + ".req", "request '" + *id + "' exists");
+  ScenarioRequest& r = requests_[*id];
+  r.request = std::make_unique<Request>(*id, *prompt, HashExtras{}, hasher_.get(), block_size_);
+  got["num_tokens"] = r.request->num_tokens();
+  got["num_block_hashes"] = r.request->block_hashes().size();
+  return Status();
+}
+
+Status HybridScenario::run_on_request(const std::string& op, const Json& step,
+                                      const std::string& where, Json& got) {
+  auto r = find(step, where);
+  if (!r.ok()) return r.status();
+  Request& req = *(*r)->request;
+  if (op == "append") {
+    auto tokens = get_tokens(step, where, "tokens");
+    if (!tokens.ok()) return tokens.status();
+    req.append_tokens(*tokens);
+    got["num_tokens"] = req.num_tokens();
+    got["num_block_hashes"] = req.block_hashes().size();
+  } else if (op == "get_computed") {
+    if (req.num_computed_tokens != 0 || manager_->holds_blocks(req.id())) {
+      return field_error(where + ".op", "get_computed of '" + req.id() + "', which has started");
+    }
+    (*r)->pending_hit = manager_->get_computed_blocks(req);
+    got["hit_tokens"] = (*r)->pending_hit->num_tokens;
+    got["blocks"] = (*r)->pending_hit->blocks;
+  } else if (op == "allocate") {
+    return run_allocate(step, where, **r, got);
+  } else if (op == "free") {
+    manager_->free(req.id());
+    requests_.erase(req.id());
+  } else {  // preempt: the request keeps its tokens and hashes and starts over
+    manager_->free(req.id());
+    req.num_computed_tokens = 0;
+    ++req.num_preemptions;
+    (*r)->pending_hit.reset();
+  }
+  return Status();
+}
+
+Status HybridScenario::run_step(std::int64_t index, const Json& step) {
+  const std::string where = "steps[" + std::to_string(index) + "]";
+  auto op = get_string(step, where, "op");
+  if (!op.ok()) return op.status();
+  auto fields = op_fields().find(*op);
+  if (fields == op_fields().end()) return field_error(where + ".op", "unknown op '" + *op + "'");
+  if (Status s = check_names(step, where, *op, fields->second.step); !s.ok()) return s;
+  std::vector<std::string_view> expect_keys = fields->second.expect;
   expect_keys.insert(expect_keys.end(), {"free", "evicted"});
   const Json no_expect = Json::object();
   const Json& expect = step.contains("expect") ? step["expect"] : no_expect;
   if (!expect.is_object()) return field_error(where + ".expect", "not an object");
-  for (const auto& item : expect.items()) {
-    if (std::find(expect_keys.begin(), expect_keys.end(), item.key()) == expect_keys.end()) {
-      return field_error(where + ".expect." + item.key(), "unknown field for op '" + *op + "'");
-    }
-  }
+  if (Status s = check_names(expect, where + ".expect", *op, expect_keys); !s.ok()) return s;
 
   Json got = {{"evicted", Json::array()}};
-  if (*op == "add") {
-    auto id = get_string(step, where, "req");
-    auto prompt = get_tokens(step, where, "prompt");
-    if (!id.ok()) return id.status();
-    if (!prompt.ok()) return prompt.status();
-    if (requests_.count(*id)) return field_error(where + ".req", "request '" + *id + "' exists");
-    ScenarioRequest& r = requests_[*id];
-    r.request = std::make_unique<Request>(*id, *prompt, HashExtras{}, hasher_.get(), block_size_);
-    got["num_tokens"] = r.request->num_tokens();
-    got["num_block_hashes"] = r.request->block_hashes().size();
-  } else {
-    auto r = find(step, where);
-    if (!r.ok()) return r.status();
-    Request& req = *(*r)->request;
-    if (*op == "append") {
-      auto tokens = get_tokens(step, where, "tokens");
-      if (!tokens.ok()) return tokens.status();
-      req.append_tokens(*tokens);
-      got["num_tokens"] = req.num_tokens();
-      got["num_block_hashes"] = req.block_hashes().size();
-    } else if (*op == "get_computed") {
-      if (req.num_computed_tokens != 0 || manager_->holds_blocks(req.id())) {
-        return field_error(where + ".op", "get_computed of '" + req.id() + "', which has started");
-      }
-      (*r)->pending_hit = manager_->get_computed_blocks(req);
-      got["hit_tokens"] = (*r)->pending_hit->num_tokens;
-      got["blocks"] = (*r)->pending_hit->blocks;
-    } else if (*op == "allocate") {
-      if (Status s = run_allocate(step, where, **r, got); !s.ok()) return s;
-    } else if (*op == "free") {
-      manager_->free(req.id());
-      requests_.erase(req.id());
-    } else {  // preempt
-      manager_->free(req.id());
-      req.num_computed_tokens = 0;
-      ++req.num_preemptions;
-      (*r)->pending_hit.reset();
-    }
-  }
+  Status s = *op == "add" ? run_add(step, where, got) : run_on_request(*op, step, where, got);
+  if (!s.ok()) return s;
   got["free"] = manager_->num_free_blocks();
   for (std::string_view key : expect_keys) {
     const std::string k(key);
@@ -413,9 +439,7 @@ Status HybridScenario::run_step(std::int64_t index, const Json& step) {
     if (!compare(index, "expect." + k, expect[k], got.contains(k) ? got[k] : Json())) break;
   }
   std::string why;
-  if (outcome_.ok && !manager_->check_invariants(&why)) {
-    compare(index, "invariants", "ok", why);
-  }
+  if (outcome_.ok && !manager_->check_invariants(&why)) compare(index, "invariants", "ok", why);
   return Status();
 }
 
