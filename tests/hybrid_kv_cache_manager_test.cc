@@ -86,6 +86,18 @@ TEST_F(HybridKvCacheManagerTest, OneHitLengthForAllGroups) {
   expect_ok();
 }
 
+TEST_F(HybridKvCacheManagerTest, ClassicOrderAppendsEveryGroupInTurn) {
+  HybridKvCacheConfig config = gpt_oss_like(20);
+  config.free_order = FreeOrder::kClassic;
+  manager_ = std::make_unique<HybridKvCacheManager>(config);
+  Request a = make("a", tokens(1000, 40));
+  ASSERT_TRUE(manager_->allocate_slots(a, 40));
+  manager_->free("a");
+  EXPECT_EQ(manager_->pool().policy().order(),
+            (std::vector<BlockId>{7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 3, 2, 1, 6, 5, 4}));
+  expect_ok();
+}
+
 TEST_F(HybridKvCacheManagerTest, WindowFreesHappenEvenIfTheAllocationFails) {
   manager_ = std::make_unique<HybridKvCacheManager>(gpt_oss_like(12));  // 11 usable blocks
   Request a = make("a", tokens(1000, 64));
