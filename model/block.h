@@ -4,7 +4,8 @@
 // Invariants (checked by BlockPool::check_invariants):
 //   1. ref_cnt >= 0 and equals the number of live requests whose block table holds the block.
 //   2. A non-null block is in the free queue exactly when ref_cnt == 0.
-//   3. hash is non-empty exactly while the block is listed in the pool's hash map under it.
+//   3. hash is non-empty exactly while the block is listed in the pool's hash map under
+//      (hash, group); group is 0 while the block is not cached.
 //   4. The null block (id 0) is never queued, never cached and never counted as free.
 #pragma once
 
@@ -15,6 +16,9 @@
 
 namespace kv {
 
+// A KV-cache group's index (vLLM's kv_cache_group_id); 0 for a model with one group.
+using KvCacheGroupId = std::uint16_t;
+
 // One cache line per block: a pool walk (free-queue pops, evictions) touches one line per block.
 struct alignas(64) Block {
   BlockId id = kNoBlock;
@@ -24,6 +28,8 @@ struct alignas(64) Block {
   BlockId next_cached = kNoBlock;
   BlockHash hash;            // non-empty exactly while listed in the pool's hash map
   bool is_null = false;      // the placeholder block 0: never freed, cached or counted
+  // The group the block is cached for: the map key is (hash, group). 0 while uncached.
+  KvCacheGroupId group = 0;
 
   // Free-queue links, touched only by FreeBlockQueue: both non-null exactly while queued.
   Block* prev_free = nullptr;

@@ -33,8 +33,8 @@ double BlockPool::usage() const {
   return 1.0 - static_cast<double>(num_free_blocks()) / usable;
 }
 
-BlockId BlockPool::get_cached_block(const BlockHash& hash) const {
-  return index_.find(hash);
+BlockId BlockPool::get_cached_block(const BlockHash& hash, KvCacheGroupId group) const {
+  return index_.find(hash, group);
 }
 
 bool BlockPool::evict_cached(Block& b) {
@@ -42,6 +42,7 @@ bool BlockPool::evict_cached(Block& b) {
   index_.erase(b);
   if (events_enabled_) events_.emplace_back(BlockRemoved{{b.hash}, "GPU"});
   b.hash = BlockHash{};
+  b.group = 0;
   return true;
 }
 
@@ -118,6 +119,22 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
   }
 }
 
+void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
+                                  std::size_t num_cached, std::size_t num_full,
+                                  KvCacheGroupId group) {
+  KV_CHECK(num_full <= blocks.size() && num_full <= hashes.size(),
+           "group " << group << ": caching " << num_full << " blocks with " << blocks.size()
+                    << " blocks and " << hashes.size() << " hashes");
+  for (std::size_t i = num_cached; i < num_full; ++i) {
+    Block& b = mut(blocks[i]);
+    if (b.is_null) continue;
+    KV_CHECK(b.hash.empty(), "block " << b.id << " cached twice (group " << group << ")");
+    b.hash = hashes[i];
+    b.group = group;
+    index_.insert(b);
+  }
+}
+
 void BlockPool::evict_blocks(std::span<const BlockId> ids) {
   for (BlockId id : ids) {
     KV_CHECK(id >= 0 && id < num_blocks(), "no block " << id);
@@ -128,7 +145,10 @@ void BlockPool::evict_blocks(std::span<const BlockId> ids) {
 bool BlockPool::reset_prefix_cache() {
   if (num_free_blocks() != blocks_.size() - 1) return false;
   index_.clear();
-  for (Block& b : blocks_) b.hash = BlockHash{};
+  for (Block& b : blocks_) {
+    b.hash = BlockHash{};
+    b.group = 0;
+  }
   if (events_enabled_) events_.emplace_back(AllBlocksCleared{});
   return true;
 }
@@ -165,6 +185,11 @@ bool BlockPool::check_invariants(std::string* why) const {
       return false;
     }
     queued += in_queue ? 1 : 0;
+    if (b.hash.empty() && b.group != 0) {
+      *why = "block " + std::to_string(b.id) + " is not cached but keeps group " +
+             std::to_string(b.group);
+      return false;
+    }
     if (!b.hash.empty()) {
       ++hashed;
       if (!index_.contains(b)) {

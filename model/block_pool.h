@@ -5,8 +5,10 @@
 //   1. Block 0 is the null block: ref_cnt stays 0 forever, never queued, never hashed, never free.
 //   2. num_free_blocks() == the policy's size(); a non-null block is queued exactly when its
 //      ref_cnt is 0; no ref_cnt is negative.
-//   3. Every block listed under hash h in the map has hash == h; every block with a hash is
-//      listed exactly once. Lookups return the oldest block inserted under a hash.
+//   3. Every block listed under key (h, g) in the map has hash == h and group == g; every block
+//      with a hash is listed exactly once. Lookups return the oldest block inserted under a key.
+//      With several KV-cache groups (one pool for all) each group caches its own blocks under
+//      its own id; a single-group manager uses group 0 only.
 //   4. Eviction is lazy: a freed block keeps its hash (and can be hit) until it is popped for
 //      reuse, evicted explicitly, or the cache is reset.
 #pragma once
@@ -40,8 +42,8 @@ class BlockPool {
   bool caching_enabled() const { return caching_; }
   const EvictionPolicy& policy() const { return *policy_; }
 
-  // The oldest block cached under `hash`, or kNoBlock.
-  BlockId get_cached_block(const BlockHash& hash) const;
+  // The oldest block cached under (`hash`, `group`), or kNoBlock.
+  BlockId get_cached_block(const BlockHash& hash, KvCacheGroupId group = 0) const;
 
   // Pops n blocks from the head of the free queue (n <= num_free_blocks()), evicting each one's
   // cached hash first; each comes back with ref_cnt 1. Appends the ids to `out`.
@@ -59,6 +61,11 @@ class BlockPool {
   void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
                          std::size_t num_cached, std::size_t num_full, int block_size,
                          std::span<const TokenId> tokens, const std::string& lora_name);
+
+  // The same for one group of a hybrid model (no events): caches the non-null blocks of
+  // blocks[num_cached .. num_full) under (hashes[i], group); null entries are skipped.
+  void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
+                         std::size_t num_cached, std::size_t num_full, KvCacheGroupId group);
 
   // Drops the cached hash of each given block that has one (they stay where they are).
   void evict_blocks(std::span<const BlockId> ids);

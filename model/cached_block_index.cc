@@ -13,25 +13,27 @@ CachedBlockIndex::CachedBlockIndex(std::span<Block> blocks) : blocks_(blocks) {
   mask_ = capacity - 1;
 }
 
-std::size_t CachedBlockIndex::probe(const BlockHash& hash, std::uint32_t tag) const {
+std::size_t CachedBlockIndex::probe(const BlockHash& hash, KvCacheGroupId group,
+                                    std::uint32_t tag) const {
   std::size_t i = tag & mask_;
   while (true) {
     const Slot& s = slots_[i];
     if (s.block == kNoBlock) return i;
-    if (s.tag == tag && blocks_[static_cast<std::size_t>(s.block)].hash == hash) return i;
+    const Block& b = blocks_[static_cast<std::size_t>(s.block)];
+    if (s.tag == tag && b.hash == hash && b.group == group) return i;
     i = (i + 1) & mask_;
   }
 }
 
-BlockId CachedBlockIndex::find(const BlockHash& hash) const {
-  return slots_[probe(hash, tag_of(hash))].block;
+BlockId CachedBlockIndex::find(const BlockHash& hash, KvCacheGroupId group) const {
+  return slots_[probe(hash, group, tag_of(hash, group))].block;
 }
 
 void CachedBlockIndex::insert(Block& b) {
   KV_CHECK(!b.hash.empty(), "block " << b.id << " has no hash to index");
   KV_CHECK(b.next_cached == kNoBlock, "block " << b.id << " is already indexed");
-  const std::uint32_t tag = tag_of(b.hash);
-  Slot& s = slots_[probe(b.hash, tag)];
+  const std::uint32_t tag = tag_of(b.hash, b.group);
+  Slot& s = slots_[probe(b.hash, b.group, tag)];
   ++size_;
   if (s.block == kNoBlock) {
     s.block = b.id;
@@ -49,7 +51,7 @@ void CachedBlockIndex::insert(Block& b) {
 }
 
 void CachedBlockIndex::erase(Block& b) {
-  std::size_t i = probe(b.hash, tag_of(b.hash));
+  std::size_t i = probe(b.hash, b.group, tag_of(b.hash, b.group));
   Slot& s = slots_[i];
   KV_CHECK(s.block != kNoBlock, "block " << b.id << " has a hash but is not in the map");
   --size_;
@@ -102,7 +104,7 @@ void CachedBlockIndex::clear() {
 
 bool CachedBlockIndex::contains(const Block& b) const {
   if (b.hash.empty()) return false;
-  for (BlockId id = find(b.hash); id != kNoBlock;
+  for (BlockId id = find(b.hash, b.group); id != kNoBlock;
        id = blocks_[static_cast<std::size_t>(id)].next_cached) {
     if (id == b.id) return true;
   }
@@ -120,7 +122,8 @@ bool CachedBlockIndex::check(std::string* why) const {
       return false;
     }
     const BlockHash& hash = blocks_[static_cast<std::size_t>(s.block)].hash;
-    if (hash.empty() || tag_of(hash) != s.tag) {
+    const KvCacheGroupId group = blocks_[static_cast<std::size_t>(s.block)].group;
+    if (hash.empty() || tag_of(hash, group) != s.tag) {
       *why = "hash map lists block " + std::to_string(s.block) + " under a hash it does not have";
       return false;
     }
@@ -130,8 +133,8 @@ bool CachedBlockIndex::check(std::string* why) const {
         *why = "hash map entry for block " + std::to_string(s.block) + " is cut off from its home";
         return false;
       }
-      if (slots_[k].tag == s.tag &&
-          blocks_[static_cast<std::size_t>(slots_[k].block)].hash == hash) {
+      const Block& other = blocks_[static_cast<std::size_t>(slots_[k].block)];
+      if (slots_[k].tag == s.tag && other.hash == hash && other.group == group) {
         *why = "hash map lists one hash in two slots";
         return false;
       }
@@ -139,7 +142,8 @@ bool CachedBlockIndex::check(std::string* why) const {
     for (BlockId id = s.block; id != kNoBlock;
          id = blocks_[static_cast<std::size_t>(id)].next_cached) {
       if (id < 0 || static_cast<std::size_t>(id) >= blocks_.size() ||
-          !(blocks_[static_cast<std::size_t>(id)].hash == hash)) {
+          !(blocks_[static_cast<std::size_t>(id)].hash == hash) ||
+          blocks_[static_cast<std::size_t>(id)].group != group) {
         *why = "hash map lists block " + std::to_string(id) + " under a hash it does not have";
         return false;
       }

@@ -1,5 +1,6 @@
-// CachedBlockIndex: the prefix cache's hash map, block hash -> the blocks cached under it,
-// oldest first (vLLM's BlockHashToBlockMap for one group), owned by the BlockPool.
+// CachedBlockIndex: the prefix cache's hash map, (block hash, group) -> the blocks cached
+// under it, oldest first (vLLM's BlockHashToBlockMap, keyed as make_block_hash_with_group_id),
+// owned by the BlockPool. With one group every key has group 0 and the tag is the hash's.
 // Open addressing with linear probing over 8-byte slots {oldest block id, low 32 bits of its
 // hash}; the full hash lives in the Block, and younger duplicates hang off the oldest block
 // through Block::next_cached (duplicates are rare: only requests allocated without a lookup
@@ -7,11 +8,11 @@
 // so its load never exceeds 1/2 and it never rehashes; erase shifts entries back (no
 // tombstones). Only this class touches Block::next_cached.
 // Invariants (check):
-//   1. A slot is empty or names a block whose hash's low 32 bits are the slot's tag; no two
-//      slots name blocks with equal hashes.
+//   1. A slot is empty or names a block whose tag_of(hash, group) is the slot's tag; no two
+//      slots name blocks with equal (hash, group) keys.
 //   2. Every entry lies at or after its home slot (tag & mask) with no empty slot in between.
 //   3. Following next_cached from a slot's block visits, in insertion order, blocks that all
-//      carry that hash; no block is listed twice; size() counts every listed block.
+//      carry that (hash, group); no block is listed twice; size() counts every listed block.
 #pragma once
 
 #include <cstddef>
@@ -29,20 +30,21 @@ class CachedBlockIndex {
   // Indexes blocks of `blocks` (by id); the span must outlive the index.
   explicit CachedBlockIndex(std::span<Block> blocks);
 
-  // The oldest block cached under `hash`, or kNoBlock.
-  BlockId find(const BlockHash& hash) const;
-  // Lists `b` under b.hash, after any blocks already there. Requires b unlisted, hash non-empty.
+  // The oldest block cached under (`hash`, `group`), or kNoBlock.
+  BlockId find(const BlockHash& hash, KvCacheGroupId group = 0) const;
+  // Lists `b` under (b.hash, b.group), after any blocks already there. Requires b unlisted,
+  // hash non-empty.
   void insert(Block& b);
-  // Unlists `b` (listed under b.hash); the next younger duplicate, if any, takes its place.
+  // Unlists `b` (listed under its key); the next younger duplicate, if any, takes its place.
   void erase(Block& b);
   // Unlists every block.
   void clear();
   // Starts loading the home slot of `hash`: callers about to touch many random slots issue
   // these first so that the cache misses overlap.
-  void prefetch(const BlockHash& hash) const {
-    __builtin_prefetch(&slots_[tag_of(hash) & mask_], 1);
+  void prefetch(const BlockHash& hash, KvCacheGroupId group = 0) const {
+    __builtin_prefetch(&slots_[tag_of(hash, group) & mask_], 1);
   }
-  // Whether `b` is listed under its own hash.
+  // Whether `b` is listed under its own key.
   bool contains(const Block& b) const;
 
   std::size_t size() const { return size_; }
@@ -54,11 +56,14 @@ class CachedBlockIndex {
  private:
   struct Slot {
     BlockId block = kNoBlock;  // the oldest block cached under the hash; kNoBlock = empty
-    std::uint32_t tag = 0;     // low 32 bits of that hash: the home slot and a cheap filter
+    std::uint32_t tag = 0;     // tag_of its key: the home slot and a cheap filter
   };
-  static std::uint32_t tag_of(const BlockHash& h) { return static_cast<std::uint32_t>(h.prefix64()); }
-  // The slot holding `hash`, or the empty slot where it would go.
-  std::size_t probe(const BlockHash& hash, std::uint32_t tag) const;
+  // The hash's low 32 bits, mixed with the group (group 0 leaves them as they are).
+  static std::uint32_t tag_of(const BlockHash& h, KvCacheGroupId group) {
+    return static_cast<std::uint32_t>(h.prefix64()) ^ (group * 0x9E3779B9u);
+  }
+  // The slot holding (`hash`, `group`), or the empty slot where it would go.
+  std::size_t probe(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag) const;
 
   std::span<Block> blocks_;
   std::vector<Slot> slots_;

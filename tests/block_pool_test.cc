@@ -352,6 +352,27 @@ TEST_P(BlockPoolTest, CheckInvariantsNamesEachCorruption) {
   }
 }
 
+TEST_P(BlockPoolTest, EachGroupCachesItsOwnBlockUnderOneHash) {
+  // Several KV-cache groups share the pool: the key is (hash, group).
+  auto pool = make_pool(8);
+  EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
+  const std::vector<BlockHash> hashes = {tag_hash(7)};
+  pool->cache_full_blocks(std::vector<BlockId>{0}, hashes, 0, 1, KvCacheGroupId{0});  // null: skipped
+  EXPECT_EQ(pool->num_cached_blocks(), 0u);
+  pool->cache_full_blocks(std::vector<BlockId>{1}, hashes, 0, 1, KvCacheGroupId{0});
+  pool->cache_full_blocks(std::vector<BlockId>{2}, hashes, 0, 1, KvCacheGroupId{1});
+  pool->cache_full_blocks(std::vector<BlockId>{3}, hashes, 0, 1, KvCacheGroupId{1});  // a duplicate
+  EXPECT_EQ(pool->get_cached_block(tag_hash(7)), 1);
+  EXPECT_EQ(pool->get_cached_block(tag_hash(7), 1), 2);
+  EXPECT_EQ(pool->get_cached_block(tag_hash(7), 2), kNoBlock);
+  expect_ok(*pool);
+  pool->evict_blocks(std::vector<BlockId>{2});
+  EXPECT_EQ(pool->get_cached_block(tag_hash(7), 1), 3);
+  EXPECT_EQ(pool->block(2).group, 0);  // uncached blocks carry group 0
+  EXPECT_EQ(pool->get_cached_block(tag_hash(7)), 1);
+  expect_ok(*pool);
+}
+
 TEST_P(BlockPoolTest, MisuseAborts) {
   auto pool = make_pool(4);
   std::vector<BlockId> ids;

@@ -1,0 +1,26 @@
+// run_hybrid_scenario: replays one vLLM-recorded scenario of the KV-cache manager with several
+// KV-cache groups (tests/golden-hybrid/README.md: format_version 1) against kvsim's
+// HybridKvCacheManager and compares every expectation.
+// The runner builds the groups from the file's `layers` (and checks them against `groups` and
+// `lookup_order`), sizes the pool from `memory_budget_bytes` (checked against `num_blocks`),
+// runs every step in order and then compares the `final` block (free queue, cache, held
+// blocks). The first difference ends the run.
+// Invariants:
+//   1. A file that cannot be read, is not JSON, or has an unknown or malformed field or op is
+//      a Status naming the file and the field (steps[i].expect.x); never an abort.
+//   2. A well-formed file gives a ScenarioOutcome: ok, or the first mismatch (step, field,
+//      expected, got) with compact JSON values.
+//   3. The manager's check_invariants holds after every step (a failure is a mismatch on
+//      field "invariants").
+#pragma once
+
+#include <string>
+
+#include "model/status.h"
+#include "ops/scenario_outcome.h"
+
+namespace kv::ops {
+
+StatusOr<ScenarioOutcome> run_hybrid_scenario(const std::string& path);
+
+}  // namespace kv::ops

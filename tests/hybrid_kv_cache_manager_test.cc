@@ -1,0 +1,126 @@
+// HybridKvCacheManager: several KV-cache groups over one pool. Short stories with exact ids:
+// one hit length for every group, per-group caching, window frees before the free-count
+// check, and the free order across groups.
+#include "model/hybrid_kv_cache_manager.h"
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace kv {
+namespace {
+
+std::vector<TokenId> tokens(TokenId start, int n) {
+  std::vector<TokenId> out;
+  for (int i = 0; i < n; ++i) out.push_back(start + i);
+  return out;
+}
+
+std::vector<BlockId> table(const HybridKvCacheManager& m, const RequestId& id, std::size_t g) {
+  auto blocks = m.blocks_of(id, g);
+  return {blocks.begin(), blocks.end()};
+}
+
+// gpt-oss-like: sliding window 32 (group 0) and full attention (group 1), one layer each.
+HybridKvCacheConfig gpt_oss_like(int num_blocks) {
+  HybridKvCacheConfig c;
+  const KvCacheSpec full{AttentionType::kFullAttention, 16, 2, 64, 64, 2, 0, 0};
+  KvCacheSpec sliding = full;
+  sliding.type = AttentionType::kSlidingWindow;
+  sliding.window = 32;
+  auto groups = get_kv_cache_groups(std::vector<LayerKvCacheSpec>{{"sw", sliding}, {"fa", full}});
+  EXPECT_TRUE(groups.ok());
+  c.groups = *groups;
+  c.num_blocks = num_blocks;
+  c.max_model_len = 4096;
+  return c;
+}
+
+class HybridKvCacheManagerTest : public ::testing::Test {
+ protected:
+  void expect_ok() {
+    std::string why;
+    EXPECT_TRUE(manager_->check_invariants(&why)) << why;
+  }
+  Request make(const RequestId& id, std::vector<TokenId> prompt) {
+    return Request(id, std::move(prompt), HashExtras{}, &hasher_, 16);
+  }
+
+  BlockHasher hasher_;
+  std::unique_ptr<HybridKvCacheManager> manager_;
+};
+
+TEST_F(HybridKvCacheManagerTest, OneHitLengthForAllGroups) {
+  manager_ = std::make_unique<HybridKvCacheManager>(gpt_oss_like(30));
+  EXPECT_EQ(manager_->lookup_order(), (std::vector<std::vector<int>>{{1}, {0}}));
+  Request a = make("a", tokens(1000, 100));
+  auto fresh = manager_->allocate_slots(a, 100, manager_->get_computed_blocks(a));
+  ASSERT_TRUE(fresh);
+  EXPECT_EQ(*fresh, (std::vector<std::vector<BlockId>>{{1, 2, 3, 4, 5, 6, 7},
+                                                       {8, 9, 10, 11, 12, 13, 14}}));
+  a.num_computed_tokens = 100;
+  manager_->free("a");
+  // Group 0 first, then group 1, each tail first: the partial blocks (7, 14) go to the head,
+  // the last group's in front; the cached ones to the tail.
+  const auto order = manager_->pool().policy().order();
+  EXPECT_EQ(std::vector<BlockId>(order.begin(), order.begin() + 3), (std::vector<BlockId>{14, 7, 15}));
+  EXPECT_EQ(std::vector<BlockId>(order.end() - 12, order.end()),
+            (std::vector<BlockId>{6, 5, 4, 3, 2, 1, 13, 12, 11, 10, 9, 8}));
+
+  // b shares a's first 80 tokens. Full attention hits 5 blocks; the sliding window needs only
+  // the last 2 of them, and the rest are nulls.
+  std::vector<TokenId> prompt = tokens(1000, 80);
+  for (TokenId t : tokens(5000, 20)) prompt.push_back(t);
+  Request b = make("b", prompt);
+  const HybridCacheHit hit = manager_->get_computed_blocks(b);
+  EXPECT_EQ(hit.num_tokens, 80);
+  EXPECT_EQ(hit.blocks, (std::vector<std::vector<BlockId>>{{0, 0, 0, 4, 5}, {8, 9, 10, 11, 12}}));
+  fresh = manager_->allocate_slots(b, 20, hit);
+  ASSERT_TRUE(fresh);
+  // The hit's nulls stay (80 computed: tokens 0..48 are out of the window), its real blocks
+  // are touched, and each group pops 2 new blocks from the head, sliding first.
+  EXPECT_EQ(table(*manager_, "b", 0), (std::vector<BlockId>{0, 0, 0, 4, 5, 14, 7}));
+  EXPECT_EQ(table(*manager_, "b", 1), (std::vector<BlockId>{8, 9, 10, 11, 12, 15, 16}));
+  expect_ok();
+}
+
+TEST_F(HybridKvCacheManagerTest, ClassicOrderAppendsEveryGroupInTurn) {
+  HybridKvCacheConfig config = gpt_oss_like(20);
+  config.free_order = FreeOrder::kClassic;
+  manager_ = std::make_unique<HybridKvCacheManager>(config);
+  Request a = make("a", tokens(1000, 40));
+  ASSERT_TRUE(manager_->allocate_slots(a, 40));
+  manager_->free("a");
+  EXPECT_EQ(manager_->pool().policy().order(),
+            (std::vector<BlockId>{7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 3, 2, 1, 6, 5, 4}));
+  expect_ok();
+}
+
+TEST_F(HybridKvCacheManagerTest, WindowFreesHappenEvenIfTheAllocationFails) {
+  manager_ = std::make_unique<HybridKvCacheManager>(gpt_oss_like(12));  // 11 usable blocks
+  Request a = make("a", tokens(1000, 64));
+  ASSERT_TRUE(manager_->allocate_slots(a, 32));
+  a.num_computed_tokens = 32;
+  ASSERT_TRUE(manager_->allocate_slots(a, 32));
+  a.num_computed_tokens = 64;
+  EXPECT_EQ(table(*manager_, "a", 0), (std::vector<BlockId>{1, 2, 5, 6}));
+  EXPECT_EQ(table(*manager_, "a", 1), (std::vector<BlockId>{3, 4, 7, 8}));
+  EXPECT_EQ(manager_->num_free_blocks(), 3u);
+  a.append_tokens(tokens(2000, 64));
+  // 64 computed: tokens 0..32 left the window, so blocks 1 and 2 are freed first; then 8 more
+  // blocks are needed and only 5 are free.
+  EXPECT_FALSE(manager_->allocate_slots(a, 64));
+  EXPECT_EQ(table(*manager_, "a", 0), (std::vector<BlockId>{0, 0, 5, 6}));
+  EXPECT_EQ(manager_->num_free_blocks(), 5u);
+  // full_sequence_must_fit fails before anything changes.
+  Request b = make("b", tokens(3000, 100));
+  EXPECT_FALSE(manager_->allocate_slots(b, 16, {}, 0, /*full_sequence_must_fit=*/true));
+  EXPECT_FALSE(manager_->holds_blocks("b"));
+  EXPECT_EQ(manager_->num_free_blocks(), 5u);
+  expect_ok();
+}
+
+}  // namespace
+}  // namespace kv

@@ -1,0 +1,167 @@
+// KV-cache specs, vLLM's grouping of layers, lookup sets and pool sizing: exact numbers.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "model/kv_cache_groups.h"
+#include "model/kv_cache_spec.h"
+
+namespace kv {
+namespace {
+
+KvCacheSpec full() { return KvCacheSpec{AttentionType::kFullAttention, 16, 2, 64, 64, 2, 0, 0}; }
+KvCacheSpec sliding(int window) {
+  KvCacheSpec s = full();
+  s.type = AttentionType::kSlidingWindow;
+  s.window = window;
+  return s;
+}
+KvCacheSpec chunked(int chunk) {
+  KvCacheSpec s = full();
+  s.type = AttentionType::kChunkedLocalAttention;
+  s.chunk = chunk;
+  return s;
+}
+
+// Layers named "L<i>" with the given specs, in model order.
+std::vector<LayerKvCacheSpec> model(const std::vector<KvCacheSpec>& specs) {
+  std::vector<LayerKvCacheSpec> layers;
+  for (std::size_t i = 0; i < specs.size(); ++i) layers.push_back({"L" + std::to_string(i), specs[i]});
+  return layers;
+}
+
+std::vector<std::vector<std::string>> layers_of(const std::vector<KvCacheGroupSpec>& groups) {
+  std::vector<std::vector<std::string>> out;
+  for (const auto& g : groups) out.push_back(g.layer_names);
+  return out;
+}
+
+TEST(KvCacheSpecTest, PageSizeAndSkippedTokens) {
+  EXPECT_EQ(full().page_size_bytes(), 16 * 2 * (64 + 64) * 2);  // 8192
+  EXPECT_EQ(full().num_skipped_tokens(1000), 0);
+  EXPECT_EQ(sliding(32).num_skipped_tokens(10), 0);
+  EXPECT_EQ(sliding(32).num_skipped_tokens(47), 16);  // tokens 16..46 are in the window of 47
+  EXPECT_EQ(chunked(40).num_skipped_tokens(95), 80);
+  EXPECT_EQ(chunked(40).num_skipped_tokens(39), 0);
+}
+
+TEST(KvCacheSpecTest, PerRequestCap) {
+  // Sliding: ceil(min(window - 1 + in_flight, len) / 16) + 1.
+  EXPECT_EQ(sliding(32).max_blocks_per_request(4096, 4096), 257);
+  EXPECT_EQ(sliding(32).max_blocks_per_request(4096, 32), 5);  // ceil(63 / 16) + 1
+  // Chunked: ceil(min(chunk + in_flight, len) / 16).
+  EXPECT_EQ(chunked(64).max_blocks_per_request(4096, 32), 6);
+  EXPECT_EQ(full().max_blocks_per_request(4096, 32), 256);
+  EXPECT_EQ(sliding(32).max_memory_usage_bytes(4096, 32), 5 * 8192);
+}
+
+TEST(KvCacheSpecTest, RefusesWhatItCannotManage) {
+  KvCacheSpec mamba = full();
+  mamba.type = AttentionType::kMamba;
+  KvCacheSpec cross = full();
+  cross.type = AttentionType::kCrossAttention;
+  EXPECT_NE(validate_spec(mamba).message().find("not supported"), std::string::npos);
+  EXPECT_FALSE(validate_spec(cross).ok());
+  EXPECT_FALSE(validate_spec(sliding(0)).ok());
+  KvCacheSpec windowed_full = full();
+  windowed_full.window = 32;
+  EXPECT_FALSE(validate_spec(windowed_full).ok());
+  EXPECT_TRUE(validate_spec(chunked(64)).ok());
+  EXPECT_FALSE(get_kv_cache_groups(model({full(), mamba})).ok());
+}
+
+TEST(KvCacheGroupsTest, OneSpecOrOneTypeMakesOneGroup) {
+  auto same = get_kv_cache_groups(model({full(), full(), full()}));
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(layers_of(*same), (std::vector<std::vector<std::string>>{{"L0", "L1", "L2"}}));
+  // One type with the same window but different head sizes: still one group.
+  KvCacheSpec wide = sliding(32);
+  wide.head_size = 128;
+  auto uniform = get_kv_cache_groups(model({sliding(32), wide}));
+  ASSERT_TRUE(uniform.ok());
+  ASSERT_EQ(uniform->size(), 1u);
+  EXPECT_EQ(uniform->front().group_page_size_bytes, 8192 + 16 * 2 * (128 + 64) * 2);
+}
+
+TEST(KvCacheGroupsTest, Gemma3FiveSlidingToOneFull) {
+  std::vector<KvCacheSpec> specs;
+  for (int i = 0; i < 12; ++i) specs.push_back(i % 6 == 5 ? full() : sliding(32));
+  auto groups = get_kv_cache_groups(model(specs));
+  ASSERT_TRUE(groups.ok());
+  EXPECT_EQ(layers_of(*groups), (std::vector<std::vector<std::string>>{
+                                    {"L0", "L6"}, {"L1", "L7"}, {"L2", "L8"}, {"L3", "L9"},
+                                    {"L4", "L10"}, {"L5", "L11"}}));
+  EXPECT_EQ((*groups)[5].spec, full());
+  EXPECT_EQ(lookup_sets(*groups), (std::vector<std::vector<int>>{{5}, {0, 1, 2, 3, 4}}));
+}
+
+TEST(KvCacheGroupsTest, Llama4ThreeChunkedToOneFull) {
+  std::vector<KvCacheSpec> specs;
+  for (int i = 0; i < 8; ++i) specs.push_back(i % 4 == 3 ? full() : chunked(64));
+  auto groups = get_kv_cache_groups(model(specs));
+  ASSERT_TRUE(groups.ok());
+  EXPECT_EQ(layers_of(*groups), (std::vector<std::vector<std::string>>{
+                                    {"L0", "L4"}, {"L1", "L5"}, {"L2", "L6"}, {"L3", "L7"}}));
+}
+
+TEST(KvCacheGroupsTest, ShortLastGroupIsPadding) {
+  // 7 sliding + 2 full: group size 2, so the sliding layers make 4 groups, the last of one.
+  auto groups = get_kv_cache_groups(model({sliding(32), sliding(32), sliding(32), full(),
+                                           sliding(32), sliding(32), sliding(32), sliding(32),
+                                           full()}));
+  ASSERT_TRUE(groups.ok());
+  EXPECT_EQ(layers_of(*groups), (std::vector<std::vector<std::string>>{
+                                    {"L0", "L5"}, {"L1", "L6"}, {"L2", "L7"}, {"L4"}, {"L3", "L8"}}));
+  auto size = size_pool_for_budget(*groups, 671743);
+  ASSERT_TRUE(size.ok());
+  EXPECT_EQ(size->layers_per_group, 2);
+  EXPECT_EQ(size->num_blocks, 40);  // floor(floor(671743 / 8192) / 2) = floor(81 / 2)
+}
+
+TEST(KvCacheGroupsTest, SimilarBucketsTakeTheLargestSize) {
+  // 12 sliding + 13 full: 13 < 1.5 * 12, so group size 13 and one group per type.
+  std::vector<KvCacheSpec> specs;
+  for (int i = 0; i < 25; ++i) specs.push_back(i % 2 == 1 || i == 24 ? full() : sliding(32));
+  auto groups = get_kv_cache_groups(model(specs));
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 2u);
+  EXPECT_EQ((*groups)[0].layer_names.size(), 12u);
+  EXPECT_EQ((*groups)[1].layer_names.size(), 13u);
+  auto size = size_pool_for_budget(*groups, 1810431);
+  ASSERT_TRUE(size.ok());
+  EXPECT_EQ(size->layers_per_group, 13);
+  EXPECT_EQ(size->num_blocks, 16);  // floor(220 / 13)
+}
+
+TEST(KvCacheGroupsTest, LookupSetsPutFullAttentionFirst) {
+  auto groups = get_kv_cache_groups(model({sliding(17), sliding(34), chunked(40), full()}));
+  ASSERT_TRUE(groups.ok());
+  EXPECT_EQ(lookup_sets(*groups), (std::vector<std::vector<int>>{{3}, {0}, {1}, {2}}));
+}
+
+TEST(KvCacheGroupsTest, PoolSizeForOneGroup) {
+  auto groups = get_kv_cache_groups(model({sliding(32), sliding(32), sliding(32), sliding(32)}));
+  ASSERT_TRUE(groups.ok());
+  auto size = size_pool_for_budget(*groups, 557055);
+  ASSERT_TRUE(size.ok());
+  EXPECT_EQ(size->page_size_bytes, 8192);
+  EXPECT_EQ(size->layers_per_group, 4);
+  EXPECT_EQ(size->num_blocks, 16);  // floor(67 / 4)
+  EXPECT_FALSE(size_pool_for_budget(*groups, 8192 * 4).ok());  // one block: no room
+}
+
+TEST(KvCacheGroupsTest, SmallerPagesGrowTheirBlocks) {
+  KvCacheSpec narrow = full();
+  narrow.head_size = narrow.head_size_v = 32;  // half the page of sliding(32)
+  auto groups = get_kv_cache_groups(model({narrow, sliding(32)}));
+  ASSERT_TRUE(groups.ok());
+  ASSERT_EQ(groups->size(), 2u);
+  EXPECT_EQ((*groups)[0].spec.block_size, 32);
+  EXPECT_EQ((*groups)[0].spec.page_size_bytes(), 8192);
+  EXPECT_EQ(scheduler_block_size(*groups), 32);
+  EXPECT_EQ(hash_block_size(*groups), 16);
+}
+
+}  // namespace
+}  // namespace kv
