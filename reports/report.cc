@@ -212,52 +212,44 @@ bool caching_pair(const RunData& a, const RunData& b) {
   return !ca.empty() && ca == cb;
 }
 
-StatusOr<ReportResult> write_report(const ReportOptions& o) {
-  if (o.runs.empty()) return Status::error("no run folders given");
+namespace {
+
+// One report being written: the runs, the output folder, the document and what came of it.
+// Each section is one method; write_report calls them in order.
+struct ReportWriter {
   std::vector<RunData> runs;
-  for (const std::string& dir : o.runs) {
-    auto r = load_run(dir);
-    if (!r.ok()) return r.status();
-    runs.push_back(std::move(*r));
-  }
-  // Labels: folder names, made unique with their index.
-  std::map<std::string, int> seen;
-  for (const RunData& r : runs) ++seen[r.label];
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    if (seen[runs[i].label] > 1) runs[i].label += " (" + std::to_string(i + 1) + ")";
-  }
-
-  std::error_code ec;
-  const fs::path out(o.out_dir);
-  if (fs::exists(out, ec)) {
-    if (!fs::is_directory(out, ec)) return Status::error("output " + o.out_dir + " exists and is not a directory");
-    if (!fs::is_empty(out, ec) && !o.force) {
-      return Status::error("output directory " + o.out_dir + " is not empty (use --force to replace its report files)");
-    }
-  } else if (!fs::create_directories(out, ec)) {
-    return Status::error("cannot create output directory " + o.out_dir + ": " + ec.message());
-  }
-  fs::create_directories(out / "data", ec);
-
-  ReportResult result;
-  std::string why;
-  const bool plots = gnuplot_available(&why);
-  if (!plots) result.notes.push_back("no plots: " + why);
-  std::vector<std::string> labels;
-  for (const RunData& r : runs) labels.push_back(r.label);
-
+  fs::path out;
   Doc doc;
-  const std::string title = "kvsim report: " + std::to_string(runs.size()) + (runs.size() == 1 ? " run" : " runs");
-  doc.heading(1, title);
-  std::vector<std::string> sources;
-  for (const RunData& r : runs) {
-    sources.push_back(r.label + ": " + r.dir + " (" + r.config_value("device") + ", trace " +
-                      r.config_value("trace_source") + ", prefix caching " + r.config_value("prefix_caching") + ")");
-  }
-  doc.bullets(sources);
-  if (!plots) doc.para("Plots are missing: " + why + ".");
+  ReportResult result;
+  bool plots = false;
+  std::string why_no_plots;
+  std::vector<std::string> labels;
 
-  doc.heading(2, "Summary");
+  void render(const std::string& name, const std::string& body, const std::string& alt) {
+    if (!plots) return;
+    const std::string base = (out / name).string();
+    if (Status s = render_plot(base, body); !s.ok()) {
+      result.notes.push_back(s.message());
+      doc.para("Plot " + name + " failed: " + s.message());
+      return;
+    }
+    result.plots.push_back(base);
+    doc.plot(base, alt);
+  }
+
+  void header(const std::string& title) {
+    doc.heading(1, title);
+    std::vector<std::string> sources;
+    for (const RunData& r : runs) {
+      sources.push_back(r.label + ": " + r.dir + " (" + r.config_value("device") + ", trace " +
+                        r.config_value("trace_source") + ", prefix caching " + r.config_value("prefix_caching") + ")");
+    }
+    doc.bullets(sources);
+    if (!plots) doc.para("Plots are missing: " + why_no_plots + ".");
+  }
+
+  void summary() {
+    doc.heading(2, "Summary");
   std::vector<std::vector<std::string>> rows;
   for (const RunData& r : runs) {
     rows.push_back({r.label, r.config_value("device"), r.config_value("prefix_caching"),
@@ -272,222 +264,265 @@ StatusOr<ReportResult> write_report(const ReportOptions& o) {
   doc.para("Hit rate: prefix-cache hit tokens over prompt tokens looked up (vLLM's metric). Latencies are in "
            "device time: simulated for sim runs, the replay clock for GPU runs. Throughput: output tokens per "
            "second of that clock.");
+  }
 
-  auto render = [&](const std::string& name, const std::string& body, const std::string& alt) {
-    if (!plots) return;
-    const std::string base = (out / name).string();
-    if (Status s = render_plot(base, body); !s.ok()) {
-      result.notes.push_back(s.message());
-      doc.para("Plot " + name + " failed: " + s.message());
-      return;
+  Status over_time() {
+    doc.heading(2, "KV usage and hit rate over time");
+  std::vector<std::vector<std::pair<double, double>>> usage, hits;
+  for (const RunData& r : runs) {
+    std::vector<std::pair<double, double>> u;
+    for (const StepRow& s : r.step_rows) u.emplace_back(static_cast<double>(s.start_us) / 1e6, 100.0 * s.kv_usage);
+    usage.push_back(std::move(u));
+    std::vector<const RequestRow*> started;
+    for (const RequestRow& q : r.request_rows) {
+      if (q.first_token_us >= 0) started.push_back(&q);
     }
-    result.plots.push_back(base);
-    doc.plot(base, alt);
+    std::stable_sort(started.begin(), started.end(),
+                     [](auto* a, auto* b) { return a->first_token_us < b->first_token_us; });
+    std::vector<std::pair<double, double>> h;
+    double cached = 0, prompt = 0;
+    for (const RequestRow* q : started) {
+      cached += static_cast<double>(q->cached_tokens);
+      prompt += static_cast<double>(q->prompt_tokens);
+      h.emplace_back(static_cast<double>(q->first_token_us) / 1e6, prompt > 0 ? cached / prompt : 0);
+    }
+    hits.push_back(std::move(h));
+  }
+  if (Status s = write_series(out / "data" / "kv_usage.dat", usage); !s.ok()) return s;
+  if (Status s = write_series(out / "data" / "hit_rate_time.dat", hits); !s.ok()) return s;
+  render("kv_usage",
+         "set title 'KV-cache usage over time'\nset xlabel 'time (s, replay clock)'\nset ylabel 'KV blocks in use (%)'\n"
+         "set yrange [0:105]\nset grid\nset key outside right top\n" +
+             plot_lines(out / "data" / "kv_usage.dat", labels, "with lines lw 1.5"),
+         "KV-cache usage over time (steps.csv kv_usage)");
+  render("hit_rate_time",
+         "set title 'Cumulative prefix-cache hit rate over time'\nset xlabel 'time of first token (s, replay clock)'\n"
+         "set ylabel 'cached / prompt tokens, cumulative'\nset yrange [0:1]\nset grid\nset key outside right top\n" +
+             plot_lines(out / "data" / "hit_rate_time.dat", labels, "with lines lw 2"),
+         "Cumulative hit rate: cached_tokens / prompt_tokens of requests by first-token time (requests.csv)");
+  doc.para("The cumulative hit rate counts each request once, at its first token, with the hits of its first "
+           "scheduling (requests.csv cached_tokens over prompt_tokens).");
+    return {};
+  }
+
+  Status latency() {
+    doc.heading(2, "Latency distributions");
+  std::vector<std::vector<std::pair<double, double>>> ttft, tpot, e2e;
+  for (const RunData& r : runs) {
+    std::vector<double> a, b, c;
+    for (const RequestRow& q : r.request_rows) {
+      if (q.ttft_us >= 0) a.push_back(static_cast<double>(q.ttft_us) / 1000.0);
+      if (q.e2e_us >= 0) c.push_back(static_cast<double>(q.e2e_us) / 1000.0);
+      if (q.ttft_us >= 0 && q.e2e_us >= 0 && q.output_tokens > 1) {
+        b.push_back(static_cast<double>(q.e2e_us - q.ttft_us) / 1000.0 / static_cast<double>(q.output_tokens - 1));
+      }
+    }
+    ttft.push_back(cdf(a));
+    tpot.push_back(cdf(b));
+    e2e.push_back(cdf(c));
+  }
+  struct Cdf {
+    const char* name;
+    const char* what;
+    std::vector<std::vector<std::pair<double, double>>>* data;
   };
-
-  // Over time.
-  doc.heading(2, "KV usage and hit rate over time");
-  {
-    std::vector<std::vector<std::pair<double, double>>> usage, hits;
-    for (const RunData& r : runs) {
-      std::vector<std::pair<double, double>> u;
-      for (const StepRow& s : r.step_rows) u.emplace_back(static_cast<double>(s.start_us) / 1e6, 100.0 * s.kv_usage);
-      usage.push_back(std::move(u));
-      std::vector<const RequestRow*> started;
-      for (const RequestRow& q : r.request_rows) {
-        if (q.first_token_us >= 0) started.push_back(&q);
-      }
-      std::stable_sort(started.begin(), started.end(),
-                       [](auto* a, auto* b) { return a->first_token_us < b->first_token_us; });
-      std::vector<std::pair<double, double>> h;
-      double cached = 0, prompt = 0;
-      for (const RequestRow* q : started) {
-        cached += static_cast<double>(q->cached_tokens);
-        prompt += static_cast<double>(q->prompt_tokens);
-        h.emplace_back(static_cast<double>(q->first_token_us) / 1e6, prompt > 0 ? cached / prompt : 0);
-      }
-      hits.push_back(std::move(h));
-    }
-    if (Status s = write_series(out / "data" / "kv_usage.dat", usage); !s.ok()) return s;
-    if (Status s = write_series(out / "data" / "hit_rate_time.dat", hits); !s.ok()) return s;
-    render("kv_usage",
-           "set title 'KV-cache usage over time'\nset xlabel 'time (s, replay clock)'\nset ylabel 'KV blocks in use (%)'\n"
-           "set yrange [0:105]\nset grid\nset key outside right top\n" +
-               plot_lines(out / "data" / "kv_usage.dat", labels, "with lines lw 1.5"),
-           "KV-cache usage over time (steps.csv kv_usage)");
-    render("hit_rate_time",
-           "set title 'Cumulative prefix-cache hit rate over time'\nset xlabel 'time of first token (s, replay clock)'\n"
-           "set ylabel 'cached / prompt tokens, cumulative'\nset yrange [0:1]\nset grid\nset key outside right top\n" +
-               plot_lines(out / "data" / "hit_rate_time.dat", labels, "with lines lw 2"),
-           "Cumulative hit rate: cached_tokens / prompt_tokens of requests by first-token time (requests.csv)");
-    doc.para("The cumulative hit rate counts each request once, at its first token, with the hits of its first "
-             "scheduling (requests.csv cached_tokens over prompt_tokens).");
-  }
-
-  // Latency CDFs.
-  doc.heading(2, "Latency distributions");
-  {
-    std::vector<std::vector<std::pair<double, double>>> ttft, tpot, e2e;
-    for (const RunData& r : runs) {
-      std::vector<double> a, b, c;
-      for (const RequestRow& q : r.request_rows) {
-        if (q.ttft_us >= 0) a.push_back(static_cast<double>(q.ttft_us) / 1000.0);
-        if (q.e2e_us >= 0) c.push_back(static_cast<double>(q.e2e_us) / 1000.0);
-        if (q.ttft_us >= 0 && q.e2e_us >= 0 && q.output_tokens > 1) {
-          b.push_back(static_cast<double>(q.e2e_us - q.ttft_us) / 1000.0 / static_cast<double>(q.output_tokens - 1));
-        }
-      }
-      ttft.push_back(cdf(a));
-      tpot.push_back(cdf(b));
-      e2e.push_back(cdf(c));
-    }
-    struct Cdf {
-      const char* name;
-      const char* what;
-      std::vector<std::vector<std::pair<double, double>>>* data;
-    };
-    for (const Cdf& c : {Cdf{"ttft_cdf", "TTFT: arrival to first token", &ttft},
-                         Cdf{"tpot_cdf", "TPOT: mean time per output token after the first", &tpot},
-                         Cdf{"e2e_cdf", "E2E: arrival to last token", &e2e}}) {
-      bool any = false;
-      for (const auto& s : *c.data) any = any || !s.empty();
-      if (!any) {
-        doc.para(std::string("No request has a ") + c.name + " value.");
-        continue;
-      }
-      if (Status s = write_series(out / "data" / (std::string(c.name) + ".dat"), *c.data, 1000); !s.ok()) return s;
-      render(c.name,
-             std::string("set title '") + c.what + " (CDF)'\nset xlabel 'latency (ms, log scale)'\nset ylabel "
-             "'fraction of requests'\nset logscale x\nset yrange [0:1]\nset grid\nset key right bottom\n" +
-                 plot_lines(out / "data" / (std::string(c.name) + ".dat"), labels, "with steps lw 2"),
-             std::string(c.what) + ", CDF over requests (requests.csv)");
-    }
-  }
-
-  // Prefix caching on vs off.
-  doc.heading(2, "Prefix caching on vs off");
-  {
+  for (const Cdf& c : {Cdf{"ttft_cdf", "TTFT: arrival to first token", &ttft},
+                       Cdf{"tpot_cdf", "TPOT: mean time per output token after the first", &tpot},
+                       Cdf{"e2e_cdf", "E2E: arrival to last token", &e2e}}) {
     bool any = false;
-    for (std::size_t i = 0; i < runs.size(); ++i) {
-      for (std::size_t j = i + 1; j < runs.size(); ++j) {
-        if (!caching_pair(runs[i], runs[j])) continue;
-        any = true;
-        const RunData& on = runs[i].config_value("prefix_caching") == "on" ? runs[i] : runs[j];
-        const RunData& off = &on == &runs[i] ? runs[j] : runs[i];
-        doc.para(on.label + " (on) vs " + off.label + " (off): the configurations differ only in prefix caching.");
-        auto row = [](const std::string& m, double a, double b, const char* f) {
-          return std::vector<std::string>{m, fmt(f, a), fmt(f, b), fmt(f, a - b),
-                                          b != 0 ? fmt("%.3f", a / b) : std::string("-")};
-        };
-        auto d = [](std::int64_t us) { return static_cast<double>(us) / 1000.0; };
-        doc.table({"metric", "on", "off", "on - off", "on / off"},
-                  {row("hit rate (%)", 100 * on.hit_rate, 100 * off.hit_rate, "%.2f"),
-                   row("TTFT p50 (ms)", d(on.ttft_us.p50), d(off.ttft_us.p50), "%.1f"),
-                   row("TTFT p90 (ms)", d(on.ttft_us.p90), d(off.ttft_us.p90), "%.1f"),
-                   row("TPOT p50 (ms)", d(on.tpot_us.p50), d(off.tpot_us.p50), "%.2f"),
-                   row("E2E p50 (ms)", d(on.e2e_us.p50), d(off.e2e_us.p50), "%.1f"),
-                   row("output throughput (tok/s)", on.output_tokens_per_s, off.output_tokens_per_s, "%.0f"),
-                   row("requests/s", on.requests_per_s, off.requests_per_s, "%.3f"),
-                   row("preemptions", static_cast<double>(on.preemptions), static_cast<double>(off.preemptions), "%.0f"),
-                   row("steps", static_cast<double>(on.steps), static_cast<double>(off.steps), "%.0f")});
-      }
-    }
-    if (!any) doc.para("No two runs differ only in prefix caching, so there is no on/off comparison.");
-  }
-
-  // Per-kernel breakdown.
-  doc.heading(2, "Per-kernel device time");
-  {
-    bool any = false;
-    for (const RunData& r : runs) {
-      if (!r.has_kernels) continue;
-      any = true;
-      std::int64_t total = 0;
-      for (const KernelRow& k : r.kernels) total += k.total_ns;
-      std::vector<KernelRow> ks = r.kernels;
-      std::stable_sort(ks.begin(), ks.end(), [](const KernelRow& a, const KernelRow& b) { return a.total_ns > b.total_ns; });
-      std::vector<std::vector<std::string>> krows;
-      for (const KernelRow& k : ks) {
-        krows.push_back({k.kernel, std::to_string(k.launches), fmt("%.3f", static_cast<double>(k.total_ns) / 1e6),
-                         total > 0 ? pct(static_cast<double>(k.total_ns) / static_cast<double>(total)) : "-"});
-      }
-      doc.para(r.label + " (kernels.csv):");
-      doc.table({"kernel", "launches", "time (ms)", "share"}, krows);
-    }
+    for (const auto& s : *c.data) any = any || !s.empty();
     if (!any) {
-      doc.para("Skipped: none of these run folders has a per-kernel breakdown (a kernels.csv with "
-               "kernel,launches,total_ns); summary.json does not carry one.");
+      doc.para(std::string("No request has a ") + c.name + " value.");
+      continue;
     }
+    if (Status s = write_series(out / "data" / (std::string(c.name) + ".dat"), *c.data, 1000); !s.ok()) return s;
+    render(c.name,
+           std::string("set title '") + c.what + " (CDF)'\nset xlabel 'latency (ms, log scale)'\nset ylabel "
+           "'fraction of requests'\nset logscale x\nset yrange [0:1]\nset grid\nset key right bottom\n" +
+               plot_lines(out / "data" / (std::string(c.name) + ".dat"), labels, "with steps lw 2"),
+           std::string(c.what) + ", CDF over requests (requests.csv)");
+  }
+    return {};
   }
 
-  // Simulated vs measured.
-  doc.heading(2, "Simulated vs measured");
-  {
-    bool any = false;
-    for (const RunData& m : runs) {
-      if (!m.measured()) continue;
+  void caching_on_off() {
+    doc.heading(2, "Prefix caching on vs off");
+  bool any = false;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (std::size_t j = i + 1; j < runs.size(); ++j) {
+      if (!caching_pair(runs[i], runs[j])) continue;
       any = true;
-      const RunData* s = sim_partner(m, runs);
-      if (s != nullptr) {
-        const bool same_digest = !m.digest.empty() && m.digest == s->digest;
-        const bool same_hits = m.hits == s->hits && m.queries == s->queries;
-        doc.table({"", m.label + " (measured)", s->label + " (simulated)"},
-                  {{"device", m.config_value("device"), s->config_value("device")},
-                   {"decision-log SHA-256", m.digest, s->digest},
-                   {"prefix-cache hit rate", pct(m.hit_rate) + " (" + std::to_string(m.hits) + " / " +
-                                                 std::to_string(m.queries) + ")",
-                    pct(s->hit_rate) + " (" + std::to_string(s->hits) + " / " + std::to_string(s->queries) + ")"},
-                   {"steps", std::to_string(m.steps), std::to_string(s->steps)}});
-        doc.para(same_digest ? "The decision-log digests are equal: both runs made identical scheduling decisions."
-                             : "FLAG: the decision-log digests differ: the runs did not make identical decisions "
-                               "(expected with --clock wall or a different configuration).");
-        doc.para(same_hits ? "The hit rates are equal, as they must be for identical decisions."
-                           : "FLAG: the hit rates differ (" + pct(m.hit_rate) + " vs " + pct(s->hit_rate) +
-                                 "): the allocator saw different requests or decisions.");
-      } else {
-        doc.para(m.label + " has measured step times but no simulated run of the same trace is among the inputs; "
-                 "its own predicted_ns column (the cost model on the same plans) is compared below.");
-      }
-      const std::vector<double> e = step_time_errors(m);
-      if (e.empty()) {
-        doc.para("No step of " + m.label + " has a measured time > 0.");
-        continue;
-      }
-      const double med = percentile_of_sorted(e, 50), p90 = percentile_of_sorted(e, 90), mx = e.back();
-      doc.para("Predicted vs measured step time of " + m.label + " over " + std::to_string(e.size()) +
-               " steps: absolute percentage error median " + pct(med) + ", p90 " + pct(p90) + ", max " + pct(mx) +
-               ". Fidelity target (median <= 5%, p90 <= 10%): " +
-               (med <= 0.05 && p90 <= 0.10 ? "met." : "NOT met."));
-      std::vector<std::pair<double, double>> pts;
-      for (const StepRow& st : m.step_rows) {
-        if (st.measured_ns > 0) pts.emplace_back(static_cast<double>(st.measured_ns) / 1e6, static_cast<double>(st.predicted_ns) / 1e6);
-      }
-      const std::string name = "step_time_" + std::to_string(&m - runs.data() + 1);
-      if (Status st = write_series(out / "data" / (name + ".dat"), {pts}, 5000); !st.ok()) return st;
-      render(name,
-             "set title " + gnuplot_quote("Predicted vs measured step time: " + m.label) +
-                 " noenhanced\nset xlabel 'measured step time (ms, log scale)'\nset ylabel 'predicted step time (ms, log scale)'\n"
-                 "set logscale xy\nset grid\nset key left top\nset size ratio -1\n"
-                 "plot " + gnuplot_quote((out / "data" / (name + ".dat")).string()) +
-                 " using 1:2 with points pt 7 ps 0.4 title 'steps', x with lines dt 2 lc rgb 'black' title 'predicted = measured'\n",
-             "Predicted (cost model) vs measured step time, one point per step");
+      const RunData& on = runs[i].config_value("prefix_caching") == "on" ? runs[i] : runs[j];
+      const RunData& off = &on == &runs[i] ? runs[j] : runs[i];
+      doc.para(on.label + " (on) vs " + off.label + " (off): the configurations differ only in prefix caching.");
+      auto row = [](const std::string& m, double a, double b, const char* f) {
+        return std::vector<std::string>{m, fmt(f, a), fmt(f, b), fmt(f, a - b),
+                                        b != 0 ? fmt("%.3f", a / b) : std::string("-")};
+      };
+      auto d = [](std::int64_t us) { return static_cast<double>(us) / 1000.0; };
+      doc.table({"metric", "on", "off", "on - off", "on / off"},
+                {row("hit rate (%)", 100 * on.hit_rate, 100 * off.hit_rate, "%.2f"),
+                 row("TTFT p50 (ms)", d(on.ttft_us.p50), d(off.ttft_us.p50), "%.1f"),
+                 row("TTFT p90 (ms)", d(on.ttft_us.p90), d(off.ttft_us.p90), "%.1f"),
+                 row("TPOT p50 (ms)", d(on.tpot_us.p50), d(off.tpot_us.p50), "%.2f"),
+                 row("E2E p50 (ms)", d(on.e2e_us.p50), d(off.e2e_us.p50), "%.1f"),
+                 row("output throughput (tok/s)", on.output_tokens_per_s, off.output_tokens_per_s, "%.0f"),
+                 row("requests/s", on.requests_per_s, off.requests_per_s, "%.3f"),
+                 row("preemptions", static_cast<double>(on.preemptions), static_cast<double>(off.preemptions), "%.0f"),
+                 row("steps", static_cast<double>(on.steps), static_cast<double>(off.steps), "%.0f")});
     }
-    if (!any) doc.para("No run has measured step times (steps.csv measured_ns >= 0): all runs are simulated.");
+  }
+  if (!any) doc.para("No two runs differ only in prefix caching, so there is no on/off comparison.");
   }
 
-  result.markdown_path = (out / "report.md").string();
-  result.html_path = (out / "report.html").string();
-  {
-    std::ofstream f(result.markdown_path, std::ios::binary);
-    f << doc.markdown();
-    if (!f) return Status::error("cannot write " + result.markdown_path);
+  void kernels() {
+    doc.heading(2, "Per-kernel device time");
+  bool any = false;
+  for (const RunData& r : runs) {
+    if (!r.has_kernels) continue;
+    any = true;
+    std::int64_t total = 0;
+    for (const KernelRow& k : r.kernels) total += k.total_ns;
+    std::vector<KernelRow> ks = r.kernels;
+    std::stable_sort(ks.begin(), ks.end(), [](const KernelRow& a, const KernelRow& b) { return a.total_ns > b.total_ns; });
+    std::vector<std::vector<std::string>> krows;
+    for (const KernelRow& k : ks) {
+      krows.push_back({k.kernel, std::to_string(k.launches), fmt("%.3f", static_cast<double>(k.total_ns) / 1e6),
+                       total > 0 ? pct(static_cast<double>(k.total_ns) / static_cast<double>(total)) : "-"});
+    }
+    doc.para(r.label + " (kernels.csv):");
+    doc.table({"kernel", "launches", "time (ms)", "share"}, krows);
   }
-  {
+  if (!any) {
+    doc.para("Skipped: none of these run folders has a per-kernel breakdown (a kernels.csv with "
+             "kernel,launches,total_ns); summary.json does not carry one.");
+  }
+  }
+
+  Status simulated_vs_measured() {
+    doc.heading(2, "Simulated vs measured");
+  bool any = false;
+  for (const RunData& m : runs) {
+    if (!m.measured()) continue;
+    any = true;
+    const RunData* s = sim_partner(m, runs);
+    if (s != nullptr) {
+      const bool same_digest = !m.digest.empty() && m.digest == s->digest;
+      const bool same_hits = m.hits == s->hits && m.queries == s->queries;
+      doc.table({"", m.label + " (measured)", s->label + " (simulated)"},
+                {{"device", m.config_value("device"), s->config_value("device")},
+                 {"decision-log SHA-256", m.digest, s->digest},
+                 {"prefix-cache hit rate", pct(m.hit_rate) + " (" + std::to_string(m.hits) + " / " +
+                                               std::to_string(m.queries) + ")",
+                  pct(s->hit_rate) + " (" + std::to_string(s->hits) + " / " + std::to_string(s->queries) + ")"},
+                 {"steps", std::to_string(m.steps), std::to_string(s->steps)}});
+      doc.para(same_digest ? "The decision-log digests are equal: both runs made identical scheduling decisions."
+                           : "FLAG: the decision-log digests differ: the runs did not make identical decisions "
+                             "(expected with --clock wall or a different configuration).");
+      doc.para(same_hits ? "The hit rates are equal, as they must be for identical decisions."
+                         : "FLAG: the hit rates differ (" + pct(m.hit_rate) + " vs " + pct(s->hit_rate) +
+                               "): the allocator saw different requests or decisions.");
+    } else {
+      doc.para(m.label + " has measured step times but no simulated run of the same trace is among the inputs; "
+               "its own predicted_ns column (the cost model on the same plans) is compared below.");
+    }
+    const std::vector<double> e = step_time_errors(m);
+    if (e.empty()) {
+      doc.para("No step of " + m.label + " has a measured time > 0.");
+      continue;
+    }
+    const double med = percentile_of_sorted(e, 50), p90 = percentile_of_sorted(e, 90), mx = e.back();
+    doc.para("Predicted vs measured step time of " + m.label + " over " + std::to_string(e.size()) +
+             " steps: absolute percentage error median " + pct(med) + ", p90 " + pct(p90) + ", max " + pct(mx) +
+             ". Fidelity target (median <= 5%, p90 <= 10%): " +
+             (med <= 0.05 && p90 <= 0.10 ? "met." : "NOT met."));
+    std::vector<std::pair<double, double>> pts;
+    for (const StepRow& st : m.step_rows) {
+      if (st.measured_ns > 0) pts.emplace_back(static_cast<double>(st.measured_ns) / 1e6, static_cast<double>(st.predicted_ns) / 1e6);
+    }
+    const std::string name = "step_time_" + std::to_string(&m - runs.data() + 1);
+    if (Status st = write_series(out / "data" / (name + ".dat"), {pts}, 5000); !st.ok()) return st;
+    render(name,
+           "set title " + gnuplot_quote("Predicted vs measured step time: " + m.label) +
+               " noenhanced\nset xlabel 'measured step time (ms, log scale)'\nset ylabel 'predicted step time (ms, log scale)'\n"
+               "set logscale xy\nset grid\nset key left top\nset size ratio -1\n"
+               "plot " + gnuplot_quote((out / "data" / (name + ".dat")).string()) +
+               " using 1:2 with points pt 7 ps 0.4 title 'steps', x with lines dt 2 lc rgb 'black' title 'predicted = measured'\n",
+           "Predicted (cost model) vs measured step time, one point per step");
+  }
+  if (!any) doc.para("No run has measured step times (steps.csv measured_ns >= 0): all runs are simulated.");
+    return {};
+  }
+
+  Status write_files(const std::string& title) {
+    result.markdown_path = (out / "report.md").string();
+    result.html_path = (out / "report.html").string();
+    {
+      std::ofstream f(result.markdown_path, std::ios::binary);
+      f << doc.markdown();
+      if (!f) return Status::error("cannot write " + result.markdown_path);
+    }
     std::ofstream f(result.html_path, std::ios::binary);
     f << doc.html(title);
     if (!f) return Status::error("cannot write " + result.html_path);
+    return {};
   }
-  return result;
+};
+
+StatusOr<std::vector<RunData>> load_runs(const std::vector<std::string>& dirs) {
+  std::vector<RunData> runs;
+  for (const std::string& dir : dirs) {
+    auto r = load_run(dir);
+    if (!r.ok()) return r.status();
+    runs.push_back(std::move(*r));
+  }
+  // Labels: folder names, made unique with their index.
+  std::map<std::string, int> seen;
+  for (const RunData& r : runs) ++seen[r.label];
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    if (seen[runs[i].label] > 1) runs[i].label += " (" + std::to_string(i + 1) + ")";
+  }
+  return runs;
+}
+
+Status prepare_out_dir(const fs::path& out, bool force) {
+  std::error_code ec;
+  if (fs::exists(out, ec)) {
+    if (!fs::is_directory(out, ec)) return Status::error("output " + out.string() + " exists and is not a directory");
+    if (!fs::is_empty(out, ec) && !force) {
+      return Status::error("output directory " + out.string() + " is not empty (use --force to replace its report files)");
+    }
+  } else if (!fs::create_directories(out, ec)) {
+    return Status::error("cannot create output directory " + out.string() + ": " + ec.message());
+  }
+  fs::create_directories(out / "data", ec);
+  return {};
+}
+
+}  // namespace
+
+StatusOr<ReportResult> write_report(const ReportOptions& o) {
+  if (o.runs.empty()) return Status::error("no run folders given");
+  auto runs = load_runs(o.runs);
+  if (!runs.ok()) return runs.status();
+  ReportWriter w;
+  w.runs = std::move(*runs);
+  w.out = o.out_dir;
+  if (Status s = prepare_out_dir(w.out, o.force); !s.ok()) return s;
+  w.plots = gnuplot_available(&w.why_no_plots);
+  if (!w.plots) w.result.notes.push_back("no plots: " + w.why_no_plots);
+  for (const RunData& r : w.runs) w.labels.push_back(r.label);
+  const std::string title =
+      "kvsim report: " + std::to_string(w.runs.size()) + (w.runs.size() == 1 ? " run" : " runs");
+  w.header(title);
+  w.summary();
+  if (Status s = w.over_time(); !s.ok()) return s;
+  if (Status s = w.latency(); !s.ok()) return s;
+  w.caching_on_off();
+  w.kernels();
+  if (Status s = w.simulated_vs_measured(); !s.ok()) return s;
+  if (Status s = w.write_files(title); !s.ok()) return s;
+  return w.result;
 }
 
 }  // namespace kv::reports

@@ -296,23 +296,8 @@ void ShadowKv::write(std::int32_t h, std::int64_t position, std::uint64_t fp,
   ++stats_.slots_written;
 }
 
-void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
-  if (mode_ == VerifyMode::kOff) return;
-  step_ = plan.step;
-  if (block_size_ == 0) {
-    KV_CHECK(plan.block_size > 0, "plan " << plan.step << " has block size " << plan.block_size);
-    block_size_ = plan.block_size;
-  }
-  KV_CHECK(plan.block_size == block_size_,
-           "block size changed from " << block_size_ << " to " << plan.block_size);
-  for (const RequestId& id : plan.finished) {
-    if (std::int32_t h = find(id); h >= 0) release(h, out);
-  }
-  for (const RequestId& id : plan.preempted) {
-    if (std::int32_t h = find(id); h >= 0) release(h, out);
-  }
-
-  // Tables first (as the runner uploads block tables before any kernel runs).
+// Tables first (as the runner uploads block tables before any kernel runs).
+void ShadowKv::set_up_tables(const StepPlan& plan, std::vector<Violation>* out) {
   scratch_handles_.assign(plan.requests.size(), -1);
   for (std::size_t k = 0; k < plan.requests.size(); ++k) {
     const ScheduledRequest& r = plan.requests[k];
@@ -328,8 +313,7 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
     }
     if (r.num_computed_tokens != live_[h].num_computed) {
       out->push_back(bad_plan(r.id, "num_computed_tokens " + std::to_string(r.num_computed_tokens) +
-                                        ", the device has " +
-                                        std::to_string(live_[h].num_computed)));
+                                        ", the device has " + std::to_string(live_[h].num_computed)));
       continue;
     }
     bool ok = true;
@@ -345,19 +329,19 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
     ++stats_.faults_fired;
   }
   swap_faults_.clear();
+}
 
-  // Cache writes, in batch order, through the slot mapping.
+// Cache writes, in batch order, through the slot mapping.
+void ShadowKv::write_step(const StepPlan& plan, std::vector<Violation>* out) {
   for (std::size_t k = 0; k < plan.requests.size(); ++k) {
     std::int32_t h = scratch_handles_[k];
     if (h < 0) continue;
     const ScheduledRequest& r = plan.requests[k];
     Live& l = live_[h];
     const std::int64_t end = l.num_computed + static_cast<std::int64_t>(r.token_ids.size());
-    const std::int64_t capacity = l.table.capacity_tokens(block_size_);
-    if (end > capacity) {
-      out->push_back(bad_plan(r.id, "positions up to " + std::to_string(end - 1) +
-                                        " do not fit its " + std::to_string(l.table.size()) +
-                                        " blocks"));
+    if (end > l.table.capacity_tokens(block_size_)) {
+      out->push_back(bad_plan(r.id, "positions up to " + std::to_string(end - 1) + " do not fit its " +
+                                        std::to_string(l.table.size()) + " blocks"));
       scratch_handles_[k] = -1;
       continue;
     }
@@ -371,6 +355,25 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
     }
   }
   write_faults_.clear();
+}
+
+void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
+  if (mode_ == VerifyMode::kOff) return;
+  step_ = plan.step;
+  if (block_size_ == 0) {
+    KV_CHECK(plan.block_size > 0, "plan " << plan.step << " has block size " << plan.block_size);
+    block_size_ = plan.block_size;
+  }
+  KV_CHECK(plan.block_size == block_size_,
+           "block size changed from " << block_size_ << " to " << plan.block_size);
+  for (const RequestId& id : plan.finished) {
+    if (std::int32_t h = find(id); h >= 0) release(h, out);
+  }
+  for (const RequestId& id : plan.preempted) {
+    if (std::int32_t h = find(id); h >= 0) release(h, out);
+  }
+  set_up_tables(plan, out);
+  write_step(plan, out);
 
   // Prefix-cache hits of the requests admitted in this step, now that every write is done.
   for (std::size_t k = 0; k < plan.requests.size(); ++k) {

@@ -119,6 +119,8 @@ class ShadowKv {
   };
 
   std::int32_t find(const RequestId& id) const;
+  void set_up_tables(const StepPlan& plan, std::vector<Violation>* out);
+  void write_step(const StepPlan& plan, std::vector<Violation>* out);
   std::int32_t admit(const ScheduledRequest& r, std::vector<Violation>* out);
   void release(std::int32_t h, std::vector<Violation>* out);
   bool add_block(std::int32_t h, BlockId b, const RequestId& id, std::vector<Violation>* out);

@@ -1,7 +1,5 @@
 #include "traces/trace_analysis.h"
 
-#include "model/percentile.h"
-
 #include <algorithm>
 #include <boost/graph/adjacency_list.hpp>
 #include <boost/graph/graphviz.hpp>
@@ -16,6 +14,7 @@
 
 #include "model/block_hasher.h"
 #include "model/check.h"
+#include "model/percentile.h"
 #include "traces/trace_io.h"
 
 namespace kv::trace {
@@ -115,6 +114,161 @@ Status write_dot(const std::string& path, const PrefixTree& tree, const std::vec
 
 }  // namespace
 
+namespace {
+
+// One pass over a trace: counts, lengths, the prefix tree and reuse distances (rules 1-3).
+struct TracePass {
+  TracePass(TraceAnalysis& analysis, const BlockHasher& h, int block_size) : a(analysis), hasher(h), B(block_size) {}
+
+  TraceAnalysis& a;
+  const BlockHasher& hasher;
+  int B;
+  PrefixTree tree{1};  // vertex 0: the root (the empty prefix)
+  std::unordered_map<std::uint64_t, std::uint32_t> by_hash;  // BlockHash::prefix64 -> vertex
+  AccessMarkers markers;
+  std::vector<std::int64_t> prompt_lens, output_lens, reuse_requests, reuse_blocks;
+  std::set<std::string> sessions;
+  std::vector<BlockHash> hashes;
+  std::vector<TokenId> tokens;
+
+  void count(const TraceRequest& r, std::int64_t req) {
+    if (req == 0) a.first_arrival_us = r.arrival_time_us;
+    a.last_arrival_us = r.arrival_time_us;
+    if (!r.session_id.empty()) sessions.insert(r.session_id);
+    prompt_lens.push_back(static_cast<std::int64_t>(r.prompt.size()));
+    output_lens.push_back(r.output_length);
+    a.prompt_tokens += static_cast<std::int64_t>(r.prompt.size());
+    a.output_tokens += r.output_length;
+    if (!r.output_tokens.empty()) ++a.requests_with_output_tokens;
+  }
+
+  // Rule 1: lookup before anything of this request enters the tree.
+  void lookup(std::int64_t n_prompt) {
+    const std::int64_t max_hits = (n_prompt - 1) / B;
+    std::int64_t hits = 0;
+    while (hits < max_hits && by_hash.count(hashes[static_cast<std::size_t>(hits)].prefix64()) != 0) ++hits;
+    a.hit_tokens += hits * B;
+  }
+
+  // The vertex of block i under `parent`, created if new; *inserted says whether it was.
+  std::uint32_t vertex(std::size_t i, std::uint32_t parent, bool* inserted) {
+    auto [it, fresh] = by_hash.try_emplace(hashes[i].prefix64(), 0);
+    *inserted = fresh;
+    if (fresh) {
+      const Vertex v = boost::add_vertex(tree);
+      KV_CHECK(v < UINT32_MAX, "prefix tree too large");
+      it->second = static_cast<std::uint32_t>(v);
+      boost::add_edge(parent, v, tree);
+      tree[v].parent = parent;
+      tree[v].depth = static_cast<std::uint32_t>(i + 1);
+    }
+    return it->second;
+  }
+
+  // Rules 2 and 3: every block enters the tree; a re-access records its reuse distances.
+  void insert(std::int64_t req, std::int64_t prompt_blocks) {
+    std::uint32_t parent = 0;
+    for (std::size_t i = 0; i < hashes.size(); ++i) {
+      const std::int64_t pos = a.block_accesses++;
+      bool inserted = false;
+      const std::uint32_t v = vertex(i, parent, &inserted);
+      PrefixVertex& pv = tree[v];
+      if (!inserted) {
+        reuse_requests.push_back(req - pv.last_request);
+        reuse_blocks.push_back(markers.prefix(pos) - markers.prefix(pv.last_access + 1));
+        markers.set(pv.last_access, -1);
+      }
+      markers.set(pos, +1);
+      pv.last_access = pos;
+      pv.last_request = req;
+      if (static_cast<std::int64_t>(i) < prompt_blocks && pv.requests++ == 0) pv.first_request = req;
+      parent = v;
+    }
+  }
+
+  void add(TraceRequest& r) {
+    const std::int64_t req = a.requests++;
+    count(r, req);
+    const auto n_prompt = static_cast<std::int64_t>(r.prompt.size());
+    tokens = std::move(r.prompt);
+    if (r.output_tokens.size() > 1) tokens.insert(tokens.end(), r.output_tokens.begin(), r.output_tokens.end() - 1);
+    HashExtras extras;
+    extras.lora_name = r.lora_name;
+    extras.cache_salt = r.cache_salt;
+    hashes.clear();
+    hasher.extend(hashes, tokens, B, extras);
+    lookup(n_prompt);
+    insert(req, n_prompt / B);
+  }
+
+  void summarize() {
+    a.sessions = static_cast<std::int64_t>(sessions.size());
+    a.prompt_len = distribution(prompt_lens);
+    a.output_len = distribution(output_lens);
+    const std::int64_t span = a.last_arrival_us - a.first_arrival_us;
+    a.arrival_rate = span > 0 ? static_cast<double>(a.requests - 1) * 1e6 / static_cast<double>(span) : 0.0;
+    a.distinct_blocks = static_cast<std::int64_t>(boost::num_vertices(tree)) - 1;
+    a.infinite_cache_hit_rate = static_cast<double>(a.hit_tokens) / static_cast<double>(a.prompt_tokens);
+    for (std::int64_t d : reuse_blocks) {
+      std::size_t bucket = 0;
+      while ((std::int64_t{2} << bucket) - 1 <= d) ++bucket;
+      if (a.reuse_blocks_histogram.size() <= bucket) a.reuse_blocks_histogram.resize(bucket + 1, 0);
+      ++a.reuse_blocks_histogram[bucket];
+    }
+    a.reuse_requests = distribution(reuse_requests);
+    a.reuse_blocks = distribution(reuse_blocks);
+  }
+
+  // Rule 4: the ends of shared runs, most shared first (then shallower, then earlier).
+  std::vector<Vertex> shared_prefixes() const {
+    std::vector<Vertex> shared;
+    for (Vertex v = 1; v < boost::num_vertices(tree); ++v) {
+      const PrefixVertex& p = tree[v];
+      if (p.requests < 2) continue;
+      bool end_of_run = true;
+      for (auto [e, e_end] = boost::out_edges(v, tree); e != e_end; ++e) {
+        if (tree[boost::target(*e, tree)].requests >= p.requests) end_of_run = false;
+      }
+      if (end_of_run) shared.push_back(v);
+    }
+    std::sort(shared.begin(), shared.end(), [&](Vertex x, Vertex y) {
+      const PrefixVertex& px = tree[x];
+      const PrefixVertex& py = tree[y];
+      if (px.requests != py.requests) return px.requests > py.requests;
+      if (px.depth != py.depth) return px.depth < py.depth;
+      return px.first_request < py.first_request;
+    });
+    return shared;
+  }
+};
+
+// The top prefixes, with their first requests' ids read in a second pass over the trace.
+Status top_prefixes(const std::string& path, const TracePass& pass, const std::vector<Vertex>& shared, int top_k,
+                    TraceAnalysis& a) {
+  std::vector<std::pair<std::int64_t, std::size_t>> wanted;  // (request index, top slot)
+  const std::size_t k = std::min(shared.size(), static_cast<std::size_t>(std::max(top_k, 0)));
+  for (std::size_t i = 0; i < k; ++i) {
+    const PrefixVertex& p = pass.tree[shared[i]];
+    a.top_prefixes.push_back(SharedPrefix{p.depth, p.requests, ""});
+    wanted.emplace_back(p.first_request, i);
+  }
+  if (wanted.empty()) return {};
+  std::sort(wanted.begin(), wanted.end());
+  StatusOr<TraceReader> again = TraceReader::open(path);
+  if (!again.ok()) return again.status();
+  TraceRequest r;
+  std::size_t w = 0;
+  for (std::int64_t i = 0; w < wanted.size(); ++i) {
+    StatusOr<bool> got = again->next(&r);
+    if (!got.ok()) return got.status();
+    if (!*got) break;
+    while (w < wanted.size() && wanted[w].first == i) a.top_prefixes[wanted[w++].second].first_request_id = r.id;
+  }
+  return {};
+}
+
+}  // namespace
+
 StatusOr<TraceAnalysis> analyze_trace(const std::string& path, const AnalysisOptions& o) {
   if (o.block_size <= 0) return Status::error("--block-size must be > 0");
   StatusOr<TraceReader> reader = TraceReader::open(path);
@@ -127,131 +281,21 @@ StatusOr<TraceAnalysis> analyze_trace(const std::string& path, const AnalysisOpt
   const std::optional<HashAlgo> algo = parse_hash_algo(a.hash_algo);
   if (!algo) return Status::error("unknown hash algorithm '" + a.hash_algo + "'");
   const BlockHasher hasher(*algo, a.header.hash_seed.empty() ? std::string(kDefaultHashSeed) : a.header.hash_seed);
-  const int B = o.block_size;
-
-  PrefixTree tree(1);  // vertex 0: the root (the empty prefix)
-  std::unordered_map<std::uint64_t, std::uint32_t> by_hash;  // BlockHash::prefix64 -> vertex
-  AccessMarkers markers;
-  std::vector<std::int64_t> prompt_lens, output_lens, reuse_requests, reuse_blocks;
-  std::set<std::string> sessions;
-  std::vector<BlockHash> hashes;
-  std::vector<TokenId> tokens;
+  TracePass pass(a, hasher, o.block_size);
   TraceRequest r;
   for (;;) {
     StatusOr<bool> got = reader->next(&r);
     if (!got.ok()) return got.status();
     if (!*got) break;
-    const std::int64_t req = a.requests++;
-    if (req == 0) a.first_arrival_us = r.arrival_time_us;
-    a.last_arrival_us = r.arrival_time_us;
-    if (!r.session_id.empty()) sessions.insert(r.session_id);
-    const auto n_prompt = static_cast<std::int64_t>(r.prompt.size());
-    prompt_lens.push_back(n_prompt);
-    output_lens.push_back(r.output_length);
-    a.prompt_tokens += n_prompt;
-    a.output_tokens += r.output_length;
-    if (!r.output_tokens.empty()) ++a.requests_with_output_tokens;
-
-    tokens = std::move(r.prompt);
-    if (r.output_tokens.size() > 1) tokens.insert(tokens.end(), r.output_tokens.begin(), r.output_tokens.end() - 1);
-    HashExtras extras;
-    extras.lora_name = r.lora_name;
-    extras.cache_salt = r.cache_salt;
-    hashes.clear();
-    hasher.extend(hashes, tokens, B, extras);
-    const std::int64_t prompt_blocks = n_prompt / B;
-    // Rule 1: lookup before anything of this request enters the tree.
-    const std::int64_t max_hits = (n_prompt - 1) / B;
-    std::int64_t hits = 0;
-    while (hits < max_hits && by_hash.count(hashes[static_cast<std::size_t>(hits)].prefix64()) != 0) ++hits;
-    a.hit_tokens += hits * B;
-    // Rules 2 and 3.
-    std::uint32_t parent = 0;
-    for (std::size_t i = 0; i < hashes.size(); ++i) {
-      const std::int64_t pos = a.block_accesses++;
-      auto [it, inserted] = by_hash.try_emplace(hashes[i].prefix64(), 0);
-      if (inserted) {
-        const Vertex v = boost::add_vertex(tree);
-        KV_CHECK(v < UINT32_MAX, "prefix tree too large");
-        it->second = static_cast<std::uint32_t>(v);
-        boost::add_edge(parent, v, tree);
-        tree[v].parent = parent;
-        tree[v].depth = static_cast<std::uint32_t>(i + 1);
-      }
-      PrefixVertex& pv = tree[it->second];
-      if (!inserted) {
-        reuse_requests.push_back(req - pv.last_request);
-        const std::int64_t between = markers.prefix(pos) - markers.prefix(pv.last_access + 1);
-        reuse_blocks.push_back(between);
-        markers.set(pv.last_access, -1);
-      }
-      markers.set(pos, +1);
-      pv.last_access = pos;
-      pv.last_request = req;
-      if (static_cast<std::int64_t>(i) < prompt_blocks) {
-        if (pv.requests++ == 0) pv.first_request = req;
-      }
-      parent = it->second;
-    }
+    pass.add(r);
   }
   if (a.requests == 0) return Status::error(path + ": the trace has no requests");
-  a.sessions = static_cast<std::int64_t>(sessions.size());
-  a.prompt_len = distribution(prompt_lens);
-  a.output_len = distribution(output_lens);
-  const std::int64_t span = a.last_arrival_us - a.first_arrival_us;
-  a.arrival_rate = span > 0 ? static_cast<double>(a.requests - 1) * 1e6 / static_cast<double>(span) : 0.0;
-  a.distinct_blocks = static_cast<std::int64_t>(boost::num_vertices(tree)) - 1;
-  a.infinite_cache_hit_rate = static_cast<double>(a.hit_tokens) / static_cast<double>(a.prompt_tokens);
-  for (std::int64_t d : reuse_blocks) {
-    std::size_t bucket = 0;
-    while ((std::int64_t{2} << bucket) - 1 <= d) ++bucket;
-    if (a.reuse_blocks_histogram.size() <= bucket) a.reuse_blocks_histogram.resize(bucket + 1, 0);
-    ++a.reuse_blocks_histogram[bucket];
-  }
-  a.reuse_requests = distribution(reuse_requests);
-  a.reuse_blocks = distribution(reuse_blocks);
-
-  // Rule 4.
-  std::vector<Vertex> shared;
-  for (Vertex v = 1; v < boost::num_vertices(tree); ++v) {
-    const PrefixVertex& p = tree[v];
-    if (p.requests < 2) continue;
-    bool end_of_run = true;
-    for (auto [e, e_end] = boost::out_edges(v, tree); e != e_end; ++e) {
-      if (tree[boost::target(*e, tree)].requests >= p.requests) end_of_run = false;
-    }
-    if (end_of_run) shared.push_back(v);
-  }
-  std::sort(shared.begin(), shared.end(), [&](Vertex x, Vertex y) {
-    const PrefixVertex& px = tree[x];
-    const PrefixVertex& py = tree[y];
-    if (px.requests != py.requests) return px.requests > py.requests;
-    if (px.depth != py.depth) return px.depth < py.depth;
-    return px.first_request < py.first_request;
-  });
-  // First request ids: one more pass would be needed for ids; keep indices and resolve below.
-  std::vector<std::pair<std::int64_t, std::size_t>> wanted;  // (request index, top slot)
-  const std::size_t k = std::min(shared.size(), static_cast<std::size_t>(std::max(o.top_k, 0)));
-  for (std::size_t i = 0; i < k; ++i) {
-    const PrefixVertex& p = tree[shared[i]];
-    a.top_prefixes.push_back(SharedPrefix{p.depth, p.requests, ""});
-    wanted.emplace_back(p.first_request, i);
-  }
-  if (!wanted.empty()) {
-    std::sort(wanted.begin(), wanted.end());
-    StatusOr<TraceReader> again = TraceReader::open(path);
-    if (!again.ok()) return again.status();
-    std::size_t w = 0;
-    for (std::int64_t i = 0; w < wanted.size(); ++i) {
-      StatusOr<bool> got = again->next(&r);
-      if (!got.ok()) return got.status();
-      if (!*got) break;
-      while (w < wanted.size() && wanted[w].first == i) a.top_prefixes[wanted[w++].second].first_request_id = r.id;
-    }
-  }
+  pass.summarize();
+  std::vector<Vertex> shared = pass.shared_prefixes();
+  if (Status s = top_prefixes(path, pass, shared, o.top_k, a); !s.ok()) return s;
   if (!o.dot_path.empty()) {
     shared.resize(std::min(shared.size(), static_cast<std::size_t>(std::max(o.dot_max_nodes, 0))));
-    if (Status s = write_dot(o.dot_path, tree, shared, B, a.requests); !s.ok()) return s;
+    if (Status s = write_dot(o.dot_path, pass.tree, shared, o.block_size, a.requests); !s.ok()) return s;
   }
   return a;
 }
