@@ -43,6 +43,13 @@ struct SchedulerConfig {
   // Admit a waiting request only if blocks for its whole prompt are free (avoids admitting
   // work that must be preempted before its prefill ends).
   bool full_sequence_gate = true;
+
+  // vLLM's start-up checks: refuses what vLLM refuses before scheduling anything (chunked
+  // prefill off with a budget below max_model_len, a budget below max_num_seqs, a
+  // long-prefill threshold above max_model_len, a pool that cannot hold one max_model_len
+  // sequence), plus values no scheduler can run with. The Scheduler does not call it: tests
+  // and tools may run configurations vLLM would refuse.
+  Status validate() const;
 };
 
 // What a request brings to the scheduler.
@@ -91,6 +98,8 @@ class Scheduler {
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
   std::size_t num_waiting() const { return waiting_.size(); }
   std::size_t num_running() const { return running_.size(); }
+  std::vector<RequestId> waiting_ids() const;  // head first (the order admission tries them)
+  std::vector<RequestId> running_ids() const;  // the running list, in order
   const Request* find(const RequestId& id) const;
   const SchedulerStats& stats() const { return stats_; }
   const SchedulerConfig& config() const { return config_; }
@@ -104,7 +113,29 @@ class Scheduler {
     std::unique_ptr<Request> request;
     std::vector<TokenId> outputs;
   };
+  // One request scheduled in the step being built.
+  struct Scheduled {
+    Request* request;
+    std::int64_t num_tokens;
+    std::vector<BlockId> new_blocks;  // running requests: the blocks allocated in this step
+    std::int64_t hit_tokens;
+    bool is_new;                      // admitted from the waiting queue in this step
+  };
+  // The step being built: its plan (preempted requests), what is scheduled, the budget left.
+  struct StepWork {
+    StepPlan plan;
+    std::vector<Scheduled> scheduled;
+    std::int64_t budget = 0;
+  };
+
   Request& req(const RequestId& id) { return *entries_.at(id).request; }
+  void schedule_running(StepWork& work);
+  std::optional<std::vector<BlockId>> allocate_or_preempt(Request& r, std::int64_t n,
+                                                          StepWork& work, std::size_t& index);
+  void schedule_waiting(StepWork& work);
+  bool try_admit(Request& r, StepWork& work);
+  ScheduledRequest to_plan_entry(const Scheduled& s) const;
+  void build_plan(StepWork& work);
   void preempt(Request& r, StepPlan& plan);
   void push_waiting_front(Request* r);
   void insert_waiting(Request* r);  // by policy order
