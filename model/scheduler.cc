@@ -1,6 +1,7 @@
 #include "model/scheduler.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "model/check.h"
 
@@ -90,10 +91,9 @@ void Scheduler::insert_waiting(Request* r) {
     waiting_.push_back(r);
     return;
   }
-  // Priority: ordered by (priority, arrival time), stable for ties.
-  const auto key = [](const Request* q) {
-    return std::pair(q->priority, q->arrival_time_us);
-  };
+  // Priority: vLLM's heap pops the smallest (priority, arrival time, request id); the ids
+  // compare as strings ("r10" < "r9").
+  const auto key = [](const Request* q) { return std::tie(q->priority, q->arrival_time_us, q->id()); };
   auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), r,
                               [&](const Request* a, const Request* b) { return key(a) < key(b); });
   waiting_.insert(pos, r);

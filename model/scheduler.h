@@ -9,6 +9,8 @@
 //      max_num_seqs requests; no new request is admitted in a step that preempted.
 //   3. A preempted request has num_computed_tokens == 0, is at the front of the waiting
 //      queue (FCFS) and resumes by recomputing (with whatever prefix-cache hits remain).
+//   4. Priority policy: the waiting queue is sorted by (priority, arrival time, id as a
+//      string), the order vLLM's heap pops it.
 // Deterministic: plain vectors and ordered containers only; no clock, no randomness.
 #pragma once
 
