@@ -109,10 +109,11 @@ void Scheduler::push_waiting_front(Request* r) {
 
 Request* Scheduler::pick_victim() {
   if (config_.policy == SchedulingPolicy::kFcfs) return running_.back();
-  // vLLM: max over running of (priority, arrival time); the last such one on ties.
+  // vLLM: max over running of (priority, arrival time); Python's max keeps the first of equal
+  // keys, so a tie goes to the earliest in the running list.
   Request* victim = running_.front();
   for (Request* r : running_) {
-    if (std::pair(r->priority, r->arrival_time_us) >= std::pair(victim->priority, victim->arrival_time_us)) {
+    if (std::pair(r->priority, r->arrival_time_us) > std::pair(victim->priority, victim->arrival_time_us)) {
       victim = r;
     }
   }
