@@ -65,6 +65,10 @@ Status Scheduler::add_request(RequestSpec spec) {
     return reject("prompt of " + std::to_string(prompt_len) + " tokens exceeds max_model_len " +
                   std::to_string(max_len));
   }
+  if (prompt_len == max_len) {  // vLLM's input processor: room for at least one output token
+    return reject("prompt of " + std::to_string(prompt_len) + " tokens leaves no room for an output within " +
+                  "max_model_len " + std::to_string(max_len));
+  }
   const std::int64_t total =
       std::min(prompt_len + static_cast<std::int64_t>(spec.outputs.size()), max_len);
   const std::int64_t b = config_.cache.block_size;

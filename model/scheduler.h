@@ -87,8 +87,9 @@ class Scheduler {
   explicit Scheduler(const SchedulerConfig& config);
 
   // Validates and enqueues a request. A request that can never run (empty prompt, no output,
-  // longer than max_model_len, more blocks than the pool holds) is rejected: the Status says
-  // why and the request is counted, nothing else changes.
+  // a prompt not shorter than max_model_len (as vLLM's input processor), more blocks than the
+  // pool holds) is rejected: the Status says why and the request is counted, nothing else
+  // changes.
   Status add_request(RequestSpec spec);
 
   StepPlan schedule();
