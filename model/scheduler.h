@@ -42,8 +42,9 @@ struct SchedulerConfig {
   std::int64_t long_prefill_token_threshold = 0;  // 0 = no cap on one request's chunk
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   int num_lookahead_tokens = 0;              // slots reserved for speculative tokens
-  // Admit a waiting request only if blocks for its whole prompt are free (avoids admitting
-  // work that must be preempted before its prefill ends).
+  // vLLM's scheduler_reserve_full_isl: admit a waiting request only if blocks for its whole
+  // current sequence (prompt and outputs so far) are free (avoids admitting work that must be
+  // preempted before its prefill ends).
   bool full_sequence_gate = true;
 
   // vLLM's start-up checks: refuses what vLLM refuses before scheduling anything (chunked
@@ -150,7 +151,7 @@ class Scheduler {
   KvCacheManager kv_;
   std::map<RequestId, Entry> entries_;  // live requests
   std::deque<Request*> waiting_;        // FCFS: arrival order (preempted at the front);
-                                        // priority: sorted by (priority, arrival)
+                                        // priority: sorted by (priority, arrival, id)
   std::vector<Request*> running_;       // admission order
   std::vector<RequestId> finished_since_last_step_;
   std::int64_t next_step_ = 0;

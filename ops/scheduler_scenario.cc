@@ -28,6 +28,11 @@ class FieldReader {
 
   const Status& status() const { return status_; }
   bool ok() const { return status_.ok(); }
+  // "config" + "block_size" -> "config.block_size"; a top-level field is named alone.
+  static std::string join(const std::string& where, const std::string& key) {
+    return where.empty() ? key : where + "." + key;
+  }
+
   void fail(const std::string& field, const std::string& what) {
     if (status_.ok()) status_ = Status::error(file_ + ": " + field + ": " + what);
   }
@@ -37,14 +42,14 @@ class FieldReader {
     for (const auto& [key, value] : obj.items()) {
       bool found = false;
       for (std::string_view k : known) found = found || k == key;
-      if (!found) fail(where + "." + key, "unknown field");
+      if (!found) fail(join(where, key), "unknown field");
     }
   }
 
   const json* get(const json& obj, const std::string& where, const char* key) {
     auto it = obj.find(key);
     if (it == obj.end()) {
-      fail(where + "." + key, "missing");
+      fail(join(where, key), "missing");
       return nullptr;
     }
     return &*it;
@@ -55,12 +60,12 @@ class FieldReader {
     const json* v = get(obj, where, key);
     if (v == nullptr) return min;
     if (!v->is_number_integer()) {
-      fail(where + "." + key, "must be an integer, got " + v->dump());
+      fail(join(where, key), "must be an integer, got " + v->dump());
       return min;
     }
     const auto value = v->get<std::int64_t>();
     if (value < min || value > max || (v->is_number_unsigned() && v->get<std::uint64_t>() > 1ULL << 62)) {
-      fail(where + "." + key, "must be from " + std::to_string(min) + " to " + std::to_string(max) + ", got " +
+      fail(join(where, key), "must be from " + std::to_string(min) + " to " + std::to_string(max) + ", got " +
                                   v->dump());
       return min;
     }
@@ -71,7 +76,7 @@ class FieldReader {
     const json* v = get(obj, where, key);
     if (v == nullptr) return 0;
     if (!v->is_number() || !std::isfinite(v->get<double>())) {
-      fail(where + "." + key, "must be a number, got " + v->dump());
+      fail(join(where, key), "must be a number, got " + v->dump());
       return 0;
     }
     return v->get<double>();
@@ -80,7 +85,7 @@ class FieldReader {
   bool boolean(const json& obj, const std::string& where, const char* key) {
     const json* v = get(obj, where, key);
     if (v == nullptr) return false;
-    if (!v->is_boolean()) fail(where + "." + key, "must be true or false, got " + v->dump());
+    if (!v->is_boolean()) fail(join(where, key), "must be true or false, got " + v->dump());
     return v->is_boolean() && v->get<bool>();
   }
 
@@ -88,7 +93,7 @@ class FieldReader {
     const json* v = get(obj, where, key);
     if (v == nullptr) return "";
     if (!v->is_string()) {
-      fail(where + "." + key, "must be a string, got " + v->dump());
+      fail(join(where, key), "must be a string, got " + v->dump());
       return "";
     }
     return v->get<std::string>();
@@ -99,7 +104,7 @@ class FieldReader {
     const json* v = get(obj, where, key);
     if (v == nullptr) return kEmpty;
     if (!v->is_array()) {
-      fail(where + "." + key, "must be an array, got " + v->dump());
+      fail(join(where, key), "must be an array, got " + v->dump());
       return kEmpty;
     }
     return *v;
@@ -109,7 +114,7 @@ class FieldReader {
     std::vector<std::string> out;
     for (const json& item : array(obj, where, key)) {
       if (!item.is_string()) {
-        fail(where + "." + key, "must hold strings, got " + item.dump());
+        fail(join(where, key), "must hold strings, got " + item.dump());
         return {};
       }
       out.push_back(item.get<std::string>());
@@ -255,16 +260,16 @@ StatusOr<Scenario> parse_scenario(const std::string& path) {
   if (doc.is_discarded()) return Status::error(path + ": not valid JSON");
   FieldReader in(path);
   if (!doc.is_object()) return Status::error(path + ": must be a JSON object");
-  in.only_keys(doc, "file", {"name", "doc", "config", "requests", "steps"});
-  in.text(doc, "file", "name");
-  in.text(doc, "file", "doc");
+  in.only_keys(doc, "", {"name", "doc", "config", "requests", "steps"});
+  in.text(doc, "", "name");
+  in.text(doc, "", "doc");
   Scenario s;
-  if (const json* c = in.get(doc, "file", "config")) parse_config(in, *c, s);
-  const json& requests = in.array(doc, "file", "requests");
+  if (const json* c = in.get(doc, "", "config")) parse_config(in, *c, s);
+  const json& requests = in.array(doc, "", "requests");
   for (std::size_t i = 0; i < requests.size() && in.ok(); ++i) {
     parse_request(in, requests[i], "requests[" + std::to_string(i) + "]", s);
   }
-  const json& steps = in.array(doc, "file", "steps");
+  const json& steps = in.array(doc, "", "steps");
   for (std::size_t i = 0; i < steps.size() && in.ok(); ++i) parse_step(in, steps[i], i, s);
   if (in.ok() && !s.arrival_step.empty()) {
     in.fail("steps", "request '" + s.arrival_step.begin()->first + "' never arrives");
@@ -358,7 +363,7 @@ StatusOr<ScenarioOutcome> run_scheduler_scenario(const std::string& path) {
   for (std::size_t i = 0; i < s.steps.size(); ++i) {
     const auto step = static_cast<std::int64_t>(i);
     StatusOr<json> got = run_step(sched, s, s.steps[i]);
-    if (!got.ok()) return mismatch(step, "arrivals", "admitted", "refused: " + got.status().message());
+    if (!got.ok()) return mismatch(step, "arrivals", "accepted", "refused: " + got.status().message());
     std::string why;
     if (!sched.check_invariants(&why)) return mismatch(step, "invariants", "hold", why);
     for (const char* key : kSchedulerExpectKeys) {

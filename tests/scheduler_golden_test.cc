@@ -79,6 +79,16 @@ TEST(SchedulerScenarioTest, AnUnknownFieldIsAnErrorNamingFileAndField) {
   EXPECT_EQ(outcome.status().message(), path + ": config.swap_space: unknown field");
 }
 
+TEST(SchedulerScenarioTest, AnUnknownTopLevelFieldIsNamedAlone) {
+  const std::string path = edited_copy("{\"name\"", "{\"extra\":1,\"name\"", "kv_unknown_top.json");
+  EXPECT_EQ(run_scheduler_scenario(path).status().message(), path + ": extra: unknown field");
+}
+
+TEST(SchedulerScenarioTest, AnExpectKeyOutsideTheFormatIsAnError) {
+  const std::string path = edited_copy("\"total_tokens\":80", "\"total_tokens\":80,\"num_tokens\":1", "kv_key.json");
+  EXPECT_EQ(run_scheduler_scenario(path).status().message(), path + ": steps[0].expect.num_tokens: unknown field");
+}
+
 TEST(SchedulerScenarioTest, AWrongTypeIsAnErrorNamingTheField) {
   const std::string path = edited_copy("\"prompt_len\":40", "\"prompt_len\":\"40\"", "kv_type.json");
   StatusOr<ScenarioOutcome> outcome = run_scheduler_scenario(path);
