@@ -60,6 +60,35 @@ std::string test_name(const testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Files, SchedulerGolden, testing::ValuesIn(scenario_files()), test_name);
 
+// 09's configuration, which vLLM refuses (8 usable blocks, max_model_len 512), run anyway: the
+// request that can never fit (x, 13 blocks) is rejected when added instead of blocking the
+// queue, so y runs beside z at once and nothing ever admits x.
+TEST(SchedulerScenarioTest, ARequestThatNeverFitsIsRejectedNotQueued) {
+  SchedulerConfig c;
+  c.cache.num_blocks = 9;
+  c.cache.block_size = 16;
+  c.cache.free_order = FreeOrder::kUnhashedFirst;
+  c.cache.max_model_len = 512;
+  c.max_num_batched_tokens = 64;
+  c.max_num_seqs = 4;
+  ASSERT_FALSE(c.validate().ok());
+  Scheduler s(c);
+  const auto request = [](const std::string& id, TokenId first, int len, int outputs) {
+    RequestSpec r;
+    r.id = id;
+    for (int k = 0; k < len; ++k) r.prompt.push_back(first + k);
+    for (int k = 0; k < outputs; ++k) r.outputs.push_back(90000 + k);
+    return r;
+  };
+  ASSERT_TRUE(s.add_request(request("z", 50000, 20, 8)).ok());
+  EXPECT_EQ(s.add_request(request("x", 51000, 200, 4)).message(), "request x: needs 13 KV blocks, the pool has 8");
+  ASSERT_TRUE(s.add_request(request("y", 52000, 30, 4)).ok());
+  const StepPlan first = s.schedule();
+  ASSERT_EQ(first.requests.size(), 2u);
+  EXPECT_EQ(first.requests[1].id, "y");
+  EXPECT_EQ(s.find("x"), nullptr);
+}
+
 // A copy of 01 with one edit, written to a temporary file.
 std::string edited_copy(const std::string& from, const std::string& to, const std::string& name) {
   std::ifstream in(std::string(kDir) + "/01_chunked_off_exact_budget.json");
