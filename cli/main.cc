@@ -15,6 +15,8 @@ using kv::cli::Command;
 const Command kCommands[] = {
     {"ops", "the what-if shell of docs/semantics.md §6: run an ops script against the KV-cache manager",
      kv::cli::run_ops},
+    {"scenario", "check kvsim against scenario files recorded from vLLM (scheduler, KV-cache groups)",
+     kv::cli::run_scenario},
     {"replay", "replay a trace through the scheduler on a device (sim or gpu); the main job",
      kv::cli::run_replay},
     {"gen", "write a seeded synthetic trace (sharegpt multi-turn chat, prefix benchmark)",

@@ -1,10 +1,49 @@
 #include "model/scheduler.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include "model/check.h"
 
 namespace kv {
+
+Status SchedulerConfig::validate() const {
+  const std::int64_t max_len = cache.max_model_len;
+  const auto num = [](std::int64_t v) { return std::to_string(v); };
+  const auto at_least = [&](const char* field, std::int64_t value, std::int64_t min) {
+    return value >= min ? Status() : Status::error(std::string(field) + " must be at least " + num(min) +
+                                                   ", got " + num(value));
+  };
+  for (const Status& s : {at_least("block_size", cache.block_size, 1),
+                          at_least("num_blocks (with the null block)", cache.num_blocks, 2),
+                          at_least("max_model_len", max_len, 1),
+                          at_least("max_num_batched_tokens", max_num_batched_tokens, 1),
+                          at_least("max_num_seqs", max_num_seqs, 1),
+                          at_least("long_prefill_token_threshold", long_prefill_token_threshold, 0),
+                          at_least("num_lookahead_tokens", num_lookahead_tokens, 0)}) {
+    if (!s.ok()) return s;
+  }
+  if (!enable_chunked_prefill && max_num_batched_tokens < max_len) {
+    return Status::error("max_num_batched_tokens (" + num(max_num_batched_tokens) +
+                         ") is smaller than max_model_len (" + num(max_len) +
+                         ") with chunked prefill off: a long prompt could never be scheduled");
+  }
+  if (max_num_batched_tokens < max_num_seqs) {
+    return Status::error("max_num_batched_tokens (" + num(max_num_batched_tokens) +
+                         ") must be at least max_num_seqs (" + num(max_num_seqs) + ")");
+  }
+  if (long_prefill_token_threshold > max_len) {
+    return Status::error("long_prefill_token_threshold (" + num(long_prefill_token_threshold) +
+                         ") cannot exceed max_model_len (" + num(max_len) + ")");
+  }
+  const std::int64_t pool_tokens = static_cast<std::int64_t>(cache.num_blocks - 1) * cache.block_size;
+  if (pool_tokens < max_len) {
+    return Status::error("the KV cache holds " + num(pool_tokens) + " tokens (" +
+                         num(cache.num_blocks - 1) + " blocks of " + num(cache.block_size) +
+                         "), less than one sequence of max_model_len (" + num(max_len) + ")");
+  }
+  return {};
+}
 
 Scheduler::Scheduler(const SchedulerConfig& config)
     : config_(config), hasher_(config.hash_algo, config.hash_seed), kv_(config.cache) {
@@ -25,6 +64,10 @@ Status Scheduler::add_request(RequestSpec spec) {
   if (prompt_len > max_len) {
     return reject("prompt of " + std::to_string(prompt_len) + " tokens exceeds max_model_len " +
                   std::to_string(max_len));
+  }
+  if (prompt_len == max_len) {  // vLLM's input processor: room for at least one output token
+    return reject("prompt of " + std::to_string(prompt_len) + " tokens leaves no room for an output within " +
+                  "max_model_len " + std::to_string(max_len));
   }
   const std::int64_t total =
       std::min(prompt_len + static_cast<std::int64_t>(spec.outputs.size()), max_len);
@@ -52,10 +95,11 @@ void Scheduler::insert_waiting(Request* r) {
     waiting_.push_back(r);
     return;
   }
-  // Priority: ordered by (priority, arrival time), stable for ties.
-  auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), r, [](const Request* a, const Request* b) {
-    return std::pair(a->priority, a->arrival_time_us) < std::pair(b->priority, b->arrival_time_us);
-  });
+  // Priority: vLLM's heap pops the smallest (priority, arrival time, request id); the ids
+  // compare as strings ("r10" < "r9").
+  const auto key = [](const Request* q) { return std::tie(q->priority, q->arrival_time_us, q->id()); };
+  auto pos = std::upper_bound(waiting_.begin(), waiting_.end(), r,
+                              [&](const Request* a, const Request* b) { return key(a) < key(b); });
   waiting_.insert(pos, r);
 }
 
@@ -69,10 +113,11 @@ void Scheduler::push_waiting_front(Request* r) {
 
 Request* Scheduler::pick_victim() {
   if (config_.policy == SchedulingPolicy::kFcfs) return running_.back();
-  // vLLM: max over running of (priority, arrival time); the last such one on ties.
+  // vLLM: max over running of (priority, arrival time); Python's max keeps the first of equal
+  // keys, so a tie goes to the earliest in the running list.
   Request* victim = running_.front();
   for (Request* r : running_) {
-    if (std::pair(r->priority, r->arrival_time_us) >= std::pair(victim->priority, victim->arrival_time_us)) {
+    if (std::pair(r->priority, r->arrival_time_us) > std::pair(victim->priority, victim->arrival_time_us)) {
       victim = r;
     }
   }
@@ -92,126 +137,148 @@ void Scheduler::preempt(Request& r, StepPlan& plan) {
 }
 
 StepPlan Scheduler::schedule() {
-  StepPlan plan;
-  plan.step = next_step_++;
-  plan.block_size = config_.cache.block_size;
-  plan.finished.swap(finished_since_last_step_);
+  StepWork work;
+  work.plan.step = next_step_++;
+  work.plan.block_size = config_.cache.block_size;
+  work.plan.finished.swap(finished_since_last_step_);
+  work.budget = config_.max_num_batched_tokens;
   ++stats_.steps;
 
-  struct Scheduled {
-    Request* request;
-    std::int64_t num_tokens;
-    std::vector<BlockId> new_blocks;
-    std::int64_t hit_tokens;
-    bool is_new;
-  };
-  std::vector<Scheduled> scheduled;
-  std::int64_t budget = config_.max_num_batched_tokens;
+  schedule_running(work);
+  if (work.plan.preempted.empty()) schedule_waiting(work);  // never admit in a step that preempted
+  build_plan(work);
+
+  stats_.scheduled_tokens += work.plan.total_tokens;
+  stats_.max_running = std::max<std::int64_t>(stats_.max_running, static_cast<std::int64_t>(running_.size()));
+  stats_.max_waiting = std::max<std::int64_t>(stats_.max_waiting, static_cast<std::int64_t>(waiting_.size()));
+  return std::move(work.plan);
+}
+
+// 1. Running requests, in order, while budget is left. A request that cannot get its blocks
+// preempts others (or itself, which ends the pass).
+void Scheduler::schedule_running(StepWork& work) {
   const std::int64_t max_len = config_.cache.max_model_len;
   const std::int64_t threshold = config_.long_prefill_token_threshold;
-
-  // 1. Running requests, in order.
   std::size_t i = 0;
-  while (i < running_.size() && budget > 0) {
+  while (i < running_.size() && work.budget > 0) {
     Request& r = *running_[i];
     std::int64_t n = r.num_tokens() - r.num_computed_tokens;
     if (threshold > 0) n = std::min(n, threshold);
-    n = std::min({n, budget, max_len - 1 - r.num_computed_tokens});
+    n = std::min({n, work.budget, max_len - 1 - r.num_computed_tokens});
     if (n <= 0) {
       ++i;
       continue;
     }
-    std::optional<std::vector<BlockId>> blocks;
-    while (true) {
-      blocks = kv_.allocate(r, n, {}, config_.num_lookahead_tokens);
-      if (blocks) break;
-      Request* victim = pick_victim();
-      auto was = std::find_if(scheduled.begin(), scheduled.end(),
-                              [&](const Scheduled& s) { return s.request == victim; });
-      if (was != scheduled.end()) {  // priority policy: an earlier request of this step
-        budget += was->num_tokens;
-        scheduled.erase(was);
-        --i;
-      }
-      preempt(*victim, plan);
-      if (victim == &r) break;
-    }
-    if (!blocks) break;
-    scheduled.push_back({&r, n, std::move(*blocks), 0, false});
-    budget -= n;
+    std::optional<std::vector<BlockId>> blocks = allocate_or_preempt(r, n, work, i);
+    if (!blocks) break;  // r preempted itself: the requests after it wait for the next step
+    work.scheduled.push_back({&r, n, std::move(*blocks), 0, false});
+    work.budget -= n;
     ++i;
   }
+}
 
-  // 2. Waiting requests, only if nothing was preempted in this step.
-  if (plan.preempted.empty()) {
-    while (!waiting_.empty() && budget > 0) {
-      if (running_.size() >= static_cast<std::size_t>(config_.max_num_seqs)) break;
-      Request& r = *waiting_.front();
-      CacheHit hit;
-      std::int64_t computed = r.num_computed_tokens;
-      if (computed == 0) {
-        hit = kv_.lookup(r);
-        computed = hit.num_tokens;
-      }
-      std::int64_t n = r.num_tokens() - computed;
-      if (threshold > 0 && n > threshold) n = threshold;
-      if (!config_.enable_chunked_prefill && n > budget) break;
-      n = std::min(n, budget);
-      KV_CHECK(n > 0, "request " << r.id() << " has nothing to compute");
-      auto blocks = kv_.allocate(r, n, hit, config_.num_lookahead_tokens, config_.full_sequence_gate);
-      if (!blocks) break;  // head-of-line: the first request that does not fit stops admission
-      waiting_.pop_front();
-      running_.push_back(&r);
-      r.status = RequestStatus::kRunning;
-      r.num_computed_tokens = computed;
-      if (r.num_cached_tokens < 0) r.num_cached_tokens = computed;
-      scheduled.push_back({&r, n, {}, hit.num_tokens, true});
-      budget -= n;
+// vLLM's allocate-or-preempt loop: until the allocation succeeds, preempt the policy's victim
+// (FCFS: the last running request; priority: the largest (priority, arrival)). A victim
+// already scheduled in this step gives its tokens back and leaves the step; `index` (r's
+// position in running_) follows it. Returns nullopt when the victim was r itself.
+std::optional<std::vector<BlockId>> Scheduler::allocate_or_preempt(Request& r, std::int64_t n,
+                                                                   StepWork& work, std::size_t& index) {
+  while (true) {
+    std::optional<std::vector<BlockId>> blocks = kv_.allocate(r, n, {}, config_.num_lookahead_tokens);
+    if (blocks) return blocks;
+    Request* victim = pick_victim();
+    auto was = std::find_if(work.scheduled.begin(), work.scheduled.end(),
+                            [&](const Scheduled& s) { return s.request == victim; });
+    if (was != work.scheduled.end()) {  // priority policy: an earlier request of this step
+      work.budget += was->num_tokens;
+      work.scheduled.erase(was);
+      --index;
     }
+    preempt(*victim, work.plan);
+    if (victim == &r) return std::nullopt;
   }
+}
 
-  // 3. The plan, then advance computed tokens (vLLM's _update_after_schedule).
-  for (Scheduled& s : scheduled) {
-    Request& r = *s.request;
-    ScheduledRequest sr;
-    sr.id = r.id();
-    sr.is_new = s.is_new;
-    if (s.is_new) {
-      const auto table = kv_.blocks_of(r.id());
-      sr.block_ids.assign(table.begin(), table.end());
-    } else {
-      sr.block_ids = std::move(s.new_blocks);
-    }
-    sr.num_computed_tokens = r.num_computed_tokens;
-    sr.num_cached_tokens = s.hit_tokens;
-    const auto toks = r.tokens();
-    const auto begin = static_cast<std::size_t>(r.num_computed_tokens);
-    const auto count = static_cast<std::size_t>(s.num_tokens);
-    if (s.is_new) sr.context_token_ids.assign(toks.begin(), toks.begin() + static_cast<std::ptrdiff_t>(begin));
-    sr.token_ids.assign(toks.begin() + static_cast<std::ptrdiff_t>(begin),
-                        toks.begin() + static_cast<std::ptrdiff_t>(begin + count));
-    sr.num_prompt_tokens = r.num_prompt_tokens();
-    sr.samples = r.num_computed_tokens + s.num_tokens == r.num_tokens();
-    if (sr.samples) {
-      const Entry& e = entries_.at(r.id());
-      sr.next_token = e.outputs[static_cast<std::size_t>(r.num_output_tokens())];
-    }
-    sr.lora_name = r.extras().lora_name;
+// 2. Waiting requests, head first, while budget and max_num_seqs allow. The first one that
+// does not fit stops admission (head-of-line blocking).
+void Scheduler::schedule_waiting(StepWork& work) {
+  while (!waiting_.empty() && work.budget > 0) {
+    if (running_.size() >= static_cast<std::size_t>(config_.max_num_seqs)) break;
+    if (!try_admit(*waiting_.front(), work)) break;
+  }
+}
+
+// Admits the head of the waiting queue with its prefix-cache hit if its chunk fits the budget
+// (chunked prefill off: the whole remaining prompt) and the pool (and the full-sequence gate).
+bool Scheduler::try_admit(Request& r, StepWork& work) {
+  const std::int64_t threshold = config_.long_prefill_token_threshold;
+  CacheHit hit;
+  std::int64_t computed = r.num_computed_tokens;
+  if (computed == 0) {
+    hit = kv_.lookup(r);
+    computed = hit.num_tokens;
+  }
+  std::int64_t n = r.num_tokens() - computed;
+  if (threshold > 0 && n > threshold) n = threshold;  // the cap applies before the budget test
+  if (!config_.enable_chunked_prefill && n > work.budget) return false;
+  n = std::min(n, work.budget);
+  KV_CHECK(n > 0, "request " << r.id() << " has nothing to compute");
+  auto blocks = kv_.allocate(r, n, hit, config_.num_lookahead_tokens, config_.full_sequence_gate);
+  if (!blocks) return false;
+  waiting_.pop_front();
+  running_.push_back(&r);
+  r.status = RequestStatus::kRunning;
+  r.num_computed_tokens = computed;
+  if (r.num_cached_tokens < 0) r.num_cached_tokens = computed;
+  work.scheduled.push_back({&r, n, {}, hit.num_tokens, true});
+  work.budget -= n;
+  return true;
+}
+
+// The plan entry of one scheduled request, before its computed tokens advance.
+ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
+  const Request& r = *s.request;
+  ScheduledRequest sr;
+  sr.id = r.id();
+  sr.is_new = s.is_new;
+  if (s.is_new) {
+    const auto table = kv_.blocks_of(r.id());
+    sr.block_ids.assign(table.begin(), table.end());
+  } else {
+    sr.block_ids = s.new_blocks;
+  }
+  sr.num_computed_tokens = r.num_computed_tokens;
+  sr.num_cached_tokens = s.hit_tokens;
+  const auto toks = r.tokens();
+  const auto begin = static_cast<std::ptrdiff_t>(r.num_computed_tokens);
+  const auto end = begin + static_cast<std::ptrdiff_t>(s.num_tokens);
+  if (s.is_new) sr.context_token_ids.assign(toks.begin(), toks.begin() + begin);
+  sr.token_ids.assign(toks.begin() + begin, toks.begin() + end);
+  sr.num_prompt_tokens = r.num_prompt_tokens();
+  sr.samples = r.num_computed_tokens + s.num_tokens == r.num_tokens();
+  if (sr.samples) {
+    const Entry& e = entries_.at(r.id());
+    sr.next_token = e.outputs[static_cast<std::size_t>(r.num_output_tokens())];
+  }
+  sr.lora_name = r.extras().lora_name;
+  return sr;
+}
+
+// 3. The plan, then advance computed tokens (vLLM's _update_after_schedule).
+void Scheduler::build_plan(StepWork& work) {
+  StepPlan& plan = work.plan;
+  for (const Scheduled& s : work.scheduled) {
+    plan.requests.push_back(to_plan_entry(s));
     plan.total_tokens += s.num_tokens;
-    r.num_computed_tokens += s.num_tokens;
-    plan.requests.push_back(std::move(sr));
+    s.request->num_computed_tokens += s.num_tokens;
   }
   // Running requests first, then new ones, each in scheduling order.
   std::stable_partition(plan.requests.begin(), plan.requests.end(),
-                        [](const ScheduledRequest& s) { return !s.is_new; });
+                        [](const ScheduledRequest& sr) { return !sr.is_new; });
   if (!running_.empty()) {
     plan.num_common_prefix_blocks = kv_.num_common_prefix_blocks(
         running_.front()->id(), static_cast<int>(running_.size()));
   }
-  stats_.scheduled_tokens += plan.total_tokens;
-  stats_.max_running = std::max<std::int64_t>(stats_.max_running, static_cast<std::int64_t>(running_.size()));
-  stats_.max_waiting = std::max<std::int64_t>(stats_.max_waiting, static_cast<std::int64_t>(waiting_.size()));
-  return plan;
 }
 
 void Scheduler::finish(Request& r, RequestStatus status) {
@@ -259,6 +326,18 @@ bool Scheduler::abort(const RequestId& id) {
   if (it == entries_.end()) return false;
   finish(*it->second.request, RequestStatus::kFinishedAborted);
   return true;
+}
+
+std::vector<RequestId> Scheduler::waiting_ids() const {
+  std::vector<RequestId> ids;
+  for (const Request* r : waiting_) ids.push_back(r->id());
+  return ids;
+}
+
+std::vector<RequestId> Scheduler::running_ids() const {
+  std::vector<RequestId> ids;
+  for (const Request* r : running_) ids.push_back(r->id());
+  return ids;
 }
 
 const Request* Scheduler::find(const RequestId& id) const {

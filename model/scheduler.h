@@ -9,6 +9,8 @@
 //      max_num_seqs requests; no new request is admitted in a step that preempted.
 //   3. A preempted request has num_computed_tokens == 0, is at the front of the waiting
 //      queue (FCFS) and resumes by recomputing (with whatever prefix-cache hits remain).
+//   4. Priority policy: the waiting queue is sorted by (priority, arrival time, id as a
+//      string), the order vLLM's heap pops it.
 // Deterministic: plain vectors and ordered containers only; no clock, no randomness.
 #pragma once
 
@@ -40,9 +42,17 @@ struct SchedulerConfig {
   std::int64_t long_prefill_token_threshold = 0;  // 0 = no cap on one request's chunk
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   int num_lookahead_tokens = 0;              // slots reserved for speculative tokens
-  // Admit a waiting request only if blocks for its whole prompt are free (avoids admitting
-  // work that must be preempted before its prefill ends).
+  // vLLM's scheduler_reserve_full_isl: admit a waiting request only if blocks for its whole
+  // current sequence (prompt and outputs so far) are free (avoids admitting work that must be
+  // preempted before its prefill ends).
   bool full_sequence_gate = true;
+
+  // vLLM's start-up checks: refuses what vLLM refuses before scheduling anything (chunked
+  // prefill off with a budget below max_model_len, a budget below max_num_seqs, a
+  // long-prefill threshold above max_model_len, a pool that cannot hold one max_model_len
+  // sequence), plus values no scheduler can run with. The Scheduler does not call it: tests
+  // and tools may run configurations vLLM would refuse.
+  Status validate() const;
 };
 
 // What a request brings to the scheduler.
@@ -78,8 +88,9 @@ class Scheduler {
   explicit Scheduler(const SchedulerConfig& config);
 
   // Validates and enqueues a request. A request that can never run (empty prompt, no output,
-  // longer than max_model_len, more blocks than the pool holds) is rejected: the Status says
-  // why and the request is counted, nothing else changes.
+  // a prompt not shorter than max_model_len (as vLLM's input processor), more blocks than the
+  // pool holds) is rejected: the Status says why and the request is counted, nothing else
+  // changes.
   Status add_request(RequestSpec spec);
 
   StepPlan schedule();
@@ -91,6 +102,8 @@ class Scheduler {
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
   std::size_t num_waiting() const { return waiting_.size(); }
   std::size_t num_running() const { return running_.size(); }
+  std::vector<RequestId> waiting_ids() const;  // head first (the order admission tries them)
+  std::vector<RequestId> running_ids() const;  // the running list, in order
   const Request* find(const RequestId& id) const;
   const SchedulerStats& stats() const { return stats_; }
   const SchedulerConfig& config() const { return config_; }
@@ -104,7 +117,29 @@ class Scheduler {
     std::unique_ptr<Request> request;
     std::vector<TokenId> outputs;
   };
+  // One request scheduled in the step being built.
+  struct Scheduled {
+    Request* request;
+    std::int64_t num_tokens;
+    std::vector<BlockId> new_blocks;  // running requests: the blocks allocated in this step
+    std::int64_t hit_tokens;
+    bool is_new;                      // admitted from the waiting queue in this step
+  };
+  // The step being built: its plan (preempted requests), what is scheduled, the budget left.
+  struct StepWork {
+    StepPlan plan;
+    std::vector<Scheduled> scheduled;
+    std::int64_t budget = 0;
+  };
+
   Request& req(const RequestId& id) { return *entries_.at(id).request; }
+  void schedule_running(StepWork& work);
+  std::optional<std::vector<BlockId>> allocate_or_preempt(Request& r, std::int64_t n,
+                                                          StepWork& work, std::size_t& index);
+  void schedule_waiting(StepWork& work);
+  bool try_admit(Request& r, StepWork& work);
+  ScheduledRequest to_plan_entry(const Scheduled& s) const;
+  void build_plan(StepWork& work);
   void preempt(Request& r, StepPlan& plan);
   void push_waiting_front(Request* r);
   void insert_waiting(Request* r);  // by policy order
@@ -116,7 +151,7 @@ class Scheduler {
   KvCacheManager kv_;
   std::map<RequestId, Entry> entries_;  // live requests
   std::deque<Request*> waiting_;        // FCFS: arrival order (preempted at the front);
-                                        // priority: sorted by (priority, arrival)
+                                        // priority: sorted by (priority, arrival, id)
   std::vector<Request*> running_;       // admission order
   std::vector<RequestId> finished_since_last_step_;
   std::int64_t next_step_ = 0;

@@ -24,4 +24,8 @@ void manager_property(FreeOrder order, ManagerVariant variant);
 // Level (c): Scheduler + SimDevice with full shadow-memory verification.
 void scheduler_property(FreeOrder order);
 
+// Level (c): Scheduler against ReferenceScheduler (vLLM's rules, written apart), every step's
+// decisions on random workloads over the scheduler's options.
+void scheduler_reference_property();
+
 }  // namespace kv::props

@@ -30,6 +30,7 @@ const std::vector<PropertyDef>& all_properties() {
       d.push_back({std::string("scheduler/") + to_string(order), "scheduler", [order] { scheduler_property(order); },
                    scaled(200)});
     }
+    d.push_back({"scheduler/reference", "scheduler", [] { scheduler_reference_property(); }, scaled(100)});
     return d;
   }();
   return defs;

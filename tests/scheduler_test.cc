@@ -176,13 +176,15 @@ TEST(SchedulerTest, RejectsRequestsThatCanNeverRun) {
   EXPECT_EQ(empty.message(), "request e: empty prompt");
   Status too_long = s.add_request(spec("l", range_tokens(0, 11), 1));
   EXPECT_EQ(too_long.message(), "request l: prompt of 11 tokens exceeds max_model_len 10");
+  Status no_room = s.add_request(spec("m", range_tokens(0, 10), 1));  // vLLM needs room for one output
+  EXPECT_EQ(no_room.message(), "request m: prompt of 10 tokens leaves no room for an output within max_model_len 10");
   Status no_out = s.add_request(spec("o", range_tokens(0, 3), 0));
   EXPECT_EQ(no_out.message(), "request o: output length must be at least 1");
   SchedulerConfig c2 = small_config(3, 64);  // 2 usable blocks = 8 tokens
   Scheduler s2(c2);
   Status big = s2.add_request(spec("b", range_tokens(0, 9), 1));
   EXPECT_EQ(big.message(), "request b: needs 3 KV blocks, the pool has 2");
-  EXPECT_EQ(s.stats().rejected, 3);
+  EXPECT_EQ(s.stats().rejected, 4);
   EXPECT_FALSE(s.has_unfinished());
 }
 
