@@ -85,11 +85,14 @@ class KvCacheManager {
   const PrefixCacheStats& stats() const { return stats_; }
   std::vector<KvEvent> take_events() { return pool_.take_events(); }
   const BlockPool& pool() const { return pool_; }
-  BlockPool& mutable_pool() { return pool_; }
 
   bool check_invariants(std::string* why) const;
 
  private:
+  // Tests that break the state on purpose, to show check_invariants() catches it, reach the
+  // pool through this peer (defined in tests only); no production code can.
+  friend class KvCacheManagerTestPeer;
+
   struct RequestBlocks {
     std::vector<BlockId> blocks;
     std::size_t num_cached = 0;  // leading blocks already in the hash map

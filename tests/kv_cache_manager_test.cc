@@ -10,6 +10,13 @@
 #include <vector>
 
 namespace kv {
+
+// Reaches past the manager's API to break its state on purpose (KvCacheManager's friend).
+class KvCacheManagerTestPeer {
+ public:
+  static BlockPool& pool(KvCacheManager& m) { return m.pool_; }
+};
+
 namespace {
 
 std::vector<TokenId> token_range(TokenId begin, TokenId end) {
@@ -433,14 +440,14 @@ TEST_P(KvCacheManagerTest, CheckInvariantsCatchesMutablePoolMisuse) {
   std::string why;
 
   // A second reference that no request holds.
-  manager_->mutable_pool().touch(std::vector<BlockId>{1});
+  KvCacheManagerTestPeer::pool(*manager_).touch(std::vector<BlockId>{1});
   EXPECT_FALSE(manager_->check_invariants(&why));
   EXPECT_EQ(why, "block 1 has ref_cnt 2 but 1 live requests hold it");
-  manager_->mutable_pool().free_blocks(std::vector<BlockId>{1});
+  KvCacheManagerTestPeer::pool(*manager_).free_blocks(std::vector<BlockId>{1});
   expect_ok();
 
   // A block freed behind the manager's back: the pool is consistent, the manager is not.
-  manager_->mutable_pool().free_blocks(std::vector<BlockId>{2});
+  KvCacheManagerTestPeer::pool(*manager_).free_blocks(std::vector<BlockId>{2});
   EXPECT_TRUE(manager_->pool().check_invariants(&why)) << why;
   EXPECT_FALSE(manager_->check_invariants(&why));
   EXPECT_EQ(why, "block 2 has ref_cnt 0 but 1 live requests hold it");

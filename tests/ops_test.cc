@@ -13,6 +13,13 @@
 #include <vector>
 
 namespace kv {
+
+// Reaches past the manager's API to break its state on purpose (KvCacheManager's friend).
+class KvCacheManagerTestPeer {
+ public:
+  static BlockPool& pool(KvCacheManager& m) { return m.pool_; }
+};
+
 namespace {
 
 std::string read_file(const std::string& path) {
@@ -188,7 +195,7 @@ TEST(OpsCheckTest, BrokenStateIsACheckFailureNotABadLine) {
   EXPECT_EQ(ops.execute("alloc r rest", 3), OpsInterpreter::Outcome::kOk);
   EXPECT_EQ(ops.execute("check", 4), OpsInterpreter::Outcome::kOk);
   // No script line can break the core, so reach past the interpreter: an extra reference.
-  const_cast<KvCacheManager*>(ops.manager())->mutable_pool().touch(std::vector<BlockId>{2});
+  KvCacheManagerTestPeer::pool(*const_cast<KvCacheManager*>(ops.manager())).touch(std::vector<BlockId>{2});
   EXPECT_EQ(ops.execute("check", 5), OpsInterpreter::Outcome::kCheckFailed);
   EXPECT_EQ(ops.error(), "line 5: check failed: block 2 has ref_cnt 2 but 1 live requests hold it");
   EXPECT_EQ(out.str(),
