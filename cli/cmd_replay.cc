@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/config_options.h"
 #include "replay/replay_builder.h"
+#include "reports/result_json.h"
 #include "reports/run_folder.h"
 
 namespace po = boost::program_options;
@@ -67,7 +68,8 @@ int run_replay(int argc, char** argv) {
       "kvsim replay --trace TRACE [options]\n\n"
       "Replays TRACE through vLLM v1's scheduler and KV-cache manager (the rules of\n"
       "docs/semantics.md) on a device, prints a summary and writes a run folder (summary.json,\n"
-      "steps.csv, requests.csv, decisions.log, kernels.csv, report.md).\n"
+      "steps.csv, requests.csv, decisions.log, kernels.csv, report.md, and result.json in the\n"
+      "shape of vllm bench serve's saved result: docs/results.md).\n"
       "Exit status: 0 ok, 1 verification failures, 2 bad input or configuration.\n\n"
       "Options");
   opts.add_options()("help,h", "show this help")
@@ -102,6 +104,7 @@ int run_replay(int argc, char** argv) {
   }
   auto folder = reports::RunFolder::create(out_dir, force);
   if (!folder.ok()) return fail(folder.status().message());
+  (*folder)->set_result_date(reports::result_date_from_environment());
   auto replayer = run->make_replayer(config);
   const bool show_progress = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
   observe(*replayer, **folder, show_progress);
@@ -119,6 +122,10 @@ int run_replay(int argc, char** argv) {
     return fail(st.message());
   }
   std::cout << "  run folder                " << out_dir << "\n";
+  if (summary->overload.overloaded) {
+    std::cerr << "kvsim replay: warning: overloaded: " << summary->overload.reason
+              << "; the latencies reflect an ever-growing queue (lower --request-rate, or add capacity)\n";
+  }
   return verdict(*summary, trace_path);
 }
 

@@ -1,5 +1,6 @@
 #include "replay/replay_builder.h"
 
+#include "replay/arrivals.h"
 #include "replay/pool_sizing.h"
 #include "sim/sim_device.h"
 #include "traces/replay_source.h"
@@ -142,6 +143,10 @@ ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const {
   ro.keep_decision_text = config.keep_decision_text;
   ro.max_steps = config.max_steps;
   ro.check_invariants_every_step = config.check_invariants;
+  ro.max_concurrency = config.max_concurrency;
+  ro.metric_percentiles = config.metric_percentiles;
+  ro.goodput = config.goodput;
+  ro.overload_ttft_ms = config.overload_ttft_ms;
   return ro;
 }
 
@@ -156,6 +161,8 @@ StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<Req
   if (!pool.ok()) return pool.status();
   const auto [blocks, sizing] = *pool;
   ReplayRun run;
+  const ArrivalOptions arrivals{config.request_rate, config.burstiness, config.rate_scale, config.seed};
+  if (arrivals.rewrites()) source = std::make_unique<ArrivalSource>(std::move(source), arrivals);
   run.source = std::move(source);
   if (Status s = make_device(config, blocks, run); !s.ok()) return s;
   const SchedulerConfig sc = scheduler_config(config, blocks, hash_seed);

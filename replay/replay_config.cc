@@ -140,6 +140,97 @@ Status set_utilization(ReplayConfig& c, const std::string& t) {
   return {};
 }
 
+// A finite positive number, or "inf" where `allow_inf`.
+Status read_positive(std::string_view option, const std::string& t, bool allow_inf, double* out) {
+  if (allow_inf && (t == "inf" || t == "infinity")) {
+    *out = std::numeric_limits<double>::infinity();
+    return {};
+  }
+  char* end = nullptr;
+  const double v = std::strtod(t.c_str(), &end);
+  if (t.empty() || *end != '\0' || !std::isfinite(v) || !(v > 0) || v > 1e9) {
+    return bad(option, std::string("must be a positive number") + (allow_inf ? " or inf" : "") + ", got '" + t + "'");
+  }
+  *out = v;
+  return {};
+}
+
+std::vector<std::string> split(const std::string& text, const std::string& separators) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (char ch : text) {
+    if (separators.find(ch) != std::string::npos) {
+      if (!cur.empty()) out.push_back(cur);
+      cur.clear();
+    } else {
+      cur += ch;
+    }
+  }
+  if (!cur.empty()) out.push_back(cur);
+  return out;
+}
+
+Status set_percentiles(ReplayConfig& c, const std::string& t) {
+  std::vector<double> ps;
+  for (const std::string& part : split(t, ", ")) {
+    char* end = nullptr;
+    const double p = std::strtod(part.c_str(), &end);
+    if (*end != '\0' || !(p > 0 && p <= 100)) {
+      return bad("metric-percentiles", "'" + part + "' is not a percentile in (0, 100]");
+    }
+    ps.push_back(p);
+  }
+  if (ps.empty()) return bad("metric-percentiles", "give at least one percentile, e.g. 50,90,99");
+  c.metric_percentiles = ps;
+  return {};
+}
+
+std::string join_numbers(const std::vector<double>& v) {
+  std::string out;
+  for (double x : v) out += (out.empty() ? "" : ",") + shortest(x);
+  return out;
+}
+
+// --goodput "ttft:MS tpot:MS e2el:MS" (any subset; commas or spaces between).
+Status set_goodput(ReplayConfig& c, const std::string& t) {
+  GoodputSlo g;
+  for (const std::string& item : split(t, ", ")) {
+    const std::size_t colon = item.find(':');
+    const std::string key = item.substr(0, colon);
+    double v = 0;
+    if (colon == std::string::npos || read_positive("goodput", item.substr(colon + 1), false, &v).ok() == false) {
+      return bad("goodput", "'" + item + "' is not METRIC:MILLISECONDS (ttft, tpot or e2el)");
+    }
+    if (key == "ttft") g.ttft_ms = v;
+    else if (key == "tpot") g.tpot_ms = v;
+    else if (key == "e2el") g.e2el_ms = v;
+    else return bad("goodput", "unknown metric '" + key + "' (valid: ttft, tpot, e2el)");
+  }
+  c.goodput = g;
+  return {};
+}
+
+std::string goodput_text(const GoodputSlo& g) {
+  std::string out;
+  if (g.ttft_ms >= 0) out += "ttft:" + shortest(g.ttft_ms);
+  if (g.tpot_ms >= 0) out += std::string(out.empty() ? "" : " ") + "tpot:" + shortest(g.tpot_ms);
+  if (g.e2el_ms >= 0) out += std::string(out.empty() ? "" : " ") + "e2el:" + shortest(g.e2el_ms);
+  return out;
+}
+
+ConfigOption positive_option(std::string_view name, std::string_view group, std::string_view help,
+                             double ReplayConfig::*field, bool allow_inf, bool zero_is_default) {
+  return {name, group, help, false,
+          [=](ReplayConfig& c, const std::string& t) {
+            if (zero_is_default && t == "0") {
+              c.*field = 0;
+              return Status();
+            }
+            return read_positive(name, t, allow_inf, &(c.*field));
+          },
+          [=](const ReplayConfig& c) { return std::isinf(c.*field) ? std::string("inf") : shortest(c.*field); }};
+}
+
 std::vector<ConfigOption> make_table() {
   using C = ReplayConfig;
   const std::string_view dev = "Device and model", kv = "KV cache", sch = "Scheduler", run = "Run";
@@ -207,7 +298,24 @@ std::vector<ConfigOption> make_table() {
   t.push_back(int_option("lookahead", sch, "slots reserved per step for speculative tokens", &C::lookahead, 0, 1024));
   t.push_back(bool_option("full-sequence-gate", sch, "on: admit a request only if its whole prompt's blocks are free",
                           &C::full_sequence_gate));
-  t.push_back(int_option("seed", run, "seed of generated output tokens", &C::seed, 0,
+  const std::string_view load = "Load and results";
+  t.push_back(positive_option("request-rate", load,
+                              "requests per second with gamma-distributed gaps (see --burstiness); inf: all at "
+                              "once; 0: the trace's own timestamps",
+                              &C::request_rate, true, true));
+  t.push_back(positive_option("burstiness", load, "gamma shape of the gaps of --request-rate (1: Poisson)",
+                              &C::burstiness, false, false));
+  t.push_back(positive_option("rate-scale", load, "replay the trace's timestamps X times faster", &C::rate_scale,
+                              false, false));
+  t.push_back(int_option("max-concurrency", load, "requests in flight at most (0: no limit)", &C::max_concurrency, 0,
+                         1LL << 30));
+  t.push_back({"metric-percentiles", load, "percentiles of TTFT, TPOT, ITL and E2EL in result.json", false,
+               set_percentiles, [](const C& c) { return join_numbers(c.metric_percentiles); }});
+  t.push_back({"goodput", load, "SLOs of goodput, e.g. 'ttft:500 tpot:50' (ms; ttft, tpot, e2el)", false,
+               set_goodput, [](const C& c) { return goodput_text(c.goodput); }});
+  t.push_back(positive_option("overload-ttft-ms", load, "a median TTFT above this marks the run overloaded",
+                              &C::overload_ttft_ms, false, false));
+  t.push_back(int_option("seed", run, "seed of generated output tokens and of arrival gaps", &C::seed, 0,
                          std::numeric_limits<std::int64_t>::max()));
   t.push_back(int_option("limit", run, "replay only the first N requests (0 = all)", &C::limit, 0,
                          std::numeric_limits<std::int64_t>::max()));
@@ -239,6 +347,11 @@ Status ReplayConfig::validate() const {
   if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1)) {
     return bad("gpu-memory-utilization", "must be in (0, 1]");
   }
+  if (!(request_rate >= 0)) return bad("request-rate", "must be >= 0");
+  if (!(burstiness > 0) || !std::isfinite(burstiness)) return bad("burstiness", "must be a positive number");
+  if (!(rate_scale > 0) || !std::isfinite(rate_scale)) return bad("rate-scale", "must be a positive number");
+  if (request_rate != 0 && rate_scale != 1) return bad("rate-scale", "applies to the trace's timestamps, not to --request-rate");
+  if (max_concurrency < 0) return bad("max-concurrency", "must be >= 0");
   CudaGraphConfig graphs;
   graphs.mode = cuda_graphs;
   graphs.max_num_seqs = max_num_seqs;

@@ -27,6 +27,7 @@
 #include "model/scheduler.h"
 #include "model/status.h"
 #include "replay/replayer.h"
+#include "replay/serving_metrics.h"
 #include "sim/hardware_specs.h"
 #include "sim/shadow_kv.h"
 
@@ -65,8 +66,16 @@ struct ReplayConfig {
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   int lookahead = 0;
   bool full_sequence_gate = true;
+  // Load (replay/arrivals.h) and results (replay/serving_metrics.h).
+  double request_rate = 0;           // requests/s; 0: the trace's timestamps; infinity: all at once
+  double burstiness = 1;             // gamma shape of the gaps (1: Poisson)
+  double rate_scale = 1;             // the trace's timestamps divided by this
+  std::int64_t max_concurrency = 0;  // 0: no limit
+  std::vector<double> metric_percentiles = {99};
+  GoodputSlo goodput;
+  double overload_ttft_ms = 60000;
   // The run.
-  std::uint64_t seed = 0;            // of generated output tokens
+  std::uint64_t seed = 0;            // of generated output tokens and arrival gaps
   std::int64_t limit = 0;            // first N requests (0: all)
   std::int64_t max_steps = 0;        // 0: no limit
   bool check_invariants = false;

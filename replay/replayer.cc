@@ -14,7 +14,16 @@ struct Replayer::Run {
   ReplaySummary sum;
   std::int64_t now_ns = 0;
   std::map<RequestId, RequestMetrics> live;  // ordered: deterministic
-  std::vector<std::int64_t> ttft, tpot, e2e;
+  std::vector<std::int64_t> ttft, tpot, e2e, itl;           // microseconds
+  std::vector<double> tpot_ms;                              // vLLM's per-request TPOT
+  std::vector<std::pair<std::int64_t, std::int64_t>> arrival_ttft;  // for the overload verdict
+  std::vector<std::int64_t> tokens_per_second, requests_per_second;  // by second of the clock
+
+  static void bump(std::vector<std::int64_t>& v, std::int64_t second) {
+    const auto i = static_cast<std::size_t>(std::max<std::int64_t>(second, 0));
+    if (v.size() <= i) v.resize(i + 1, 0);
+    ++v[i];
+  }
   RequestSpec pending;
   bool have_pending = false, source_done = false;
   std::int64_t last_arrival_us = 0;
@@ -72,14 +81,28 @@ void Replayer::request_done(Run& r, const RequestMetrics& m) {
   if (m.status == "rejected") return;
   r.sum.admitted_prompt_tokens += m.prompt_tokens;
   r.sum.admitted_hit_tokens += std::max<std::int64_t>(m.cached_tokens, 0);
-  if (m.first_token_us >= 0) r.ttft.push_back(m.first_token_us - m.arrival_us);
+  if (m.first_token_us >= 0) {
+    r.ttft.push_back(m.first_token_us - m.arrival_us);
+    r.arrival_ttft.emplace_back(m.arrival_us, m.first_token_us - m.arrival_us);
+  }
   if (m.output_tokens > 1) r.tpot.push_back((m.finish_us - m.first_token_us) / (m.output_tokens - 1));
   r.e2e.push_back(m.finish_us - m.arrival_us);
+  const double ttft_ms = static_cast<double>(m.first_token_us - m.arrival_us) / 1000.0;
+  const double e2el_ms = static_cast<double>(m.finish_us - m.arrival_us) / 1000.0;
+  const double tpot_ms =
+      m.output_tokens > 1 ? (e2el_ms - ttft_ms) / static_cast<double>(m.output_tokens - 1) : 0.0;
+  if (m.output_tokens > 1) r.tpot_ms.push_back(tpot_ms);
+  if (options_.goodput.enabled() && options_.goodput.met(ttft_ms, tpot_ms, e2el_ms)) ++r.sum.serving.good;
+  for (std::int64_t sec = m.arrival_us / 1000000; sec <= m.finish_us / 1000000; ++sec) Run::bump(r.requests_per_second, sec);
 }
 
 // Admits every arrival the clock has reached, in source order.
 Status Replayer::admit_arrivals(Run& r) {
   while (r.have_pending && r.pending_arrival_ns() <= r.now_ns) {
+    if (options_.max_concurrency > 0) {
+      if (static_cast<std::int64_t>(r.live.size()) >= options_.max_concurrency) break;
+      r.pending.arrival_time_us = std::max(r.pending.arrival_time_us, r.now_ns / 1000);  // sent now
+    }
     RequestMetrics m;
     m.id = r.pending.id;
     m.arrival_us = r.pending.arrival_time_us;
@@ -169,6 +192,9 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
     KV_CHECK(it != r.live.end(), "token for unknown request " << ev.id);
     RequestMetrics& m = it->second;
     if (ev.output_index == 0) m.first_token_us = now_us;
+    else r.itl.push_back(now_us - m.last_token_us);
+    Run::bump(r.tokens_per_second, now_us / 1000000);
+    m.last_token_us = now_us;
     m.output_tokens = ev.output_index + 1;
     if (!ev.finished) continue;
     m.finish_us = now_us;
@@ -200,7 +226,36 @@ void Replayer::finish(Run& r) {
   sum.ttft_us = summarize(r.ttft);
   sum.tpot_us = summarize(r.tpot);
   sum.e2e_us = summarize(r.e2e);
+  serving_metrics(r);
+  sum.overload = judge_overload(r.arrival_ttft, options_.overload_ttft_ms);
   sum.digest = log_.digest_hex();
+}
+
+void Replayer::serving_metrics(Run& r) {
+  ServingMetrics& s = r.sum.serving;
+  const auto ms = [](const std::vector<std::int64_t>& us) {
+    std::vector<double> out;
+    out.reserve(us.size());
+    for (std::int64_t v : us) out.push_back(static_cast<double>(v) / 1000.0);
+    return out;
+  };
+  const std::vector<double>& p = options_.metric_percentiles;
+  s.completed = r.sum.requests_finished;
+  s.failed = r.sum.requests_rejected;
+  s.duration_s = static_cast<double>(r.sum.sim_time_us) / 1e6;
+  s.total_input_tokens = r.sum.prompt_tokens;
+  s.total_output_tokens = r.sum.output_tokens;
+  const double d = s.duration_s > 0 ? s.duration_s : 1;
+  s.request_throughput = static_cast<double>(s.completed) / d;
+  s.output_throughput = static_cast<double>(s.total_output_tokens) / d;
+  s.total_token_throughput = static_cast<double>(s.total_input_tokens + s.total_output_tokens) / d;
+  s.request_goodput = options_.goodput.enabled() ? static_cast<double>(s.good) / d : -1;
+  for (std::int64_t n : r.tokens_per_second) s.max_output_tokens_per_s = std::max(s.max_output_tokens_per_s, static_cast<double>(n));
+  for (std::int64_t n : r.requests_per_second) s.max_concurrent_requests = std::max(s.max_concurrent_requests, n);
+  s.ttft_ms = latency_stats(ms(r.ttft), p);
+  s.tpot_ms = latency_stats(r.tpot_ms, p);
+  s.itl_ms = latency_stats(ms(r.itl), p);
+  s.e2el_ms = latency_stats(ms(r.e2e), p);
 }
 
 StatusOr<ReplaySummary> Replayer::run() {

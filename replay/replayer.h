@@ -24,6 +24,7 @@
 #include "model/scheduler.h"
 #include "model/status.h"
 #include "replay/decision_log.h"
+#include "replay/serving_metrics.h"
 
 namespace kv::replay {
 
@@ -31,6 +32,7 @@ struct RequestMetrics {
   RequestId id;
   std::int64_t arrival_us = 0;
   std::int64_t first_token_us = -1;
+  std::int64_t last_token_us = -1;
   std::int64_t finish_us = -1;
   std::int64_t prompt_tokens = 0;
   std::int64_t output_tokens = 0;
@@ -64,6 +66,11 @@ struct ReplayOptions {
   std::int64_t max_steps = 0;           // 0 = unlimited
   bool check_invariants_every_step = false;
   bool stop_on_violation = true;
+  std::int64_t max_concurrency = 0;          // requests in flight at most (0: no limit); a held
+                                             // request is sent, and timed, when a slot frees
+  std::vector<double> metric_percentiles = {99};
+  GoodputSlo goodput;
+  double overload_ttft_ms = 60000;           // median TTFT above this marks the run overloaded
 };
 
 // Percentiles in microseconds, model/percentile.h's definition, rounded to the microsecond.
@@ -85,6 +92,8 @@ struct ReplaySummary {
   std::int64_t measured_total_ns = 0;   // sum of measured step times (-1 if none measured)
   std::int64_t prompt_tokens_computed = 0;
   LatencyPercentiles ttft_us, tpot_us, e2e_us;
+  ServingMetrics serving;                // vllm bench serve's figures (replay/serving_metrics.h)
+  OverloadVerdict overload;
   std::vector<std::string> violations;
   std::string digest;
 };
@@ -114,6 +123,7 @@ class Replayer {
   StepRecord execute(Run& r, const StepPlan& plan, bool* stop);
   void apply_tokens(Run& r, const StepPlan& plan, const StepResult& result, StepRecord& rec);
   void finish(Run& r);
+  void serving_metrics(Run& r);
 
   Scheduler& scheduler_;
   Device& device_;

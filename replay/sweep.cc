@@ -147,7 +147,7 @@ StatusOr<SweepPoint> run_serving(const ReplayConfig& base, const SweepConfig& c,
   p.unfit_requests = s.requests_rejected;
   p.hit_rate = s.hit_rate;
   p.has_serving = true;
-  ServingMetrics& m = p.serving;
+  SweepServing& m = p.serving;
   m.requests_finished = s.requests_finished;
   m.requests_rejected = s.requests_rejected;
   m.preemptions = s.preemptions;
@@ -313,7 +313,7 @@ std::string sweep_csv(const std::vector<SweepPoint>& points) {
       << p.queries << ',' << p.hits << ',' << p.evictions << ',' << p.requests << ',' << p.unfit_requests << ','
       << p.pool_blocks << ',';
     if (p.has_serving) {
-      const ServingMetrics& s = p.serving;
+      const SweepServing& s = p.serving;
       o << s.requests_finished << ',' << s.requests_rejected << ',' << s.preemptions << ',' << ms(s.ttft_p50_us)
         << ',' << ms(s.ttft_p90_us) << ',' << ms(s.tpot_p50_us) << ',' << ms(s.tpot_p90_us) << ','
         << ms(s.e2e_p50_us) << ',' << ms(s.e2e_p90_us) << ',' << fmt("%.1f", s.output_tokens_per_s) << ','

@@ -34,7 +34,7 @@ struct SweepConfig {
   int block_size = 16;
 };
 
-struct ServingMetrics {
+struct SweepServing {
   std::int64_t requests_finished = 0, requests_rejected = 0, preemptions = 0;
   std::int64_t ttft_p50_us = 0, ttft_p90_us = 0, tpot_p50_us = 0, tpot_p90_us = 0;
   std::int64_t e2e_p50_us = 0, e2e_p90_us = 0;
@@ -50,7 +50,7 @@ struct SweepPoint {
   std::int64_t requests = 0, unfit_requests = 0;
   double hit_rate = 0;              // hits / queries
   bool has_serving = false;
-  ServingMetrics serving;
+  SweepServing serving;
 };
 
 struct SweepOptions {

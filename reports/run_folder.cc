@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "reports/result_json.h"
+
 namespace kv::reports {
 namespace fs = std::filesystem;
 
@@ -15,7 +17,6 @@ std::string fmt(const char* f, double v) {
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
-std::string ms(std::int64_t us) { return fmt("%.1f ms", static_cast<double>(us) / 1000.0); }
 
 Status write_file(const fs::path& p, const std::string& text) {
   std::ofstream out(p, std::ios::binary);
@@ -69,18 +70,25 @@ void RunFolder::add_step(const StepRecord& r) {
                static_cast<long long>(r.counters.kv_slots_read));
 }
 
-void RunFolder::add_request(const RequestMetrics& m) {
-  std::string reason = m.reject_reason;
-  for (char& c : reason) {
-    if (c == '"') c = '\'';
+std::string csv_field(const std::string& text) {
+  if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"') out += '"';
+    out += c;
   }
+  return out + "\"";
+}
+
+void RunFolder::add_request(const RequestMetrics& m) {
   const long long ttft = m.first_token_us >= 0 ? m.first_token_us - m.arrival_us : -1;
   const long long e2e = m.finish_us >= 0 ? m.finish_us - m.arrival_us : -1;
-  std::fprintf(requests_, "%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%s,\"%s\"\n", m.id.c_str(),
+  const std::string id = csv_field(m.id);
+  std::fprintf(requests_, "%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%s,%s\n", id.c_str(),
                static_cast<long long>(m.arrival_us), static_cast<long long>(m.first_token_us),
                static_cast<long long>(m.finish_us), ttft, e2e, static_cast<long long>(m.prompt_tokens),
                static_cast<long long>(m.output_tokens), static_cast<long long>(m.cached_tokens),
-               m.preemptions, m.status.c_str(), reason.c_str());
+               m.preemptions, m.status.c_str(), csv_field(m.reject_reason).c_str());
 }
 
 std::string summary_json(const RunConfig& config, const ReplaySummary& s, double wall_seconds) {
@@ -107,6 +115,7 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
                      {"requests_per_s", sim_s > 0 ? static_cast<double>(s.requests_finished) / sim_s : 0.0}};
   j["verification"] = {{"violations", s.violations.size()},
                        {"first", s.violations.empty() ? "" : s.violations.front()}};
+  j["overload"] = {{"overloaded", s.overload.overloaded}, {"reason", s.overload.reason}};
   j["decision_log_sha256"] = s.digest;
   return j.dump(2) + "\n";
 }
@@ -127,9 +136,20 @@ std::string format_summary(const std::string& title, const ReplaySummary& s, dou
                                    std::to_string(s.cache.queries) + " tokens over " +
                                    std::to_string(s.cache.lookups) + " lookups)");
   row("evictions / preemptions", std::to_string(s.evictions) + " / " + std::to_string(s.preemptions));
-  row("TTFT p50 / p90 / p99", ms(s.ttft_us.p50) + " / " + ms(s.ttft_us.p90) + " / " + ms(s.ttft_us.p99));
-  row("TPOT p50 / p90 / p99", ms(s.tpot_us.p50) + " / " + ms(s.tpot_us.p90) + " / " + ms(s.tpot_us.p99));
-  row("E2E  p50 / p90 / p99", ms(s.e2e_us.p50) + " / " + ms(s.e2e_us.p90) + " / " + ms(s.e2e_us.p99));
+  const auto stats = [&](const char* name, const replay::LatencyStats& st) {
+    std::string line = fmt("%.1f", st.mean) + " / " + fmt("%.1f", st.median) + " / " + fmt("%.1f", st.std);
+    for (const auto& [p, v] : st.percentiles) line += " / p" + fmt("%g", p) + " " + fmt("%.1f", v);
+    row(std::string(name) + " mean/median/std ms", line);
+  };
+  stats("TTFT", s.serving.ttft_ms);
+  stats("TPOT", s.serving.tpot_ms);
+  stats("ITL ", s.serving.itl_ms);
+  stats("E2EL", s.serving.e2el_ms);
+  if (s.serving.request_goodput >= 0) {
+    row("goodput", fmt("%.3f req/s", s.serving.request_goodput) + " (" + std::to_string(s.serving.good) + " of " +
+                       std::to_string(s.serving.completed) + " requests met every SLO)");
+  }
+  if (s.overload.overloaded) row("OVERLOADED", s.overload.reason);
   row("throughput (simulated)", fmt("%.0f prompt tok/s, ", sim_s > 0 ? static_cast<double>(s.prompt_tokens) / sim_s : 0) +
                                     fmt("%.0f output tok/s", sim_s > 0 ? static_cast<double>(s.output_tokens) / sim_s : 0));
   row("simulated time", fmt("%.3f s", sim_s) + " in " + std::to_string(s.steps) + " steps");
@@ -147,6 +167,7 @@ Status RunFolder::finish(const RunConfig& config, const ReplaySummary& summary, 
   steps_ = requests_ = nullptr;
   const fs::path d(dir_);
   if (Status s = write_file(d / "summary.json", summary_json(config, summary, wall_seconds)); !s.ok()) return s;
+  if (Status s = write_file(d / "result.json", result_json(config, summary, result_date_)); !s.ok()) return s;
   if (!log.text().empty()) {
     if (Status s = write_file(d / "decisions.log", log.text()); !s.ok()) return s;
   }
@@ -175,6 +196,10 @@ Status RunFolder::finish(const RunConfig& config, const ReplaySummary& summary, 
         "with equal digests made identical decisions.\n\n"
      << "Files: `summary.json`, `steps.csv` (one row per step), `requests.csv` (one row per request)"
      << (log.text().empty() ? "" : ", `decisions.log`") << ".\n";
+  if (summary.overload.overloaded) {
+    md << "\n## Overloaded\n\nThe server did not keep up with the arrivals: " << summary.overload.reason
+       << ". Latencies of such a run grow with its length; lower --request-rate or add capacity.\n";
+  }
   if (!summary.violations.empty()) {
     md << "\n## Verification failures\n\n";
     for (std::size_t i = 0; i < summary.violations.size() && i < 20; ++i) md << "- " << summary.violations[i] << "\n";

@@ -6,6 +6,7 @@
 //   decisions.log   the canonical decision log (its SHA-256 is the run's digest)
 //   kernels.csv     device time per kernel (when the device tracks it)
 //   report.md       a readable report of the run
+//   result.json     the results in the shape of `vllm bench serve` (reports/result_json.h)
 //
 // A RunFolder refuses an existing non-empty directory unless overwrite is set: a user's files
 // are never replaced silently. Rows are streamed as the run goes; memory stays bounded.
@@ -43,16 +44,23 @@ class RunFolder {
   Status finish(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
                 double wall_seconds, const std::vector<KernelTime>& kernels = {});
   const std::string& dir() const { return dir_; }
+  // The "date" of result.json (vLLM's %Y%m%d-%H%M%S); the caller injects it.
+  void set_result_date(std::string date) { result_date_ = std::move(date); }
 
  private:
   explicit RunFolder(std::string dir) : dir_(std::move(dir)) {}
   std::string dir_;
+  std::string result_date_ = "19700101-000000";
   std::FILE* steps_ = nullptr;
   std::FILE* requests_ = nullptr;
 };
 
 // The human summary table printed at the end of a replay.
 std::string format_summary(const std::string& title, const ReplaySummary& s, double wall_seconds);
+
+// One CSV field as RFC 4180 writes it: quoted (with quotes doubled) when it holds a comma, a
+// quote or a line break; as is otherwise.
+std::string csv_field(const std::string& text);
 
 // summary.json's content (stable key order).
 std::string summary_json(const RunConfig& config, const ReplaySummary& s, double wall_seconds);

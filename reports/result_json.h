@@ -1,0 +1,20 @@
+// result.json: a replay's results in the shape of `vllm bench serve --save-result` (the keys,
+// names and units of its saved result for a serving run), plus kvsim's own figures under
+// "kvsim". docs/results.md lists every field. Deterministic: kvsim never reads the wall clock
+// for it; "date" is the injected date (SOURCE_DATE_EPOCH on the command line).
+#pragma once
+
+#include <string>
+
+#include "replay/replayer.h"
+#include "reports/run_folder.h"
+
+namespace kv::reports {
+
+// `date` is vLLM's "%Y%m%d-%H%M%S" text.
+std::string result_json(const RunConfig& config, const replay::ReplaySummary& s, const std::string& date);
+
+// "%Y%m%d-%H%M%S" of the SOURCE_DATE_EPOCH environment variable, or of the epoch when unset.
+std::string result_date_from_environment();
+
+}  // namespace kv::reports

@@ -1,0 +1,214 @@
+// Load control and benchmark-shaped results: the arrival processes of --request-rate (mean
+// and dispersion for a fixed seed), --max-concurrency, the overload verdict, and result.json's
+// figures recomputed from requests.csv.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "model/percentile.h"
+#include "replay/arrivals.h"
+#include "replay/replay_builder.h"
+#include "reports/result_json.h"
+#include "reports/run_folder.h"
+
+namespace kv::replay {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kTrace = "traces/data/sharegpt_sample.kvtrace";
+
+// n requests, all stamped at 0, in order.
+class CountingSource final : public RequestSource {
+ public:
+  explicit CountingSource(int n) : n_(n) {}
+  StatusOr<bool> next(RequestSpec* out) override {
+    if (i_ == n_) return false;
+    *out = RequestSpec{};
+    out->id = "r" + std::to_string(i_++);
+    out->prompt = {1, 2, 3};
+    return true;
+  }
+
+ private:
+  int n_, i_ = 0;
+};
+
+// Mean and coefficient of variation of the gaps of `n` arrivals.
+std::pair<double, double> gap_stats(ArrivalOptions o, int n) {
+  ArrivalSource src(std::make_unique<CountingSource>(n), o);
+  RequestSpec r;
+  std::vector<double> gaps;
+  std::int64_t last = -1;
+  while (*src.next(&r)) {
+    if (last >= 0) gaps.push_back(static_cast<double>(r.arrival_time_us - last) / 1e6);
+    last = r.arrival_time_us;
+  }
+  double mean = 0, sq = 0;
+  for (double g : gaps) mean += g;
+  mean /= static_cast<double>(gaps.size());
+  for (double g : gaps) sq += (g - mean) * (g - mean);
+  return {mean, std::sqrt(sq / static_cast<double>(gaps.size())) / mean};
+}
+
+TEST(Arrivals, PoissonGapsHaveTheRequestedMeanAndUnitDispersion) {
+  const auto [mean, cv] = gap_stats({4.0, 1.0, 1.0, 7}, 20000);
+  EXPECT_NEAR(mean, 0.25, 0.25 * 0.03);
+  EXPECT_NEAR(cv, 1.0, 0.03);  // exponential gaps: std == mean
+}
+
+TEST(Arrivals, BurstinessSetsTheGammaShape) {
+  const auto [mean, cv] = gap_stats({4.0, 4.0, 1.0, 7}, 20000);
+  EXPECT_NEAR(mean, 0.25, 0.25 * 0.03);
+  EXPECT_NEAR(cv, 0.5, 0.03);  // gamma(k): cv = 1 / sqrt(k)
+  const auto bursty = gap_stats({4.0, 0.25, 1.0, 7}, 20000);
+  EXPECT_NEAR(bursty.first, 0.25, 0.25 * 0.06);
+  EXPECT_NEAR(bursty.second, 2.0, 0.12);
+}
+
+TEST(Arrivals, SameSeedSameArrivalsInfinityAllAtZero) {
+  ArrivalSource a(std::make_unique<CountingSource>(50), {3.0, 1.0, 1.0, 11});
+  ArrivalSource b(std::make_unique<CountingSource>(50), {3.0, 1.0, 1.0, 11});
+  ArrivalSource inf(std::make_unique<CountingSource>(50), {std::numeric_limits<double>::infinity(), 1.0, 1.0, 11});
+  RequestSpec x, y, z;
+  while (*a.next(&x)) {
+    ASSERT_TRUE(*b.next(&y));
+    ASSERT_TRUE(*inf.next(&z));
+    EXPECT_EQ(x.arrival_time_us, y.arrival_time_us);
+    EXPECT_EQ(z.arrival_time_us, 0);
+  }
+}
+
+ReplaySummary replay(ReplayConfig c) {
+  c.model = find_model_shape("llama3-8b").value();
+  c.verify = sim::VerifyMode::kOff;
+  c.keep_decision_text = false;
+  auto run = build_replay(c, kTrace);
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  auto s = run->make_replayer(c)->run();
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  return *s;
+}
+
+TEST(Overload, AnOverloadedRunIsFlaggedAndAnUnloadedOneIsNot) {
+  ReplayConfig c;
+  c.limit = 400;
+  c.kv_cache_tokens = 200000;
+  c.request_rate = 200;  // far beyond what one simulated H100 serves on these prompts
+  const ReplaySummary hot = replay(c);
+  EXPECT_TRUE(hot.overload.overloaded);
+  EXPECT_NE(hot.overload.reason.find("last fifth"), std::string::npos) << hot.overload.reason;
+  c.request_rate = 0.5;
+  const ReplaySummary calm = replay(c);
+  EXPECT_FALSE(calm.overload.overloaded) << calm.overload.reason;
+}
+
+// The most requests in the engine (running + waiting) after any step.
+std::int64_t peak_in_flight(ReplayConfig c) {
+  c.model = find_model_shape("llama3-8b").value();
+  c.verify = sim::VerifyMode::kOff;
+  auto run = build_replay(c, kTrace);
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  auto replayer = run->make_replayer(c);
+  std::int64_t peak = 0;
+  replayer->on_step = [&](const StepRecord& r) { peak = std::max<std::int64_t>(peak, r.running + r.waiting); };
+  auto s = replayer->run();
+  EXPECT_TRUE(s.ok() && s->requests_finished == c.limit);
+  return peak;
+}
+
+TEST(MaxConcurrency, NeverMoreRequestsInFlightThanTheLimit) {
+  ReplayConfig c;
+  c.limit = 200;
+  c.kv_cache_tokens = 200000;
+  c.request_rate = std::numeric_limits<double>::infinity();
+  c.max_concurrency = 8;
+  EXPECT_EQ(peak_in_flight(c), 8);
+  c.max_concurrency = 0;
+  EXPECT_GT(peak_in_flight(c), 8);
+}
+
+// result.json's figures, recomputed from requests.csv.
+TEST(ResultJson, FiguresMatchThePerRequestFile) {
+  ReplayConfig c;
+  c.limit = 300;
+  c.kv_cache_tokens = 400000;
+  c.request_rate = 4;
+  c.metric_percentiles = {50, 99};
+  c.goodput.ttft_ms = 200;
+  auto run = build_replay(c, kTrace);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_result_json_" + std::to_string(::getpid()));
+  auto folder = reports::RunFolder::create(dir.string(), true);
+  ASSERT_TRUE(folder.ok());
+  auto replayer = run->make_replayer(c);
+  replayer->on_request_done = [&](const RequestMetrics& m) { (*folder)->add_request(m); };
+  auto s = replayer->run();
+  ASSERT_TRUE(s.ok());
+  ASSERT_TRUE((*folder)->finish(run->description, *s, replayer->log(), 0).ok());
+
+  std::ifstream rf(dir / "result.json");
+  const nlohmann::json j = nlohmann::json::parse(rf);
+  std::ifstream csv(dir / "requests.csv");
+  std::string line;
+  std::getline(csv, line);
+  std::vector<double> ttft, e2el;
+  std::int64_t outputs = 0, inputs = 0, good = 0;
+  while (std::getline(csv, line)) {
+    std::vector<std::string> f;
+    std::stringstream ss(line);
+    for (std::string x; std::getline(ss, x, ',');) f.push_back(x);
+    ttft.push_back(std::stod(f[4]) / 1000);
+    e2el.push_back(std::stod(f[5]) / 1000);
+    inputs += std::stoll(f[6]);
+    outputs += std::stoll(f[7]);
+    good += std::stod(f[4]) / 1000 <= 200;
+  }
+  EXPECT_EQ(j["completed"].get<std::int64_t>(), static_cast<std::int64_t>(ttft.size()));
+  EXPECT_EQ(j["total_input_tokens"].get<std::int64_t>(), inputs);
+  EXPECT_EQ(j["total_output_tokens"].get<std::int64_t>(), outputs);
+  const double duration = j["duration"].get<double>();
+  EXPECT_NEAR(j["output_throughput"].get<double>(), static_cast<double>(outputs) / duration, 1e-9);
+  EXPECT_NEAR(j["request_goodput"].get<double>(), static_cast<double>(good) / duration, 1e-9);
+  double mean = 0;
+  for (double v : ttft) mean += v;
+  EXPECT_NEAR(j["mean_ttft_ms"].get<double>(), mean / static_cast<double>(ttft.size()), 1e-6);
+  EXPECT_NEAR(j["median_ttft_ms"].get<double>(), percentile(ttft, 50), 1e-6);
+  EXPECT_NEAR(j["p99_e2el_ms"].get<double>(), percentile(e2el, 99), 1e-6);
+  for (const char* key : {"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
+                          "request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed",
+                          "total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput",
+                          "output_throughput", "total_token_throughput", "max_output_tokens_per_s",
+                          "max_concurrent_requests", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
+                          "mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms", "mean_itl_ms",
+                          "median_itl_ms", "std_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms",
+                          "std_e2el_ms", "p99_e2el_ms"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  fs::remove_all(dir);
+}
+
+TEST(LoadOptions, BadValuesNameTheOption) {
+  ReplayConfig c;
+  EXPECT_EQ(set_option(c, "request-rate", "-3").message(), "--request-rate: must be a positive number or inf, got '-3'");
+  EXPECT_TRUE(set_option(c, "request-rate", "inf").ok());
+  EXPECT_TRUE(std::isinf(c.request_rate));
+  EXPECT_EQ(set_option(c, "goodput", "ttft:abc").message(),
+            "--goodput: 'ttft:abc' is not METRIC:MILLISECONDS (ttft, tpot or e2el)");
+  EXPECT_EQ(set_option(c, "goodput", "tbt:5").message(), "--goodput: unknown metric 'tbt' (valid: ttft, tpot, e2el)");
+  EXPECT_TRUE(set_option(c, "goodput", "ttft:500 tpot:50").ok());
+  EXPECT_EQ(c.goodput.tpot_ms, 50);
+  EXPECT_EQ(set_option(c, "metric-percentiles", "50,101").message(),
+            "--metric-percentiles: '101' is not a percentile in (0, 100]");
+  EXPECT_EQ(set_option(c, "burstiness", "0").message(), "--burstiness: must be a positive number, got '0'");
+}
+
+}  // namespace
+}  // namespace kv::replay
