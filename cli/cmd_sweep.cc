@@ -57,6 +57,10 @@ StatusOr<std::vector<T>> split_list(const std::string& text, const char* what) {
 }  // namespace
 
 int run_sweep(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--vary" || a.rfind("--vary=", 0) == 0) return run_grid_sweep(argc, argv);
+  }
   std::vector<std::string> traces;
   std::string capacity_text, policy_text = "lru", block_text = "16", mode = "sequence", out_dir, progress = "auto";
   std::string title;
@@ -70,6 +74,8 @@ int run_sweep(int argc, char** argv) {
       "serving mode: a full replay on the simulator per configuration (TTFT, TPOT, throughput).\n"
       "Writes DIR/sweep.csv and, with gnuplot, DIR/hit_rate.png and .svg (serving: ttft_p50.*,\n"
       "throughput.*). The CSV is the same bytes whatever --jobs is.\n"
+      "With --vary OPTION=V1,V2 (any kvsim replay option): a grid of full replays instead\n"
+      "(kvsim sweep --vary x=1 --help).\n"
       "Exit status: 0 ok, 2 bad usage or bad input.\n\n"
       "Options");
   opts.add_options()("help,h", "show this help")

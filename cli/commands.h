@@ -29,6 +29,8 @@ int run_gen(int argc, char** argv);
 int run_convert(int argc, char** argv);
 int run_trace(int argc, char** argv);
 int run_sweep(int argc, char** argv);
+int run_grid_sweep(int argc, char** argv);  // kvsim sweep --vary ...
+int run_capacity(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_calibrate(int argc, char** argv);
 int run_fuzz(int argc, char** argv);

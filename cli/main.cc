@@ -27,6 +27,8 @@ const Command kCommands[] = {
      kv::cli::run_trace},
     {"sweep", "hit rate (and serving metrics) against KV-cache capacity, policies and block sizes",
      kv::cli::run_sweep},
+    {"capacity", "the highest request rate that meets a latency SLO (bisection over full replays)",
+     kv::cli::run_capacity},
     {"report", "Markdown and HTML report with plots from one or more run folders",
      kv::cli::run_report},
     {"calibrate", "fit the simulator's cost model to a GPU kernel profile; save a GPU preset file",

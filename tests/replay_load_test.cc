@@ -14,6 +14,9 @@
 
 #include "model/percentile.h"
 #include "replay/arrivals.h"
+#include "replay/capacity_search.h"
+#include "replay/grid_sweep.h"
+#include "reports/grid_report.h"
 #include "replay/replay_builder.h"
 #include "reports/result_json.h"
 #include "reports/run_folder.h"
@@ -193,6 +196,52 @@ TEST(ResultJson, FiguresMatchThePerRequestFile) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   fs::remove_all(dir);
+}
+
+TEST(Capacity, TheRateFoundMeetsTheSloAndTwentyPercentMoreDoesNot) {
+  ReplayConfig c;
+  c.limit = 200;
+  c.kv_cache_tokens = 400000;
+  c.verify = sim::VerifyMode::kOff;
+  auto slo = parse_slo("ttft-p99=300,tpot-p99=30");
+  ASSERT_TRUE(slo.ok());
+  auto r = find_capacity(c, kTrace, *slo, CapacityOptions{});
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  ASSERT_GT(r->rate, 0);
+  EXPECT_LE(r->failing_rate / r->rate, 1.02 + 1e-9);
+  auto meets = [&](double rate) {
+    ReplayConfig at = c;
+    at.request_rate = rate;
+    at.metric_percentiles = {99};
+    const ReplaySummary s = replay(at);
+    return slo_figure(s.serving, (*slo)[0]) <= 300 && slo_figure(s.serving, (*slo)[1]) <= 30;
+  };
+  EXPECT_TRUE(meets(r->rate));
+  EXPECT_FALSE(meets(1.2 * r->rate));
+  EXPECT_FALSE(parse_slo("ttft-p101=5").ok());
+  EXPECT_EQ(parse_slo("tbt-p99=5").status().message(), "--slo: 'tbt-p99=5': metric must be ttft, tpot, itl or e2el");
+}
+
+TEST(GridSweep, CrossProductInOrderAndTheSameTableOnAnyNumberOfThreads) {
+  ReplayConfig c;
+  c.limit = 60;
+  c.kv_cache_tokens = 200000;
+  c.verify = sim::VerifyMode::kOff;
+  auto rate = parse_axis("request-rate=2,8");
+  auto block = parse_axis("block-size=16,32");
+  ASSERT_TRUE(rate.ok() && block.ok());
+  auto points = grid_points(c, {*rate, *block});
+  ASSERT_TRUE(points.ok()) << points.status().message();
+  ASSERT_EQ(points->size(), 4u);
+  EXPECT_EQ((*points)[1].name, "request-rate=2,block-size=32");
+  EXPECT_EQ((*points)[2].config.request_rate, 8);
+  auto one = run_grid(*points, kTrace, 1, {});
+  auto two = run_grid(*points, kTrace, 2, {});
+  ASSERT_TRUE(one.ok() && two.ok());
+  EXPECT_EQ(reports::grid_csv(*points, *one), reports::grid_csv(*points, *two));
+  EXPECT_EQ(parse_axis("block-size=16,abc").status().message(),
+            "--vary: --block-size: 'abc' is not an integer");
+  EXPECT_FALSE(parse_axis("no-such-option=1").ok());
 }
 
 TEST(LoadOptions, BadValuesNameTheOption) {

@@ -1,0 +1,133 @@
+// kvsim sweep --vary OPTION=V1,V2 ...: replays of one trace over the cross product of any replay
+// options (replay/grid_sweep.h); one run folder per point, a merged sweep.csv and plots.
+#include <unistd.h>
+
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli/commands.h"
+#include "cli/config_options.h"
+#include "replay/grid_sweep.h"
+#include "reports/gnuplot.h"
+#include "reports/grid_report.h"
+#include "reports/result_json.h"
+#include "reports/run_folder.h"
+
+namespace po = boost::program_options;
+
+namespace kv::cli {
+
+namespace {
+
+int fail(const std::string& message) {
+  std::cerr << "kvsim sweep: " << message << "\n";
+  return 2;
+}
+
+// A point's folder name: its index and settings, with anything but [A-Za-z0-9._=,-] as '_'.
+std::string folder_name(const replay::GridPoint& p) {
+  char idx[16];
+  std::snprintf(idx, sizeof idx, "%03zu-", p.index);
+  std::string name = idx + p.name;
+  for (char& c : name) {
+    const bool ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '=' || c == ',' || c == '-';
+    if (!ok) c = '_';
+  }
+  return name;
+}
+
+// Hooks that write one run folder per point under out/points.
+replay::GridHooks folder_hooks(const std::string& out, bool force,
+                               std::vector<std::unique_ptr<reports::RunFolder>>& folders) {
+  replay::GridHooks h;
+  h.before = [&folders, out, force](const replay::GridPoint& p, replay::ReplayRun&, replay::Replayer& r) -> Status {
+    auto folder = reports::RunFolder::create(out + "/points/" + folder_name(p), force);
+    if (!folder.ok()) return folder.status();
+    (*folder)->set_result_date(reports::result_date_from_environment());
+    reports::RunFolder* f = folder->get();
+    r.on_step = [f](const replay::StepRecord& s) { f->add_step(s); };
+    r.on_request_done = [f](const replay::RequestMetrics& m) { f->add_request(m); };
+    folders[p.index] = std::move(*folder);
+    return {};
+  };
+  h.after = [&folders](const replay::GridPoint& p, const replay::ReplayRun& run, const replay::Replayer& r,
+                       const replay::ReplaySummary& s) {
+    return folders[p.index]->finish(run.description, s, r.log(), 0, run.device->kernel_times());
+  };
+  return h;
+}
+
+}  // namespace
+
+int run_grid_sweep(int argc, char** argv) {
+  std::string trace, out_dir, progress = "auto";
+  std::vector<std::string> vary;
+  int jobs = 0;
+  bool force = false, no_plot = false;
+  po::options_description opts(
+      "kvsim sweep --trace T --vary OPTION=V1,V2,... [--vary ...] [replay options]\n\n"
+      "Replays T on the simulator at every point of the cross product of the --vary axes (any option\n"
+      "of kvsim replay, e.g. --vary request-rate=1,2,4,8 --vary gpu=h100-sxm,h200). Writes one run\n"
+      "folder per point under DIR/points/, the merged table DIR/sweep.csv and, with gnuplot,\n"
+      "DIR/latency_throughput.png (and goodput.png with --goodput). The same bytes whatever --jobs is.\n"
+      "Exit status: 0 ok, 2 bad usage or bad input.\n\nOptions");
+  opts.add_options()("help,h", "show this help")("trace", po::value(&trace), "trace file (.kvtrace)")
+      ("vary", po::value(&vary), "OPTION=V1,V2,...: an axis of the grid (repeat for more)")
+      ("out", po::value(&out_dir), "output directory (default: runs/grid-<trace>)")
+      ("jobs,j", po::value(&jobs)->default_value(0), "points run at once (0: one per core)")
+      ("force", po::bool_switch(&force), "replace the files of an existing non-empty directory")
+      ("no-plot", po::bool_switch(&no_plot), "write the CSV and run folders only")
+      ("progress", po::value(&progress)->default_value(progress), "auto (on a terminal) | on | off");
+  add_config_options(opts);
+  po::variables_map vm;
+  if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
+  if (trace.empty()) return fail("--trace is required (kvsim sweep --help)");
+  replay::ReplayConfig base;
+  base.verify = sim::VerifyMode::kOff;
+  if (Status s = apply_config_options(vm, base); !s.ok()) return fail(s.message());
+  std::vector<replay::GridAxis> axes;
+  for (const std::string& v : vary) {
+    auto axis = replay::parse_axis(v);
+    if (!axis.ok()) return fail(axis.status().message());
+    axes.push_back(*axis);
+  }
+  auto points = replay::grid_points(base, axes);
+  if (!points.ok()) return fail(points.status().message());
+  if (out_dir.empty()) out_dir = "runs/grid-" + std::filesystem::path(trace).stem().string();
+  std::error_code ec;
+  if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_empty(out_dir, ec) && !force) {
+    return fail("output directory " + out_dir + " is not empty (use --force to replace its sweep files)");
+  }
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return fail("cannot create output directory " + out_dir + ": " + ec.message());
+  std::vector<std::unique_ptr<reports::RunFolder>> folders(points->size());
+  replay::GridHooks hooks = folder_hooks(out_dir, force, folders);
+  const bool show = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
+  if (show) hooks.on_progress = [](std::size_t d, std::size_t n) { std::fprintf(stderr, "\r  %zu / %zu points ", d, n); };
+  const int threads = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  std::cout << "kvsim sweep: " << points->size() << " points on " << threads << " threads\n";
+  auto results = replay::run_grid(*points, trace, threads, hooks);
+  if (show) std::fprintf(stderr, "\r%40s\r", "");
+  if (!results.ok()) return fail(results.status().message());
+  const std::string csv = reports::grid_csv(*points, *results);
+  std::ofstream f(out_dir + "/sweep.csv", std::ios::binary);
+  f << csv;
+  f.close();
+  if (!f) return fail("cannot write " + out_dir + "/sweep.csv");
+  std::cout << csv << "  wrote " << out_dir << "/sweep.csv and " << points->size() << " run folders in " << out_dir
+            << "/points\n";
+  std::string why;
+  if (no_plot || !reports::gnuplot_available(&why)) return 0;
+  if (Status s = reports::plot_grid(*points, *results, out_dir); !s.ok()) {
+    std::cerr << "kvsim sweep: plotting failed: " << s.message() << "; the CSV is complete\n";
+  }
+  return 0;
+}
+
+}  // namespace kv::cli

@@ -1,0 +1,119 @@
+#include "reports/grid_report.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "reports/gnuplot.h"
+#include "reports/run_folder.h"
+
+namespace kv::reports {
+
+namespace fs = std::filesystem;
+using replay::GridPoint;
+using replay::ReplaySummary;
+
+namespace {
+
+std::string num(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+double percentile_value(const replay::LatencyStats& st, double p) {
+  for (const auto& [q, v] : st.percentiles) {
+    if (q == p) return v;
+  }
+  return st.median;
+}
+
+// The curve a point belongs to: its settings other than request-rate.
+std::string curve_of(const GridPoint& p) {
+  std::string key;
+  for (const auto& [option, value] : p.settings) {
+    if (option == "request-rate") continue;
+    key += (key.empty() ? "" : ", ") + option + "=" + value;
+  }
+  return key.empty() ? "all points" : key;
+}
+
+}  // namespace
+
+std::string grid_csv(const std::vector<GridPoint>& points, const std::vector<ReplaySummary>& results) {
+  std::ostringstream o;
+  o << "point";
+  if (!points.empty()) {
+    for (const auto& [option, value] : points[0].settings) o << ',' << csv_field(option);
+  }
+  o << ",completed,failed,duration_s,request_throughput,output_throughput,total_token_throughput,request_goodput,"
+       "mean_ttft_ms,median_ttft_ms,p99_ttft_ms,mean_tpot_ms,median_tpot_ms,p99_tpot_ms,mean_itl_ms,p99_itl_ms,"
+       "mean_e2el_ms,p99_e2el_ms,prefix_cache_hit_rate,preemptions,overloaded\n";
+  for (std::size_t i = 0; i < points.size() && i < results.size(); ++i) {
+    const replay::ServingMetrics& m = results[i].serving;
+    o << i;
+    for (const auto& [option, value] : points[i].settings) o << ',' << csv_field(value);
+    o << ',' << m.completed << ',' << m.failed << ',' << num(m.duration_s) << ',' << num(m.request_throughput) << ','
+      << num(m.output_throughput) << ',' << num(m.total_token_throughput) << ','
+      << (m.request_goodput >= 0 ? num(m.request_goodput) : "") << ',' << num(m.ttft_ms.mean) << ','
+      << num(m.ttft_ms.median) << ',' << num(percentile_value(m.ttft_ms, 99)) << ',' << num(m.tpot_ms.mean) << ','
+      << num(m.tpot_ms.median) << ',' << num(percentile_value(m.tpot_ms, 99)) << ',' << num(m.itl_ms.mean) << ','
+      << num(percentile_value(m.itl_ms, 99)) << ',' << num(m.e2el_ms.mean) << ','
+      << num(percentile_value(m.e2el_ms, 99)) << ',' << num(results[i].request_hit_rate) << ','
+      << results[i].preemptions << ',' << (results[i].overload.overloaded ? "yes" : "no") << '\n';
+  }
+  return o.str();
+}
+
+Status plot_grid(const std::vector<GridPoint>& points, const std::vector<ReplaySummary>& results,
+                 const std::string& out_dir) {
+  std::vector<std::string> curves;
+  std::map<std::string, std::vector<std::size_t>> members;
+  for (const GridPoint& p : points) {
+    const std::string c = curve_of(p);
+    if (!members.count(c)) curves.push_back(c);
+    members[c].push_back(p.index);
+  }
+  const fs::path dir = fs::absolute(out_dir);
+  const fs::path dat = dir / "latency_throughput.dat";
+  std::ofstream f(dat, std::ios::binary);
+  bool goodput = false;
+  for (const std::string& c : curves) {
+    f << "# " << c << "\n";
+    for (std::size_t i : members[c]) {
+      const replay::ServingMetrics& m = results[i].serving;
+      f << num(m.request_throughput) << ' ' << num(percentile_value(m.ttft_ms, 99)) << ' ' << num(m.ttft_ms.median)
+        << ' ' << num(points[i].config.request_rate) << ' ' << num(std::max(m.request_goodput, 0.0)) << "\n";
+      goodput = goodput || m.request_goodput >= 0;
+    }
+    f << "\n\n";
+  }
+  f.close();
+  if (!f) return Status::error("cannot write " + dat.string());
+  std::ostringstream b;
+  b << "set title 'TTFT against request throughput (p99 solid, median dashed)'\n"
+    << "set xlabel 'request throughput (req/s)'\nset ylabel 'TTFT (ms, log scale)'\nset logscale y\nset grid\n"
+    << "set key outside right top\nplot ";
+  for (std::size_t i = 0; i < curves.size(); ++i) {
+    b << (i ? ", \\\n     " : "") << gnuplot_quote(dat.string()) << " index " << i
+      << " using 1:2 with linespoints lw 2 pt 7 lc " << i + 1 << " title " << gnuplot_quote(curves[i])
+      << " noenhanced, " << gnuplot_quote(dat.string()) << " index " << i << " using 1:3 with linespoints dt 2 pt 6 lc "
+      << i + 1 << " notitle";
+  }
+  b << "\n";
+  if (Status s = render_plot((dir / "latency_throughput").string(), b.str()); !s.ok()) return s;
+  if (!goodput) return {};
+  std::ostringstream g;
+  g << "set title 'Goodput against offered request rate'\nset xlabel 'request rate (req/s)'\n"
+    << "set ylabel 'goodput (req/s meeting every SLO)'\nset grid\nset key outside right top\nplot ";
+  for (std::size_t i = 0; i < curves.size(); ++i) {
+    g << (i ? ", \\\n     " : "") << gnuplot_quote(dat.string()) << " index " << i
+      << " using 4:5 with linespoints lw 2 pt 7 title " << gnuplot_quote(curves[i]) << " noenhanced";
+  }
+  g << "\n";
+  return render_plot((dir / "goodput").string(), g.str());
+}
+
+}  // namespace kv::reports
