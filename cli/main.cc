@@ -7,6 +7,7 @@
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/kvsim_version.h"
 
 namespace {
 
@@ -38,7 +39,8 @@ const Command kCommands[] = {
 };
 
 void usage(std::FILE* f) {
-  std::fprintf(f, "usage: kvsim <command> [options]   (kvsim <command> --help for its options)\n\n");
+  std::fprintf(f, "usage: kvsim <command> [options]   (kvsim <command> --help for its options;\n"
+                  "       kvsim --version)\n\n");
   std::fprintf(f, "commands:\n");
   for (const Command& c : kCommands) std::fprintf(f, "  %-10s %s\n", c.name, c.summary);
 }
@@ -69,6 +71,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string name = argv[1];
+  if (name == "--version" || name == "-V") {
+    std::printf("kvsim %s (commit %s, %s build)\n", KVSIM_VERSION, KVSIM_GIT_COMMIT, KVSIM_BUILD_TYPE);
+    return 0;
+  }
   if (name == "--help" || name == "-h" || name == "help") {
     usage(stdout);
     return 0;
