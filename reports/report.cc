@@ -86,7 +86,7 @@ class Doc {
   }
   void table(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
     md_ << "|";
-    html_ << "<table>\n<tr>";
+    html_ << "<div class=\"scroll\"><table>\n<tr>";
     for (const std::string& h : head) {
       md_ << ' ' << h << " |";
       html_ << "<th>" << html_escape(h) << "</th>";
@@ -106,7 +106,7 @@ class Doc {
       html_ << "</tr>\n";
     }
     md_ << "\n";
-    html_ << "</table>\n";
+    html_ << "</table></div>\n";
   }
   // A rendered plot: base.png for Markdown, base.svg inline (base64) for HTML.
   void plot(const std::string& base, const std::string& alt) {
@@ -124,7 +124,7 @@ class Doc {
            "</title>\n<style>\nbody{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\n"
            "table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #bbb;padding:3px 8px;text-align:right}\n"
            "th{background:#eee}td:first-child,th:first-child{text-align:left}\nfigure{margin:1em 0}img{max-width:100%}\n"
-           "figcaption{color:#555;font-size:90%}\n</style>\n</head>\n<body>\n" +
+           "figcaption{color:#555;font-size:90%}\n.scroll{overflow-x:auto;max-width:100%}\n</style>\n</head>\n<body>\n" +
            html_.str() + "</body>\n</html>\n";
   }
 
@@ -507,7 +507,7 @@ StatusOr<ReportResult> write_report(const ReportOptions& o) {
   if (!runs.ok()) return runs.status();
   ReportWriter w;
   w.runs = std::move(*runs);
-  w.out = o.out_dir;
+  w.out = fs::absolute(o.out_dir);  // gnuplot scripts name their data by absolute path
   if (Status s = prepare_out_dir(w.out, o.force); !s.ok()) return s;
   w.plots = gnuplot_available(&w.why_no_plots);
   if (!w.plots) w.result.notes.push_back("no plots: " + w.why_no_plots);

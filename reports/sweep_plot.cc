@@ -35,7 +35,7 @@ Status plot_sweep(const std::vector<replay::SweepPoint>& points, const std::stri
     curves[key].push_back(&p);
     serving = serving || p.has_serving;
   }
-  const fs::path dir(out_dir);
+  const fs::path dir = fs::absolute(out_dir);  // the scripts work from any directory
   auto write_dat = [&](const std::string& name, auto value) -> Status {
     std::ofstream f(dir / name, std::ios::binary);
     for (const std::string& k : keys) {
