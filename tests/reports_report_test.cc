@@ -131,6 +131,30 @@ TEST(ReportRuns, ReadsBackWhatTheReplayWrote) {
   EXPECT_EQ(cached, run->hits);
 }
 
+TEST(ReportRuns, HostileRequestIdsRoundTripThroughRequestsCsv) {
+  const fs::path d = scratch() / "hostile";
+  auto folder = RunFolder::create(d.string(), true);
+  ASSERT_TRUE(folder.ok());
+  const std::vector<std::string> ids = {"plain", "a,b", "say \"hi\"", "\"", ",\",\""};
+  for (const std::string& id : ids) {
+    RequestMetrics m;
+    m.id = id;
+    m.status = "rejected";
+    m.reject_reason = "prompt of " + id + ", too long";
+    (*folder)->add_request(m);
+  }
+  ReplaySummary s;
+  replay::DecisionLog log(true);
+  ASSERT_TRUE((*folder)->finish({{"device", "sim"}}, s, log, 0.0).ok());
+  auto run = load_run(d.string());
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_EQ(run->request_rows.size(), ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) EXPECT_EQ(run->request_rows[i].id, ids[i]);
+  EXPECT_EQ(csv_field("a,\"b\""), "\"a,\"\"b\"\"\"");
+  EXPECT_EQ(csv_field("line\nbreak"), "\"line\nbreak\"");
+  EXPECT_EQ(csv_field("plain"), "plain");
+}
+
 TEST(ReportRuns, CachingPairAndSimulatedVsMeasured) {
   const fs::path d = scratch();
   make_run(d / "caching-on", true, false);
