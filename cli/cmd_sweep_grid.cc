@@ -13,6 +13,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
+#include "cli/mpi_ranks.h"
 #include "replay/grid_sweep.h"
 #include "reports/gnuplot.h"
 #include "reports/grid_report.h"
@@ -63,6 +64,40 @@ replay::GridHooks folder_hooks(const std::string& out, bool force,
   return h;
 }
 
+Status prepare_out_dir(const std::string& out_dir, bool force) {
+  std::error_code ec;
+  if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_empty(out_dir, ec) && !force) {
+    return Status::error("output directory " + out_dir + " is not empty (use --force to replace its sweep files)");
+  }
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) return Status::error("cannot create output directory " + out_dir + ": " + ec.message());
+  return {};
+}
+
+// Rank 0: sweep.csv and the plots from every point's (CSV row, plot row).
+int write_merged(const std::vector<replay::GridPoint>& points, const std::vector<std::string>& rows,
+                 const std::string& out_dir, bool no_plot) {
+  std::string csv = reports::grid_csv_header(points.front());
+  std::vector<reports::GridPlotRow> plot_rows;
+  for (const std::string& r : rows) {
+    const std::size_t cut = r.find('\x1f');
+    csv += r.substr(0, cut);
+    plot_rows.push_back(reports::GridPlotRow::from_text(r.substr(cut + 1)));
+  }
+  std::ofstream f(out_dir + "/sweep.csv", std::ios::binary);
+  f << csv;
+  f.close();
+  if (!f) return fail("cannot write " + out_dir + "/sweep.csv");
+  std::cout << csv << "  wrote " << out_dir << "/sweep.csv and " << points.size() << " run folders in " << out_dir
+            << "/points\n";
+  std::string why;
+  if (no_plot || !reports::gnuplot_available(&why)) return 0;
+  if (Status s = reports::plot_grid(plot_rows, out_dir); !s.ok()) {
+    std::cerr << "kvsim sweep: plotting failed: " << s.message() << "; the CSV is complete\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int run_grid_sweep(int argc, char** argv) {
@@ -75,7 +110,8 @@ int run_grid_sweep(int argc, char** argv) {
       "Replays T on the simulator at every point of the cross product of the --vary axes (any option\n"
       "of kvsim replay, e.g. --vary request-rate=1,2,4,8 --vary gpu=h100-sxm,h200). Writes one run\n"
       "folder per point under DIR/points/, the merged table DIR/sweep.csv and, with gnuplot,\n"
-      "DIR/latency_throughput.png (and goodput.png with --goodput). The same bytes whatever --jobs is.\n"
+      "DIR/latency_throughput.png (and goodput.png with --goodput). The same bytes whatever --jobs is,\n"
+      "and whatever the number of ranks under mpirun -np N (rank r runs the points i with i % N == r).\n"
       "Exit status: 0 ok, 2 bad usage or bad input.\n\nOptions");
   opts.add_options()("help,h", "show this help")("trace", po::value(&trace), "trace file (.kvtrace)")
       ("vary", po::value(&vary), "OPTION=V1,V2,...: an axis of the grid (repeat for more)")
@@ -100,34 +136,35 @@ int run_grid_sweep(int argc, char** argv) {
   auto points = replay::grid_points(base, axes);
   if (!points.ok()) return fail(points.status().message());
   if (out_dir.empty()) out_dir = "runs/grid-" + std::filesystem::path(trace).stem().string();
-  std::error_code ec;
-  if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_empty(out_dir, ec) && !force) {
-    return fail("output directory " + out_dir + " is not empty (use --force to replace its sweep files)");
+  MpiRanks mpi;
+  // Rank 0 checks and creates the output directory before any rank writes into it.
+  Status ready;
+  if (mpi.rank() == 0) ready = prepare_out_dir(out_dir, force);
+  if (!mpi.all_ok(ready.ok())) return ready.ok() ? 2 : fail(ready.message());
+  std::vector<replay::GridPoint> mine;
+  for (const replay::GridPoint& p : *points) {
+    if (mpi.mine(p.index)) mine.push_back(p);
   }
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) return fail("cannot create output directory " + out_dir + ": " + ec.message());
   std::vector<std::unique_ptr<reports::RunFolder>> folders(points->size());
   replay::GridHooks hooks = folder_hooks(out_dir, force, folders);
-  const bool show = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
+  const bool show = mpi.rank() == 0 && (progress == "on" || (progress == "auto" && isatty(STDERR_FILENO)));
   if (show) hooks.on_progress = [](std::size_t d, std::size_t n) { std::fprintf(stderr, "\r  %zu / %zu points ", d, n); };
   const int threads = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  std::cout << "kvsim sweep: " << points->size() << " points on " << threads << " threads\n";
-  auto results = replay::run_grid(*points, trace, threads, hooks);
-  if (show) std::fprintf(stderr, "\r%40s\r", "");
-  if (!results.ok()) return fail(results.status().message());
-  const std::string csv = reports::grid_csv(*points, *results);
-  std::ofstream f(out_dir + "/sweep.csv", std::ios::binary);
-  f << csv;
-  f.close();
-  if (!f) return fail("cannot write " + out_dir + "/sweep.csv");
-  std::cout << csv << "  wrote " << out_dir << "/sweep.csv and " << points->size() << " run folders in " << out_dir
-            << "/points\n";
-  std::string why;
-  if (no_plot || !reports::gnuplot_available(&why)) return 0;
-  if (Status s = reports::plot_grid(*points, *results, out_dir); !s.ok()) {
-    std::cerr << "kvsim sweep: plotting failed: " << s.message() << "; the CSV is complete\n";
+  if (mpi.rank() == 0) {
+    std::cout << "kvsim sweep: " << points->size() << " points on " << mpi.size() << " rank(s) x " << threads
+              << " threads\n";
   }
-  return 0;
+  auto results = replay::run_grid(mine, trace, threads, hooks);
+  if (show) std::fprintf(stderr, "\r%40s\r", "");
+  if (!mpi.all_ok(results.ok())) return results.ok() ? 2 : fail(results.status().message());
+  std::vector<std::pair<std::size_t, std::string>> rows;
+  for (std::size_t k = 0; k < mine.size(); ++k) {
+    rows.emplace_back(mine[k].index, reports::grid_csv_row(mine[k], (*results)[k]) + '\x1f' +
+                                         reports::grid_plot_row(mine[k], (*results)[k]).to_text());
+  }
+  const std::vector<std::string> all = mpi.gather(rows);
+  if (mpi.rank() != 0) return 0;
+  return write_merged(*points, all, out_dir, no_plot);
 }
 
 }  // namespace kv::cli

@@ -42,39 +42,67 @@ std::string curve_of(const GridPoint& p) {
 
 }  // namespace
 
-std::string grid_csv(const std::vector<GridPoint>& points, const std::vector<ReplaySummary>& results) {
+std::string grid_csv_header(const GridPoint& first) {
   std::ostringstream o;
   o << "point";
-  if (!points.empty()) {
-    for (const auto& [option, value] : points[0].settings) o << ',' << csv_field(option);
-  }
+  for (const auto& [option, value] : first.settings) o << ',' << csv_field(option);
   o << ",completed,failed,duration_s,request_throughput,output_throughput,total_token_throughput,request_goodput,"
        "mean_ttft_ms,median_ttft_ms,p99_ttft_ms,mean_tpot_ms,median_tpot_ms,p99_tpot_ms,mean_itl_ms,p99_itl_ms,"
        "mean_e2el_ms,p99_e2el_ms,prefix_cache_hit_rate,preemptions,overloaded\n";
-  for (std::size_t i = 0; i < points.size() && i < results.size(); ++i) {
-    const replay::ServingMetrics& m = results[i].serving;
-    o << i;
-    for (const auto& [option, value] : points[i].settings) o << ',' << csv_field(value);
-    o << ',' << m.completed << ',' << m.failed << ',' << num(m.duration_s) << ',' << num(m.request_throughput) << ','
-      << num(m.output_throughput) << ',' << num(m.total_token_throughput) << ','
-      << (m.request_goodput >= 0 ? num(m.request_goodput) : "") << ',' << num(m.ttft_ms.mean) << ','
-      << num(m.ttft_ms.median) << ',' << num(percentile_value(m.ttft_ms, 99)) << ',' << num(m.tpot_ms.mean) << ','
-      << num(m.tpot_ms.median) << ',' << num(percentile_value(m.tpot_ms, 99)) << ',' << num(m.itl_ms.mean) << ','
-      << num(percentile_value(m.itl_ms, 99)) << ',' << num(m.e2el_ms.mean) << ','
-      << num(percentile_value(m.e2el_ms, 99)) << ',' << num(results[i].request_hit_rate) << ','
-      << results[i].preemptions << ',' << (results[i].overload.overloaded ? "yes" : "no") << '\n';
-  }
   return o.str();
 }
 
-Status plot_grid(const std::vector<GridPoint>& points, const std::vector<ReplaySummary>& results,
-                 const std::string& out_dir) {
+std::string grid_csv_row(const GridPoint& point, const ReplaySummary& r) {
+  const replay::ServingMetrics& m = r.serving;
+  std::ostringstream o;
+  o << point.index;
+  for (const auto& [option, value] : point.settings) o << ',' << csv_field(value);
+  o << ',' << m.completed << ',' << m.failed << ',' << num(m.duration_s) << ',' << num(m.request_throughput) << ','
+    << num(m.output_throughput) << ',' << num(m.total_token_throughput) << ','
+    << (m.request_goodput >= 0 ? num(m.request_goodput) : "") << ',' << num(m.ttft_ms.mean) << ','
+    << num(m.ttft_ms.median) << ',' << num(percentile_value(m.ttft_ms, 99)) << ',' << num(m.tpot_ms.mean) << ','
+    << num(m.tpot_ms.median) << ',' << num(percentile_value(m.tpot_ms, 99)) << ',' << num(m.itl_ms.mean) << ','
+    << num(percentile_value(m.itl_ms, 99)) << ',' << num(m.e2el_ms.mean) << ','
+    << num(percentile_value(m.e2el_ms, 99)) << ',' << num(r.request_hit_rate) << ',' << r.preemptions << ','
+    << (r.overload.overloaded ? "yes" : "no") << '\n';
+  return o.str();
+}
+
+std::string grid_csv(const std::vector<GridPoint>& points, const std::vector<ReplaySummary>& results) {
+  if (points.empty()) return "";
+  std::string out = grid_csv_header(points[0]);
+  for (std::size_t i = 0; i < points.size() && i < results.size(); ++i) out += grid_csv_row(points[i], results[i]);
+  return out;
+}
+
+std::string GridPlotRow::to_text() const {
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "%.17g %.17g %.17g %.17g %.17g ", request_throughput, p99_ttft_ms, median_ttft_ms,
+                request_rate, goodput);
+  return buf + curve;
+}
+
+GridPlotRow GridPlotRow::from_text(const std::string& text) {
+  GridPlotRow r;
+  std::istringstream in(text);
+  in >> r.request_throughput >> r.p99_ttft_ms >> r.median_ttft_ms >> r.request_rate >> r.goodput;
+  in.get();
+  std::getline(in, r.curve, '\0');
+  return r;
+}
+
+GridPlotRow grid_plot_row(const GridPoint& point, const ReplaySummary& r) {
+  const replay::ServingMetrics& m = r.serving;
+  return {curve_of(point), m.request_throughput, percentile_value(m.ttft_ms, 99), m.ttft_ms.median,
+          point.config.request_rate, m.request_goodput};
+}
+
+Status plot_grid(const std::vector<GridPlotRow>& rows, const std::string& out_dir) {
   std::vector<std::string> curves;
-  std::map<std::string, std::vector<std::size_t>> members;
-  for (const GridPoint& p : points) {
-    const std::string c = curve_of(p);
-    if (!members.count(c)) curves.push_back(c);
-    members[c].push_back(p.index);
+  std::map<std::string, std::vector<const GridPlotRow*>> members;
+  for (const GridPlotRow& r : rows) {
+    if (!members.count(r.curve)) curves.push_back(r.curve);
+    members[r.curve].push_back(&r);
   }
   const fs::path dir = fs::absolute(out_dir);
   const fs::path dat = dir / "latency_throughput.dat";
@@ -82,11 +110,10 @@ Status plot_grid(const std::vector<GridPoint>& points, const std::vector<ReplayS
   bool goodput = false;
   for (const std::string& c : curves) {
     f << "# " << c << "\n";
-    for (std::size_t i : members[c]) {
-      const replay::ServingMetrics& m = results[i].serving;
-      f << num(m.request_throughput) << ' ' << num(percentile_value(m.ttft_ms, 99)) << ' ' << num(m.ttft_ms.median)
-        << ' ' << num(points[i].config.request_rate) << ' ' << num(std::max(m.request_goodput, 0.0)) << "\n";
-      goodput = goodput || m.request_goodput >= 0;
+    for (const GridPlotRow* r : members[c]) {
+      f << num(r->request_throughput) << ' ' << num(r->p99_ttft_ms) << ' ' << num(r->median_ttft_ms) << ' '
+        << num(r->request_rate) << ' ' << num(std::max(r->goodput, 0.0)) << "\n";
+      goodput = goodput || r->goodput >= 0;
     }
     f << "\n\n";
   }
