@@ -252,18 +252,43 @@ struct ReportWriter {
     doc.heading(2, "Summary");
   std::vector<std::vector<std::string>> rows;
   for (const RunData& r : runs) {
+    const auto lat = [](const Percentiles& p) { return fmt("%.1f", p.mean / 1000) + " / " + ms(p.p50) + " / " + ms(p.p99); };
     rows.push_back({r.label, r.config_value("device"), r.config_value("prefix_caching"),
-                    std::to_string(r.requests_finished) + " / " + std::to_string(r.requests_rejected), pct(r.hit_rate),
-                    ms(r.ttft_us.p50), ms(r.ttft_us.p90), ms(r.tpot_us.p50), ms(r.e2e_us.p50),
+                    std::to_string(r.requests_finished) + " / " + std::to_string(r.requests_rejected),
+                    pct(r.request_hit_rate), pct(r.hit_rate), lat(r.ttft_us), lat(r.tpot_us), lat(r.e2e_us),
                     fmt("%.0f", r.output_tokens_per_s), std::to_string(r.steps), std::to_string(r.preemptions),
                     std::to_string(r.evictions), short_digest(r.digest)});
   }
-  doc.table({"run", "device", "caching", "done / rejected", "hit rate", "TTFT p50 ms", "TTFT p90 ms", "TPOT p50 ms",
-             "E2E p50 ms", "output tok/s", "steps", "preemptions", "evictions", "decision log"},
+  doc.table({"run", "device", "caching", "done / rejected", "prefix-cache hit rate", "lookup hit rate",
+             "TTFT ms mean / p50 / p99", "TPOT ms mean / p50 / p99", "E2EL ms mean / p50 / p99", "output tok/s",
+             "steps", "preemptions", "evictions", "decision log"},
             rows);
-  doc.para("Hit rate: prefix-cache hit tokens over prompt tokens looked up (vLLM's metric). Latencies are in "
-           "device time: simulated for sim runs, the replay clock for GPU runs. Throughput: output tokens per "
-           "second of that clock.");
+  doc.para("Prefix-cache hit rate: prompt tokens found in the cache when each request was first scheduled, over "
+           "all prompt tokens (each request once). Lookup hit rate: vLLM's counter, hits over queried tokens of "
+           "every lookup (a waiting request is looked up again at every attempt). docs/results.md defines both. "
+           "Latencies are in device time: simulated for sim runs, the replay clock for GPU runs. Throughput: "
+           "output tokens per second of that clock.");
+  configuration();
+  }
+
+  // Every setting of every run, one row per setting.
+  void configuration() {
+    doc.heading(3, "Configuration");
+    std::vector<std::string> keys;
+    for (const RunData& r : runs) {
+      for (const auto& [k, v] : r.config) {
+        if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+      }
+    }
+    std::vector<std::string> head = {"setting"};
+    for (const RunData& r : runs) head.push_back(r.label);
+    std::vector<std::vector<std::string>> rows;
+    for (const std::string& k : keys) {
+      std::vector<std::string> row = {k};
+      for (const RunData& r : runs) row.push_back(r.config_value(k));
+      rows.push_back(std::move(row));
+    }
+    doc.table(head, rows);
   }
 
   Status over_time() {

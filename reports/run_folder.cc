@@ -1,5 +1,6 @@
 #include "reports/run_folder.h"
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -26,8 +27,13 @@ Status write_file(const fs::path& p, const std::string& text) {
   return {};
 }
 
-nlohmann::ordered_json latency_json(const LatencyPercentiles& p) {
-  return {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}, {"count", p.count}};
+// Microseconds: the rounded percentiles, and mean and std from the millisecond statistics.
+nlohmann::ordered_json latency_json(const LatencyPercentiles& p, const replay::LatencyStats& ms) {
+  nlohmann::ordered_json j = {{"p50", p.p50}, {"p90", p.p90}, {"p99", p.p99}, {"max", p.max}, {"count", p.count}};
+  if (p.count == 0) j = {{"p50", std::llround(ms.median * 1000)}, {"count", ms.count}};
+  j["mean"] = ms.mean * 1000;
+  j["std"] = ms.std * 1000;
+  return j;
 }
 }  // namespace
 
@@ -106,7 +112,10 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
                        {"preempted_queries", s.cache.preempted_queries}, {"preempted_hits", s.cache.preempted_hits},
                        {"evictions", s.evictions}};
   j["scheduler"] = {{"steps", s.steps}, {"preemptions", s.preemptions}, {"recomputed_tokens", s.recomputed_tokens}};
-  j["latency_us"] = {{"ttft", latency_json(s.ttft_us)}, {"tpot", latency_json(s.tpot_us)}, {"e2e", latency_json(s.e2e_us)}};
+  j["latency_us"] = {{"ttft", latency_json(s.ttft_us, s.serving.ttft_ms)},
+                     {"tpot", latency_json(s.tpot_us, s.serving.tpot_ms)},
+                     {"e2e", latency_json(s.e2e_us, s.serving.e2el_ms)},
+                     {"itl", latency_json(LatencyPercentiles{}, s.serving.itl_ms)}};
   const double sim_s = static_cast<double>(s.sim_time_us) / 1e6;
   j["time"] = {{"simulated_us", s.sim_time_us}, {"measured_total_ns", s.measured_total_ns},
                {"wall_seconds", wall_seconds}};

@@ -77,6 +77,7 @@ Percentiles percentiles(const nlohmann::json& j) {
   p.p90 = j.value("p90", std::int64_t{0});
   p.p99 = j.value("p99", std::int64_t{0});
   p.max = j.value("max", std::int64_t{0});
+  p.mean = j.value("mean", 0.0);
   return p;
 }
 
@@ -130,6 +131,7 @@ StatusOr<RunData> load_run(const std::string& dir) {
     for (const auto& [k, v] : j.at("config").items()) run.config.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     const auto& pc = j.at("prefix_cache");
     run.hit_rate = pc.value("hit_rate", 0.0);
+    run.request_hit_rate = pc.value("request_hit_rate", run.hit_rate);
     run.queries = pc.value("queries", std::int64_t{0});
     run.hits = pc.value("hits", std::int64_t{0});
     run.evictions = pc.value("evictions", std::int64_t{0});

@@ -38,12 +38,14 @@ struct KernelRow {
 
 struct Percentiles {
   std::int64_t p50 = 0, p90 = 0, p99 = 0, max = 0;
+  double mean = 0;  // microseconds; 0 in run folders written before means were recorded
 };
 
 struct RunData {
   std::string dir, label;
   std::vector<std::pair<std::string, std::string>> config;  // summary.json "config", in order
-  double hit_rate = 0;
+  double hit_rate = 0;          // vLLM's lookup counter: hits / queried tokens of every lookup
+  double request_hit_rate = 0;  // hit tokens at first scheduling / prompt tokens, once per request
   std::int64_t queries = 0, hits = 0, evictions = 0, preemptions = 0, steps = 0;
   std::int64_t requests_total = 0, requests_finished = 0, requests_rejected = 0;
   Percentiles ttft_us, tpot_us, e2e_us;
