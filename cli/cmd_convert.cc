@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "traces/converters.h"
 #include "traces/trace_io.h"
 
@@ -22,7 +23,7 @@ int fail(const std::string& message) {
 
 int run_convert(int argc, char** argv) {
   trace::ConvertOptions c;
-  std::string from, in, out;
+  std::string from, in, out, progress = "auto";
   po::options_description opts(
       "kvsim convert --from FORMAT IN -o OUT [options]\n\n"
       "Converts a public trace to a kvsim trace:\n"
@@ -44,7 +45,8 @@ int run_convert(int argc, char** argv) {
       ("arrival-cv", po::value<double>(&c.arrival_cv)->default_value(c.arrival_cv), "sharegpt: gap coefficient of variation (1 = Poisson)")
       ("sessions", po::value<int>(&c.concurrent_sessions)->default_value(c.concurrent_sessions), "sharegpt: conversations open at once")
       ("max-model-len", po::value<int>(&c.max_model_len)->default_value(c.max_model_len), "sharegpt: end a conversation before it exceeds this (0 = no limit)")
-      ("model", po::value<std::string>(&c.model)->default_value(""), "burstgpt: keep only rows of this Model");
+      ("model", po::value<std::string>(&c.model)->default_value(""), "burstgpt: keep only rows of this Model")
+      ("progress", po::value<std::string>(&progress)->default_value(progress), "auto (on a terminal) | on | off");
   po::positional_options_description pos;
   pos.add("input", 1);
   po::variables_map vm;
@@ -57,15 +59,21 @@ int run_convert(int argc, char** argv) {
   if (!(c.rate > 0) || !(c.arrival_cv > 0)) return fail("--rate and --arrival-cv must be > 0");
   if (c.concurrent_sessions <= 0) return fail("--sessions must be > 0");
   if (c.max_model_len < 0) return fail("--max-model-len must be >= 0");
+  if (progress != "auto" && progress != "on" && progress != "off") {
+    return fail("--progress must be auto, on or off, got '" + progress + "'");
+  }
   StatusOr<trace::TraceWriter> writer =
       trace::TraceWriter::create(out, trace::convert_header(*format, in, c), vm.count("force") > 0);
   if (!writer.ok()) return fail(writer.status().message());
+  ProgressLine progress_line("requests", progress);
+  writer->on_write = [&progress_line](std::int64_t n) { progress_line.update(n); };
   StatusOr<trace::ConvertStats> stats = trace::convert_trace(*format, in, c, *writer);
   Status closed = stats.ok() ? writer->close() : Status();
   if (!stats.ok() || !closed.ok()) {
     writer->abandon();
     return fail(stats.ok() ? closed.message() : stats.status().message());
   }
+  progress_line.done();
   std::cout << "wrote " << stats->requests << " requests (" << writer->bytes_written() << " bytes) to " << out;
   if (stats->skipped > 0) std::cout << "; skipped " << stats->skipped << " input records";
   std::cout << "\n";

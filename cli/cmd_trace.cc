@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "traces/trace_analysis.h"
 
 namespace po = boost::program_options;
@@ -21,7 +22,7 @@ int fail(const std::string& message) {
 
 int run_trace(int argc, char** argv) {
   trace::AnalysisOptions a;
-  std::string action, path;
+  std::string action, path, progress = "auto";
   po::options_description opts(
       "kvsim trace info TRACE [options]\n\n"
       "Reads TRACE once and prints request and token counts, prompt/output length percentiles,\n"
@@ -37,7 +38,8 @@ int run_trace(int argc, char** argv) {
       ("top", po::value<int>(&a.top_k)->default_value(a.top_k), "most shared prefixes to list")
       ("json", "print JSON instead of text")
       ("dot", po::value<std::string>(&a.dot_path)->default_value(""), "write a Graphviz DOT of the top of the prefix tree here")
-      ("dot-nodes", po::value<int>(&a.dot_max_nodes)->default_value(a.dot_max_nodes), "shared prefixes drawn in the DOT");
+      ("dot-nodes", po::value<int>(&a.dot_max_nodes)->default_value(a.dot_max_nodes), "shared prefixes drawn in the DOT")
+      ("progress", po::value<std::string>(&progress)->default_value(progress), "auto (on a terminal) | on | off");
   po::positional_options_description pos;
   pos.add("action", 1).add("trace", 1);
   po::variables_map vm;
@@ -46,7 +48,13 @@ int run_trace(int argc, char** argv) {
   if (path.empty()) return fail("missing TRACE");
   if (a.block_size <= 0) return fail("--block-size must be > 0");
   if (a.top_k < 0 || a.dot_max_nodes < 0) return fail("--top and --dot-nodes must be >= 0");
+  if (progress != "auto" && progress != "on" && progress != "off") {
+    return fail("--progress must be auto, on or off, got '" + progress + "'");
+  }
+  ProgressLine progress_line("requests", progress);
+  a.on_progress = [&progress_line](std::int64_t n) { progress_line.update(n); };
   StatusOr<trace::TraceAnalysis> result = trace::analyze_trace(path, a);
+  progress_line.done();
   if (!result.ok()) return fail(result.status().message());
   std::cout << (vm.count("json") ? trace::analysis_to_json(*result) : trace::analysis_to_text(*result));
   return 0;

@@ -288,6 +288,7 @@ StatusOr<TraceAnalysis> analyze_trace(const std::string& path, const AnalysisOpt
     if (!got.ok()) return got.status();
     if (!*got) break;
     pass.add(r);
+    if (o.on_progress) o.on_progress(a.requests);
   }
   if (a.requests == 0) return Status::error(path + ": the trace has no requests");
   pass.summarize();

@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,7 @@ struct AnalysisOptions {
   std::string hash_algo;   // empty = the trace header's (sha256_cbor if it has none)
   std::string dot_path;    // non-empty: write a Graphviz DOT of the top of the prefix tree
   int dot_max_nodes = 40;  // the most shared prefixes drawn (and the root)
+  std::function<void(std::int64_t requests_read)> on_progress;  // after each request; may be empty
 };
 
 struct Distribution {

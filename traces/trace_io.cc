@@ -140,6 +140,7 @@ TraceWriter& TraceWriter::operator=(TraceWriter&& o) noexcept {
     bytes_written_ = o.bytes_written_;
     last_arrival_us_ = o.last_arrival_us_;
     ids_ = std::move(o.ids_);
+    on_write = std::move(o.on_write);
   }
   return *this;
 }
@@ -207,6 +208,7 @@ Status TraceWriter::write(const TraceRequest& r) {
   if (Status s = write_frame(m.SerializeAsString()); !s.ok()) return s;
   last_arrival_us_ = r.arrival_time_us;
   ++num_written_;
+  if (on_write) on_write(num_written_);
   return Status();
 }
 

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -37,6 +38,8 @@ class TraceWriter {
   void abandon();
 
   std::int64_t num_written() const { return num_written_; }
+  // Called after every request written (progress display); may be empty.
+  std::function<void(std::int64_t num_written)> on_write;
   std::int64_t bytes_written() const { return bytes_written_; }
   const std::string& path() const { return path_; }
 
