@@ -263,7 +263,7 @@ Status ReplayConfig::validate() const {
   if (!kv_events_replay.empty() && kv_events_zmq.empty()) {
     return bad("kv-events-replay", "needs --kv-events-zmq");
   }
-  if (kv_events_enabled() && !prefix_caching) {
+  if ((!kv_events_file.empty() || !kv_events_zmq.empty()) && !prefix_caching) {
     return bad(kv_events_file.empty() ? "kv-events-zmq" : "kv-events", "needs --prefix-caching on (no block is cached without it)");
   }
   CudaGraphConfig graphs;

@@ -79,7 +79,11 @@ struct ReplayConfig {
   std::int64_t kv_events_buffer_steps = 10000;
   std::int64_t kv_events_linger_ms = 0;
 
-  bool kv_events_enabled() const { return !kv_events_file.empty() || !kv_events_zmq.empty(); }
+  bool kv_events_observed = false;   // not an option: a caller's own sink (the Python module)
+
+  bool kv_events_enabled() const {
+    return kv_events_observed || !kv_events_file.empty() || !kv_events_zmq.empty();
+  }
   Status validate() const;
 };
 
