@@ -78,7 +78,7 @@ nlohmann::json event_json(const KvEvent& event) {
         if constexpr (std::is_same_v<E, BlockStored>) {
           return {{"type", "BlockStored"},
                   {"block_hashes", hashes_json(e.block_hashes)},
-                  {"parent_block_hash", e.parent_block_hash ? nlohmann::json(e.parent_block_hash->hex()) : nullptr},
+                  {"parent_block_hash", e.parent_block_hash ? nlohmann::json(e.parent_block_hash->hex()) : nlohmann::json(nullptr)},
                   {"token_ids", e.token_ids},
                   {"block_size", e.block_size},
                   {"lora_id", nullptr},

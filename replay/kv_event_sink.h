@@ -42,6 +42,7 @@ struct ZmqSinkOptions {
   int buffer_steps = 10000;     // batches kept for replay
   int hwm = 100000;             // PUB high-water mark
   int linger_ms = 0;            // close(): keep answering replay requests this long
+  int startup_ms = 0;           // open(): wait this long for subscribers to connect
   int data_parallel_rank = 0;
 };
 

@@ -56,9 +56,16 @@ class ZmqSink : public KvEventSink {
       if (!options_.replay_endpoint.empty()) {
         router_ = zmq::socket_t(ctx_, zmq::socket_type::router);
         router_.set(zmq::sockopt::linger, 0);
+        // A replay may be thousands of batches: never drop one silently at the high-water mark
+        // (ZeroMQ's ROUTER would); wait for the reader, and give up on one gone for 5 s.
+        router_.set(zmq::sockopt::sndhwm, options_.hwm);
+        router_.set(zmq::sockopt::router_mandatory, 1);
+        router_.set(zmq::sockopt::sndtimeo, 5000);
         router_.bind(options_.replay_endpoint);
         service_ = std::thread([this] { serve_replays(); });
       }
+      // ZeroMQ drops what a PUB socket sends before a subscriber has joined.
+      std::this_thread::sleep_for(std::chrono::milliseconds(options_.startup_ms));
     } catch (const zmq::error_t& e) {
       return Status::error("--kv-events-zmq: " + options_.endpoint +
                            (options_.replay_endpoint.empty() ? "" : " / " + options_.replay_endpoint) + ": " +
@@ -73,9 +80,9 @@ class ZmqSink : public KvEventSink {
     const std::int64_t seq = next_seq_++;
     const std::array<char, 8> seq_bytes = big_endian(seq);
     try {
-      pub_.send(zmq::buffer(options_.topic), zmq::send_flags::sndmore);
-      pub_.send(zmq::buffer(seq_bytes), zmq::send_flags::sndmore);
-      pub_.send(zmq::buffer(payload), zmq::send_flags::none);
+      (void)pub_.send(zmq::buffer(options_.topic), zmq::send_flags::sndmore);
+      (void)pub_.send(zmq::buffer(seq_bytes), zmq::send_flags::sndmore);
+      (void)pub_.send(zmq::buffer(payload), zmq::send_flags::none);
     } catch (const zmq::error_t& e) {
       return Status::error(std::string("--kv-events-zmq: send failed: ") + e.what());
     }
@@ -136,15 +143,19 @@ class ZmqSink : public KvEventSink {
         if (b.first >= start) batches.push_back(b);
       }
     }
-    for (const auto& [seq, payload] : batches) send_reply(identity, big_endian(seq), payload);
-    send_reply(identity, big_endian(-1), "");
+    try {
+      for (const auto& [seq, payload] : batches) send_reply(identity, big_endian(seq), payload);
+      send_reply(identity, big_endian(-1), "");
+    } catch (const zmq::error_t&) {
+      // The requester went away or stopped reading: drop the rest of its replay, as vLLM does.
+    }
   }
 
   void send_reply(const std::string& identity, const std::array<char, 8>& seq, const std::string& payload) {
-    router_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
-    router_.send(zmq::message_t(), zmq::send_flags::sndmore);
-    router_.send(zmq::buffer(seq), zmq::send_flags::sndmore);
-    router_.send(zmq::buffer(payload), zmq::send_flags::none);
+    (void)router_.send(zmq::buffer(identity), zmq::send_flags::sndmore);
+    (void)router_.send(zmq::message_t(), zmq::send_flags::sndmore);
+    (void)router_.send(zmq::buffer(seq), zmq::send_flags::sndmore);
+    (void)router_.send(zmq::buffer(payload), zmq::send_flags::none);
   }
 
   ZmqSinkOptions options_;

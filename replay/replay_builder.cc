@@ -153,6 +153,7 @@ StatusOr<std::unique_ptr<KvEventSink>> make_event_sink(const ReplayConfig& c) {
     zo.topic = c.kv_events_topic;
     zo.buffer_steps = static_cast<int>(c.kv_events_buffer_steps);
     zo.linger_ms = static_cast<int>(c.kv_events_linger_ms);
+    zo.startup_ms = static_cast<int>(c.kv_events_startup_ms);
     auto zmq = make_zmq_event_sink(zo);
     if (!zmq.ok()) return zmq.status();
     sinks.push_back(std::move(*zmq));

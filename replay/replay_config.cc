@@ -158,6 +158,10 @@ void add_event_options(std::vector<ConfigOption>& t) {
   t.push_back(int_option("kv-events-linger-ms", ev,
                          "after the run, keep answering replay requests this long (milliseconds)",
                          &C::kv_events_linger_ms, 0, 3600 * 1000));
+  t.push_back(int_option("kv-events-startup-ms", ev,
+                         "before the first step, wait this long for subscribers to connect (a PUB socket "
+                         "drops what it sends before they join)",
+                         &C::kv_events_startup_ms, 0, 3600 * 1000));
 }
 
 std::vector<ConfigOption> make_table() {

@@ -78,6 +78,7 @@ struct ReplayConfig {
   std::string kv_events_topic;
   std::int64_t kv_events_buffer_steps = 10000;
   std::int64_t kv_events_linger_ms = 0;
+  std::int64_t kv_events_startup_ms = 0;
 
   bool kv_events_observed = false;   // not an option: a caller's own sink (the Python module)
 

@@ -82,7 +82,9 @@ Outcome replay_with(const std::string& events_file) {
   EXPECT_TRUE(run.ok()) << run.status().message();
   auto summary = run->make_replayer(c)->run();
   EXPECT_TRUE(summary.ok()) << summary.status().message();
-  if (run->events) EXPECT_TRUE(run->events->close().ok());
+  if (run->events) {
+    EXPECT_TRUE(run->events->close().ok());
+  }
   return {summary->digest, summary->evictions, cached_block_hashes(run->scheduler->kv_cache())};
 }
 
