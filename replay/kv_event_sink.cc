@@ -65,25 +65,25 @@ void pack_event(Packer& p, const AllBlocksCleared&) {
 }
 
 // ---- JSON ------------------------------------------------------------------------------------
-nlohmann::json hashes_json(const std::vector<BlockHash>& hashes) {
-  nlohmann::json out = nlohmann::json::array();
+nlohmann::ordered_json hashes_json(const std::vector<BlockHash>& hashes) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const BlockHash& h : hashes) out.push_back(h.hex());
   return out;
 }
 
-nlohmann::json event_json(const KvEvent& event) {
+nlohmann::ordered_json event_json(const KvEvent& event) {
   return std::visit(
-      [](const auto& e) -> nlohmann::json {
+      [](const auto& e) -> nlohmann::ordered_json {
         using E = std::decay_t<decltype(e)>;
         if constexpr (std::is_same_v<E, BlockStored>) {
           return {{"type", "BlockStored"},
                   {"block_hashes", hashes_json(e.block_hashes)},
-                  {"parent_block_hash", e.parent_block_hash ? nlohmann::json(e.parent_block_hash->hex()) : nlohmann::json(nullptr)},
+                  {"parent_block_hash", e.parent_block_hash ? nlohmann::ordered_json(e.parent_block_hash->hex()) : nlohmann::ordered_json(nullptr)},
                   {"token_ids", e.token_ids},
                   {"block_size", e.block_size},
                   {"lora_id", nullptr},
                   {"medium", e.medium},
-                  {"lora_name", e.lora_name.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.lora_name)},
+                  {"lora_name", e.lora_name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.lora_name)},
                   {"extra_keys", nullptr},
                   {"group_idx", 0}};
         } else if constexpr (std::is_same_v<E, BlockRemoved>) {
@@ -102,7 +102,7 @@ class JsonlSink : public KvEventSink {
 
   Status publish(std::int64_t step, double ts_seconds, const std::vector<KvEvent>& events) override {
     if (!out_.is_open()) return Status::error("--kv-events: " + path_ + " is closed");
-    nlohmann::json batch = {{"step", step}, {"ts", ts_seconds}, {"events", nlohmann::json::array()}};
+    nlohmann::ordered_json batch = {{"step", step}, {"ts", ts_seconds}, {"events", nlohmann::ordered_json::array()}};
     for (const KvEvent& e : events) batch["events"].push_back(event_json(e));
     out_ << batch.dump() << '\n';
     if (!out_) return Status::error("--kv-events: cannot write " + path_);
