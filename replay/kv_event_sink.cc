@@ -13,7 +13,9 @@ namespace {
 // Every struct there is `array_like=True, omit_defaults=True, tag=True`: a struct is a msgpack
 // array whose first element is the tag (the class name) followed by the fields in declaration
 // order; trailing fields equal to their defaults may be left out. ExternalBlockHash is `bytes`:
-// a hash is a bin of its digest's bytes.
+// a hash is a bin of its digest's bytes. (vLLM's newest main encodes these structs as maps, no
+// longer array_like, and adds kv_cache_spec_kind / kv_cache_spec_sliding_window to BlockStored;
+// this is the array_like layout that the fields lora_name, extra_keys and group_idx came with.)
 using Packer = msgpack::packer<msgpack::sbuffer>;
 
 void pack_hash(Packer& p, const BlockHash& h) {
