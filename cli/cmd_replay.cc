@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -59,10 +60,18 @@ int verdict(const replay::ReplaySummary& summary, const std::string& trace_path)
   return 0;
 }
 
+Status write_cache_dump(const std::string& path, const Scheduler& scheduler) {
+  std::ofstream out(path, std::ios::trunc);
+  for (const std::string& h : replay::cached_block_hashes(scheduler.kv_cache())) out << h << "\n";
+  out.close();
+  if (!out) return Status::error("--dump-cache: cannot write " + path);
+  return {};
+}
+
 }  // namespace
 
 int run_replay(int argc, char** argv) {
-  std::string trace_path, out_dir, decision_log = "full", progress = "auto";
+  std::string trace_path, out_dir, decision_log = "full", progress = "auto", dump_cache;
   bool force = false;
   po::options_description opts(
       "kvsim replay --trace TRACE [options]\n\n"
@@ -78,7 +87,9 @@ int run_replay(int argc, char** argv) {
       ("force", po::bool_switch(&force), "replace the run files in an existing non-empty run folder")
       ("decision-log", po::value(&decision_log)->default_value("full"),
        "full: write decisions.log; digest: keep only its SHA-256 (long traces)")
-      ("progress", po::value(&progress)->default_value("auto"), "auto (on a terminal) | on | off");
+      ("progress", po::value(&progress)->default_value("auto"), "auto (on a terminal) | on | off")
+      ("dump-cache", po::value(&dump_cache),
+       "at the end, write the hash of every cached block to FILE (hex, sorted, one a line)");
   add_config_options(opts);
   po::positional_options_description pos;
   pos.add("trace", 1);
@@ -125,6 +136,12 @@ int run_replay(int argc, char** argv) {
   if (summary->overload.overloaded) {
     std::cerr << "kvsim replay: warning: overloaded: " << summary->overload.reason
               << "; the latencies reflect an ever-growing queue (lower --request-rate, or add capacity)\n";
+  }
+  if (!dump_cache.empty()) {
+    if (Status st = write_cache_dump(dump_cache, *run->scheduler); !st.ok()) return fail(st.message());
+  }
+  if (run->events) {
+    if (Status st = run->events->close(); !st.ok()) return fail(st.message());
   }
   return verdict(*summary, trace_path);
 }

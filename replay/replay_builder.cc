@@ -1,5 +1,7 @@
 #include "replay/replay_builder.h"
 
+#include <algorithm>
+
 #include "replay/arrivals.h"
 #include "replay/pool_sizing.h"
 #include "sim/sim_device.h"
@@ -114,6 +116,7 @@ SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks,
   sc.num_lookahead_tokens = c.lookahead;
   sc.full_sequence_gate = c.full_sequence_gate;
   sc.policy = c.policy;
+  sc.cache.enable_kv_events = c.kv_events_enabled();
   return sc;
 }
 
@@ -137,6 +140,40 @@ StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c
   return std::make_pair(blocks, sizing);
 }
 
+StatusOr<std::unique_ptr<KvEventSink>> make_event_sink(const ReplayConfig& c) {
+  std::vector<std::unique_ptr<KvEventSink>> sinks;
+  if (!c.kv_events_file.empty()) {
+    auto jsonl = make_jsonl_event_sink(c.kv_events_file);
+    if (!jsonl.ok()) return jsonl.status();
+    sinks.push_back(std::move(*jsonl));
+  }
+  if (!c.kv_events_zmq.empty()) {
+    ZmqSinkOptions zo;
+    zo.endpoint = c.kv_events_zmq;
+    zo.replay_endpoint = c.kv_events_replay;
+    zo.topic = c.kv_events_topic;
+    zo.buffer_steps = static_cast<int>(c.kv_events_buffer_steps);
+    zo.linger_ms = static_cast<int>(c.kv_events_linger_ms);
+    zo.startup_ms = static_cast<int>(c.kv_events_startup_ms);
+    auto zmq = make_zmq_event_sink(zo);
+    if (!zmq.ok()) return zmq.status();
+    sinks.push_back(std::move(*zmq));
+  }
+  if (sinks.empty()) return std::unique_ptr<KvEventSink>();
+  if (sinks.size() == 1) return std::move(sinks.front());
+  return make_fanout_event_sink(std::move(sinks));
+}
+
+std::vector<std::string> cached_block_hashes(const KvCacheManager& cache) {
+  std::vector<std::string> out;
+  const BlockPool& pool = cache.pool();
+  for (BlockId id = 1; id < pool.num_blocks(); ++id) {
+    if (!pool.block(id).hash.empty()) out.push_back(pool.block(id).hash.hex());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const {
   ReplayOptions ro;
   ro.clock = config.clock;
@@ -151,7 +188,9 @@ ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const {
 }
 
 std::unique_ptr<Replayer> ReplayRun::make_replayer(const ReplayConfig& config) {
-  return std::make_unique<Replayer>(*scheduler, *device, *source, replay_options(config), predictor.get());
+  auto replayer = std::make_unique<Replayer>(*scheduler, *device, *source, replay_options(config), predictor.get());
+  replayer->set_event_sink(events.get());
+  return replayer;
 }
 
 StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<RequestSource> source,
@@ -168,6 +207,9 @@ StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<Req
   const SchedulerConfig sc = scheduler_config(config, blocks, hash_seed);
   run.scheduler = std::make_unique<Scheduler>(sc);
   run.description = describe_run(config, run, blocks, sizing, sc.hash_seed, trace_source);
+  auto sink = make_event_sink(config);
+  if (!sink.ok()) return sink.status();
+  run.events = std::move(*sink);
   return run;
 }
 

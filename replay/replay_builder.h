@@ -7,6 +7,7 @@
 //   1. The predictor's CUDA-graph mode is the mode the device really runs (the GPU backend runs
 //      FULL_DECODE_ONLY, or NONE), so predicted and measured steps are comparable.
 //   2. The scheduler's pool and the device's pool have the same number of blocks.
+//   3. The core queues KV events exactly when the run has an event sink; nothing else differs.
 #pragma once
 
 #include <memory>
@@ -17,6 +18,7 @@
 #include "model/device.h"
 #include "model/request_source.h"
 #include "model/scheduler.h"
+#include "replay/kv_event_sink.h"
 #include "replay/replay_config.h"
 #include "replay/replayer.h"
 #include "sim/sim_device.h"
@@ -28,6 +30,7 @@ struct ReplayRun {
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<Device> device;
   std::unique_ptr<StepTimePredictor> predictor;  // set only beside real hardware
+  std::unique_ptr<KvEventSink> events;            // set when --kv-events or --kv-events-zmq is given
   std::vector<std::pair<std::string, std::string>> description;  // every effective setting
 
   ReplayOptions replay_options(const ReplayConfig& config) const;
@@ -47,6 +50,13 @@ sim::SimOptions sim_options(const ReplayConfig& config, CudaGraphMode mode, sim:
 
 // The scheduler's configuration for `config` with a pool of `num_blocks` blocks.
 SchedulerConfig scheduler_config(const ReplayConfig& config, std::int64_t num_blocks, const std::string& hash_seed);
+
+// The event sink `config` asks for (JSONL file, ZeroMQ publisher, or both), or null.
+StatusOr<std::unique_ptr<KvEventSink>> make_event_sink(const ReplayConfig& config);
+
+// The hashes of every block cached in `cache` at this moment, lowercase hex, sorted (a hash
+// cached under two blocks is listed twice): what a subscriber rebuilds from the events.
+std::vector<std::string> cached_block_hashes(const KvCacheManager& cache);
 
 // The pool size `config` asks for, and how it was decided ("--num-blocks", "--kv-cache-tokens",
 // "gpu memory").

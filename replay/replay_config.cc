@@ -231,6 +231,30 @@ ConfigOption positive_option(std::string_view name, std::string_view group, std:
           [=](const ReplayConfig& c) { return std::isinf(c.*field) ? std::string("inf") : shortest(c.*field); }};
 }
 
+void add_event_options(std::vector<ConfigOption>& t) {
+  using C = ReplayConfig;
+  const std::string_view ev = "KV events";
+  t.push_back(text_option("kv-events", ev, "write the KV-cache events to FILE, one JSON batch per step (JSONL)",
+                          &C::kv_events_file));
+  t.push_back(text_option("kv-events-zmq", ev,
+                          "publish the KV-cache events on a ZeroMQ PUB socket in vLLM's wire format "
+                          "(tcp://*:5557 binds, tcp://host:port connects)",
+                          &C::kv_events_zmq));
+  t.push_back(text_option("kv-events-replay", ev,
+                          "ROUTER endpoint that replays missed event batches (vLLM's replay_endpoint)",
+                          &C::kv_events_replay));
+  t.push_back(text_option("kv-events-topic", ev, "topic frame of every published batch", &C::kv_events_topic));
+  t.push_back(int_option("kv-events-buffer-steps", ev, "event batches kept for replay requests",
+                         &C::kv_events_buffer_steps, 1, 1LL << 30));
+  t.push_back(int_option("kv-events-linger-ms", ev,
+                         "after the run, keep answering replay requests this long (milliseconds)",
+                         &C::kv_events_linger_ms, 0, 3600 * 1000));
+  t.push_back(int_option("kv-events-startup-ms", ev,
+                         "before the first step, wait this long for subscribers to connect (a PUB socket "
+                         "drops what it sends before they join)",
+                         &C::kv_events_startup_ms, 0, 3600 * 1000));
+}
+
 std::vector<ConfigOption> make_table() {
   using C = ReplayConfig;
   const std::string_view dev = "Device and model", kv = "KV cache", sch = "Scheduler", run = "Run";
@@ -323,6 +347,7 @@ std::vector<ConfigOption> make_table() {
                          std::numeric_limits<std::int64_t>::max()));
   t.push_back(bool_option("check-invariants", run, "check every core invariant after every step",
                           &C::check_invariants, true));
+  add_event_options(t);
   return t;
 }
 
@@ -352,6 +377,12 @@ Status ReplayConfig::validate() const {
   if (!(rate_scale > 0) || !std::isfinite(rate_scale)) return bad("rate-scale", "must be a positive number");
   if (request_rate != 0 && rate_scale != 1) return bad("rate-scale", "applies to the trace's timestamps, not to --request-rate");
   if (max_concurrency < 0) return bad("max-concurrency", "must be >= 0");
+  if (!kv_events_replay.empty() && kv_events_zmq.empty()) {
+    return bad("kv-events-replay", "needs --kv-events-zmq");
+  }
+  if ((!kv_events_file.empty() || !kv_events_zmq.empty()) && !prefix_caching) {
+    return bad(kv_events_file.empty() ? "kv-events-zmq" : "kv-events", "needs --prefix-caching on (no block is cached without it)");
+  }
   CudaGraphConfig graphs;
   graphs.mode = cuda_graphs;
   graphs.max_num_seqs = max_num_seqs;

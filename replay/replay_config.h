@@ -80,14 +80,27 @@ struct ReplayConfig {
   std::int64_t max_steps = 0;        // 0: no limit
   bool check_invariants = false;
   bool keep_decision_text = true;
+  // KV events out (replay/kv_event_sink.h); either one turns the core's event queue on.
+  std::string kv_events_file;        // JSONL, one batch a step
+  std::string kv_events_zmq;         // PUB endpoint (vLLM's wire format)
+  std::string kv_events_replay;      // ROUTER endpoint answering replay requests
+  std::string kv_events_topic;
+  std::int64_t kv_events_buffer_steps = 10000;
+  std::int64_t kv_events_linger_ms = 0;
+  std::int64_t kv_events_startup_ms = 0;
 
+  bool kv_events_observed = false;   // not an option: a caller's own sink (the Python module)
+
+  bool kv_events_enabled() const {
+    return kv_events_observed || !kv_events_file.empty() || !kv_events_zmq.empty();
+  }
   Status validate() const;
 };
 
 // One option of the table: `--name VALUE` (or a switch: `--name` alone sets it to "on").
 struct ConfigOption {
   std::string_view name;
-  std::string_view group;  // "Device and model", "KV cache", "Scheduler", "Run"
+  std::string_view group;  // "Device and model", "KV cache", "Scheduler", "Run", "KV events"
   std::string_view help;
   bool is_switch = false;
   std::function<Status(ReplayConfig&, const std::string&)> set;

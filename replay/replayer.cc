@@ -258,6 +258,13 @@ void Replayer::serving_metrics(Run& r) {
   s.e2el_ms = latency_stats(ms(r.e2e), p);
 }
 
+Status Replayer::publish_events(const Run& r, std::int64_t step) {
+  if (event_sink_ == nullptr) return {};
+  const std::vector<KvEvent> events = scheduler_.mutable_kv_cache().take_events();
+  if (events.empty()) return {};
+  return event_sink_->publish(step, static_cast<double>(r.now_ns) / 1e9, events);
+}
+
 StatusOr<ReplaySummary> Replayer::run() {
   Run r;
   if (Status s = pull_next(r); !s.ok()) return s;
@@ -287,6 +294,7 @@ StatusOr<ReplaySummary> Replayer::run() {
     note_first_schedule(r, plan);
     bool stop = false;
     StepRecord rec = execute(r, plan, &stop);
+    if (Status s = publish_events(r, plan.step); !s.ok()) return s;
     if (stop) break;
     if (options_.check_invariants_every_step) {
       std::string why;
@@ -299,6 +307,7 @@ StatusOr<ReplaySummary> Replayer::run() {
     rec.free_blocks = static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks());
     if (on_step) on_step(rec);
   }
+  if (Status s = publish_events(r, r.sum.steps); !s.ok()) return s;
   finish(r);
   return r.sum;
 }

@@ -12,6 +12,8 @@
 //      to the next arrival. Each plan is executed once, by the device.
 //   3. The run ends when the source is exhausted and no request is unfinished, or with an
 //      error if no request can make progress (never a hang).
+//   4. With an event sink, the manager's KV events are drained after every step (and once at
+//      the end) and published in order, stamped with the clock; the sink never feeds back.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,7 @@
 #include "model/status.h"
 #include "replay/decision_log.h"
 #include "replay/serving_metrics.h"
+#include "replay/kv_event_sink.h"
 
 namespace kv::replay {
 
@@ -110,6 +113,10 @@ class Replayer {
   std::function<void(const StepRecord&)> on_step;
   std::function<void(const RequestMetrics&)> on_request_done;
 
+  // Where the KV events go (the scheduler's cache must have been built with enable_kv_events);
+  // null: events are not drained. The sink must outlive run().
+  void set_event_sink(KvEventSink* sink) { event_sink_ = sink; }
+
   StatusOr<ReplaySummary> run();
   const DecisionLog& log() const { return log_; }
 
@@ -124,6 +131,7 @@ class Replayer {
   void apply_tokens(Run& r, const StepPlan& plan, const StepResult& result, StepRecord& rec);
   void finish(Run& r);
   void serving_metrics(Run& r);
+  Status publish_events(const Run& r, std::int64_t step);
 
   Scheduler& scheduler_;
   Device& device_;
@@ -131,6 +139,7 @@ class Replayer {
   ReplayOptions options_;
   StepTimePredictor* predictor_;
   DecisionLog log_;
+  KvEventSink* event_sink_ = nullptr;
 };
 
 }  // namespace kv::replay

@@ -1,0 +1,380 @@
+// The `kvsim` Python module (pybind11): a front end like cli/, over the same layers.
+//   kvsim.KvCacheManager   the core's manager, request by request (lookup / allocate / free),
+//                          its block tables as numpy arrays and its KV events as dicts;
+//   kvsim.Replay           a replay built from ReplayConfig options named as on the command
+//                          line; its summary, per-request metrics (numpy), events, cache;
+//   kvsim.run_ops(script)  an ops script (ops/ops_interpreter.h), its output lines.
+// Invariants:
+//   1. Bad input raises ValueError with the message the command prints (without "kvsim ...: ").
+//   2. Nothing here decides: a replay run from Python has the digest `kvsim replay` prints.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <type_traits>
+
+#include "model/kv_cache_manager.h"
+#include "ops/ops_interpreter.h"
+#include "replay/replay_builder.h"
+
+namespace py = pybind11;
+
+namespace kv::python {
+
+namespace {
+
+[[noreturn]] void raise(const std::string& message) { throw py::value_error(message); }
+
+template <typename T>
+T value_or_raise(StatusOr<T> v) {
+  if (!v.ok()) raise(v.status().message());
+  return std::move(v).value();
+}
+
+py::list hashes_list(const std::vector<BlockHash>& hashes) {
+  py::list out;
+  for (const BlockHash& h : hashes) out.append(h.hex());
+  return out;
+}
+
+py::dict event_dict(const KvEvent& event) {
+  return std::visit(
+      [](const auto& e) {
+        using E = std::decay_t<decltype(e)>;
+        py::dict d;
+        if constexpr (std::is_same_v<E, BlockStored>) {
+          d["type"] = "BlockStored";
+          d["block_hashes"] = hashes_list(e.block_hashes);
+          d["parent_block_hash"] = e.parent_block_hash ? py::object(py::str(e.parent_block_hash->hex())) : py::none();
+          d["token_ids"] = py::array_t<TokenId>(static_cast<py::ssize_t>(e.token_ids.size()), e.token_ids.data());
+          d["block_size"] = e.block_size;
+          d["medium"] = e.medium;
+          d["lora_name"] = e.lora_name.empty() ? py::object(py::none()) : py::object(py::str(e.lora_name));
+        } else if constexpr (std::is_same_v<E, BlockRemoved>) {
+          d["type"] = "BlockRemoved";
+          d["block_hashes"] = hashes_list(e.block_hashes);
+          d["medium"] = e.medium;
+        } else {
+          d["type"] = "AllBlocksCleared";
+        }
+        return d;
+      },
+      event);
+}
+
+py::list events_list(const std::vector<KvEvent>& events) {
+  py::list out;
+  for (const KvEvent& e : events) out.append(event_dict(e));
+  return out;
+}
+
+template <typename T>
+py::array_t<T> to_array(const std::vector<T>& v) {
+  return py::array_t<T>(static_cast<py::ssize_t>(v.size()), v.data());
+}
+
+py::dict stats_dict(const PrefixCacheStats& s) {
+  py::dict d;
+  d["lookups"] = s.lookups;
+  d["queries"] = s.queries;
+  d["hits"] = s.hits;
+  d["preempted_lookups"] = s.preempted_lookups;
+  d["preempted_queries"] = s.preempted_queries;
+  d["preempted_hits"] = s.preempted_hits;
+  return d;
+}
+
+// ---- KvCacheManager --------------------------------------------------------------------------
+
+// The core's manager with the requests it serves, addressed by id from Python.
+class PyKvCacheManager {
+ public:
+  PyKvCacheManager(int num_blocks, int block_size, bool enable_caching, bool enable_kv_events,
+                   const std::string& hash, const std::string& free_order) {
+    if (num_blocks < 2) raise("num_blocks: the pool needs at least 2 blocks (the null block and one more)");
+    if (block_size < 1 || block_size > 1024) raise("block_size: must be 1..1024");
+    KvCacheConfig c;
+    c.num_blocks = num_blocks;
+    c.block_size = block_size;
+    c.enable_caching = enable_caching;
+    c.enable_kv_events = enable_kv_events;
+    if (free_order == "classic") c.free_order = FreeOrder::kClassic;
+    else if (free_order == "unhashed_first") c.free_order = FreeOrder::kUnhashedFirst;
+    else raise("free_order: must be one of classic, unhashed_first, got '" + free_order + "'");
+    HashAlgo algo = HashAlgo::kSha256Cbor;
+    if (hash == "xxhash_cbor") algo = HashAlgo::kXxhashCbor;
+    else if (hash != "sha256_cbor") raise("hash: must be one of sha256_cbor, xxhash_cbor, got '" + hash + "'");
+    hasher_ = std::make_unique<BlockHasher>(algo);
+    manager_ = std::make_unique<KvCacheManager>(c);
+  }
+
+  void add_request(const std::string& id, std::vector<TokenId> tokens) {
+    if (requests_.count(id) != 0) raise("request " + id + " already exists");
+    const KvCacheConfig& c = manager_->config();
+    requests_.emplace(id, std::make_unique<Request>(id, std::move(tokens), HashExtras{},
+                                                    c.enable_caching ? hasher_.get() : nullptr, c.block_size));
+  }
+
+  // (hit block ids, hit tokens); remembered for the next allocate of this request.
+  std::pair<std::vector<BlockId>, std::int64_t> lookup(const std::string& id) {
+    Request& r = find(id);
+    if (r.num_computed_tokens != 0) raise("request " + id + ": lookup after tokens were computed");
+    CacheHit hit = manager_->lookup(r);
+    pending_hits_[id] = hit;
+    return {hit.blocks, hit.num_tokens};
+  }
+
+  // The new block ids, or None when the pool is short. Advances the computed tokens.
+  std::optional<std::vector<BlockId>> allocate(const std::string& id, std::int64_t num_new_tokens) {
+    Request& r = find(id);
+    if (num_new_tokens < 0) raise("num_new_tokens: must be >= 0");
+    CacheHit hit;
+    if (auto it = pending_hits_.find(id); it != pending_hits_.end()) hit = it->second;
+    if (r.num_computed_tokens + hit.num_tokens + num_new_tokens > r.num_tokens()) {
+      raise("request " + id + ": allocating past its " + std::to_string(r.num_tokens()) + " tokens");
+    }
+    auto blocks = manager_->allocate(r, num_new_tokens, hit);
+    if (!blocks) return std::nullopt;
+    pending_hits_.erase(id);
+    r.num_computed_tokens += hit.num_tokens + num_new_tokens;
+    return blocks;
+  }
+
+  void append_tokens(const std::string& id, const std::vector<TokenId>& tokens) { find(id).append_tokens(tokens); }
+
+  void free(const std::string& id) {
+    manager_->free(find(id));
+    requests_.erase(id);
+    pending_hits_.erase(id);
+  }
+
+  py::array_t<BlockId> block_table(const std::string& id) {
+    find(id);
+    const std::span<const BlockId> blocks = manager_->blocks_of(id);
+    return py::array_t<BlockId>(static_cast<py::ssize_t>(blocks.size()), blocks.data());
+  }
+
+  std::vector<std::string> block_hashes(const std::string& id) {
+    std::vector<std::string> out;
+    for (const BlockHash& h : find(id).block_hashes()) out.push_back(h.hex());
+    return out;
+  }
+
+  KvCacheManager& manager() { return *manager_; }
+
+ private:
+  Request& find(const std::string& id) {
+    auto it = requests_.find(id);
+    if (it == requests_.end()) raise("unknown request " + id);
+    return *it->second;
+  }
+
+  std::unique_ptr<BlockHasher> hasher_;
+  std::unique_ptr<KvCacheManager> manager_;
+  std::map<std::string, std::unique_ptr<Request>> requests_;
+  std::map<std::string, CacheHit> pending_hits_;  // from lookup, consumed by allocate
+};
+
+void bind_manager(py::module_& m) {
+  py::class_<PyKvCacheManager>(m, "KvCacheManager",
+                               "vLLM v1's KVCacheManager for one full-attention group (model/kv_cache_manager.h)")
+      .def(py::init<int, int, bool, bool, const std::string&, const std::string&>(), py::arg("num_blocks"),
+           py::arg("block_size") = 16, py::arg("enable_caching") = true, py::arg("enable_kv_events") = false,
+           py::arg("hash") = "sha256_cbor", py::arg("free_order") = "classic")
+      .def("add_request", &PyKvCacheManager::add_request, py::arg("id"), py::arg("tokens"))
+      .def("lookup", &PyKvCacheManager::lookup, py::arg("id"), "(hit block ids, hit tokens)")
+      .def("allocate", &PyKvCacheManager::allocate, py::arg("id"), py::arg("num_new_tokens"),
+           "new block ids, or None when the pool is short")
+      .def("append_tokens", &PyKvCacheManager::append_tokens, py::arg("id"), py::arg("tokens"))
+      .def("free", &PyKvCacheManager::free, py::arg("id"))
+      .def("block_table", &PyKvCacheManager::block_table, py::arg("id"))
+      .def("block_hashes", &PyKvCacheManager::block_hashes, py::arg("id"))
+      .def("reset_prefix_cache", [](PyKvCacheManager& p) { return p.manager().reset_prefix_cache(); })
+      .def("take_events", [](PyKvCacheManager& p) { return events_list(p.manager().take_events()); })
+      .def("cached_hashes", [](PyKvCacheManager& p) { return replay::cached_block_hashes(p.manager()); })
+      .def("check_invariants", [](PyKvCacheManager& p) {
+        std::string why;
+        if (!p.manager().check_invariants(&why)) throw std::runtime_error(why);
+      })
+      .def_property_readonly("num_free_blocks", [](PyKvCacheManager& p) { return p.manager().num_free_blocks(); })
+      .def_property_readonly("usage", [](PyKvCacheManager& p) { return p.manager().usage(); })
+      .def_property_readonly("stats", [](PyKvCacheManager& p) { return stats_dict(p.manager().stats()); });
+}
+
+// ---- Replay ----------------------------------------------------------------------------------
+
+// Keeps every event batch for Python and passes it on to the run's own sink, if any.
+class CollectingSink : public replay::KvEventSink {
+ public:
+  explicit CollectingSink(replay::KvEventSink* next) : next_(next) {}
+  Status publish(std::int64_t step, double ts, const std::vector<KvEvent>& events) override {
+    batches_.push_back({step, ts, events});
+    return next_ ? next_->publish(step, ts, events) : Status();
+  }
+  Status close() override { return next_ ? next_->close() : Status(); }
+
+  struct Batch {
+    std::int64_t step;
+    double ts;
+    std::vector<KvEvent> events;
+  };
+  std::vector<Batch> batches_;
+
+ private:
+  replay::KvEventSink* next_;
+};
+
+// An option value as the command line spells it: True/False -> on/off, numbers as text.
+std::string option_text(const py::handle& v) {
+  if (py::isinstance<py::bool_>(v)) return v.cast<bool>() ? "on" : "off";
+  return py::str(v).cast<std::string>();
+}
+
+// Per-request metrics as columns: ids and statuses as lists, numbers as numpy arrays.
+py::dict metrics_dict(const std::vector<replay::RequestMetrics>& ms) {
+  std::vector<std::int64_t> arrival, first, finish, prompt, output, cached, preempt;
+  py::list ids, status;
+  for (const replay::RequestMetrics& m : ms) {
+    ids.append(m.id);
+    status.append(m.status);
+    arrival.push_back(m.arrival_us);
+    first.push_back(m.first_token_us);
+    finish.push_back(m.finish_us);
+    prompt.push_back(m.prompt_tokens);
+    output.push_back(m.output_tokens);
+    cached.push_back(m.cached_tokens);
+    preempt.push_back(m.preemptions);
+  }
+  py::dict d;
+  d["id"] = ids;
+  d["status"] = status;
+  d["arrival_us"] = to_array(arrival);
+  d["first_token_us"] = to_array(first);
+  d["finish_us"] = to_array(finish);
+  d["prompt_tokens"] = to_array(prompt);
+  d["output_tokens"] = to_array(output);
+  d["cached_tokens"] = to_array(cached);
+  d["preemptions"] = to_array(preempt);
+  return d;
+}
+
+py::dict summary_dict(const replay::ReplaySummary& s) {
+  py::dict d;
+  d["requests_total"] = s.requests_total;
+  d["requests_finished"] = s.requests_finished;
+  d["requests_rejected"] = s.requests_rejected;
+  d["prompt_tokens"] = s.prompt_tokens;
+  d["output_tokens"] = s.output_tokens;
+  d["steps"] = s.steps;
+  d["preemptions"] = s.preemptions;
+  d["evictions"] = s.evictions;
+  d["hit_rate"] = s.hit_rate;
+  d["request_hit_rate"] = s.request_hit_rate;
+  d["sim_time_us"] = s.sim_time_us;
+  d["cache"] = stats_dict(s.cache);
+  d["violations"] = s.violations;
+  d["digest"] = s.digest;
+  return d;
+}
+
+// One replay: configured like `kvsim replay` (option names as on its command line), run once.
+class PyReplay {
+ public:
+  PyReplay(const std::string& trace, const py::dict& options, bool collect_events) {
+    for (const auto& [key, value] : options) {
+      std::string name = py::str(key).cast<std::string>();
+      for (char& c : name) c = c == '_' ? '-' : c;
+      if (Status s = replay::set_option(config_, name, option_text(value)); !s.ok()) raise(s.message());
+    }
+    config_.kv_events_observed = collect_events;
+    run_ = value_or_raise(replay::build_replay(config_, trace));
+    replayer_ = run_.make_replayer(config_);
+    if (collect_events) {
+      collector_ = std::make_unique<CollectingSink>(run_.events.get());
+      replayer_->set_event_sink(collector_.get());
+    }
+    replayer_->on_request_done = [this](const replay::RequestMetrics& m) { metrics_.push_back(m); };
+  }
+
+  py::dict run() {
+    if (summary_) raise("this replay has run already");
+    summary_ = value_or_raise(replayer_->run());
+    if (run_.events) {
+      if (Status s = run_.events->close(); !s.ok()) raise(s.message());
+    }
+    return summary_dict(*summary_);
+  }
+
+  py::list events() const {
+    py::list out;
+    if (!collector_) return out;
+    for (const CollectingSink::Batch& b : collector_->batches_) {
+      py::dict d;
+      d["step"] = b.step;
+      d["ts"] = b.ts;
+      d["events"] = events_list(b.events);
+      out.append(d);
+    }
+    return out;
+  }
+
+  py::dict metrics() const { return metrics_dict(metrics_); }
+  std::vector<std::string> cached_hashes() const { return replay::cached_block_hashes(run_.scheduler->kv_cache()); }
+  std::string decision_log() const { return replayer_->log().text(); }
+  std::vector<std::pair<std::string, std::string>> config() const { return run_.description; }
+
+ private:
+  replay::ReplayConfig config_;
+  replay::ReplayRun run_;
+  std::unique_ptr<replay::Replayer> replayer_;
+  std::unique_ptr<CollectingSink> collector_;
+  std::vector<replay::RequestMetrics> metrics_;
+  std::optional<replay::ReplaySummary> summary_;
+};
+
+void bind_replay(py::module_& m) {
+  py::class_<PyReplay>(m, "Replay", "a replay of a trace, configured as `kvsim replay` (replay/replay_config.h)")
+      .def(py::init<const std::string&, const py::dict&, bool>(), py::arg("trace"),
+           py::arg("options") = py::dict(), py::arg("collect_events") = false)
+      .def("run", &PyReplay::run, "runs the replay; its summary")
+      .def_property_readonly("events", &PyReplay::events)
+      .def_property_readonly("metrics", &PyReplay::metrics)
+      .def_property_readonly("decision_log", &PyReplay::decision_log)
+      .def_property_readonly("config", &PyReplay::config)
+      .def("cached_hashes", &PyReplay::cached_hashes);
+  m.def("options", [] {
+    std::vector<std::string> names;
+    for (const replay::ConfigOption& o : replay::config_options()) names.emplace_back(o.name);
+    return names;
+  });
+}
+
+}  // namespace
+
+}  // namespace kv::python
+
+PYBIND11_MODULE(kvsim, m) {
+  m.doc() = "kvsim: vLLM v1's KV-cache manager and scheduler, exact, with a simulated device";
+  kv::python::bind_manager(m);
+  kv::python::bind_replay(m);
+  m.def(
+      "run_ops",
+      [](const std::string& script) {
+        std::istringstream in(script);
+        std::ostringstream out, err;
+        const int rc = kv::OpsInterpreter::run_script(in, out, err);
+        std::string message = err.str();
+        if (!message.empty() && message.back() == '\n') message.pop_back();
+        if (rc == 1) throw std::runtime_error(message);
+        if (rc != 0) throw py::value_error(message);
+        std::vector<std::string> lines;
+        std::istringstream text(out.str());
+        for (std::string line; std::getline(text, line);) lines.push_back(line);
+        return lines;
+      },
+      py::arg("script"), "runs an ops script; its output lines (ValueError on a bad line, RuntimeError on a failed check)");
+}

@@ -1,0 +1,173 @@
+#include "replay/kv_event_sink.h"
+
+#include <fstream>
+#include <msgpack.hpp>
+#include <nlohmann/json.hpp>
+#include <type_traits>
+
+namespace kv::replay {
+
+namespace {
+
+// ---- msgpack, as msgspec encodes vLLM's structs (vllm/distributed/kv_events.py) -----------
+// Every struct there is `array_like=True, omit_defaults=True, tag=True`: a struct is a msgpack
+// array whose first element is the tag (the class name) followed by the fields in declaration
+// order; trailing fields equal to their defaults may be left out. ExternalBlockHash is `bytes`:
+// a hash is a bin of its digest's bytes. (vLLM's newest main encodes these structs as maps, no
+// longer array_like, and adds kv_cache_spec_kind / kv_cache_spec_sliding_window to BlockStored;
+// this is the array_like layout that the fields lora_name, extra_keys and group_idx came with.)
+using Packer = msgpack::packer<msgpack::sbuffer>;
+
+void pack_hash(Packer& p, const BlockHash& h) {
+  p.pack_bin(h.size);
+  p.pack_bin_body(reinterpret_cast<const char*>(h.bytes.data()), h.size);
+}
+
+void pack_hashes(Packer& p, const std::vector<BlockHash>& hashes) {
+  p.pack_array(static_cast<std::uint32_t>(hashes.size()));
+  for (const BlockHash& h : hashes) pack_hash(p, h);
+}
+
+void pack_str(Packer& p, const std::string& s) {
+  p.pack_str(static_cast<std::uint32_t>(s.size()));
+  p.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
+}
+
+// BlockStored: block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium,
+// lora_name, extra_keys, group_idx.
+void pack_event(Packer& p, const BlockStored& e) {
+  p.pack_array(10);
+  pack_str(p, "BlockStored");
+  pack_hashes(p, e.block_hashes);
+  if (e.parent_block_hash) pack_hash(p, *e.parent_block_hash);
+  else p.pack_nil();
+  p.pack_array(static_cast<std::uint32_t>(e.token_ids.size()));
+  for (TokenId t : e.token_ids) p.pack(static_cast<std::int64_t>(t));
+  p.pack(e.block_size);
+  p.pack_nil();  // lora_id: deprecated, no LoRA ids here
+  pack_str(p, e.medium);
+  if (e.lora_name.empty()) p.pack_nil();
+  else pack_str(p, e.lora_name);
+  p.pack_nil();  // extra_keys: none (no multimodal inputs, salts or prompt embeddings)
+  p.pack(0);     // group_idx: the one full-attention group
+}
+
+// BlockRemoved: block_hashes, medium, group_idx.
+void pack_event(Packer& p, const BlockRemoved& e) {
+  p.pack_array(4);
+  pack_str(p, "BlockRemoved");
+  pack_hashes(p, e.block_hashes);
+  pack_str(p, e.medium);
+  p.pack(0);
+}
+
+void pack_event(Packer& p, const AllBlocksCleared&) {
+  p.pack_array(1);
+  pack_str(p, "AllBlocksCleared");
+}
+
+// ---- JSON ------------------------------------------------------------------------------------
+nlohmann::ordered_json hashes_json(const std::vector<BlockHash>& hashes) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const BlockHash& h : hashes) out.push_back(h.hex());
+  return out;
+}
+
+nlohmann::ordered_json event_json(const KvEvent& event) {
+  return std::visit(
+      [](const auto& e) -> nlohmann::ordered_json {
+        using E = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<E, BlockStored>) {
+          return {{"type", "BlockStored"},
+                  {"block_hashes", hashes_json(e.block_hashes)},
+                  {"parent_block_hash", e.parent_block_hash ? nlohmann::ordered_json(e.parent_block_hash->hex()) : nlohmann::ordered_json(nullptr)},
+                  {"token_ids", e.token_ids},
+                  {"block_size", e.block_size},
+                  {"lora_id", nullptr},
+                  {"medium", e.medium},
+                  {"lora_name", e.lora_name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.lora_name)},
+                  {"extra_keys", nullptr},
+                  {"group_idx", 0}};
+        } else if constexpr (std::is_same_v<E, BlockRemoved>) {
+          return {{"type", "BlockRemoved"}, {"block_hashes", hashes_json(e.block_hashes)},
+                  {"medium", e.medium}, {"group_idx", 0}};
+        } else {
+          return {{"type", "AllBlocksCleared"}};
+        }
+      },
+      event);
+}
+
+class JsonlSink : public KvEventSink {
+ public:
+  JsonlSink(std::ofstream out, std::string path) : out_(std::move(out)), path_(std::move(path)) {}
+
+  Status publish(std::int64_t step, double ts_seconds, const std::vector<KvEvent>& events) override {
+    if (!out_.is_open()) return Status::error("--kv-events: " + path_ + " is closed");
+    nlohmann::ordered_json batch = {{"step", step}, {"ts", ts_seconds}, {"events", nlohmann::ordered_json::array()}};
+    for (const KvEvent& e : events) batch["events"].push_back(event_json(e));
+    out_ << batch.dump() << '\n';
+    if (!out_) return Status::error("--kv-events: cannot write " + path_);
+    return {};
+  }
+
+  Status close() override {
+    if (!out_.is_open()) return {};
+    out_.close();
+    if (out_.fail()) return Status::error("--kv-events: cannot write " + path_);
+    return {};
+  }
+
+ private:
+  std::ofstream out_;
+  std::string path_;
+};
+
+class FanoutSink : public KvEventSink {
+ public:
+  explicit FanoutSink(std::vector<std::unique_ptr<KvEventSink>> sinks) : sinks_(std::move(sinks)) {}
+
+  Status publish(std::int64_t step, double ts_seconds, const std::vector<KvEvent>& events) override {
+    for (auto& s : sinks_) {
+      if (Status st = s->publish(step, ts_seconds, events); !st.ok()) return st;
+    }
+    return {};
+  }
+
+  Status close() override {
+    Status first;
+    for (auto& s : sinks_) {
+      Status st = s->close();
+      if (first.ok() && !st.ok()) first = st;
+    }
+    return first;
+  }
+
+ private:
+  std::vector<std::unique_ptr<KvEventSink>> sinks_;
+};
+
+}  // namespace
+
+std::string encode_kv_event_batch(double ts_seconds, const std::vector<KvEvent>& events, int data_parallel_rank) {
+  msgpack::sbuffer buf;
+  Packer p(buf);
+  p.pack_array(3);  // KVEventBatch: ts, events, data_parallel_rank
+  p.pack_double(ts_seconds);
+  p.pack_array(static_cast<std::uint32_t>(events.size()));
+  for (const KvEvent& e : events) std::visit([&p](const auto& ev) { pack_event(p, ev); }, e);
+  p.pack(data_parallel_rank);
+  return std::string(buf.data(), buf.size());
+}
+
+StatusOr<std::unique_ptr<KvEventSink>> make_jsonl_event_sink(const std::string& path) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) return Status::error("--kv-events: cannot open " + path + " for writing");
+  return std::unique_ptr<KvEventSink>(std::make_unique<JsonlSink>(std::move(out), path));
+}
+
+std::unique_ptr<KvEventSink> make_fanout_event_sink(std::vector<std::unique_ptr<KvEventSink>> sinks) {
+  return std::make_unique<FanoutSink>(std::move(sinks));
+}
+
+}  // namespace kv::replay

@@ -1,0 +1,137 @@
+// KV events out of a replay: the msgpack layout of vLLM's KVEventBatch, the JSONL writer, and
+// the promise that turning events on changes no decision (same digest), including after
+// evictions in a small pool.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <msgpack.hpp>
+#include <nlohmann/json.hpp>
+
+#include "replay/kv_event_sink.h"
+#include "replay/replay_builder.h"
+
+namespace kv::replay {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kTrace = "traces/data/sharegpt_sample.kvtrace";
+
+BlockHash hash_of(std::uint8_t first) {
+  BlockHash h;
+  h.size = 32;
+  h.bytes[0] = first;
+  return h;
+}
+
+TEST(KvEventsTest, BatchIsVllmsArrayLikeTaggedLayout) {
+  BlockStored stored;
+  stored.block_hashes = {hash_of(1), hash_of(2)};
+  stored.parent_block_hash = hash_of(9);
+  stored.token_ids = {1, 2, 3, 4};
+  stored.block_size = 2;
+  const std::vector<KvEvent> events = {stored, BlockRemoved{{hash_of(1)}, "GPU"}, AllBlocksCleared{}};
+  const std::string bytes = encode_kv_event_batch(1.5, events, 0);
+  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
+  const msgpack::object& batch = oh.get();
+  ASSERT_EQ(batch.type, msgpack::type::ARRAY);
+  ASSERT_EQ(batch.via.array.size, 3u);  // ts, events, data_parallel_rank
+  EXPECT_EQ(batch.via.array.ptr[0].as<double>(), 1.5);
+  EXPECT_EQ(batch.via.array.ptr[2].as<int>(), 0);
+  const msgpack::object& evs = batch.via.array.ptr[1];
+  ASSERT_EQ(evs.via.array.size, 3u);
+  const msgpack::object& s = evs.via.array.ptr[0];
+  ASSERT_EQ(s.via.array.size, 10u);
+  EXPECT_EQ(s.via.array.ptr[0].as<std::string>(), "BlockStored");
+  ASSERT_EQ(s.via.array.ptr[1].via.array.size, 2u);
+  EXPECT_EQ(s.via.array.ptr[1].via.array.ptr[0].type, msgpack::type::BIN);
+  EXPECT_EQ(s.via.array.ptr[1].via.array.ptr[0].via.bin.size, 32u);
+  EXPECT_EQ(static_cast<int>(s.via.array.ptr[2].via.bin.ptr[0]), 9);  // parent
+  EXPECT_EQ(s.via.array.ptr[3].as<std::vector<int>>(), (std::vector<int>{1, 2, 3, 4}));
+  EXPECT_EQ(s.via.array.ptr[4].as<int>(), 2);                  // block_size
+  EXPECT_TRUE(s.via.array.ptr[5].is_nil());                    // lora_id
+  EXPECT_EQ(s.via.array.ptr[6].as<std::string>(), "GPU");      // medium
+  EXPECT_TRUE(s.via.array.ptr[7].is_nil());                    // lora_name
+  EXPECT_TRUE(s.via.array.ptr[8].is_nil());                    // extra_keys
+  EXPECT_EQ(s.via.array.ptr[9].as<int>(), 0);                  // group_idx
+  const msgpack::object& r = evs.via.array.ptr[1];
+  ASSERT_EQ(r.via.array.size, 4u);
+  EXPECT_EQ(r.via.array.ptr[0].as<std::string>(), "BlockRemoved");
+  EXPECT_EQ(r.via.array.ptr[2].as<std::string>(), "GPU");
+  const msgpack::object& c = evs.via.array.ptr[2];
+  ASSERT_EQ(c.via.array.size, 1u);
+  EXPECT_EQ(c.via.array.ptr[0].as<std::string>(), "AllBlocksCleared");
+}
+
+struct Outcome {
+  std::string digest;
+  std::int64_t evictions = 0;
+  std::vector<std::string> cached;
+};
+
+Outcome replay_with(const std::string& events_file) {
+  ReplayConfig c;
+  c.num_blocks = 400;  // small: blocks are evicted
+  c.limit = 60;
+  c.keep_decision_text = false;
+  c.kv_events_file = events_file;
+  auto run = build_replay(c, kTrace);
+  EXPECT_TRUE(run.ok()) << run.status().message();
+  auto summary = run->make_replayer(c)->run();
+  EXPECT_TRUE(summary.ok()) << summary.status().message();
+  if (run->events) {
+    EXPECT_TRUE(run->events->close().ok());
+  }
+  return {summary->digest, summary->evictions, cached_block_hashes(run->scheduler->kv_cache())};
+}
+
+TEST(KvEventsTest, EventsChangeNoDecisionAndRebuildTheCache) {
+  const fs::path file = fs::temp_directory_path() / ("kvsim_events_" + std::to_string(::getpid()) + ".jsonl");
+  const Outcome off = replay_with("");
+  const Outcome on = replay_with(file.string());
+  EXPECT_EQ(off.digest, on.digest);
+  EXPECT_GT(on.evictions, 0);
+  EXPECT_EQ(off.cached, on.cached);
+
+  std::map<std::string, int> cache;  // hash -> blocks cached under it
+  std::ifstream in(file);
+  std::string line;
+  double last_ts = -1;
+  int batches = 0;
+  while (std::getline(in, line)) {
+    const auto batch = nlohmann::json::parse(line);
+    EXPECT_GE(batch["ts"].get<double>(), last_ts);
+    last_ts = batch["ts"].get<double>();
+    ++batches;
+    for (const auto& e : batch["events"]) {
+      const std::string type = e["type"];
+      if (type == "AllBlocksCleared") cache.clear();
+      for (const auto& h : e.value("block_hashes", nlohmann::json::array())) {
+        if (type == "BlockStored") ++cache[h.get<std::string>()];
+        else if (--cache[h.get<std::string>()] == 0) cache.erase(h.get<std::string>());
+      }
+    }
+  }
+  EXPECT_GT(batches, 10);
+  std::vector<std::string> rebuilt;
+  for (const auto& [h, n] : cache) rebuilt.insert(rebuilt.end(), static_cast<std::size_t>(n), h);
+  EXPECT_EQ(rebuilt, on.cached);
+  fs::remove(file);
+}
+
+TEST(KvEventsTest, BadOptionsNameTheOption) {
+  ReplayConfig c;
+  c.kv_events_replay = "tcp://127.0.0.1:1";
+  EXPECT_EQ(c.validate().message(), "--kv-events-replay: needs --kv-events-zmq");
+  ReplayConfig d;
+  d.kv_events_file = "/nonexistent-dir/x.jsonl";
+  auto run = build_replay(d, kTrace);
+  ASSERT_FALSE(run.ok());
+  EXPECT_EQ(run.status().message(), "--kv-events: cannot open /nonexistent-dir/x.jsonl for writing");
+}
+
+}  // namespace
+}  // namespace kv::replay
