@@ -27,10 +27,24 @@ KernelWork gemm(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t dty
   return {2 * m * k * n, (m * k + k * n + m * n) * dtype};
 }
 
+// Sum over n' = 1..n of min(n', w): the keys a causal window-w layer reads for the first n
+// positions.
+std::int64_t window_pairs_upto(std::int64_t n, std::int64_t w) {
+  if (n <= w) return n * (n + 1) / 2;
+  return w * (w + 1) / 2 + (n - w) * w;
+}
+
 }  // namespace
 
-StepShape summarize(const StepPlan& plan) {
+std::int64_t model_window(const ModelShape& model) {
+  if (model.num_layers_of(AttentionType::kSlidingWindow) > 0) return model.sliding_window;
+  if (model.num_layers_of(AttentionType::kChunkedLocalAttention) > 0) return model.attention_chunk;
+  return 0;
+}
+
+StepShape summarize(const StepPlan& plan, std::int64_t window) {
   StepShape s;
+  s.window = window;
   bool uniform = !plan.requests.empty();
   for (const ScheduledRequest& r : plan.requests) {
     std::int64_t q = static_cast<std::int64_t>(r.token_ids.size());
@@ -41,6 +55,11 @@ StepShape summarize(const StepPlan& plan) {
     s.kv_tokens_read += c + q;
     s.attended_pairs += q * c + q * (q + 1) / 2;
     s.num_block_ids += static_cast<std::int64_t>(r.block_ids.size());
+    for (const auto& ids : r.group_block_ids) s.num_block_ids += static_cast<std::int64_t>(ids.size());
+    if (window > 0) {
+      s.window_kv_tokens_read += std::min(c + q, q + window - 1);
+      s.window_attended_pairs += window_pairs_upto(c + q, window) - window_pairs_upto(c, window);
+    }
     uniform = uniform && q == 1;
   }
   s.uniform_decode = uniform;
@@ -164,11 +183,16 @@ StepCost CostModel::cost(const StepShape& shape) {
     // Tokens the dense kernels and attention run on; padding costs compute.
     KernelQuery dense{shape.num_tokens + pad, shape.num_seqs, 0};
     KernelQuery attn{shape.num_tokens, shape.num_seqs, shape.kv_tokens_read};
+    KernelQuery window_attn{shape.num_tokens, shape.num_seqs, shape.window_kv_tokens_read};
     std::int64_t pairs = shape.attended_pairs;
+    std::int64_t window_pairs = shape.window_attended_pairs;
     if (mode == CudaGraphMode::kFull && pad > 0) {  // padded rows attend to one key each
       attn.num_tokens += pad;
       attn.context_tokens += pad;
       pairs += pad;
+      window_attn.num_tokens += pad;
+      window_attn.context_tokens += pad;
+      window_pairs += pad;
     }
     KernelQuery slots{dense.num_tokens, shape.num_seqs, 0};
     w[id(StepNode::kSlotMapping)] = kernel_cycles(Kernel::kSlotMapping, slots, 0) + launch;
@@ -191,7 +215,13 @@ StepCost CostModel::cost(const StepShape& shape) {
     per_layer(StepNode::kQkvProj, Kernel::kQkvProj, dense, dense_launch);
     per_layer(StepNode::kRotary, Kernel::kRotary, dense, dense_launch);
     per_layer(StepNode::kCacheWrite, Kernel::kCacheWrite, dense, dense_launch);
-    per_layer(StepNode::kAttention, Kernel::kAttention, attn, attention_launch);
+    // Full layers attend to the whole context, windowed ones to their window (invariant 5).
+    const std::int64_t windowed = shape.window > 0 ? layers - model_.num_layers_of(AttentionType::kFullAttention) : 0;
+    w[id(StepNode::kAttention)] = (layers - windowed) * (kernel_cycles(Kernel::kAttention, attn, pairs) + attention_launch);
+    if (windowed > 0) {
+      w[id(StepNode::kAttention)] +=
+          windowed * (kernel_cycles(Kernel::kAttention, window_attn, window_pairs) + attention_launch);
+    }
     per_layer(StepNode::kOProj, Kernel::kOProj, dense, dense_launch);
     per_layer(StepNode::kPostAttentionNorm, Kernel::kRmsnorm, dense, dense_launch);
     per_layer(StepNode::kGateUpProj, Kernel::kGateUpProj, dense, dense_launch);
