@@ -157,6 +157,21 @@ std::int64_t CostModel::kernel_cycles(Kernel k, const KernelQuery& q,
   return roofline_cycles(work(k, q, attended_pairs));
 }
 
+// Invariant 5: full layers attend to the whole context, windowed ones to their window. `pad`
+// rows (FULL graphs) attend to one key each.
+std::int64_t CostModel::attention_node_cycles(const StepShape& shape, std::int64_t pad, std::int64_t launch) const {
+  const KernelQuery context{shape.num_tokens + pad, shape.num_seqs, shape.kv_tokens_read + pad};
+  const std::int64_t windowed =
+      shape.window > 0 ? model_.layers - model_.num_layers_of(AttentionType::kFullAttention) : 0;
+  std::int64_t cycles =
+      (model_.layers - windowed) * (kernel_cycles(Kernel::kAttention, context, shape.attended_pairs + pad) + launch);
+  if (windowed > 0) {
+    const KernelQuery window{shape.num_tokens + pad, shape.num_seqs, shape.window_kv_tokens_read + pad};
+    cycles += windowed * (kernel_cycles(Kernel::kAttention, window, shape.window_attended_pairs + pad) + launch);
+  }
+  return cycles;
+}
+
 StepCost CostModel::cost(const StepShape& shape) {
   StepCost out;
   std::array<std::int64_t, kNumStepNodes>& w = out.node_cycles;
@@ -182,18 +197,8 @@ StepCost CostModel::cost(const StepShape& shape) {
     const std::int64_t pad = out.dispatch.batch.num_tokens - shape.num_tokens;  // 0 if eager
     // Tokens the dense kernels and attention run on; padding costs compute.
     KernelQuery dense{shape.num_tokens + pad, shape.num_seqs, 0};
-    KernelQuery attn{shape.num_tokens, shape.num_seqs, shape.kv_tokens_read};
-    KernelQuery window_attn{shape.num_tokens, shape.num_seqs, shape.window_kv_tokens_read};
-    std::int64_t pairs = shape.attended_pairs;
-    std::int64_t window_pairs = shape.window_attended_pairs;
-    if (mode == CudaGraphMode::kFull && pad > 0) {  // padded rows attend to one key each
-      attn.num_tokens += pad;
-      attn.context_tokens += pad;
-      pairs += pad;
-      window_attn.num_tokens += pad;
-      window_attn.context_tokens += pad;
-      window_pairs += pad;
-    }
+    const std::int64_t attention_pad = mode == CudaGraphMode::kFull ? pad : 0;  // one key per padded row
+    const std::int64_t pairs = shape.attended_pairs + attention_pad;
     KernelQuery slots{dense.num_tokens, shape.num_seqs, 0};
     w[id(StepNode::kSlotMapping)] = kernel_cycles(Kernel::kSlotMapping, slots, 0) + launch;
 
@@ -215,13 +220,7 @@ StepCost CostModel::cost(const StepShape& shape) {
     per_layer(StepNode::kQkvProj, Kernel::kQkvProj, dense, dense_launch);
     per_layer(StepNode::kRotary, Kernel::kRotary, dense, dense_launch);
     per_layer(StepNode::kCacheWrite, Kernel::kCacheWrite, dense, dense_launch);
-    // Full layers attend to the whole context, windowed ones to their window (invariant 5).
-    const std::int64_t windowed = shape.window > 0 ? layers - model_.num_layers_of(AttentionType::kFullAttention) : 0;
-    w[id(StepNode::kAttention)] = (layers - windowed) * (kernel_cycles(Kernel::kAttention, attn, pairs) + attention_launch);
-    if (windowed > 0) {
-      w[id(StepNode::kAttention)] +=
-          windowed * (kernel_cycles(Kernel::kAttention, window_attn, window_pairs) + attention_launch);
-    }
+    w[id(StepNode::kAttention)] = attention_node_cycles(shape, attention_pad, attention_launch);
     per_layer(StepNode::kOProj, Kernel::kOProj, dense, dense_launch);
     per_layer(StepNode::kPostAttentionNorm, Kernel::kRmsnorm, dense, dense_launch);
     per_layer(StepNode::kGateUpProj, Kernel::kGateUpProj, dense, dense_launch);

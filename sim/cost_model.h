@@ -106,6 +106,9 @@ class CostModel {
   // Execution cycles of one launch for one layer (profile if it has the kernel, else roofline).
   std::int64_t kernel_cycles(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const;
 
+  // The attention node of one step, over every layer, with `launch` cycles per layer.
+  std::int64_t attention_node_cycles(const StepShape& shape, std::int64_t pad, std::int64_t launch) const;
+
   std::int64_t ns_to_cycles(std::int64_t ns) const;   // rounded up
   std::int64_t cycles_to_ns(std::int64_t cycles) const;  // rounded up
 

@@ -450,6 +450,8 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
   }
   KV_CHECK(plan.block_size == block_size_,
            "block size changed from " << block_size_ << " to " << plan.block_size);
+  KV_CHECK(plan.group_windows == windows_, "plan " << plan.step << " has " << plan.group_windows.size()
+                                                   << " KV-cache groups, the run " << windows_.size());
   for (const RequestId& id : plan.finished) {
     if (std::int32_t h = find(id); h >= 0) release(h, out);
   }
