@@ -11,7 +11,8 @@
 //      attention_chunk > 0). Mamba and cross attention never appear.
 //   3. For a mixture-of-experts model, `intermediate` is the MLP width one token activates
 //      (experts per token times the expert width, plus any shared expert), so the dense cost
-//      and parameter formulas count active parameters.
+//      and parameter formulas count active parameters. (Pool sizing from GPU memory therefore
+//      counts active weights only: it overstates the KV cache an MoE model leaves room for.)
 #pragma once
 
 #include <cstdint>

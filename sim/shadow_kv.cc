@@ -281,32 +281,44 @@ void ShadowKv::verify(std::int32_t h, int g, std::int64_t from, std::int64_t to,
   const std::int64_t bs = block_size_;
   const std::span<const BlockId> table = l.table.group(g);
   Violation* first = nullptr;
+  const auto report = [&](std::int64_t p, BlockId block, std::int64_t s, std::uint64_t want, std::uint64_t found) {
+    if (first != nullptr) {
+      ++first->more;
+      return;
+    }
+    Violation v;
+    v.kind = Violation::Kind::kMismatch;
+    v.step = step_;
+    v.request = l.id;
+    v.position = p;
+    v.block = block;
+    v.slot = s;
+    v.expected = want;
+    v.found = found;
+    v.when = block == kNullBlock ? "null-block read" : when;
+    v.group = named(g);
+    out->push_back(std::move(v));
+    first = &out->back();
+  };
   std::int64_t p = from;
   while (p < to) {
     const auto i = static_cast<std::size_t>(block_index(p, bs));
     const BlockId block = table[i];
     const std::int64_t block_end = std::min(to, static_cast<std::int64_t>(i + 1) * bs);
-    for (; p < block_end; ++p) {
-      const std::int64_t s = block == kNullBlock ? -1 : slot_in_block(block, bs, p);
-      const std::uint64_t found = s < 0 ? 0 : slots_[s];
-      if (found == salted(l.expected[p], g)) [[likely]] continue;
-      if (first != nullptr) {
-        ++first->more;
-        continue;
+    if (block == kNullBlock) [[unlikely]] {  // a windowed group reading a dropped position
+      for (; p < block_end; ++p) report(p, block, -1, salted(l.expected[p], g), 0);
+    } else if (g == 0) [[likely]] {
+      for (; p < block_end; ++p) {
+        const std::int64_t s = slot_in_block(block, bs, p);
+        if (slots_[s] == l.expected[p]) [[likely]] continue;
+        report(p, block, s, l.expected[p], slots_[s]);
       }
-      Violation v;
-      v.kind = Violation::Kind::kMismatch;
-      v.step = step_;
-      v.request = l.id;
-      v.position = p;
-      v.block = block;
-      v.slot = s;
-      v.expected = salted(l.expected[p], g);
-      v.found = found;
-      v.when = block == kNullBlock ? "null-block read" : when;
-      v.group = named(g);
-      out->push_back(std::move(v));
-      first = &out->back();
+    } else {
+      for (; p < block_end; ++p) {
+        const std::int64_t s = slot_in_block(block, bs, p);
+        const std::uint64_t want = salted(l.expected[p], g);
+        if (slots_[s] != want) report(p, block, s, want, slots_[s]);
+      }
     }
   }
   stats_.slots_verified += std::max<std::int64_t>(0, to - from);
