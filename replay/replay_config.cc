@@ -245,6 +245,9 @@ Status ReplayConfig::validate() const {
   if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1)) {
     return bad("gpu-memory-utilization", "must be in (0, 1]");
   }
+  if (sliding_window > 0 && model.num_layers_of(AttentionType::kSlidingWindow) == 0) {
+    return bad("sliding-window", "model " + model.name + " has no sliding-window layer");
+  }
   if (model.is_hybrid()) {
     if (device == DeviceKind::kGpu) return bad("device", "the CUDA device runs one KV-cache group; " + model.name +
                                                              " is hybrid (use --device sim)");

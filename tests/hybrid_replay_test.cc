@@ -163,8 +163,12 @@ TEST(HybridReplay, SlidingWindowOptionIsInTheTable) {
   EXPECT_FALSE(set_option(c, "sliding-window", "-1").ok());
   EXPECT_TRUE(set_option(c, "model", "gpt-oss-20b").ok());
   EXPECT_EQ(c.effective_model().sliding_window, 512);
+  EXPECT_TRUE(c.validate().ok());
   c.device = DeviceKind::kGpu;
-  EXPECT_FALSE(c.validate().ok());
+  EXPECT_EQ(c.validate().message(), "--device: the CUDA device runs one KV-cache group; gpt-oss-20b is hybrid (use --device sim)");
+  c.device = DeviceKind::kSim;
+  EXPECT_TRUE(set_option(c, "model", "llama3-8b").ok());
+  EXPECT_EQ(c.validate().message(), "--sliding-window: model llama3-8b has no sliding-window layer");
 }
 
 }  // namespace
