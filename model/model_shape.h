@@ -1,8 +1,18 @@
 // ModelShape: the dimensions of a Llama-shaped decoder (RMSNorm, rotary, GQA attention, SwiGLU
-// MLP), and the one table of named presets that `--model NAME` refers to everywhere: the
+// MLP), its layer pattern (which layers attend to everything, to a sliding window, or to their
+// own chunk), and the one table of named presets that `--model NAME` refers to everywhere: the
 // simulator's cost model and the CUDA backend's synthetic transformer build the same network
-// from the same entry. Pure data.
-// Invariants of every preset: heads % kv_heads == 0; all dimensions positive.
+// from the same entry, and a hybrid model's KV-cache groups come from it (kv_cache_groups()).
+// Pure data.
+// Invariants of every preset:
+//   1. heads % kv_heads == 0; all dimensions positive.
+//   2. layer_types is empty (every layer full attention) or has exactly `layers` entries, each
+//      full, sliding window (then sliding_window > 0) or chunked local (then
+//      attention_chunk > 0). Mamba and cross attention never appear.
+//   3. For a mixture-of-experts model, `intermediate` is the MLP width one token activates
+//      (experts per token times the expert width, plus any shared expert), so the dense cost
+//      and parameter formulas count active parameters. (Pool sizing from GPU memory therefore
+//      counts active weights only: it overstates the KV cache an MoE model leaves room for.)
 #pragma once
 
 #include <cstdint>
@@ -10,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "model/kv_cache_groups.h"
+#include "model/kv_cache_spec.h"
 #include "model/status.h"
 
 namespace kv {
@@ -21,9 +33,13 @@ struct ModelShape {
   int heads = 0;
   int kv_heads = 0;
   int head_dim = 0;
-  int intermediate = 0;  // MLP size
+  int intermediate = 0;  // MLP size (MoE: the active width, invariant 3)
   int vocab = 0;
   int dtype_bytes = 2;   // bf16
+  // Attention type per layer, in model order; empty: every layer is full attention.
+  std::vector<AttentionType> layer_types = {};
+  int sliding_window = 0;   // tokens, of every kSlidingWindow layer
+  int attention_chunk = 0;  // tokens, of every kChunkedLocalAttention layer
 
   // K and V of one token over all layers.
   std::int64_t kv_bytes_per_token() const {
@@ -32,10 +48,31 @@ struct ModelShape {
   // Weights: attention and MLP projections, two norms per layer, untied embedding and LM head,
   // the final norm.
   std::int64_t num_params() const;
+
+  AttentionType layer_type(int layer) const {
+    return layer_types.empty() ? AttentionType::kFullAttention
+                               : layer_types[static_cast<std::size_t>(layer)];
+  }
+  // Layers of one attention type.
+  int num_layers_of(AttentionType type) const;
+  // True when some layer is not full attention (the model needs the hybrid manager).
+  bool is_hybrid() const { return num_layers_of(AttentionType::kFullAttention) != layers; }
+
+  // One spec per layer (named "layers.I"), with this block size.
+  std::vector<LayerKvCacheSpec> layer_specs(int block_size) const;
+  // vLLM's KV-cache groups of the model; each group's group_page_size_bytes is its bytes per
+  // block over its layers.
+  StatusOr<std::vector<KvCacheGroupSpec>> kv_cache_groups(int block_size) const;
 };
 
-// tiny, small, llama3-1b, llama3-8b, llama3-70b (the last three with Llama 3's shapes).
+// Dense: tiny, small, llama3-1b, llama3-8b, llama3-70b (the last three with Llama 3's shapes).
+// Hybrid: gpt-oss-20b, gpt-oss-120b (sliding 128 / full, alternating), gemma-3-27b (five
+// sliding 1024 per full), llama-4-scout (three chunked 8192 per full); gpt-oss-20b-dense is
+// gpt-oss-20b with every layer full attention (the reduction check's twin).
 const std::vector<ModelShape>& model_shapes();
 StatusOr<ModelShape> find_model_shape(std::string_view name);
+
+// The model with every sliding-window layer's window set to `window` (0: unchanged).
+ModelShape with_sliding_window(ModelShape model, int window);
 
 }  // namespace kv

@@ -45,10 +45,63 @@ Status SchedulerConfig::validate() const {
   return {};
 }
 
+namespace {
+
+// The single-group manager's configuration: a two-block placeholder when the hybrid one runs.
+KvCacheConfig single_group_cache(const SchedulerConfig& config) {
+  KvCacheConfig cache = config.cache;
+  if (config.is_hybrid()) cache.num_blocks = 2;
+  return cache;
+}
+
+HybridKvCacheConfig hybrid_cache(const SchedulerConfig& config) {
+  HybridKvCacheConfig h;
+  h.groups = config.kv_cache_groups;
+  h.num_blocks = config.cache.num_blocks;
+  h.enable_caching = config.cache.enable_caching;
+  h.free_order = config.cache.free_order;
+  h.max_model_len = config.cache.max_model_len;
+  h.max_in_flight_tokens = config.max_num_batched_tokens;
+  return h;
+}
+
+// A group's reach as StepPlan::group_windows states it.
+std::int64_t reach_of(const KvCacheSpec& spec) {
+  switch (spec.type) {
+    case AttentionType::kSlidingWindow: return spec.window;
+    case AttentionType::kChunkedLocalAttention: return -std::int64_t{spec.chunk};
+    default: return 0;
+  }
+}
+
+}  // namespace
+
 Scheduler::Scheduler(const SchedulerConfig& config)
-    : config_(config), hasher_(config.hash_algo, config.hash_seed), kv_(config.cache) {
+    : config_(config), hasher_(config.hash_algo, config.hash_seed), kv_(single_group_cache(config)) {
   KV_CHECK(config.max_num_batched_tokens > 0, "max_num_batched_tokens must be positive");
   KV_CHECK(config.max_num_seqs > 0, "max_num_seqs must be positive");
+  if (config.is_hybrid()) {
+    for (const KvCacheGroupSpec& g : config.kv_cache_groups) {
+      KV_CHECK(g.spec.block_size == config.cache.block_size,
+               "group block size " << g.spec.block_size << " differs from " << config.cache.block_size);
+    }
+    hybrid_ = std::make_unique<HybridKvCacheManager>(hybrid_cache(config));
+    group_hit_tokens_.assign(config.kv_cache_groups.size(), 0);
+  }
+}
+
+// Blocks one request of `tokens` tokens can need at once: one group's table, or, hybrid, the
+// sum over groups of each group's per-request maximum.
+std::int64_t Scheduler::blocks_to_fit(std::int64_t tokens) const {
+  const std::int64_t b = config_.cache.block_size;
+  const std::int64_t blocks = (tokens + b - 1) / b;
+  if (!hybrid_) return blocks;
+  std::int64_t sum = 0;
+  for (const KvCacheGroupSpec& g : config_.kv_cache_groups) {
+    sum += std::min(blocks, g.spec.max_blocks_per_request(config_.cache.max_model_len,
+                                                          config_.max_num_batched_tokens));
+  }
+  return sum;
 }
 
 Status Scheduler::add_request(RequestSpec spec) {
@@ -71,8 +124,7 @@ Status Scheduler::add_request(RequestSpec spec) {
   }
   const std::int64_t total =
       std::min(prompt_len + static_cast<std::int64_t>(spec.outputs.size()), max_len);
-  const std::int64_t b = config_.cache.block_size;
-  const std::int64_t blocks = (total + b - 1) / b;
+  const std::int64_t blocks = blocks_to_fit(total);
   if (blocks > config_.cache.num_blocks - 1) {
     return reject("needs " + std::to_string(blocks) + " KV blocks, the pool has " +
                   std::to_string(config_.cache.num_blocks - 1));
@@ -124,8 +176,16 @@ Request* Scheduler::pick_victim() {
   return victim;
 }
 
+void Scheduler::free_blocks(Request& r) {
+  if (hybrid_) [[unlikely]] {
+    hybrid_->free(r.id());
+  } else {
+    kv_.free(r);
+  }
+}
+
 void Scheduler::preempt(Request& r, StepPlan& plan) {
-  kv_.free(r);
+  free_blocks(r);
   stats_.recomputed_tokens += r.num_computed_tokens;
   ++stats_.preemptions;
   r.status = RequestStatus::kPreempted;
@@ -140,6 +200,9 @@ StepPlan Scheduler::schedule() {
   StepWork work;
   work.plan.step = next_step_++;
   work.plan.block_size = config_.cache.block_size;
+  if (hybrid_) [[unlikely]] {
+    for (const KvCacheGroupSpec& g : config_.kv_cache_groups) work.plan.group_windows.push_back(reach_of(g.spec));
+  }
   work.plan.finished.swap(finished_since_last_step_);
   work.budget = config_.max_num_batched_tokens;
   ++stats_.steps;
@@ -169,9 +232,10 @@ void Scheduler::schedule_running(StepWork& work) {
       ++i;
       continue;
     }
-    std::optional<std::vector<BlockId>> blocks = allocate_or_preempt(r, n, work, i);
-    if (!blocks) break;  // r preempted itself: the requests after it wait for the next step
-    work.scheduled.push_back({&r, n, std::move(*blocks), 0, false});
+    Scheduled s{&r, n, {}, {}, 0, false};
+    if (!allocate_or_preempt(r, n, work, i, s)) break;  // r preempted itself: the requests
+                                                         // after it wait for the next step
+    work.scheduled.push_back(std::move(s));
     work.budget -= n;
     ++i;
   }
@@ -180,12 +244,12 @@ void Scheduler::schedule_running(StepWork& work) {
 // vLLM's allocate-or-preempt loop: until the allocation succeeds, preempt the policy's victim
 // (FCFS: the last running request; priority: the largest (priority, arrival)). A victim
 // already scheduled in this step gives its tokens back and leaves the step; `index` (r's
-// position in running_) follows it. Returns nullopt when the victim was r itself.
-std::optional<std::vector<BlockId>> Scheduler::allocate_or_preempt(Request& r, std::int64_t n,
-                                                                   StepWork& work, std::size_t& index) {
+// position in running_) follows it. Returns false when the victim was r itself; on success
+// `out` holds the new blocks.
+bool Scheduler::allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, std::size_t& index,
+                                    Scheduled& out) {
   while (true) {
-    std::optional<std::vector<BlockId>> blocks = kv_.allocate(r, n, {}, config_.num_lookahead_tokens);
-    if (blocks) return blocks;
+    if (allocate_running(r, n, out)) return true;
     Request* victim = pick_victim();
     auto was = std::find_if(work.scheduled.begin(), work.scheduled.end(),
                             [&](const Scheduled& s) { return s.request == victim; });
@@ -195,8 +259,38 @@ std::optional<std::vector<BlockId>> Scheduler::allocate_or_preempt(Request& r, s
       --index;
     }
     preempt(*victim, work.plan);
-    if (victim == &r) return std::nullopt;
+    if (victim == &r) return false;
   }
+}
+
+bool Scheduler::allocate_running(Request& r, std::int64_t n, Scheduled& out) {
+  if (hybrid_) [[unlikely]] {
+    auto blocks = hybrid_->allocate_slots(r, n, {}, config_.num_lookahead_tokens);
+    if (!blocks) return false;
+    out.new_group_blocks = std::move(*blocks);
+    return true;
+  }
+  std::optional<std::vector<BlockId>> blocks = kv_.allocate(r, n, {}, config_.num_lookahead_tokens);
+  if (!blocks) return false;
+  out.new_blocks = std::move(*blocks);
+  return true;
+}
+
+// The hybrid lookup with vLLM's prefix-cache statistics (as KvCacheManager::lookup keeps them)
+// and the per-group hit tokens of real blocks. Returns the hit in tokens.
+std::int64_t Scheduler::lookup_hybrid(const Request& r, HybridCacheHit& hit) {
+  if (!config_.cache.enable_caching) return 0;
+  hit = hybrid_->get_computed_blocks(r);
+  if (r.num_preemptions > 0) {
+    ++hybrid_stats_.preempted_lookups;
+    hybrid_stats_.preempted_queries += r.num_tokens();
+    hybrid_stats_.preempted_hits += hit.num_tokens;
+  } else {
+    ++hybrid_stats_.lookups;
+    hybrid_stats_.queries += r.num_tokens();
+    hybrid_stats_.hits += hit.num_tokens;
+  }
+  return hit.num_tokens;
 }
 
 // 2. Waiting requests, head first, while budget and max_num_seqs allow. The first one that
@@ -213,24 +307,35 @@ void Scheduler::schedule_waiting(StepWork& work) {
 bool Scheduler::try_admit(Request& r, StepWork& work) {
   const std::int64_t threshold = config_.long_prefill_token_threshold;
   CacheHit hit;
+  HybridCacheHit group_hit;
   std::int64_t computed = r.num_computed_tokens;
   if (computed == 0) {
-    hit = kv_.lookup(r);
-    computed = hit.num_tokens;
+    if (hybrid_) [[unlikely]] {
+      computed = lookup_hybrid(r, group_hit);
+    } else {
+      hit = kv_.lookup(r);
+      computed = hit.num_tokens;
+    }
   }
   std::int64_t n = r.num_tokens() - computed;
   if (threshold > 0 && n > threshold) n = threshold;  // the cap applies before the budget test
   if (!config_.enable_chunked_prefill && n > work.budget) return false;
   n = std::min(n, work.budget);
   KV_CHECK(n > 0, "request " << r.id() << " has nothing to compute");
-  auto blocks = kv_.allocate(r, n, hit, config_.num_lookahead_tokens, config_.full_sequence_gate);
-  if (!blocks) return false;
+  if (hybrid_) [[unlikely]] {
+    if (!hybrid_->allocate_slots(r, n, group_hit, config_.num_lookahead_tokens, config_.full_sequence_gate)) {
+      return false;
+    }
+    count_group_hits(group_hit);
+  } else if (!kv_.allocate(r, n, hit, config_.num_lookahead_tokens, config_.full_sequence_gate)) {
+    return false;
+  }
   waiting_.pop_front();
   running_.push_back(&r);
   r.status = RequestStatus::kRunning;
   r.num_computed_tokens = computed;
   if (r.num_cached_tokens < 0) r.num_cached_tokens = computed;
-  work.scheduled.push_back({&r, n, {}, hit.num_tokens, true});
+  work.scheduled.push_back({&r, n, {}, {}, hybrid_ ? group_hit.num_tokens : hit.num_tokens, true});
   work.budget -= n;
   return true;
 }
@@ -241,7 +346,16 @@ ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
   ScheduledRequest sr;
   sr.id = r.id();
   sr.is_new = s.is_new;
-  if (s.is_new) {
+  if (hybrid_) [[unlikely]] {
+    if (s.is_new) {
+      for (std::size_t g = 0; g < hybrid_->num_groups(); ++g) {
+        const auto table = hybrid_->blocks_of(r.id(), g);
+        sr.group_block_ids.emplace_back(table.begin(), table.end());
+      }
+    } else {
+      sr.group_block_ids = s.new_group_blocks;
+    }
+  } else if (s.is_new) {
     const auto table = kv_.blocks_of(r.id());
     sr.block_ids.assign(table.begin(), table.end());
   } else {
@@ -275,14 +389,14 @@ void Scheduler::build_plan(StepWork& work) {
   // Running requests first, then new ones, each in scheduling order.
   std::stable_partition(plan.requests.begin(), plan.requests.end(),
                         [](const ScheduledRequest& sr) { return !sr.is_new; });
-  if (!running_.empty()) {
+  if (!running_.empty() && !hybrid_) {  // hybrid: no cascade attention (vLLM has none there)
     plan.num_common_prefix_blocks = kv_.num_common_prefix_blocks(
         running_.front()->id(), static_cast<int>(running_.size()));
   }
 }
 
 void Scheduler::finish(Request& r, RequestStatus status) {
-  kv_.free(r);
+  free_blocks(r);
   r.status = status;
   auto run = std::find(running_.begin(), running_.end(), &r);
   if (run != running_.end()) running_.erase(run);
@@ -345,24 +459,58 @@ const Request* Scheduler::find(const RequestId& id) const {
   return it == entries_.end() ? nullptr : it->second.request.get();
 }
 
+void Scheduler::count_group_hits(const HybridCacheHit& hit) {
+  const std::int64_t b = config_.cache.block_size;
+  for (std::size_t g = 0; g < hit.blocks.size(); ++g) {
+    const auto real = std::count_if(hit.blocks[g].begin(), hit.blocks[g].end(),
+                                    [](BlockId id) { return id != 0; });
+    group_hit_tokens_[g] += static_cast<std::int64_t>(real) * b;
+  }
+}
+
+std::vector<std::int64_t> Scheduler::blocks_in_use_per_group() const {
+  std::vector<std::int64_t> in_use;
+  if (!hybrid_) return in_use;
+  in_use.assign(hybrid_->num_groups(), 0);
+  for (const Request* r : running_) {
+    for (std::size_t g = 0; g < in_use.size(); ++g) {
+      const auto table = hybrid_->blocks_of(r->id(), g);
+      in_use[g] += std::count_if(table.begin(), table.end(), [](BlockId id) { return id != 0; });
+    }
+  }
+  return in_use;
+}
+
+// Every group's table of a running request covers its computed tokens.
+bool Scheduler::check_tables(const Request& r, std::string* why) const {
+  const std::int64_t b = config_.cache.block_size;
+  const std::size_t groups = hybrid_ ? hybrid_->num_groups() : 1;
+  for (std::size_t g = 0; g < groups; ++g) {
+    const auto held = static_cast<std::int64_t>(hybrid_ ? hybrid_->blocks_of(r.id(), g).size()
+                                                        : kv_.blocks_of(r.id()).size());
+    if (r.status != RequestStatus::kRunning || held * b < r.num_computed_tokens) {
+      *why = "scheduler: running request " + r.id() + " holds " + std::to_string(held) +
+             " blocks" + (hybrid_ ? " in group " + std::to_string(g) : std::string()) + " for " +
+             std::to_string(r.num_computed_tokens) + " computed tokens";
+      return false;
+    }
+  }
+  return true;
+}
+
 bool Scheduler::check_invariants(std::string* why) const {
-  if (!kv_.check_invariants(why)) return false;
+  if (hybrid_ ? !hybrid_->check_invariants(why) : !kv_.check_invariants(why)) return false;
   if (running_.size() + waiting_.size() != entries_.size()) {
     *why = "scheduler: " + std::to_string(entries_.size()) + " live requests but " +
            std::to_string(running_.size()) + " running and " + std::to_string(waiting_.size()) + " waiting";
     return false;
   }
-  const std::int64_t b = config_.cache.block_size;
   for (const Request* r : running_) {
-    const auto held = static_cast<std::int64_t>(kv_.blocks_of(r->id()).size());
-    if (r->status != RequestStatus::kRunning || held * b < r->num_computed_tokens) {
-      *why = "scheduler: running request " + r->id() + " holds " + std::to_string(held) +
-             " blocks for " + std::to_string(r->num_computed_tokens) + " computed tokens";
-      return false;
-    }
+    if (!check_tables(*r, why)) return false;
   }
   for (const Request* r : waiting_) {
-    if (kv_.holds_blocks(r->id()) || r->num_computed_tokens != 0) {
+    const bool holds = hybrid_ ? hybrid_->holds_blocks(r->id()) : kv_.holds_blocks(r->id());
+    if (holds || r->num_computed_tokens != 0) {
       *why = "scheduler: waiting request " + r->id() + " holds blocks or computed tokens";
       return false;
     }

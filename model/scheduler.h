@@ -1,4 +1,6 @@
-// Scheduler: vLLM v1's Scheduler.schedule() / update_from_output() over one KvCacheManager.
+// Scheduler: vLLM v1's Scheduler.schedule() / update_from_output() over one KvCacheManager, or,
+// for a hybrid model (several KV-cache groups, or one that is not full attention), over one
+// HybridKvCacheManager (docs/hybrid-groups.md, "The scheduler over several groups").
 // One token budget per step; running requests first, in order, then waiting ones (only if no
 // request was preempted in this step); chunked prefill; preemption by recompute; head-of-line
 // admission (the first waiting request that does not fit stops admission).
@@ -9,7 +11,10 @@
 //      max_num_seqs requests; no new request is admitted in a step that preempted.
 //   3. A preempted request has num_computed_tokens == 0, is at the front of the waiting
 //      queue (FCFS) and resumes by recomputing (with whatever prefix-cache hits remain).
-//   4. Priority policy: the waiting queue is sorted by (priority, arrival time, id as a
+//   4. Hybrid: every group's table of a running request covers its computed tokens (null
+//      entries included); plans carry per-group block ids (ScheduledRequest::group_block_ids)
+//      and leave block_ids empty. One full-attention group never takes this path.
+//   5. Priority policy: the waiting queue is sorted by (priority, arrival time, id as a
 //      string), the order vLLM's heap pops it.
 // Deterministic: plain vectors and ordered containers only; no clock, no randomness.
 #pragma once
@@ -23,6 +28,8 @@
 #include <vector>
 
 #include "model/block_hasher.h"
+#include "model/hybrid_kv_cache_manager.h"
+#include "model/kv_cache_groups.h"
 #include "model/kv_cache_manager.h"
 #include "model/request.h"
 #include "model/status.h"
@@ -46,6 +53,16 @@ struct SchedulerConfig {
   // current sequence (prompt and outputs so far) are free (avoids admitting work that must be
   // preempted before its prefill ends).
   bool full_sequence_gate = true;
+  // The model's KV-cache groups (ModelShape::kv_cache_groups). Empty, or one full-attention
+  // group: the KvCacheManager of `cache` runs, unchanged. Otherwise the HybridKvCacheManager
+  // runs over them with cache.num_blocks, enable_caching, free_order and max_model_len; every
+  // group's block size must equal cache.block_size.
+  std::vector<KvCacheGroupSpec> kv_cache_groups;
+
+  bool is_hybrid() const {
+    return kv_cache_groups.size() > 1 ||
+           (kv_cache_groups.size() == 1 && kv_cache_groups[0].spec.type != AttentionType::kFullAttention);
+  }
 
   // vLLM's start-up checks: refuses what vLLM refuses before scheduling anything (chunked
   // prefill off with a budget below max_model_len, a budget below max_num_seqs, a
@@ -107,8 +124,24 @@ class Scheduler {
   const Request* find(const RequestId& id) const;
   const SchedulerStats& stats() const { return stats_; }
   const SchedulerConfig& config() const { return config_; }
+  // The single-group manager (a placeholder of two blocks when hybrid()).
   const KvCacheManager& kv_cache() const { return kv_; }
   KvCacheManager& mutable_kv_cache() { return kv_; }
+  // The hybrid manager, or null for a single full-attention group.
+  const HybridKvCacheManager* hybrid_kv_cache() const { return hybrid_.get(); }
+  bool hybrid() const { return hybrid_ != nullptr; }
+
+  // Figures of whichever manager runs.
+  std::size_t num_free_blocks() const { return hybrid_ ? hybrid_->num_free_blocks() : kv_.num_free_blocks(); }
+  double kv_usage() const { return hybrid_ ? hybrid_->pool().usage() : kv_.usage(); }
+  std::int64_t num_evictions() const {
+    return hybrid_ ? hybrid_->pool().num_evictions() : kv_.pool().num_evictions();
+  }
+  const PrefixCacheStats& cache_stats() const { return hybrid_ ? hybrid_stats_ : kv_.stats(); }
+  // Hybrid only: per group, the real (non-null) blocks the running requests hold, and the
+  // hit tokens of real blocks reused so far (a group's nulls are no reuse).
+  std::vector<std::int64_t> blocks_in_use_per_group() const;
+  const std::vector<std::int64_t>& hit_tokens_per_group() const { return group_hit_tokens_; }
 
   bool check_invariants(std::string* why) const;
 
@@ -122,6 +155,7 @@ class Scheduler {
     Request* request;
     std::int64_t num_tokens;
     std::vector<BlockId> new_blocks;  // running requests: the blocks allocated in this step
+    std::vector<std::vector<BlockId>> new_group_blocks;  // the same per group, when hybrid
     std::int64_t hit_tokens;
     bool is_new;                      // admitted from the waiting queue in this step
   };
@@ -134,8 +168,14 @@ class Scheduler {
 
   Request& req(const RequestId& id) { return *entries_.at(id).request; }
   void schedule_running(StepWork& work);
-  std::optional<std::vector<BlockId>> allocate_or_preempt(Request& r, std::int64_t n,
-                                                          StepWork& work, std::size_t& index);
+  bool allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, std::size_t& index,
+                           Scheduled& out);
+  bool allocate_running(Request& r, std::int64_t n, Scheduled& out);
+  std::int64_t lookup_hybrid(const Request& r, HybridCacheHit& hit);
+  void count_group_hits(const HybridCacheHit& hit);
+  void free_blocks(Request& r);
+  std::int64_t blocks_to_fit(std::int64_t tokens) const;
+  bool check_tables(const Request& r, std::string* why) const;
   void schedule_waiting(StepWork& work);
   bool try_admit(Request& r, StepWork& work);
   ScheduledRequest to_plan_entry(const Scheduled& s) const;
@@ -149,6 +189,9 @@ class Scheduler {
   SchedulerConfig config_;
   BlockHasher hasher_;
   KvCacheManager kv_;
+  std::unique_ptr<HybridKvCacheManager> hybrid_;  // set exactly when config_.is_hybrid()
+  PrefixCacheStats hybrid_stats_;                 // the hybrid manager's lookups
+  std::vector<std::int64_t> group_hit_tokens_;    // hybrid: per group, real hit blocks * block
   std::map<RequestId, Entry> entries_;  // live requests
   std::deque<Request*> waiting_;        // FCFS: arrival order (preempted at the front);
                                         // priority: sorted by (priority, arrival, id)

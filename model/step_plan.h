@@ -9,6 +9,9 @@
 //      a running one carries only the blocks allocated in this step.
 //   3. Every block id is one the KV-cache manager gave the request; positions beyond the
 //      request's table never appear.
+//   4. Hybrid runs (several KV-cache groups): group_block_ids has one list per group, with the
+//      meaning block_ids has for one group (0 = the null block in a whole table), block_ids is
+//      empty, and group_windows names each group's reach. One group: both are empty.
 // A plan is plain data: it can be logged, hashed, serialized and replayed on any device.
 #pragma once
 
@@ -24,6 +27,7 @@ struct ScheduledRequest {
   RequestId id;
   bool is_new = false;                    // block_ids is the whole table (else: new blocks only)
   std::vector<BlockId> block_ids;
+  std::vector<std::vector<BlockId>> group_block_ids;  // hybrid only: per group, as block_ids
   std::int64_t num_computed_tokens = 0;   // already in the KV cache before this step
   std::int64_t num_cached_tokens = 0;     // of those, prefix-cache hits (new requests only)
   std::vector<TokenId> context_token_ids; // is_new only: tokens [0, num_computed_tokens)
@@ -42,6 +46,10 @@ struct StepPlan {
   std::vector<RequestId> finished;         // finished after the previous step
   std::int64_t total_tokens = 0;
   int num_common_prefix_blocks = 0;        // cascade attention: blocks shared by all running
+  // Hybrid only: per KV-cache group, the tokens one layer of it reads back before a query
+  // position p (0 = every earlier token; w: positions (p - w, p]; chunked layers are not
+  // windows: they carry -c, positions from the start of p's c-token chunk).
+  std::vector<std::int64_t> group_windows;
 };
 
 struct DeviceCounters {

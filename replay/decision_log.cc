@@ -61,6 +61,13 @@ void DecisionLog::record(const StepPlan& plan, std::int64_t new_evictions, std::
     if (r.is_new) s += " new@" + std::to_string(r.num_computed_tokens) + " hit=" + std::to_string(r.num_cached_tokens);
     s += " blocks=";
     put_list(s, r.block_ids);
+    if (!r.group_block_ids.empty()) [[unlikely]] {  // hybrid: never for one group
+      s += " groups=";
+      for (std::size_t g = 0; g < r.group_block_ids.size(); ++g) {
+        if (g) s += '/';
+        put_list(s, r.group_block_ids[g]);
+      }
+    }
     if (r.samples) s += " sample";
     s += ';';
   }

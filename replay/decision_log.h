@@ -5,6 +5,8 @@
 // One line per executed step (docs/architecture.md, "The decision log"):
 //   step N tokens T | id +n [new@C hit=H] blocks=[...] [sample]; ... | preempted=[...]
 //   finished=[...] evictions=E free=F
+// A hybrid run's entries read `blocks=[] groups=[g0 ids]/[g1 ids]/...` (0 = the null block);
+// one-group lines never carry `groups=`, so their bytes are as before.
 // and one line per rejected request: `reject ID: reason`.
 // Invariants:
 //   1. The digest covers every line recorded so far, in order, whether or not the text is kept.

@@ -3,10 +3,15 @@
 //   from tokens:  ceil(tokens / block_size) + 1 (the null block)
 //   from memory:  (memory * utilization - weights - activation workspace) / bytes per block,
 //                 + 1; an error when that leaves room for fewer than 2 blocks.
+//   hybrid models: the same memory, laid out as docs/hybrid-groups.md "Pool size" says
+//                 (size_pool_for_budget: floor(floor(budget / page) / layers_per_group) blocks,
+//                 the null block included).
 #pragma once
 
 #include <cstdint>
+#include <span>
 
+#include "model/kv_cache_groups.h"
 #include "model/model_shape.h"
 #include "model/status.h"
 #include "sim/hardware_specs.h"
@@ -18,5 +23,11 @@ std::int64_t blocks_for_tokens(std::int64_t tokens, int block_size);
 // Usable blocks (the null block not included) that fit the KV cache of `model` on `gpu`.
 StatusOr<std::int64_t> blocks_from_gpu_memory(const ModelShape& model, const sim::GpuSpec& gpu, double utilization,
                                               int block_size, std::int64_t max_num_batched_tokens);
+
+// Blocks, the null block included, of a hybrid model's shared pool on `gpu`.
+StatusOr<std::int64_t> hybrid_blocks_from_gpu_memory(const ModelShape& model,
+                                                     std::span<const KvCacheGroupSpec> groups,
+                                                     const sim::GpuSpec& gpu, double utilization,
+                                                     std::int64_t max_num_batched_tokens);
 
 }  // namespace kv::replay

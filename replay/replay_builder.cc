@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "model/check.h"
 #include "replay/arrivals.h"
 #include "replay/pool_sizing.h"
 #include "sim/sim_device.h"
@@ -90,7 +91,7 @@ std::vector<std::pair<std::string, std::string>> describe_run(const ReplayConfig
 
 sim::SimOptions sim_options(const ReplayConfig& c, CudaGraphMode mode, sim::VerifyMode verify) {
   sim::SimOptions so;
-  so.model = c.model;
+  so.model = c.effective_model();
   so.gpu = c.gpu;
   so.profile_path = c.profile;
   so.cuda_graph_mode = mode;
@@ -117,6 +118,12 @@ SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks,
   sc.full_sequence_gate = c.full_sequence_gate;
   sc.policy = c.policy;
   sc.cache.enable_kv_events = c.kv_events_enabled();
+  const ModelShape model = c.effective_model();
+  if (model.is_hybrid()) {
+    auto groups = model.kv_cache_groups(c.block_size);  // validate() checked it
+    KV_CHECK(groups.ok(), groups.status().message());
+    sc.kv_cache_groups = std::move(*groups);
+  }
   return sc;
 }
 
@@ -126,6 +133,14 @@ StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c
   std::string sizing = "--kv-cache-tokens";
   if (c.kv_cache_tokens > 0) {
     blocks = blocks_for_tokens(c.kv_cache_tokens, c.block_size);
+  } else if (const ModelShape model = c.effective_model(); model.is_hybrid()) {
+    auto groups = model.kv_cache_groups(c.block_size);
+    if (!groups.ok()) return groups.status().with_context("--model: ");
+    auto fit = hybrid_blocks_from_gpu_memory(model, *groups, c.gpu, c.gpu_memory_utilization,
+                                             c.max_num_batched_tokens);
+    if (!fit.ok()) return fit.status();
+    blocks = *fit;  // the null block included (docs/hybrid-groups.md, "Pool size")
+    sizing = "gpu memory";
   } else {
     auto fit = blocks_from_gpu_memory(c.model, c.gpu, c.gpu_memory_utilization, c.block_size,
                                       c.max_num_batched_tokens);

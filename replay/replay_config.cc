@@ -262,7 +262,8 @@ std::vector<ConfigOption> make_table() {
   t.push_back(enum_option(
       "device", dev, "sim | gpu", &C::device,
       std::vector<std::pair<std::string, DeviceKind>>{{"sim", DeviceKind::kSim}, {"gpu", DeviceKind::kGpu}}));
-  t.push_back({"model", dev, "model preset (see model/model_shape.h: tiny, small, llama3-1b, llama3-8b, llama3-70b)",
+  t.push_back({"model", dev, "model preset (see model/model_shape.h: tiny, small, llama3-1b, llama3-8b, llama3-70b; hybrid: "
+               "gpt-oss-20b, gpt-oss-120b, gemma-3-27b, llama-4-scout; gpt-oss-20b-dense)",
                false, set_model, [](const C& c) { return c.model.name; }});
   t.push_back({"gpu", dev,
                "GPU preset of the simulator (h100-sxm, h200), or NAME.gpu found in $KVSIM_GPU_PRESET_PATH "
@@ -295,6 +296,9 @@ std::vector<ConfigOption> make_table() {
                           &C::gpu_profile_out));
   t.push_back(bool_option("prefix-caching", kv, "on | off", &C::prefix_caching));
   t.push_back(int_option("block-size", kv, "tokens per KV block", &C::block_size, 1, 1024));
+  t.push_back(int_option("sliding-window", kv,
+                         "window in tokens of every sliding-window layer of a hybrid --model (0: the model's)",
+                         &C::sliding_window, 0, 1 << 30));
   t.push_back(int_option("num-blocks", kv, "KV blocks including the null block (0: from --kv-cache-tokens or GPU memory)",
                          &C::num_blocks, 0, 1LL << 30));
   t.push_back(int_option("kv-cache-tokens", kv, "KV cache size in tokens (0: from GPU memory)", &C::kv_cache_tokens, 0,
@@ -358,6 +362,8 @@ ReplayConfig::ReplayConfig() {
   gpu = sim::find_gpu_spec("h100-sxm").value();
 }
 
+ModelShape ReplayConfig::effective_model() const { return with_sliding_window(model, sliding_window); }
+
 Status ReplayConfig::validate() const {
   if (block_size < 1 || block_size > 1024) return bad("block-size", "must be 1..1024");
   if (max_num_batched_tokens < 1) return bad("max-num-batched-tokens", "must be positive");
@@ -382,6 +388,21 @@ Status ReplayConfig::validate() const {
   }
   if ((!kv_events_file.empty() || !kv_events_zmq.empty()) && !prefix_caching) {
     return bad(kv_events_file.empty() ? "kv-events-zmq" : "kv-events", "needs --prefix-caching on (no block is cached without it)");
+  }
+  if (sliding_window > 0 && model.num_layers_of(AttentionType::kSlidingWindow) == 0) {
+    return bad("sliding-window", "model " + model.name + " has no sliding-window layer");
+  }
+  if (model.is_hybrid()) {
+    if (device == DeviceKind::kGpu) return bad("device", "the CUDA device runs one KV-cache group; " + model.name +
+                                                             " is hybrid (use --device sim)");
+    auto groups = effective_model().kv_cache_groups(block_size);
+    if (!groups.ok()) return groups.status().with_context("--model: ");
+    for (const KvCacheGroupSpec& g : *groups) {
+      if (g.spec.block_size != block_size) {
+        return bad("model", model.name + ": a group's pages need block size " + std::to_string(g.spec.block_size) +
+                                ", the scheduler runs one block size (" + std::to_string(block_size) + ")");
+      }
+    }
   }
   CudaGraphConfig graphs;
   graphs.mode = cuda_graphs;

@@ -52,6 +52,7 @@ struct ReplayConfig {
   // KV cache.
   bool prefix_caching = true;
   int block_size = 16;
+  int sliding_window = 0;            // overrides every sliding-window layer's window (0: the model's)
   std::int64_t num_blocks = 0;       // null block included; 0: from kv_cache_tokens or memory
   std::int64_t kv_cache_tokens = 0;
   double gpu_memory_utilization = 0.9;
@@ -95,6 +96,8 @@ struct ReplayConfig {
     return kv_events_observed || !kv_events_file.empty() || !kv_events_zmq.empty();
   }
   Status validate() const;
+  // The model as the run uses it: `model` with --sliding-window applied.
+  ModelShape effective_model() const;
 };
 
 // One option of the table: `--name VALUE` (or a switch: `--name` alone sets it to "on").

@@ -60,6 +60,15 @@ struct StepRecord {
   std::int64_t free_blocks = 0;
   std::int64_t evictions_total = 0;
   DeviceCounters counters;
+  std::vector<std::int64_t> group_blocks_in_use;  // hybrid only: real blocks held, per group
+};
+
+// One KV-cache group's figures over a hybrid run (summaries of one-group runs have none).
+struct GroupFigures {
+  std::string spec;                     // describe(KvCacheSpec): "full", "sliding_window(128)"
+  std::int64_t peak_blocks_in_use = 0;  // real blocks the running requests held, after a step
+  double mean_blocks_in_use = 0;        // the same, averaged over steps
+  std::int64_t hit_tokens = 0;          // real hit blocks reused * block size
 };
 
 struct ReplayOptions {
@@ -99,6 +108,7 @@ struct ReplaySummary {
   OverloadVerdict overload;
   std::vector<std::string> violations;
   std::string digest;
+  std::vector<GroupFigures> groups;     // hybrid runs only, in group order
 };
 
 class Replayer {
@@ -132,6 +142,7 @@ class Replayer {
   void finish(Run& r);
   void serving_metrics(Run& r);
   Status publish_events(const Run& r, std::int64_t step);
+  void record_groups(Run& r, StepRecord& rec);
 
   Scheduler& scheduler_;
   Device& device_;

@@ -126,6 +126,15 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
                        {"first", s.violations.empty() ? "" : s.violations.front()}};
   j["overload"] = {{"overloaded", s.overload.overloaded}, {"reason", s.overload.reason}};
   j["decision_log_sha256"] = s.digest;
+  if (s.groups.size() > 1) {  // hybrid runs: per KV-cache group
+    nlohmann::ordered_json groups = nlohmann::ordered_json::array();
+    for (std::size_t g = 0; g < s.groups.size(); ++g) {
+      const replay::GroupFigures& f = s.groups[g];
+      groups.push_back({{"group", g}, {"spec", f.spec}, {"peak_blocks_in_use", f.peak_blocks_in_use},
+                        {"mean_blocks_in_use", f.mean_blocks_in_use}, {"hit_tokens", f.hit_tokens}});
+    }
+    j["kv_cache_groups"] = groups;
+  }
   return j.dump(2) + "\n";
 }
 
@@ -165,6 +174,12 @@ std::string format_summary(const std::string& title, const ReplaySummary& s, dou
   row("wall time", fmt("%.2f s", wall_seconds) + fmt(" (%.1fx real time)", wall_seconds > 0 ? sim_s / wall_seconds : 0));
   row("verification", s.violations.empty() ? std::string("no violations") :
                                              std::to_string(s.violations.size()) + " VIOLATIONS");
+  for (std::size_t g = 0; s.groups.size() > 1 && g < s.groups.size(); ++g) {
+    const replay::GroupFigures& f = s.groups[g];
+    row("group " + std::to_string(g) + " " + f.spec,
+        "blocks in use peak " + std::to_string(f.peak_blocks_in_use) + fmt(", mean %.1f", f.mean_blocks_in_use) +
+            "; hit tokens " + std::to_string(f.hit_tokens));
+  }
   row("decision log sha256", s.digest);
   return o.str();
 }

@@ -27,10 +27,24 @@ KernelWork gemm(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t dty
   return {2 * m * k * n, (m * k + k * n + m * n) * dtype};
 }
 
+// Sum over n' = 1..n of min(n', w): the keys a causal window-w layer reads for the first n
+// positions.
+std::int64_t window_pairs_upto(std::int64_t n, std::int64_t w) {
+  if (n <= w) return n * (n + 1) / 2;
+  return w * (w + 1) / 2 + (n - w) * w;
+}
+
 }  // namespace
 
-StepShape summarize(const StepPlan& plan) {
+std::int64_t model_window(const ModelShape& model) {
+  if (model.num_layers_of(AttentionType::kSlidingWindow) > 0) return model.sliding_window;
+  if (model.num_layers_of(AttentionType::kChunkedLocalAttention) > 0) return model.attention_chunk;
+  return 0;
+}
+
+StepShape summarize(const StepPlan& plan, std::int64_t window) {
   StepShape s;
+  s.window = window;
   bool uniform = !plan.requests.empty();
   for (const ScheduledRequest& r : plan.requests) {
     std::int64_t q = static_cast<std::int64_t>(r.token_ids.size());
@@ -41,6 +55,11 @@ StepShape summarize(const StepPlan& plan) {
     s.kv_tokens_read += c + q;
     s.attended_pairs += q * c + q * (q + 1) / 2;
     s.num_block_ids += static_cast<std::int64_t>(r.block_ids.size());
+    for (const auto& ids : r.group_block_ids) s.num_block_ids += static_cast<std::int64_t>(ids.size());
+    if (window > 0) {
+      s.window_kv_tokens_read += std::min(c + q, q + window - 1);
+      s.window_attended_pairs += window_pairs_upto(c + q, window) - window_pairs_upto(c, window);
+    }
     uniform = uniform && q == 1;
   }
   s.uniform_decode = uniform;
@@ -138,6 +157,21 @@ std::int64_t CostModel::kernel_cycles(Kernel k, const KernelQuery& q,
   return roofline_cycles(work(k, q, attended_pairs));
 }
 
+// Invariant 5: full layers attend to the whole context, windowed ones to their window. `pad`
+// rows (FULL graphs) attend to one key each.
+std::int64_t CostModel::attention_node_cycles(const StepShape& shape, std::int64_t pad, std::int64_t launch) const {
+  const KernelQuery context{shape.num_tokens + pad, shape.num_seqs, shape.kv_tokens_read + pad};
+  const std::int64_t windowed =
+      shape.window > 0 ? model_.layers - model_.num_layers_of(AttentionType::kFullAttention) : 0;
+  std::int64_t cycles =
+      (model_.layers - windowed) * (kernel_cycles(Kernel::kAttention, context, shape.attended_pairs + pad) + launch);
+  if (windowed > 0) {
+    const KernelQuery window{shape.num_tokens + pad, shape.num_seqs, shape.window_kv_tokens_read + pad};
+    cycles += windowed * (kernel_cycles(Kernel::kAttention, window, shape.window_attended_pairs + pad) + launch);
+  }
+  return cycles;
+}
+
 StepCost CostModel::cost(const StepShape& shape) {
   StepCost out;
   std::array<std::int64_t, kNumStepNodes>& w = out.node_cycles;
@@ -163,13 +197,8 @@ StepCost CostModel::cost(const StepShape& shape) {
     const std::int64_t pad = out.dispatch.batch.num_tokens - shape.num_tokens;  // 0 if eager
     // Tokens the dense kernels and attention run on; padding costs compute.
     KernelQuery dense{shape.num_tokens + pad, shape.num_seqs, 0};
-    KernelQuery attn{shape.num_tokens, shape.num_seqs, shape.kv_tokens_read};
-    std::int64_t pairs = shape.attended_pairs;
-    if (mode == CudaGraphMode::kFull && pad > 0) {  // padded rows attend to one key each
-      attn.num_tokens += pad;
-      attn.context_tokens += pad;
-      pairs += pad;
-    }
+    const std::int64_t attention_pad = mode == CudaGraphMode::kFull ? pad : 0;  // one key per padded row
+    const std::int64_t pairs = shape.attended_pairs + attention_pad;
     KernelQuery slots{dense.num_tokens, shape.num_seqs, 0};
     w[id(StepNode::kSlotMapping)] = kernel_cycles(Kernel::kSlotMapping, slots, 0) + launch;
 
@@ -191,7 +220,7 @@ StepCost CostModel::cost(const StepShape& shape) {
     per_layer(StepNode::kQkvProj, Kernel::kQkvProj, dense, dense_launch);
     per_layer(StepNode::kRotary, Kernel::kRotary, dense, dense_launch);
     per_layer(StepNode::kCacheWrite, Kernel::kCacheWrite, dense, dense_launch);
-    per_layer(StepNode::kAttention, Kernel::kAttention, attn, attention_launch);
+    w[id(StepNode::kAttention)] = attention_node_cycles(shape, attention_pad, attention_launch);
     per_layer(StepNode::kOProj, Kernel::kOProj, dense, dense_launch);
     per_layer(StepNode::kPostAttentionNorm, Kernel::kRmsnorm, dense, dense_launch);
     per_layer(StepNode::kGateUpProj, Kernel::kGateUpProj, dense, dense_launch);

@@ -13,6 +13,9 @@
 //      only, plus one graph_launch_ns per piece (layers + 1), on tokens padded to the capture
 //      size outside attention; FULL pays one graph_launch_ns for the whole forward, on padded
 //      tokens everywhere. slot_mapping and lm_head run eagerly in every mode.
+//   5. Windowed layers (sliding window w; chunked local c, costed as a window of c): their
+//      attention reads min(context, w) keys per query, not the whole context; the attention
+//      node is full layers * full attention + windowed layers * windowed attention.
 // Not thread-safe (cost() re-weights a member DAG).
 #pragma once
 
@@ -39,9 +42,19 @@ struct StepShape {
   std::int64_t num_block_ids = 0;   // block ids sent in the plan (block-table deltas)
   bool uniform_decode = false;      // every request computes exactly one token
   bool cascade = false;             // the plan uses cascade attention (common prefix blocks)
+  // With a window w > 0: the same two figures for a layer that reads only the last w keys
+  // (query p attends min(p + 1, w) keys; a sequence reads min(c + q, q + w - 1) keys).
+  std::int64_t window = 0;
+  std::int64_t window_kv_tokens_read = 0;
+  std::int64_t window_attended_pairs = 0;
 };
 
-StepShape summarize(const StepPlan& plan);
+// `window`: the reach of the model's windowed layers (model_window(); 0 = none).
+StepShape summarize(const StepPlan& plan, std::int64_t window = 0);
+
+// The reach in tokens of the model's windowed layers: the sliding window, else the attention
+// chunk; 0 when every layer is full attention.
+std::int64_t model_window(const ModelShape& model);
 
 // FLOPs and HBM bytes of one launch of a kernel for one layer.
 struct KernelWork {
@@ -92,6 +105,9 @@ class CostModel {
   std::int64_t roofline_cycles(const KernelWork& w) const;
   // Execution cycles of one launch for one layer (profile if it has the kernel, else roofline).
   std::int64_t kernel_cycles(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const;
+
+  // The attention node of one step, over every layer, with `launch` cycles per layer.
+  std::int64_t attention_node_cycles(const StepShape& shape, std::int64_t pad, std::int64_t launch) const;
 
   std::int64_t ns_to_cycles(std::int64_t ns) const;   // rounded up
   std::int64_t cycles_to_ns(std::int64_t cycles) const;  // rounded up

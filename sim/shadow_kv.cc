@@ -19,6 +19,13 @@ std::uint64_t mix64(std::uint64_t x) {
   return x;
 }
 
+// What group g stores for a position whose fingerprint is fp (group 0: fp itself).
+std::uint64_t salted(std::uint64_t fp, int g) {
+  if (g == 0) [[likely]] return fp;
+  const std::uint64_t h = mix64(fp + 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(g));
+  return h == 0 ? 1 : h;
+}
+
 std::string hex(std::uint64_t v) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%016llx", static_cast<unsigned long long>(v));
@@ -45,6 +52,7 @@ std::optional<VerifyMode> parse_verify_mode(std::string_view text) {
 
 std::string Violation::to_string() const {
   std::string s = "step " + std::to_string(step) + ": request " + request;
+  if (group >= 0) s += " (group " + std::to_string(group) + ")";
   if (position >= 0) {
     s += ": position " + std::to_string(position) + " (block " + std::to_string(block) +
          ", slot " + std::to_string(slot) + ")";
@@ -99,7 +107,7 @@ void ShadowKv::store_raw(std::int64_t slot, std::uint64_t fingerprint) {
 std::span<const BlockId> ShadowKv::table(const RequestId& id) const {
   std::int32_t h = find(id);
   if (h < 0) return {};
-  return live_[h].table.group();
+  return live_[h].table.group(0);
 }
 
 std::int64_t ShadowKv::num_computed(const RequestId& id) const {
@@ -129,19 +137,55 @@ Violation ShadowKv::bad_plan(const RequestId& id, std::string detail) const {
   return v;
 }
 
-bool ShadowKv::add_block(std::int32_t h, BlockId b, const RequestId& id,
+bool ShadowKv::add_block(std::int32_t h, int g, BlockId b, const RequestId& id,
                          std::vector<Violation>* out) {
+  Live& l = live_[h];
+  auto& registered = l.registered[static_cast<std::size_t>(g)];
+  if (b == kNullBlock && !windows_.empty() && windows_[static_cast<std::size_t>(g)] != 0) {
+    registered.push_back(b);  // a windowed group's dropped position: no holder, never read
+    l.table.append(std::span<const BlockId>(&b, 1), g);
+    return true;
+  }
   if (b <= 0) {
-    out->push_back(bad_plan(id, "block id " + std::to_string(b) +
-                                    (b == 0 ? " is the null block" : " is negative")));
+    Violation v = bad_plan(id, "block id " + std::to_string(b) + (b == 0 ? " is the null block" : " is negative"));
+    v.group = named(g);
+    out->push_back(std::move(v));
     return false;
   }
   ensure_block(b);
-  Live& l = live_[h];
-  holders_[b].push_back({h, static_cast<std::int32_t>(l.registered.size())});
-  l.registered.push_back(b);
-  l.table.append(std::span<const BlockId>(&b, 1));
+  holders_[b].push_back({h, static_cast<std::int32_t>(registered.size()), g});
+  registered.push_back(b);
+  l.table.append(std::span<const BlockId>(&b, 1), g);
   return true;
+}
+
+// The plan's blocks of r into its tables: block_ids, or with groups one list per group.
+bool ShadowKv::add_blocks(std::int32_t h, const ScheduledRequest& r, std::vector<Violation>* out) {
+  if (windows_.empty()) {
+    for (BlockId b : r.block_ids) {
+      if (!add_block(h, 0, b, r.id, out)) return false;
+    }
+    return true;
+  }
+  if (r.group_block_ids.size() != windows_.size()) {
+    out->push_back(bad_plan(r.id, "carries " + std::to_string(r.group_block_ids.size()) + " block lists for " +
+                                      std::to_string(windows_.size()) + " groups"));
+    return false;
+  }
+  for (int g = 0; g < num_groups(); ++g) {
+    for (BlockId b : r.group_block_ids[static_cast<std::size_t>(g)]) {
+      if (!add_block(h, g, b, r.id, out)) return false;
+    }
+  }
+  return true;
+}
+
+std::int64_t ShadowKv::reach_begin(int g, std::int64_t query) const {
+  if (windows_.empty()) return 0;
+  const std::int64_t w = windows_[static_cast<std::size_t>(g)];
+  if (w > 0) return std::max<std::int64_t>(0, query - w + 1);  // sliding: (query - w, query]
+  if (w < 0) return query / -w * -w;                            // chunked: query's chunk
+  return 0;
 }
 
 std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* out) {
@@ -166,18 +210,21 @@ std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* 
   l.seed = chain_seed(r.lora_name);
   l.num_computed = 0;
   l.admitted = admissions_++;
+  if (l.table.num_groups() != num_groups()) l.table = BlockTable(num_groups());
+  l.registered.resize(static_cast<std::size_t>(num_groups()));
   handle_of_.emplace(r.id, h);
-  for (BlockId b : r.block_ids) {
-    if (!add_block(h, b, r.id, out)) {
-      release(h, nullptr);
-      return -1;
-    }
+  if (!add_blocks(h, r, out)) {
+    release(h, nullptr);
+    return -1;
   }
-  std::int64_t needed = (r.num_computed_tokens + block_size_ - 1) / block_size_;
-  if (needed > static_cast<std::int64_t>(l.table.size())) {
-    out->push_back(bad_plan(r.id, std::to_string(r.num_computed_tokens) +
-                                      " computed tokens need " + std::to_string(needed) +
-                                      " blocks, the table has " + std::to_string(l.table.size())));
+  const std::int64_t needed = (r.num_computed_tokens + block_size_ - 1) / block_size_;
+  for (int g = 0; g < num_groups(); ++g) {
+    if (needed <= static_cast<std::int64_t>(l.table.size(g))) continue;
+    Violation v = bad_plan(r.id, std::to_string(r.num_computed_tokens) + " computed tokens need " +
+                                     std::to_string(needed) + " blocks, the table has " +
+                                     std::to_string(l.table.size(g)));
+    v.group = named(g);
+    out->push_back(std::move(v));
     release(h, nullptr);
     return -1;
   }
@@ -197,67 +244,108 @@ std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* 
 
 void ShadowKv::release(std::int32_t h, std::vector<Violation>* out) {
   Live& l = live_[h];
-  if (out != nullptr) verify(h, 0, l.num_computed, "release", out);
-  for (std::size_t i = 0; i < l.registered.size(); ++i) {
-    std::vector<Holder>& hs = holders_[l.registered[i]];
-    for (std::size_t k = 0; k < hs.size(); ++k) {
-      if (hs[k].request == h && hs[k].index == static_cast<std::int32_t>(i)) {
-        hs[k] = hs.back();
-        hs.pop_back();
-        break;
+  if (out != nullptr) verify_groups(h, l.num_computed, l.num_computed, "release", out);
+  for (std::size_t g = 0; g < l.registered.size(); ++g) {
+    const std::vector<BlockId>& registered = l.registered[g];
+    for (std::size_t i = 0; i < registered.size(); ++i) {
+      if (registered[i] == kNullBlock) continue;
+      std::vector<Holder>& hs = holders_[registered[i]];
+      for (std::size_t k = 0; k < hs.size(); ++k) {
+        if (hs[k].request == h && hs[k].index == static_cast<std::int32_t>(i) &&
+            hs[k].group == static_cast<std::int32_t>(g)) {
+          hs[k] = hs.back();
+          hs.pop_back();
+          break;
+        }
       }
     }
   }
   handle_of_.erase(l.id);
   l.in_use = false;
   l.table.clear();
-  l.registered.clear();
+  for (auto& registered : l.registered) registered.clear();
   l.expected.clear();
   l.num_computed = 0;
   l.rely_begin = 0;
   free_handles_.push_back(h);
 }
 
-void ShadowKv::verify(std::int32_t h, std::int64_t from, std::int64_t to, const char* when,
+void ShadowKv::verify_groups(std::int32_t h, std::int64_t first_query, std::int64_t to, const char* when,
+                             std::vector<Violation>* out) {
+  for (int g = 0; g < num_groups(); ++g) verify(h, g, reach_begin(g, first_query), to, when, out);
+}
+
+void ShadowKv::verify(std::int32_t h, int g, std::int64_t from, std::int64_t to, const char* when,
                       std::vector<Violation>* out) {
   const Live& l = live_[h];
   const std::int64_t bs = block_size_;
+  const std::span<const BlockId> table = l.table.group(g);
   Violation* first = nullptr;
+  const auto report = [&](std::int64_t p, BlockId block, std::int64_t s, std::uint64_t want, std::uint64_t found) {
+    if (first != nullptr) {
+      ++first->more;
+      return;
+    }
+    Violation v;
+    v.kind = Violation::Kind::kMismatch;
+    v.step = step_;
+    v.request = l.id;
+    v.position = p;
+    v.block = block;
+    v.slot = s;
+    v.expected = want;
+    v.found = found;
+    v.when = block == kNullBlock ? "null-block read" : when;
+    v.group = named(g);
+    out->push_back(std::move(v));
+    first = &out->back();
+  };
   std::int64_t p = from;
   while (p < to) {
     const auto i = static_cast<std::size_t>(block_index(p, bs));
-    const BlockId block = l.table.group()[i];
+    const BlockId block = table[i];
     const std::int64_t block_end = std::min(to, static_cast<std::int64_t>(i + 1) * bs);
-    for (; p < block_end; ++p) {
-      const std::int64_t s = slot_in_block(block, bs, p);
-      if (slots_[s] == l.expected[p]) [[likely]] continue;
-      if (first != nullptr) {
-        ++first->more;
-        continue;
+    if (block == kNullBlock) [[unlikely]] {  // a windowed group reading a dropped position
+      for (; p < block_end; ++p) report(p, block, -1, salted(l.expected[p], g), 0);
+    } else if (g == 0) [[likely]] {
+      for (; p < block_end; ++p) {
+        const std::int64_t s = slot_in_block(block, bs, p);
+        if (slots_[s] == l.expected[p]) [[likely]] continue;
+        report(p, block, s, l.expected[p], slots_[s]);
       }
-      Violation v;
-      v.kind = Violation::Kind::kMismatch;
-      v.step = step_;
-      v.request = l.id;
-      v.position = p;
-      v.block = block;
-      v.slot = s;
-      v.expected = l.expected[p];
-      v.found = slots_[s];
-      v.when = when;
-      out->push_back(std::move(v));
-      first = &out->back();
+    } else {
+      for (; p < block_end; ++p) {
+        const std::int64_t s = slot_in_block(block, bs, p);
+        const std::uint64_t want = salted(l.expected[p], g);
+        if (slots_[s] != want) report(p, block, s, want, slots_[s]);
+      }
     }
   }
   stats_.slots_verified += std::max<std::int64_t>(0, to - from);
 }
 
-void ShadowKv::write(std::int32_t h, std::int64_t position, std::uint64_t fp,
+// One position's write through every group's table (group g stores salted(fp, g)).
+void ShadowKv::write_position(std::int32_t h, std::int64_t position, std::uint64_t fp,
+                              std::vector<Violation>* out) {
+  if (windows_.empty()) [[likely]] {
+    write(h, 0, position, fp, out);
+    return;
+  }
+  for (int g = 0; g < num_groups(); ++g) write(h, g, position, salted(fp, g), out);
+}
+
+void ShadowKv::write(std::int32_t h, int g, std::int64_t position, std::uint64_t fp,
                      std::vector<Violation>* out) {
   Live& l = live_[h];
   const std::int64_t bs = block_size_;
   const auto index = static_cast<std::int32_t>(block_index(position, bs));
-  std::int64_t s = l.table.slot(position, block_size_);  // never padding: the table holds no null block
+  std::int64_t s = l.table.slot(position, block_size_, g);
+  if (s == kPaddingSlot) [[unlikely]] {  // only a windowed group's table holds null blocks
+    Violation v = bad_plan(l.id, "position " + std::to_string(position) + " is written through the null block");
+    v.group = named(g);
+    out->push_back(std::move(v));
+    return;
+  }
   if (!write_faults_.empty()) [[unlikely]] {
     for (std::size_t k = 0; k < write_faults_.size(); ++k) {
       const CacheWriteFault& f = write_faults_[k];
@@ -274,10 +362,11 @@ void ShadowKv::write(std::int32_t h, std::int64_t position, std::uint64_t fp,
   const BlockId block = static_cast<BlockId>(s / bs);
   const std::int64_t offset = s % bs;
   for (const Holder& holder : holders_[block]) {
-    if (holder.request == h && holder.index == index) continue;
+    if (holder.request == h && holder.index == index && holder.group == g) continue;
     const Live& other = live_[holder.request];
     const std::int64_t other_position = std::int64_t{holder.index} * bs + offset;
     if (other_position >= other.num_computed || other_position < other.rely_begin) continue;
+    if (other_position < reach_begin(holder.group, other.num_computed)) continue;  // out of its window
     Violation v;
     v.kind = Violation::Kind::kOverwrite;
     v.step = step_;
@@ -289,6 +378,7 @@ void ShadowKv::write(std::int32_t h, std::int64_t position, std::uint64_t fp,
     v.found = fp;
     v.other_request = other.id;
     v.other_position = other_position;
+    v.group = named(g);
     out->push_back(std::move(v));
     break;
   }
@@ -316,9 +406,7 @@ void ShadowKv::set_up_tables(const StepPlan& plan, std::vector<Violation>* out) 
                                         ", the device has " + std::to_string(live_[h].num_computed)));
       continue;
     }
-    bool ok = true;
-    for (BlockId b : r.block_ids) ok = ok && add_block(h, b, r.id, out);
-    if (ok) scratch_handles_[k] = h;
+    if (add_blocks(h, r, out)) scratch_handles_[k] = h;
   }
   for (const TableSwapFault& f : swap_faults_) {
     std::int32_t h = find(f.request);
@@ -339,9 +427,16 @@ void ShadowKv::write_step(const StepPlan& plan, std::vector<Violation>* out) {
     const ScheduledRequest& r = plan.requests[k];
     Live& l = live_[h];
     const std::int64_t end = l.num_computed + static_cast<std::int64_t>(r.token_ids.size());
-    if (end > l.table.capacity_tokens(block_size_)) {
-      out->push_back(bad_plan(r.id, "positions up to " + std::to_string(end - 1) + " do not fit its " +
-                                        std::to_string(l.table.size()) + " blocks"));
+    bool fits = true;
+    for (int g = 0; g < num_groups() && fits; ++g) {
+      if (end <= l.table.capacity_tokens(block_size_, g)) continue;
+      Violation v = bad_plan(r.id, "positions up to " + std::to_string(end - 1) + " do not fit its " +
+                                       std::to_string(l.table.size(g)) + " blocks");
+      v.group = named(g);
+      out->push_back(std::move(v));
+      fits = false;
+    }
+    if (!fits) {
       scratch_handles_[k] = -1;
       continue;
     }
@@ -350,7 +445,7 @@ void ShadowKv::write_step(const StepPlan& plan, std::vector<Violation>* out) {
       const std::int64_t p = l.num_computed;
       prev = fingerprint(prev, token, p);
       l.expected.push_back(prev);
-      write(h, p, prev, out);
+      write_position(h, p, prev, out);
       l.num_computed = p + 1;
     }
   }
@@ -363,9 +458,12 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
   if (block_size_ == 0) {
     KV_CHECK(plan.block_size > 0, "plan " << plan.step << " has block size " << plan.block_size);
     block_size_ = plan.block_size;
+    windows_ = plan.group_windows;
   }
   KV_CHECK(plan.block_size == block_size_,
            "block size changed from " << block_size_ << " to " << plan.block_size);
+  KV_CHECK(plan.group_windows == windows_, "plan " << plan.step << " has " << plan.group_windows.size()
+                                                   << " KV-cache groups, the run " << windows_.size());
   for (const RequestId& id : plan.finished) {
     if (std::int32_t h = find(id); h >= 0) release(h, out);
   }
@@ -379,7 +477,8 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
   for (std::size_t k = 0; k < plan.requests.size(); ++k) {
     std::int32_t h = scratch_handles_[k];
     if (h < 0 || !plan.requests[k].is_new) continue;
-    verify(h, 0, plan.requests[k].num_computed_tokens, "admission", out);
+    const std::int64_t hit = plan.requests[k].num_computed_tokens;
+    verify_groups(h, hit, hit, "admission", out);
     live_[h].rely_begin = 0;
   }
 
@@ -387,7 +486,7 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
   if (mode_ == VerifyMode::kFull) {
     for (std::size_t k = 0; k < plan.requests.size(); ++k) {
       std::int32_t h = scratch_handles_[k];
-      if (h >= 0) verify(h, 0, live_[h].num_computed, "read", out);
+      if (h >= 0) verify_groups(h, plan.requests[k].num_computed_tokens, live_[h].num_computed, "read", out);
     }
   }
 }
@@ -401,7 +500,7 @@ void ShadowKv::verify_live(std::int64_t step, std::vector<Violation>* out) {
   }
   std::sort(order.begin(), order.end(),
             [&](std::int32_t a, std::int32_t b) { return live_[a].admitted < live_[b].admitted; });
-  for (std::int32_t h : order) verify(h, 0, live_[h].num_computed, "release", out);
+  for (std::int32_t h : order) verify_groups(h, live_[h].num_computed, live_[h].num_computed, "release", out);
 }
 
 }  // namespace kv::sim

@@ -15,6 +15,12 @@
 //      preempted) -- O(tokens written + tokens hit + blocks). full: the same plus every
 //      attention read of every step (O(context) per request per step).
 //   4. Violations are reported, never fatal; state stays consistent after one.
+//   5. Hybrid plans (StepPlan::group_windows set): one table per KV-cache group. Every write
+//      goes through every group's table (group g stores the fingerprint salted with g, so a
+//      block one group reads that another wrote mismatches). A group with a window (sliding
+//      w, chunked c) relies on, and reads, only the positions its next query attends
+//      (reach_begin); a read there through the null block is a violation. Violations of a
+//      hybrid run name the group. One group: exactly the behaviour above.
 // Not thread-safe.
 #pragma once
 
@@ -54,6 +60,7 @@ struct Violation {
   std::int64_t other_position = -1;
   std::int64_t more = 0;       // further mismatching positions of the same check
   std::string detail;          // kBadPlan
+  int group = -1;              // hybrid runs: the KV-cache group (-1: one group, not named)
 
   std::string to_string() const;
 };
@@ -103,7 +110,8 @@ class ShadowKv {
  private:
   struct Holder {
     std::int32_t request;  // handle into live_
-    std::int32_t index;    // position in that request's registered table
+    std::int32_t index;    // position in that request's registered table of `group`
+    std::int32_t group;
   };
   struct Live {
     RequestId id;
@@ -112,8 +120,9 @@ class ShadowKv {
     std::int64_t num_computed = 0;
     std::int64_t rely_begin = 0;  // relies on [rely_begin, num_computed); > 0 only for
                                   // unverified hits during the step of admission
-    BlockTable table;                 // what the kernels use (one group)
-    std::vector<BlockId> registered;  // what holders_ records (differs only after a fault)
+    BlockTable table;                 // what the kernels use (one list per group)
+    std::vector<std::vector<BlockId>> registered;  // per group, what holders_ records
+                                                   // (differs from table only after a fault)
     std::vector<std::uint64_t> expected;  // expected fingerprint of each position written
     std::int64_t admitted = 0;        // admission sequence number (verify_live order)
   };
@@ -123,15 +132,25 @@ class ShadowKv {
   void write_step(const StepPlan& plan, std::vector<Violation>* out);
   std::int32_t admit(const ScheduledRequest& r, std::vector<Violation>* out);
   void release(std::int32_t h, std::vector<Violation>* out);
-  bool add_block(std::int32_t h, BlockId b, const RequestId& id, std::vector<Violation>* out);
-  void write(std::int32_t h, std::int64_t position, std::uint64_t fp, std::vector<Violation>* out);
-  void verify(std::int32_t h, std::int64_t from, std::int64_t to, const char* when,
+  bool add_block(std::int32_t h, int g, BlockId b, const RequestId& id, std::vector<Violation>* out);
+  bool add_blocks(std::int32_t h, const ScheduledRequest& r, std::vector<Violation>* out);
+  void write(std::int32_t h, int g, std::int64_t position, std::uint64_t fp, std::vector<Violation>* out);
+  void write_position(std::int32_t h, std::int64_t position, std::uint64_t fp, std::vector<Violation>* out);
+  void verify(std::int32_t h, int g, std::int64_t from, std::int64_t to, const char* when,
               std::vector<Violation>* out);
+  // Every group's positions that a query at `first_query` (and later ones, up to `to`) reads.
+  void verify_groups(std::int32_t h, std::int64_t first_query, std::int64_t to, const char* when,
+                     std::vector<Violation>* out);
+  // The first position a query at `query` reads in group g (0 for full attention).
+  std::int64_t reach_begin(int g, std::int64_t query) const;
+  int num_groups() const { return windows_.empty() ? 1 : static_cast<int>(windows_.size()); }
+  int named(int g) const { return windows_.empty() ? -1 : g; }
   void ensure_block(BlockId b);
   Violation bad_plan(const RequestId& id, std::string detail) const;
 
   VerifyMode mode_;
   int block_size_ = 0;
+  std::vector<std::int64_t> windows_;  // StepPlan::group_windows of the run (empty: one group)
   std::int64_t step_ = 0;
   std::int64_t admissions_ = 0;
   std::vector<Live> live_;

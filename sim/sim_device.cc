@@ -73,7 +73,7 @@ StepResult SimDevice::execute(const StepPlan& plan) {
   last_step_ = plan.step;
   shadow_.apply(plan, &violations_);
 
-  StepShape shape = summarize(plan);
+  StepShape shape = summarize(plan, model_window(model()));
   last_cost_ = cost_.cost(shape);
   result.duration_ns = last_cost_.duration_ns;
   for (int n = 0; n < kNumStepNodes; ++n) {

@@ -84,7 +84,7 @@ StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options);
 class CostPredictor final : public StepTimePredictor {
  public:
   static StatusOr<std::unique_ptr<CostPredictor>> create(const SimOptions& options);
-  std::int64_t predict_ns(const StepPlan& plan) override { return cost_.cost(summarize(plan)).duration_ns; }
+  std::int64_t predict_ns(const StepPlan& plan) override { return cost_.cost(summarize(plan, model_window(cost_.model()))).duration_ns; }
 
  private:
   CostPredictor(const SimOptions& options, std::unique_ptr<ProfileTable> profile);

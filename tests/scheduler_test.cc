@@ -5,6 +5,8 @@
 
 #include <numeric>
 
+#include "model/kv_cache_groups.h"
+
 namespace kv {
 namespace {
 
@@ -56,6 +58,57 @@ std::vector<std::pair<std::string, std::size_t>> scheduled(const StepPlan& p) {
 }
 
 using Sched = std::vector<std::pair<std::string, std::size_t>>;
+
+// Two groups, as gpt-oss: sliding window 8 and full attention, blocks of 4, 13 blocks in all.
+SchedulerConfig hybrid_config() {
+  SchedulerConfig c = small_config(13, 8);
+  KvCacheSpec sliding;
+  sliding.type = AttentionType::kSlidingWindow;
+  sliding.window = 8;
+  sliding.block_size = 4;
+  KvCacheSpec full = sliding;
+  full.type = AttentionType::kFullAttention;
+  full.window = 0;
+  const std::vector<LayerKvCacheSpec> layers = {{"l0", sliding}, {"l1", full}};
+  c.kv_cache_groups = *get_kv_cache_groups(layers);
+  return c;
+}
+
+TEST(SchedulerTest, HybridPlansCarryEveryGroupsBlocks) {
+  Scheduler s(hybrid_config());
+  ASSERT_TRUE(s.hybrid());
+  ASSERT_TRUE(s.add_request(spec("a", range_tokens(0, 10), 8)).ok());
+  StepPlan p0 = s.schedule();
+  ASSERT_EQ(p0.requests.size(), 1u);
+  EXPECT_TRUE(p0.requests[0].block_ids.empty());
+  EXPECT_EQ(p0.requests[0].group_block_ids, (std::vector<std::vector<BlockId>>{{1, 2}, {3, 4}}));
+  EXPECT_EQ(p0.group_windows, (std::vector<std::int64_t>{8, 0}));
+  expect_ok(s);
+  s.update_from_output(p0, echo(p0));
+  while (s.has_unfinished()) {
+    StepPlan p = s.schedule();
+    expect_ok(s);
+    s.update_from_output(p, echo(p));
+  }
+  // The sliding group dropped what fell out of its window; everything is free again.
+  EXPECT_EQ(s.num_free_blocks(), 12u);
+  EXPECT_EQ(s.blocks_in_use_per_group(), (std::vector<std::int64_t>{0, 0}));
+}
+
+TEST(SchedulerTest, HybridPreemptsWhenTheSharedPoolRunsOut) {
+  Scheduler s(hybrid_config());
+  ASSERT_TRUE(s.add_request(spec("a", range_tokens(0, 8), 12)).ok());
+  ASSERT_TRUE(s.add_request(spec("b", range_tokens(100, 108), 12)).ok());
+  std::int64_t steps = 0;
+  while (s.has_unfinished() && steps++ < 200) {
+    StepPlan p = s.schedule();
+    expect_ok(s);
+    s.update_from_output(p, echo(p));
+  }
+  EXPECT_FALSE(s.has_unfinished());
+  EXPECT_GT(s.stats().preemptions, 0);  // two 20-token requests need 2 * (3 + 5) blocks of 12
+  EXPECT_EQ(s.num_free_blocks(), 12u);
+}
 
 TEST(SchedulerTest, ChunkedPrefillSplitsTheBudgetRunningFirst) {
   Scheduler s(small_config(32, 8));

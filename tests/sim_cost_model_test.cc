@@ -58,7 +58,7 @@ TEST(HardwareSpecsTest, PresetsAndLookup) {
   EXPECT_EQ(gpu("h100-sxm").sm_count, 132);
 
   EXPECT_EQ(find_model_shape("gpt5").status().message(),
-            "unknown model 'gpt5' (valid: tiny, small, llama3-1b, llama3-8b, llama3-70b)");
+            "unknown model 'gpt5' (valid: tiny, small, llama3-1b, llama3-8b, llama3-70b, gpt-oss-20b, gpt-oss-120b, gemma-3-27b, llama-4-scout, gpt-oss-20b-dense)");
   EXPECT_EQ(find_gpu_spec("a100").status().message(), "unknown gpu 'a100' (valid: h100-sxm, h200)");
 }
 
@@ -82,6 +82,45 @@ TEST(CostModelTest, SummarizeCountsPerRequest) {
   EXPECT_EQ(s.attended_pairs, (1 * 10 + 1) + (4 * 8 + 10));
   EXPECT_EQ(s.num_block_ids, 3);
   EXPECT_FALSE(s.uniform_decode);
+}
+
+TEST(CostModelTest, SummarizeChargesAWindowNotTheContext) {
+  StepPlan plan;
+  ScheduledRequest a;  // decode at position 10,000
+  a.num_computed_tokens = 10'000;
+  a.token_ids = {7};
+  ScheduledRequest b;  // 4 tokens after 2 cached ones: inside the window
+  b.num_computed_tokens = 2;
+  b.token_ids = {1, 2, 3, 4};
+  b.group_block_ids = {{0, 3}, {4}};
+  plan.requests = {a, b};
+  StepShape s = summarize(plan, 128);
+  EXPECT_EQ(s.kv_tokens_read, 10'001 + 6);
+  EXPECT_EQ(s.window_kv_tokens_read, 128 + 6);          // the last 128 keys, not 10,001
+  EXPECT_EQ(s.window_attended_pairs, 128 + (3 + 4 + 5 + 6));
+  EXPECT_EQ(s.attended_pairs, 10'001 + (3 + 4 + 5 + 6));
+  EXPECT_EQ(s.num_block_ids, 3);                         // both groups' ids
+  EXPECT_EQ(summarize(plan).window_kv_tokens_read, 0);  // no window: not computed
+}
+
+TEST(CostModelTest, WindowedLayersAttendToTheirWindow) {
+  const ModelShape hybrid = model("gpt-oss-20b");  // 12 sliding (128) + 12 full layers
+  CostModel cm(hybrid, gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  CostModel dense(model("gpt-oss-20b-dense"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  StepShape s = decode(8, 20'000);
+  s.window = model_window(hybrid);
+  ASSERT_EQ(s.window, 128);
+  s.window_kv_tokens_read = 8 * 128;
+  s.window_attended_pairs = 8 * 128;
+  const std::int64_t launch = cm.ns_to_cycles(cm.gpu().launch_overhead_ns);
+  const std::int64_t full = cm.kernel_cycles(Kernel::kAttention, {8, 8, s.kv_tokens_read}, s.attended_pairs);
+  const std::int64_t window = cm.kernel_cycles(Kernel::kAttention, {8, 8, 8 * 128}, 8 * 128);
+  EXPECT_LT(window * 10, full);
+  const StepCost c = cm.cost(s);
+  EXPECT_EQ(c.node_cycles[static_cast<int>(StepNode::kAttention)], 12 * (full + launch) + 12 * (window + launch));
+  // The dense twin pays the whole context in all 24 layers.
+  EXPECT_EQ(dense.cost(s).node_cycles[static_cast<int>(StepNode::kAttention)], 24 * (full + launch));
+  EXPECT_LT(c.duration_ns, dense.cost(s).duration_ns);
 }
 
 TEST(CostModelTest, RooflineOfOneGemmByHand) {

@@ -115,6 +115,51 @@ std::vector<StepPlan> shared_prefix_story() {
   return plans;
 }
 
+// Hybrid plans: group 0 a sliding window of 4 tokens, group 1 full attention (blocks of 4).
+// A writes 8 prompt tokens through both tables; B hits A's 8 tokens. With group 0's table
+// {0, 2, 6} B's next query (position 8) reads positions 5..7 of group 0: block 2, real.
+StepPlan hybrid_plan(std::int64_t step, std::vector<ScheduledRequest> requests) {
+  StepPlan p = plan(step, std::move(requests));
+  p.group_windows = {4, 0};
+  return p;
+}
+
+ScheduledRequest hybrid_fresh(const std::string& id, std::vector<std::vector<BlockId>> groups,
+                              std::vector<TokenId> context, std::vector<TokenId> tokens) {
+  ScheduledRequest r = fresh(id, {}, std::move(context), std::move(tokens), 9);
+  r.group_block_ids = std::move(groups);
+  return r;
+}
+
+std::vector<std::string> run_hybrid(std::vector<std::vector<BlockId>> b_groups) {
+  ShadowKv shadow(VerifyMode::kFull);
+  std::vector<Violation> out;
+  shadow.apply(hybrid_plan(1, {hybrid_fresh("A", {{1, 2}, {3, 4}}, {}, range(100, 108))}), &out);
+  shadow.apply(hybrid_plan(2, {hybrid_fresh("B", std::move(b_groups), range(100, 108), {9})}), &out);
+  std::vector<std::string> text;
+  for (const Violation& v : out) text.push_back(v.to_string());
+  return text;
+}
+
+TEST(ShadowKvTest, HybridWindowedGroupReadsOnlyItsWindow) {
+  // Group 0's first block is null: outside B's window, never read.
+  EXPECT_EQ(run_hybrid({{0, 2, 6}, {3, 4, 7}}), std::vector<std::string>{});
+}
+
+TEST(ShadowKvTest, HybridNullBlockInsideTheWindowIsNamedWithItsGroup) {
+  const auto v = run_hybrid({{0, 0, 6}, {3, 4, 7}});
+  ASSERT_FALSE(v.empty());
+  EXPECT_NE(v[0].find("request B (group 0): position 5 (block 0"), std::string::npos) << v[0];
+  EXPECT_NE(v[0].find("null-block read"), std::string::npos) << v[0];
+}
+
+TEST(ShadowKvTest, HybridGroupReadingAnotherGroupsBlockMismatches) {
+  // B's full-attention table points at A's sliding-window blocks: same tokens, other group.
+  const auto v = run_hybrid({{0, 2, 6}, {1, 2, 7}});
+  ASSERT_FALSE(v.empty());
+  EXPECT_NE(v[0].find("request B (group 1): position 0 (block 1"), std::string::npos) << v[0];
+}
+
 TEST(ShadowKvTest, SharedPrefixIsCleanInEveryMode) {
   for (VerifyMode mode : {VerifyMode::kOff, VerifyMode::kFast, VerifyMode::kFull}) {
     auto d = device(mode);
