@@ -1,11 +1,13 @@
 #include "reports/run_reader.h"
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "reports/csv_parser.h"
+#include "reports/csv_records.h"
 
 namespace kv::reports {
 
@@ -43,18 +45,49 @@ Status read_steps(const std::string& path, std::vector<StepRow>& out) {
   return {};
 }
 
+// A whole-string integer of record `rec`, column `col` (named in the error).
+Status to_int(const std::string& path, std::size_t rec, const std::string& col, const std::string& text,
+              std::int64_t* out) {
+  char* end = nullptr;
+  const long long v = std::strtoll(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0') {
+    return Status::error(path + ": record " + std::to_string(rec) + ", column " + col + ": '" + text +
+                         "' is not an integer");
+  }
+  *out = v;
+  return {};
+}
+
+// requests.csv, read through an RFC 4180 parser: ids and reasons may hold commas, quotes and
+// line breaks.
 Status read_requests(const std::string& path, std::vector<RequestRow>& out) {
-  try {
-    io::CSVReader<11, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> in(path);
-    in.read_header(io::ignore_extra_column, "id", "arrival_us", "first_token_us", "finish_us", "ttft_us", "e2e_us",
-                   "prompt_tokens", "output_tokens", "cached_tokens", "preemptions", "status");
-    RequestRow r;
-    while (in.read_row(r.id, r.arrival_us, r.first_token_us, r.finish_us, r.ttft_us, r.e2e_us, r.prompt_tokens,
-                       r.output_tokens, r.cached_tokens, r.preemptions, r.status)) {
-      out.push_back(r);
+  auto records = read_csv_records(path);
+  if (!records.ok()) return records.status();
+  static const std::vector<std::string> kColumns = {"id", "arrival_us", "first_token_us", "finish_us",
+                                                    "ttft_us", "e2e_us", "prompt_tokens", "output_tokens",
+                                                    "cached_tokens", "preemptions", "status"};
+  if (records->empty()) return Status::error(path + ": no header");
+  const CsvRecord& header = records->front();
+  for (std::size_t c = 0; c < kColumns.size(); ++c) {
+    if (c >= header.size() || header[c] != kColumns[c]) {
+      return Status::error(path + ": header: column " + std::to_string(c + 1) + " must be " + kColumns[c]);
     }
-  } catch (const io::error::base& e) {
-    return csv_error(path, e);
+  }
+  for (std::size_t r = 1; r < records->size(); ++r) {
+    const CsvRecord& f = (*records)[r];
+    if (f.size() < kColumns.size()) return Status::error(path + ": record " + std::to_string(r + 1) + ": too few fields");
+    RequestRow row;
+    row.id = f[0];
+    row.status = f[10];
+    std::int64_t* ints[] = {&row.arrival_us, &row.first_token_us, &row.finish_us, &row.ttft_us, &row.e2e_us,
+                            &row.prompt_tokens, &row.output_tokens, &row.cached_tokens};
+    for (std::size_t c = 0; c < 8; ++c) {
+      if (Status s = to_int(path, r + 1, kColumns[c + 1], f[c + 1], ints[c]); !s.ok()) return s;
+    }
+    std::int64_t preemptions = 0;
+    if (Status s = to_int(path, r + 1, "preemptions", f[9], &preemptions); !s.ok()) return s;
+    row.preemptions = static_cast<int>(preemptions);
+    out.push_back(std::move(row));
   }
   return {};
 }

@@ -131,11 +131,11 @@ TEST(ReportRuns, ReadsBackWhatTheReplayWrote) {
   EXPECT_EQ(cached, run->hits);
 }
 
-TEST(ReportRuns, HostileRequestIdsRoundTripThroughRequestsCsv) {
+TEST(ReportRuns, HostileRequestIdsRoundTripThroughRequestsCsv) {  // commas, quotes, line breaks
   const fs::path d = scratch() / "hostile";
   auto folder = RunFolder::create(d.string(), true);
   ASSERT_TRUE(folder.ok());
-  const std::vector<std::string> ids = {"plain", "a,b", "say \"hi\"", "\"", ",\",\""};
+  const std::vector<std::string> ids = {"plain", "a,b", "say \"hi\"", "\"", ",\",\"", "two\nlines", "cr\r\nlf"};
   for (const std::string& id : ids) {
     RequestMetrics m;
     m.id = id;
