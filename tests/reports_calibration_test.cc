@@ -1,6 +1,7 @@
 // kvsim calibrate's library: a synthetic profile from known efficiencies is fitted back, the
 // preset file round-trips, and bad profiles and preset files are named by file and line.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 
 std::string scratch(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::temp_directory_path() / "kvsim_calibration_test" / info->name();
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_calibration_test_" + std::to_string(::getpid())) / info->name();
   fs::create_directories(dir);
   return (dir / name).string();
 }

@@ -2,6 +2,7 @@
 // run whose device reports step times 3% above the prediction), the report's sections, and bad
 // input naming the file and line.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -27,7 +28,7 @@ using replay::Replayer;
 
 fs::path scratch() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::temp_directory_path() / "kvsim_reports_test" / info->name();
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_reports_test_" + std::to_string(::getpid())) / info->name();
   fs::remove_all(dir);
   fs::create_directories(dir);
   return dir;

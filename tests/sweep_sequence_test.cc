@@ -1,6 +1,7 @@
 // kvsim sweep's library: sequence-mode numbers on a hand-made trace, determinism across thread
 // counts, monotonic LRU hit rate, capacity lists and bad input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -18,7 +19,7 @@ namespace fs = std::filesystem;
 
 std::string scratch(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::temp_directory_path() / "kvsim_sweep_test" / info->name();
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_sweep_test_" + std::to_string(::getpid())) / info->name();
   fs::create_directories(dir);
   return (dir / name).string();
 }
