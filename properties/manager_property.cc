@@ -4,6 +4,9 @@
 // the cache must be whole and resettable). After every command every observable agrees with the
 // model: returned block ids, hits, the free queue, every block's ref_cnt and hash, the hash map,
 // each request's block table and hashes, statistics, KV events; and check_invariants() holds.
+// The model hashes with ReferenceHasher (written apart from BlockHasher), requests draw two
+// salts and two LoRA adapters, and an isolation property holds: no request is ever given a hit
+// block that another tenant (salt, LoRA) computed.
 // Every command prints itself as `ops` lines, so a failing case comes out as an ops script with
 // its expected output; the generated script is also replayed through OpsInterpreter in every
 // case, so the printed reproducer is known to be faithful.
@@ -242,6 +245,22 @@ struct Lookup final : ManagerCommand {
   std::vector<std::string> ops_lines(const ManagerModel&) const override { return {"lookup " + id}; }
 };
 
+std::string tenant(const Request& r) { return "salt '" + r.extras().cache_salt + "', lora '" + r.extras().lora_name + "'"; }
+
+// The isolation property: a request with another cache salt or another LoRA adapter never gets
+// a block (as a hit) whose KV a different tenant computed. Fresh blocks become the request's.
+void check_isolation(ManagerSut& sut, const Request& r, const std::vector<BlockId>& hits,
+                     const std::vector<BlockId>& fresh) {
+  const std::string who = tenant(r);
+  for (BlockId b : hits) {
+    const auto it = sut.tenant_of.find(b);
+    fail_if(it == sut.tenant_of.end() || it->second != who,
+            "request " + r.id() + " (" + who + ") hit block " + std::to_string(b) + ", computed by " +
+                (it == sut.tenant_of.end() ? std::string("nobody") : it->second));
+  }
+  for (BlockId b : fresh) sut.tenant_of[b] = who;
+}
+
 struct Alloc final : ManagerCommand {
   std::string id;
   std::int64_t n;  // < 0: rest
@@ -279,6 +298,7 @@ struct Alloc final : ManagerCommand {
     const auto fresh = sut.manager->allocate(req, count, hit, lookahead, fullfit);
     if (fresh) {
       req.num_computed_tokens += hit.num_tokens + count;
+      check_isolation(sut, req, hit.blocks, *fresh);
     } else {
       fail_if(!(snapshot(sut) == before), "a failed allocation of " + id + " changed the state");
     }
@@ -390,8 +410,8 @@ std::shared_ptr<const ManagerCommand> gen_new_request(const ManagerModel& m) {
   } else {
     tokens = gen_tokens(1, max_len);
   }
-  const std::string salt = *rc::gen::element<std::string>("", "", "", "s1");
-  const std::string lora = *rc::gen::element<std::string>("", "", "", "l1");
+  const std::string salt = *rc::gen::element<std::string>("", "", "", "s1", "s2");
+  const std::string lora = *rc::gen::element<std::string>("", "", "", "l1", "l2");
   return std::make_shared<NewRequest>("r" + std::to_string(m.requests().size()), std::move(tokens), salt, lora);
 }
 

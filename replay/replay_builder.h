@@ -19,6 +19,7 @@
 #include "model/scheduler.h"
 #include "replay/replay_config.h"
 #include "replay/replayer.h"
+#include "sim/fault_injection.h"
 #include "sim/sim_device.h"
 
 namespace kv::replay {
@@ -28,6 +29,7 @@ struct ReplayRun {
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<Device> device;
   std::unique_ptr<StepTimePredictor> predictor;  // set only beside real hardware
+  sim::FaultInjectingDevice* faults = nullptr;    // `device` itself when --inject-fault is set
   std::vector<std::pair<std::string, std::string>> description;  // every effective setting
 
   ReplayOptions replay_options(const ReplayConfig& config) const;

@@ -140,6 +140,13 @@ Status set_utilization(ReplayConfig& c, const std::string& t) {
   return {};
 }
 
+Status set_fault(ReplayConfig& c, const std::string& t) {
+  auto spec = sim::parse_fault_spec(t);
+  if (!spec.ok()) return spec.status().with_context("--inject-fault: ");
+  c.inject_fault = *spec;
+  return {};
+}
+
 std::vector<ConfigOption> make_table() {
   using C = ReplayConfig;
   const std::string_view dev = "Device and model", kv = "KV cache", sch = "Scheduler", run = "Run";
@@ -215,6 +222,12 @@ std::vector<ConfigOption> make_table() {
                          std::numeric_limits<std::int64_t>::max()));
   t.push_back(bool_option("check-invariants", run, "check every core invariant after every step",
                           &C::check_invariants, true));
+  t.push_back({"inject-fault", run,
+               "KIND@STEP[:REQUEST]: plant a fault in the simulator's KV memory to test the verifier; KIND is "
+               "overwrite (a stray store into the request's position 0), drop (its first write of the step is "
+               "skipped), misdirect (that write lands in slot 0), swap (its first and last table entries); it "
+               "fires at the first step >= STEP with a target (default request: the step's first)",
+               false, set_fault, [](const C& c) { return c.inject_fault ? c.inject_fault->to_string() : ""; }});
   return t;
 }
 
@@ -238,6 +251,10 @@ Status ReplayConfig::validate() const {
   if (kv_cache_tokens < 0) return bad("kv-cache-tokens", "must be >= 0");
   if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1)) {
     return bad("gpu-memory-utilization", "must be in (0, 1]");
+  }
+  if (inject_fault && device != DeviceKind::kSim) return bad("inject-fault", "needs --device sim");
+  if (inject_fault && verify == sim::VerifyMode::kOff) {
+    return bad("inject-fault", "needs --verify fast or full (with off nothing checks the KV memory)");
   }
   CudaGraphConfig graphs;
   graphs.mode = cuda_graphs;

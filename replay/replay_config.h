@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -27,6 +28,7 @@
 #include "model/scheduler.h"
 #include "model/status.h"
 #include "replay/replayer.h"
+#include "sim/fault_injection.h"
 #include "sim/hardware_specs.h"
 #include "sim/shadow_kv.h"
 
@@ -71,6 +73,9 @@ struct ReplayConfig {
   std::int64_t max_steps = 0;        // 0: no limit
   bool check_invariants = false;
   bool keep_decision_text = true;
+  // A fault planted in the simulator's KV memory (--inject-fault KIND@STEP[:REQUEST]); needs
+  // --device sim and --verify fast or full.
+  std::optional<sim::FaultSpec> inject_fault;
 
   Status validate() const;
 };

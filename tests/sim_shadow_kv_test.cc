@@ -424,3 +424,69 @@ TEST(ShadowKvRandomTest, FastAndFullAgreeOnRandomFaults) {
 
 }  // namespace
 }  // namespace kv::sim
+
+namespace kv::sim {
+namespace {
+
+// --- every position of another request's computed range: A computes positions [0, 8) in
+// blocks [1, 2] at step 1; at step 2 B (block 3) writes its first token into A's slot for
+// position p. The write check reports it at the write, in both modes, for every p from the
+// first to the last; a stray store (no write check) into the same slot is caught when A is
+// verified (full: the next read; fast: when A leaves).
+std::vector<StepPlan> two_request_story() {
+  std::vector<StepPlan> p;
+  p.push_back(plan(1, {fresh("A", {1, 2}, {}, range(100, 108), 8)}));
+  p.push_back(plan(2, {running("A", 8, {50}, {3}, 8), fresh("B", {4}, {}, range(200, 204), 4)}));
+  p.push_back(plan(3, {}, {"A", "B"}));
+  return p;
+}
+
+std::vector<std::vector<Violation>> run_story(FaultInjectingDevice& d) {
+  std::vector<std::vector<Violation>> out;
+  for (const StepPlan& p : two_request_story()) {
+    d.execute(p);
+    out.push_back(d.inner().last_violations());
+  }
+  return out;
+}
+
+TEST(FaultInjectionTest, MisdirectedWriteIntoEveryComputedPositionIsCaughtAtTheWrite) {
+  for (VerifyMode mode : {VerifyMode::kFast, VerifyMode::kFull}) {
+    for (std::int64_t p = 0; p < 8; ++p) {
+      FaultInjectingDevice d(device(mode));
+      const std::int64_t slot = (1 + p / kB) * kB + p % kB;
+      d.misdirect_cache_write(2, "B", 0, slot);
+      const auto per_step = run_story(d);
+      ASSERT_FALSE(per_step[1].empty()) << "position " << p << " mode " << to_string(mode);
+      const Violation& v = per_step[1][0];
+      EXPECT_EQ(v.kind, Violation::Kind::kOverwrite) << "position " << p;
+      EXPECT_EQ(v.step, 2);
+      EXPECT_EQ(v.request, "B");
+      EXPECT_EQ(v.slot, slot);
+      EXPECT_EQ(v.other_request, "A");
+      EXPECT_EQ(v.other_position, p);
+    }
+  }
+}
+
+TEST(FaultInjectionTest, StrayStoreIntoEveryComputedPositionIsCaught) {
+  for (VerifyMode mode : {VerifyMode::kFast, VerifyMode::kFull}) {
+    for (std::int64_t p = 0; p < 8; ++p) {
+      FaultInjectingDevice d(device(mode));
+      const std::int64_t slot = (1 + p / kB) * kB + p % kB;
+      d.overwrite_slot(2, slot, 0xbad);
+      const auto per_step = run_story(d);
+      const std::size_t caught_at = mode == VerifyMode::kFull ? 1 : 2;  // A's read, or A leaving
+      ASSERT_FALSE(per_step[caught_at].empty()) << "position " << p << " mode " << to_string(mode);
+      const Violation& v = per_step[caught_at][0];
+      EXPECT_EQ(v.kind, Violation::Kind::kMismatch);
+      EXPECT_EQ(v.request, "A");
+      EXPECT_EQ(v.position, p);
+      EXPECT_EQ(v.slot, slot);
+      EXPECT_EQ(v.found, 0xbadu);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kv::sim
