@@ -2,10 +2,10 @@
 // sliding-window and chunked-local groups (docs/hybrid-groups.md). Commands: arrive, admit
 // (lookup, then a first allocation of a chunk, maybe with the full-sequence gate), grow (the
 // next chunk, or one decoded token), free and drain. After every command:
-//   - hits: the hit length is the largest length every group can serve (the common fixed
-//     point), computed here by brute force from what the pool has cached per group; it is at
-//     most num_tokens - 1; each group's hit blocks are exactly the cached blocks its rule reads
-//     (full: all; sliding: the last ceil((w-1)/B); chunked: those of the last chunk), nulls
+//   - hits: the hit length is the coordinator's fixed point over the lookup sets, recomputed
+//     here by brute force from what the pool has cached per group; it is at most
+//     num_tokens - 1; each group's hit blocks are exactly the cached blocks its rule reads
+//     (full: all; sliding: the last ceil((w-1)/B); chunked: those of the limit's chunk), nulls
 //     elsewhere;
 //   - null blocks only where a group never reads again: every table's leading nulls cover at
 //     least the skipped blocks of its last allocation (even a failed one) and at most those or
@@ -87,55 +87,104 @@ using HybridCommand = rc::state::Command<HybridModel, HybridSut>;
 
 const KvCacheSpec& spec_of(const HybridSut& sut, std::size_t g) { return sut.manager->config().groups[g].spec; }
 
-// First block index group g reads for a hit of k blocks; blocks before it are null in the hit.
-std::size_t first_read(const KvCacheSpec& s, std::size_t k) {
+// The hit oracle, written from docs/hybrid-groups.md ("Hit search") by brute force: what one
+// lookup set's rule gives for a limit of `limit` tokens, as blocks per group of the set (0 =
+// null), from what the pool caches now.
+struct SetHit {
+  std::size_t blocks = 0;                  // hit length in blocks
+  std::vector<std::vector<BlockId>> per_group;  // one list per group of the set, `blocks` long
+};
+
+SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& set, std::int64_t limit) {
+  const KvCacheSpec& s = spec_of(sut, static_cast<std::size_t>(set.front()));
   const auto b = static_cast<std::size_t>(s.block_size);
-  switch (s.type) {
-    case AttentionType::kSlidingWindow: {
-      const std::size_t need = (static_cast<std::size_t>(s.window) - 1 + b - 1) / b;
-      return k > need ? k - need : 0;
+  const std::size_t n = std::min(static_cast<std::size_t>(limit) / b, r.block_hashes().size());
+  const auto cached = [&](std::size_t i) {
+    for (int g : set) {
+      if (sut.manager->pool().get_cached_block(r.block_hashes()[i], static_cast<KvCacheGroupId>(g)) == kNoBlock) return false;
     }
-    case AttentionType::kChunkedLocalAttention:
-      return k * b / static_cast<std::size_t>(s.chunk) * static_cast<std::size_t>(s.chunk) / b;
-    default:
-      return 0;
+    return true;
+  };
+  const auto run_from = [&](std::size_t i, std::size_t end) {  // cached blocks in a row from i
+    std::size_t k = i;
+    while (k < end && cached(k)) ++k;
+    return k;
+  };
+  std::size_t first = 0, k = 0;  // the hit is [first, k) real, nulls before
+  if (s.type == AttentionType::kFullAttention) {
+    k = run_from(0, n);
+  } else if (s.type == AttentionType::kSlidingWindow) {
+    const std::size_t need = (static_cast<std::size_t>(s.window) - 1 + b - 1) / b;
+    k = run_from(0, n);  // no window-long run anywhere: the run from block 0
+    for (std::size_t end = n; end >= need && end > 0; --end) {
+      if (run_from(end - need, end) == end) {  // the rightmost window-long run
+        first = end - need;
+        k = end;
+        break;
+      }
+    }
+  } else {
+    first = static_cast<std::size_t>(limit / s.chunk * s.chunk) / b;  // the chunk of the limit
+    k = run_from(first, n);
   }
+  SetHit h;
+  h.blocks = k;
+  for (int g : set) {
+    std::vector<BlockId> blocks(k, 0);
+    for (std::size_t i = first; i < k; ++i) {
+      blocks[i] = sut.manager->pool().get_cached_block(r.block_hashes()[i], static_cast<KvCacheGroupId>(g));
+    }
+    h.per_group.push_back(std::move(blocks));
+  }
+  return h;
 }
 
-// The hit of k blocks as each group's rule reads it, from what the pool caches now; nullopt
-// when some block it reads is not cached for its group.
-std::optional<std::vector<std::vector<BlockId>>> expected_hit(const HybridSut& sut, const Request& r, std::size_t k) {
-  const BlockPool& pool = sut.manager->pool();
-  std::vector<std::vector<BlockId>> hit(sut.manager->num_groups(), std::vector<BlockId>(k, 0));
-  for (std::size_t g = 0; g < hit.size(); ++g) {
-    for (std::size_t i = first_read(spec_of(sut, g), k); i < k; ++i) {
-      const BlockId b = pool.get_cached_block(r.block_hashes()[i], static_cast<KvCacheGroupId>(g));
-      if (b == kNoBlock) return std::nullopt;
-      hit[g][i] = b;
+// The coordinator's fixed point: rounds over the lookup sets, each limited by the previous
+// one's hit, until a round changes nothing (two sets with full attention first: one round);
+// full attention is looked up once and cut to the final length.
+HybridCacheHit expected_hit(const HybridSut& sut, const Request& r) {
+  const auto& sets = sut.manager->lookup_order();
+  const auto is_full = [&](const std::vector<int>& set) {
+    return spec_of(sut, static_cast<std::size_t>(set.front())).type == AttentionType::kFullAttention;
+  };
+  const std::int64_t b = spec_of(sut, 0).block_size;
+  std::int64_t length = std::max<std::int64_t>(r.num_tokens() - 1, 0);
+  std::vector<std::optional<SetHit>> last(sets.size());
+  for (bool again = true; again;) {
+    std::int64_t current = length;
+    for (std::size_t s = 0; s < sets.size(); ++s) {
+      if (!(is_full(sets[s]) && last[s])) last[s] = set_rule(sut, r, sets[s], current);
+      current = std::min<std::int64_t>(current, static_cast<std::int64_t>(last[s]->blocks) * b);
+    }
+    again = current < length && sets.size() > 1 && !(sets.size() == 2 && is_full(sets[0]));
+    length = std::min(length, current);
+  }
+  HybridCacheHit hit;
+  hit.num_tokens = length;
+  hit.blocks.resize(sut.manager->num_groups());
+  for (std::size_t s = 0; s < sets.size(); ++s) {
+    for (std::size_t k = 0; k < sets[s].size(); ++k) {
+      auto& blocks = hit.blocks[static_cast<std::size_t>(sets[s][k])] = last[s]->per_group[k];
+      if (is_full(sets[s])) blocks.resize(std::min(blocks.size(), static_cast<std::size_t>(length / b)));
     }
   }
   return hit;
 }
 
 void check_hit(const HybridSut& sut, const Request& r, const HybridCacheHit& hit) {
-  const auto b = static_cast<std::size_t>(spec_of(sut, 0).block_size);
-  const std::size_t limit = std::min(static_cast<std::size_t>(std::max<std::int64_t>(r.num_tokens() - 1, 0)) / b,
-                                     r.block_hashes().size());
-  std::size_t k = limit;
-  std::optional<std::vector<std::vector<BlockId>>> want;
-  for (; !(want = expected_hit(sut, r, k)); --k) {
+  const HybridCacheHit want = expected_hit(sut, r);
+  if (hit.num_tokens != want.num_tokens) {
+    RC_FAIL("lookup " + r.id() + ": hit of " + std::to_string(hit.num_tokens) + " tokens, the fixed point of the " +
+            "lookup sets is " + std::to_string(want.num_tokens) + " (of " + std::to_string(r.num_tokens()) + " tokens)");
   }
-  if (hit.num_tokens != static_cast<std::int64_t>(k * b)) {
-    RC_FAIL("lookup " + r.id() + ": hit of " + std::to_string(hit.num_tokens) + " tokens, the longest every group " +
-            "serves is " + std::to_string(k * b) + " (limit " + std::to_string(limit * b) + ")");
-  }
-  for (std::size_t g = 0; g < want->size(); ++g) {
-    if (hit.blocks[g] != (*want)[g]) {
+  if (hit.num_tokens > std::max<std::int64_t>(r.num_tokens() - 1, 0)) RC_FAIL("lookup " + r.id() + " hits its last token");
+  for (std::size_t g = 0; g < want.blocks.size(); ++g) {
+    if (hit.blocks[g] != want.blocks[g]) {
       std::ostringstream os;
       os << "lookup " << r.id() << ": group " << g << " (" << describe(spec_of(sut, g)) << ") hit blocks [";
       for (BlockId x : hit.blocks[g]) os << x << ' ';
       os << "], its rule reads [";
-      for (BlockId x : (*want)[g]) os << x << ' ';
+      for (BlockId x : want.blocks[g]) os << x << ' ';
       os << "]";
       RC_FAIL(os.str());
     }
@@ -331,8 +380,8 @@ rc::Gen<std::shared_ptr<const HybridCommand>> gen_hybrid_command(const HybridMod
   });
 }
 
-// 1 to 4 layers, each full, sliding (window 2..4B+1) or chunked (chunk a multiple of B);
-// equal page sizes, so the groups keep the block size.
+// 1 to 4 layers, each full, sliding (window 2..4B+1) or chunked (chunk 1..4B, aligned to the
+// block or not); equal page sizes, so the groups keep the block size.
 HybridCase gen_hybrid_case() {
   HybridCase hc;
   hc.block_size = *rc::gen::inRange(1, 5);
@@ -347,7 +396,7 @@ HybridCase gen_hybrid_case() {
       s.window = *rc::gen::inRange(2, 4 * hc.block_size + 2);
     } else if (kind == 2) {
       s.type = AttentionType::kChunkedLocalAttention;
-      s.chunk = hc.block_size * *rc::gen::inRange(1, 4);
+      s.chunk = *rc::gen::inRange(1, 4 * hc.block_size + 1);
     }
     hc.layers.push_back(s);
   }
