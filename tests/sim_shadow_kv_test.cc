@@ -1,4 +1,5 @@
-// Shadow KV memory and SimDevice: hand-made plans with a shared cached prefix (clean), each
+// Shadow KV memory and SimDevice: hand-made plans with a shared cached prefix (clean), hits that
+// never cross salts or adapters, a stray write at every computed position caught, each
 // fault of FaultInjectingDevice caught in fast and full mode, bad plans reported, and fast and
 // full mode agreeing on randomized plans made by driving a real KvCacheManager.
 #include "sim/shadow_kv.h"
@@ -485,6 +486,42 @@ TEST(FaultInjectionTest, StrayStoreIntoEveryComputedPositionIsCaught) {
       EXPECT_EQ(v.slot, slot);
       EXPECT_EQ(v.found, 0xbadu);
     }
+  }
+}
+
+}  // namespace
+}  // namespace kv::sim
+
+namespace kv::sim {
+namespace {
+
+// --- isolation: B is admitted with a hit on the two blocks A computed. With the same salt and
+// adapter that is a clean hit; with another salt or another LoRA adapter B's fingerprints
+// differ from what A wrote, so the hit is a mismatch at admission.
+std::vector<Violation> hit_across(const std::string& salt_a, const std::string& lora_a, const std::string& salt_b,
+                                  const std::string& lora_b) {
+  auto d = device(VerifyMode::kFast);
+  ScheduledRequest a = fresh("A", {1, 2}, {}, range(100, 108), 8);
+  a.cache_salt = salt_a;
+  a.lora_name = lora_a;
+  d->execute(plan(1, {a}));
+  EXPECT_TRUE(d->last_violations().empty());
+  ScheduledRequest b = fresh("B", {1, 2, 3}, range(100, 108), range(300, 302), 10);
+  b.cache_salt = salt_b;
+  b.lora_name = lora_b;
+  d->execute(plan(2, {running("A", 8, {50}, {4}, 8), b}));
+  return d->last_violations();
+}
+
+TEST(ShadowKvTest, HitsNeverCrossSaltsOrAdapters) {
+  EXPECT_TRUE(hit_across("s1", "l1", "s1", "l1").empty());
+  for (const auto& v : {hit_across("s1", "", "s2", ""), hit_across("s1", "", "", ""), hit_across("", "l1", "", "l2"),
+                        hit_across("", "", "", "l2")}) {
+    ASSERT_FALSE(v.empty());
+    EXPECT_EQ(v[0].kind, Violation::Kind::kMismatch);
+    EXPECT_EQ(v[0].request, "B");
+    EXPECT_STREQ(v[0].when, "admission");
+    EXPECT_EQ(v[0].position, 0);
   }
 }
 
