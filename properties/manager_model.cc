@@ -100,12 +100,13 @@ void ManagerModel::print_queries() {
 }
 
 void ManagerModel::add_request(const std::string& id, std::vector<TokenId> tokens, const std::string& salt,
-                               const std::string& lora) {
+                               const std::string& lora, std::vector<MultiModalItem> mm) {
   ModelRequest r;
   r.id = id;
   r.tokens = std::move(tokens);
   r.salt = salt;
   r.lora = lora;
+  r.mm = std::move(mm);
   requests_.push_back(std::move(r));
   append(id, {});
 }
@@ -119,6 +120,7 @@ void ManagerModel::append(const std::string& id, const std::vector<TokenId>& tok
   HashExtras extras;
   extras.lora_name = r.lora;
   extras.cache_salt = r.salt;
+  extras.mm_items = r.mm;
   const std::vector<BlockHash> all = hasher_->hashes(r.tokens, config_.block_size, extras);
   r.hashes.insert(r.hashes.end(), all.begin() + static_cast<std::ptrdiff_t>(r.hashes.size()), all.end());
 }

@@ -49,6 +49,7 @@ struct ModelRequest {
   std::string id;
   std::vector<TokenId> tokens;
   std::string salt, lora;
+  std::vector<MultiModalItem> mm;  // in offset order
   std::vector<BlockHash> hashes;  // one per full block (none with caching off)
   std::int64_t computed = 0;
   std::vector<BlockId> table;     // blocks held, in allocation order
@@ -88,7 +89,7 @@ class ManagerModel {
   // The operations of docs/semantics.md §3. Each adds to events() and printed(); a command calls
   // begin_command() once before its operations.
   void add_request(const std::string& id, std::vector<TokenId> tokens, const std::string& salt,
-                   const std::string& lora);
+                   const std::string& lora, std::vector<MultiModalItem> mm = {});
   ModelHit lookup(const std::string& id);
   // n < 0 means `rest`.
   ModelAlloc alloc(const std::string& id, std::int64_t n, std::int64_t lookahead, bool fullfit);
