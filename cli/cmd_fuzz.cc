@@ -28,15 +28,16 @@ std::uint64_t name_hash(const std::string& s) {
 
 int run_fuzz(int argc, char** argv) {
   po::options_description opts(
-      "kvsim fuzz --seconds N [--seed S] [--level queue|manager|scheduler|all]\n\n"
+      "kvsim fuzz --seconds N [--seed S] [--level queue|manager|hybrid|scheduler|all]\n\n"
       "Runs the stateful property tests (free queue, KV-cache manager against its reference\n"
-      "model, scheduler on the simulated device) for a time budget. On a failure prints the\n"
+      "model, the hybrid manager on random layouts of full, sliding and chunked groups,\n"
+      "the scheduler on the simulated device) for a time budget. On a failure prints the\n"
       "shrunk counterexample (an ops script for the manager level) and exits 1.\n\n"
       "Options");
   opts.add_options()("help,h", "show this help")(
       "seconds", po::value<double>()->default_value(10.0), "time budget in seconds")(
       "seed", po::value<std::uint64_t>()->default_value(1), "base seed (rounds derive theirs from it)")(
-      "level", po::value<std::string>()->default_value("all"), "queue, manager, scheduler or all")(
+      "level", po::value<std::string>()->default_value("all"), "queue, manager, hybrid, scheduler or all")(
       "cases", po::value<int>()->default_value(50), "cases per property per round")(
       "max-size", po::value<int>()->default_value(100), "largest case size (commands per case)");
   po::variables_map vm;
@@ -56,7 +57,7 @@ int run_fuzz(int argc, char** argv) {
   }
   if (selected.empty()) {
     std::cerr << "kvsim fuzz: no properties at level '" << level
-              << "' (levels: queue, manager, scheduler, all)\n";
+              << "' (levels: queue, manager, hybrid, scheduler, all)\n";
     return 2;
   }
 

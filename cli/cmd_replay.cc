@@ -143,6 +143,13 @@ int run_replay(int argc, char** argv) {
   if (run->events) {
     if (Status st = run->events->close(); !st.ok()) return fail(st.message());
   }
+  if (run->faults != nullptr) {
+    for (const std::string& f : run->faults->fired()) std::cerr << "kvsim replay: injected fault: " << f << "\n";
+    for (const sim::FaultSpec& f : run->faults->unfired()) {
+      return fail("--inject-fault " + f.to_string() + " never fired: no step from " + std::to_string(f.step) +
+                  " on had a target for it (the request not scheduled, or not yet computed)");
+    }
+  }
   return verdict(*summary, trace_path);
 }
 

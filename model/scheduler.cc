@@ -375,6 +375,7 @@ ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
     sr.next_token = e.outputs[static_cast<std::size_t>(r.num_output_tokens())];
   }
   sr.lora_name = r.extras().lora_name;
+  sr.cache_salt = r.extras().cache_salt;
   return sr;
 }
 

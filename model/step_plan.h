@@ -36,6 +36,7 @@ struct ScheduledRequest {
   bool samples = false;                   // this step ends at the request's last known token
   TokenId next_token = 0;                 // teacher-forced output when samples
   std::string lora_name;
+  std::string cache_salt;                 // tenant; a device may check tenants never share KV
 };
 
 struct StepPlan {

@@ -112,6 +112,33 @@ StatusOr<std::vector<TokenId>> parse_token_spec(std::string_view spec) {
   return tokens;
 }
 
+StatusOr<std::vector<MultiModalItem>> parse_mm_spec(std::string_view spec) {
+  std::vector<MultiModalItem> items;
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    std::size_t comma = spec.find(',', start);
+    if (comma == std::string_view::npos) comma = spec.size();
+    const std::string_view item = spec.substr(start, comma - start);
+    const auto at = item.find('@');
+    const auto plus = item.find('+', at == std::string_view::npos ? 0 : at);
+    if (at == 0 || at == std::string_view::npos || plus == std::string_view::npos) {
+      return Status::error("multimodal item '" + std::string(item) + "' is not ID@OFFSET+LENGTH");
+    }
+    MultiModalItem mm;
+    mm.identifier = std::string(item.substr(0, at));
+    const std::string_view offset = item.substr(at + 1, plus - at - 1);
+    if (!parse_nonneg(offset, &mm.offset)) return bad_int("mm offset", offset);
+    if (!parse_nonneg(item.substr(plus + 1), &mm.length)) return bad_int("mm length", item.substr(plus + 1));
+    if (mm.length < 1) return Status::error("mm length must be at least 1 in '" + std::string(item) + "'");
+    if (!items.empty() && mm.offset < items.back().offset) {
+      return Status::error("multimodal items must be in offset order, '" + std::string(item) + "' is not");
+    }
+    items.push_back(std::move(mm));
+    start = comma + 1;
+  }
+  return items;
+}
+
 StatusOr<OpsInterpreter::OpsRequest*> OpsInterpreter::find(std::string_view id) {
   auto it = requests_.find(id);
   if (it == requests_.end()) return Status::error("unknown request '" + std::string(id) + "'");
@@ -169,13 +196,18 @@ Status OpsInterpreter::cmd_request(const std::vector<std::string_view>& words) {
   if (id.find('=') != std::string::npos) return Status::error("request needs an id before its arguments");
   if (requests_.count(id)) return Status::error("request id '" + id + "' already used");
   Args a;
-  if (Status s = parse_args(words, 2, {"tokens", "salt", "lora"}, {}, &a); !s.ok()) return s;
+  if (Status s = parse_args(words, 2, {"tokens", "salt", "lora", "mm"}, {}, &a); !s.ok()) return s;
   if (!a.kv.count("tokens")) return Status::error("request needs tokens=");
   auto tokens = parse_token_spec(a.kv["tokens"]);
   if (!tokens.ok()) return tokens.status();
   HashExtras extras;
   extras.cache_salt = a.kv.count("salt") ? a.kv["salt"] : "";
   extras.lora_name = a.kv.count("lora") ? a.kv["lora"] : "";
+  if (a.kv.count("mm")) {
+    auto mm = parse_mm_spec(a.kv["mm"]);
+    if (!mm.ok()) return mm.status();
+    extras.mm_items = std::move(mm.value());
+  }
   OpsRequest r;
   r.request = std::make_unique<Request>(id, std::move(tokens.value()), std::move(extras),
                                         config_.enable_caching ? hasher_.get() : nullptr,

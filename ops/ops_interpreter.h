@@ -20,6 +20,8 @@ namespace kv {
 
 // Parses a token SPEC: comma-separated `7`, `3*16` (token 3 sixteen times), `10:20` (10..19).
 StatusOr<std::vector<TokenId>> parse_token_spec(std::string_view spec);
+// `ID@OFFSET+LENGTH[,ID@OFFSET+LENGTH...]`: multimodal items of a request, in offset order.
+StatusOr<std::vector<MultiModalItem>> parse_mm_spec(std::string_view spec);
 
 class OpsInterpreter {
  public:

@@ -57,7 +57,7 @@ PropertyParams default_params(const std::string& name, int base_cases);
 // A named property of one level, for `kvsim fuzz` and the test binaries.
 struct PropertyDef {
   std::string name;   // "manager/classic/caching"
-  std::string level;  // queue | manager | scheduler
+  std::string level;  // queue | manager | hybrid | scheduler
   std::function<void()> property;
   int base_cases = 100;  // per ctest run
 };

@@ -34,7 +34,7 @@ std::string ModelConfig::ops_config_line() const {
 
 ManagerModel::ManagerModel(const ModelConfig& config)
     : config_(config),
-      hasher_(std::make_shared<const BlockHasher>(config.algo, config.seed)),
+      hasher_(std::make_shared<const ReferenceHasher>(config.algo, config.seed)),
       blocks_(static_cast<std::size_t>(config.num_blocks)) {
   // Blocks 1..N-1 start free in id order; block 0 is the null block, never queued.
   for (BlockId b = 1; b < config.num_blocks; ++b) queue_.push_back(b);
@@ -100,12 +100,13 @@ void ManagerModel::print_queries() {
 }
 
 void ManagerModel::add_request(const std::string& id, std::vector<TokenId> tokens, const std::string& salt,
-                               const std::string& lora) {
+                               const std::string& lora, std::vector<MultiModalItem> mm) {
   ModelRequest r;
   r.id = id;
   r.tokens = std::move(tokens);
   r.salt = salt;
   r.lora = lora;
+  r.mm = std::move(mm);
   requests_.push_back(std::move(r));
   append(id, {});
 }
@@ -114,17 +115,14 @@ void ManagerModel::append(const std::string& id, const std::vector<TokenId>& tok
   ModelRequest& r = *find(id);
   r.tokens.insert(r.tokens.end(), tokens.begin(), tokens.end());
   if (!config_.caching) return;
-  // Hash every newly full block: parent chain, the block's tokens, LoRA on every block, salt on
-  // the first one (no multimodal items here).
+  // Hash every newly full block with the reference hasher (docs/semantics.md §2): the whole
+  // chain is recomputed and the new tail appended, so earlier hashes are never rewritten.
   HashExtras extras;
   extras.lora_name = r.lora;
   extras.cache_salt = r.salt;
-  const std::size_t b = static_cast<std::size_t>(config_.block_size);
-  for (std::size_t i = r.hashes.size(); (i + 1) * b <= r.tokens.size(); ++i) {
-    const BlockHash parent = i == 0 ? hasher_->none_hash() : r.hashes[i - 1];
-    const std::span<const TokenId> block(r.tokens.data() + i * b, b);
-    r.hashes.push_back(hasher_->hash_block(parent, block, extras, static_cast<std::int64_t>(i * b)));
-  }
+  extras.mm_items = r.mm;
+  const std::vector<BlockHash> all = hasher_->hashes(r.tokens, config_.block_size, extras);
+  r.hashes.insert(r.hashes.end(), all.begin() + static_cast<std::ptrdiff_t>(r.hashes.size()), all.end());
 }
 
 ModelHit ManagerModel::lookup(const std::string& id) {

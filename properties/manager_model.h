@@ -1,6 +1,7 @@
 // ManagerModel: a reference model of the KV-cache manager, written from docs/semantics.md alone and
 // kept deliberately naive (plain vectors, linear searches) so it can be read against the spec
-// line by line. Only block hashes come from kv::BlockHasher (hashing is tested elsewhere).
+// line by line. Block hashes come from ReferenceHasher (properties/reference_hasher.h), written
+// apart from kv::BlockHasher.
 // Each operation also records what `kvsim ops` prints for it, so a command sequence can be
 // written out as an ops script with its expected output.
 // Invariants of the model itself (it is the oracle, so they hold by construction):
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "model/block_hasher.h"
+#include "properties/reference_hasher.h"
 #include "model/types.h"
 
 namespace kv::props {
@@ -47,6 +49,7 @@ struct ModelRequest {
   std::string id;
   std::vector<TokenId> tokens;
   std::string salt, lora;
+  std::vector<MultiModalItem> mm;  // in offset order
   std::vector<BlockHash> hashes;  // one per full block (none with caching off)
   std::int64_t computed = 0;
   std::vector<BlockId> table;     // blocks held, in allocation order
@@ -86,7 +89,7 @@ class ManagerModel {
   // The operations of docs/semantics.md §3. Each adds to events() and printed(); a command calls
   // begin_command() once before its operations.
   void add_request(const std::string& id, std::vector<TokenId> tokens, const std::string& salt,
-                   const std::string& lora);
+                   const std::string& lora, std::vector<MultiModalItem> mm = {});
   ModelHit lookup(const std::string& id);
   // n < 0 means `rest`.
   ModelAlloc alloc(const std::string& id, std::int64_t n, std::int64_t lookahead, bool fullfit);
@@ -124,7 +127,7 @@ class ManagerModel {
   void remove_from_queue(BlockId b);
 
   ModelConfig config_;
-  std::shared_ptr<const BlockHasher> hasher_;
+  std::shared_ptr<const ReferenceHasher> hasher_;
   std::vector<ModelBlock> blocks_;
   std::vector<BlockId> queue_;
   std::vector<std::pair<BlockHash, std::vector<BlockId>>> map_;

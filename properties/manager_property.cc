@@ -4,6 +4,9 @@
 // the cache must be whole and resettable). After every command every observable agrees with the
 // model: returned block ids, hits, the free queue, every block's ref_cnt and hash, the hash map,
 // each request's block table and hashes, statistics, KV events; and check_invariants() holds.
+// The model hashes with ReferenceHasher (written apart from BlockHasher), requests draw two
+// salts, two LoRA adapters and multimodal items, and an isolation property holds: no request is ever given a hit
+// block that another tenant (salt, LoRA) computed.
 // Every command prints itself as `ops` lines, so a failing case comes out as an ops script with
 // its expected output; the generated script is also replayed through OpsInterpreter in every
 // case, so the printed reproducer is known to be faithful.
@@ -183,17 +186,19 @@ struct NewRequest final : ManagerCommand {
   std::string id;
   std::vector<TokenId> tokens;
   std::string salt, lora;
-  NewRequest(std::string i, std::vector<TokenId> t, std::string s, std::string l)
-      : id(std::move(i)), tokens(std::move(t)), salt(std::move(s)), lora(std::move(l)) {}
+  std::vector<MultiModalItem> mm;
+  NewRequest(std::string i, std::vector<TokenId> t, std::string s, std::string l, std::vector<MultiModalItem> items)
+      : id(std::move(i)), tokens(std::move(t)), salt(std::move(s)), lora(std::move(l)), mm(std::move(items)) {}
   void checkPreconditions(const ManagerModel& m) const override {
     require(m.find(id) == nullptr);
     require(!tokens.empty() && static_cast<std::int64_t>(tokens.size()) <= m.config().max_model_len);
   }
-  void do_apply(ManagerModel& m) const override { m.add_request(id, tokens, salt, lora); }
+  void do_apply(ManagerModel& m) const override { m.add_request(id, tokens, salt, lora, mm); }
   void do_run(const ManagerModel&, const ManagerModel& after, ManagerSut& sut) const override {
     HashExtras extras;
     extras.cache_salt = salt;
     extras.lora_name = lora;
+    extras.mm_items = mm;
     const bool caching = after.config().caching;
     sut.requests[id] = std::make_unique<Request>(id, tokens, extras, caching ? sut.hasher.get() : nullptr,
                                                  after.config().block_size);
@@ -202,6 +207,10 @@ struct NewRequest final : ManagerCommand {
     std::string line = "request " + id + " tokens=" + tokens_text(tokens);
     if (!salt.empty()) line += " salt=" + salt;
     if (!lora.empty()) line += " lora=" + lora;
+    for (std::size_t i = 0; i < mm.size(); ++i) {
+      line += (i == 0 ? " mm=" : ",") + mm[i].identifier + "@" + std::to_string(mm[i].offset) + "+" +
+              std::to_string(mm[i].length);
+    }
     return {line};
   }
 };
@@ -242,6 +251,22 @@ struct Lookup final : ManagerCommand {
   std::vector<std::string> ops_lines(const ManagerModel&) const override { return {"lookup " + id}; }
 };
 
+std::string tenant(const Request& r) { return "salt '" + r.extras().cache_salt + "', lora '" + r.extras().lora_name + "'"; }
+
+// The isolation property: a request with another cache salt or another LoRA adapter never gets
+// a block (as a hit) whose KV a different tenant computed. Fresh blocks become the request's.
+void check_isolation(ManagerSut& sut, const Request& r, const std::vector<BlockId>& hits,
+                     const std::vector<BlockId>& fresh) {
+  const std::string who = tenant(r);
+  for (BlockId b : hits) {
+    const auto it = sut.tenant_of.find(b);
+    fail_if(it == sut.tenant_of.end() || it->second != who,
+            "request " + r.id() + " (" + who + ") hit block " + std::to_string(b) + ", computed by " +
+                (it == sut.tenant_of.end() ? std::string("nobody") : it->second));
+  }
+  for (BlockId b : fresh) sut.tenant_of[b] = who;
+}
+
 struct Alloc final : ManagerCommand {
   std::string id;
   std::int64_t n;  // < 0: rest
@@ -279,6 +304,7 @@ struct Alloc final : ManagerCommand {
     const auto fresh = sut.manager->allocate(req, count, hit, lookahead, fullfit);
     if (fresh) {
       req.num_computed_tokens += hit.num_tokens + count;
+      check_isolation(sut, req, hit.blocks, *fresh);
     } else {
       fail_if(!(snapshot(sut) == before), "a failed allocation of " + id + " changed the state");
     }
@@ -390,9 +416,21 @@ std::shared_ptr<const ManagerCommand> gen_new_request(const ManagerModel& m) {
   } else {
     tokens = gen_tokens(1, max_len);
   }
-  const std::string salt = *rc::gen::element<std::string>("", "", "", "s1");
-  const std::string lora = *rc::gen::element<std::string>("", "", "", "l1");
-  return std::make_shared<NewRequest>("r" + std::to_string(m.requests().size()), std::move(tokens), salt, lora);
+  const std::string salt = *rc::gen::element<std::string>("", "", "", "s1", "s2");
+  const std::string lora = *rc::gen::element<std::string>("", "", "", "l1", "l2");
+  // Multimodal items (a quarter of the requests): one or two, in offset order, inside the prompt.
+  std::vector<MultiModalItem> mm;
+  const int items = *rc::gen::inRange(0, 4) == 3 ? *rc::gen::inRange(1, 3) : 0;
+  for (std::int64_t from = 0, k = 0; k < items && from < static_cast<std::int64_t>(tokens.size()); ++k) {
+    MultiModalItem item;
+    item.identifier = *rc::gen::element<std::string>("img1", "img2");
+    item.offset = *rc::gen::inRange<std::int64_t>(from, static_cast<std::int64_t>(tokens.size()));
+    item.length = *rc::gen::inRange<std::int64_t>(1, static_cast<std::int64_t>(tokens.size()) - item.offset + 1);
+    from = item.offset + item.length;
+    mm.push_back(std::move(item));
+  }
+  return std::make_shared<NewRequest>("r" + std::to_string(m.requests().size()), std::move(tokens), salt, lora,
+                                      std::move(mm));
 }
 
 std::shared_ptr<const ManagerCommand> gen_alloc(const ModelRequest& r) {

@@ -29,6 +29,9 @@ struct ManagerSut {
   std::unique_ptr<KvCacheManager> manager;
   std::map<std::string, std::unique_ptr<Request>> requests;
   std::map<std::string, CacheHit> pending;  // remembered by lookup, consumed by alloc
+  // Isolation: the tenant (salt and LoRA) whose request last got each block fresh from the
+  // free queue, i.e. whose KV it holds; a hit must come from the same tenant.
+  std::map<BlockId, std::string> tenant_of;
 };
 
 class ManagerCommand : public rc::state::Command<ManagerModel, ManagerSut> {

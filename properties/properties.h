@@ -21,6 +21,10 @@ enum class ManagerVariant {
 const char* to_string(ManagerVariant v);
 void manager_property(FreeOrder order, ManagerVariant variant);
 
+// Level (b'): HybridKvCacheManager on random layouts of full, sliding and chunked groups,
+// against brute-force hit lengths and each group type's invariants.
+void hybrid_property();
+
 // Level (c): Scheduler + SimDevice with full shadow-memory verification.
 void scheduler_property(FreeOrder order);
 

@@ -26,6 +26,7 @@ const std::vector<PropertyDef>& all_properties() {
                      [order, v] { manager_property(order, v); }, scaled(v == ManagerVariant::kNoCaching ? 150 : 300)});
       }
     }
+    d.push_back({"hybrid", "hybrid", [] { hybrid_property(); }, scaled(200)});
     for (FreeOrder order : {FreeOrder::kClassic, FreeOrder::kUnhashedFirst}) {
       d.push_back({std::string("scheduler/") + to_string(order), "scheduler", [order] { scheduler_property(order); },
                    scaled(200)});

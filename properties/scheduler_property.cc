@@ -11,7 +11,12 @@
 //   - outputs arrive in order, once each, and a request finishes with exactly its output
 //     length; abort succeeds exactly for live requests;
 //   - drain ends with every request finished, every block free and a resettable cache;
-//   - check_invariants() holds after every step.
+//   - check_invariants() holds after every step;
+//   - isolation: requests carry LoRA adapters, cache salts and multimodal items; the shadow
+//     memory seeds each request's fingerprints with its adapter and salt (a hit across them is
+//     a mismatch), and every block a request is admitted with is cached under the request's own
+//     hash as ReferenceHasher computes it, so no two adapters, salts or multimodal inputs ever
+//     share a block.
 // A failure prints the shrunk command list as a scheduler script (config, arrive, step,
 // abort, drain lines).
 #include <algorithm>
@@ -22,6 +27,7 @@
 
 #include "model/scheduler.h"
 #include "properties/properties.h"
+#include "properties/reference_hasher.h"
 #include "properties/state_runner.h"
 #include "sim/sim_device.h"
 
@@ -66,7 +72,31 @@ struct SchedSut {
   std::map<std::string, std::int64_t> received;    // outputs seen so far
   std::set<std::string> done;                      // finished or aborted
   std::set<std::string> must_resume_new;           // preempted, not yet rescheduled
+  std::map<std::string, HashExtras> extras;        // what each request's hashes include
 };
+
+// Every block `sr` is admitted with (its prefix-cache hit) is cached under the request's own
+// hash for its position, as the reference hasher computes it from the request's tokens and
+// extras: the hit came from the same tokens, adapter, salt and multimodal inputs.
+void check_hits_are_own_prefix(const SchedSut& sut, const ScheduledRequest& sr, const std::string& at) {
+  const Scheduler& s = sut.scheduler;
+  const KvCacheConfig& c = s.config().cache;
+  if (!sr.is_new || sr.num_cached_tokens == 0) return;
+  const Request* r = s.find(sr.id);
+  if (r == nullptr) RC_FAIL(at + "admitted request " + sr.id + " is unknown");
+  const ReferenceHasher ref(s.config().hash_algo, s.config().hash_seed);
+  const std::vector<TokenId> tokens(r->tokens().begin(), r->tokens().end());
+  const std::vector<BlockHash> want = ref.hashes(tokens, c.block_size, sut.extras.at(sr.id));
+  const auto hits = static_cast<std::size_t>(sr.num_cached_tokens / c.block_size);
+  for (std::size_t i = 0; i < hits; ++i) {
+    const BlockHash& got = s.kv_cache().pool().block(sr.block_ids[i]).hash;
+    if (i >= want.size() || !(got == want[i])) {
+      RC_FAIL(at + "request " + sr.id + " was admitted with block " + std::to_string(sr.block_ids[i]) +
+              " at position " + std::to_string(i) + ", which is not cached under its own hash (another " +
+              "adapter, salt, multimodal input or prefix)");
+    }
+  }
+}
 
 using SchedCommand = rc::state::Command<SchedModel, SchedSut>;
 
@@ -91,6 +121,7 @@ void step_once(SchedSut& sut) {
       RC_FAIL(at + "preempted request " + sr.id + " was scheduled without being recomputed");
     }
     if (sr.token_ids.empty()) RC_FAIL(at + "request " + sr.id + " scheduled with no tokens");
+    check_hits_are_own_prefix(sut, sr, at);
   }
   if (total != plan.total_tokens) RC_FAIL(at + "total_tokens differs from the sum of the requests' tokens");
   if (plan.total_tokens > cfg.max_num_batched_tokens) {
@@ -152,10 +183,10 @@ struct Arrive final : SchedCommand {
   std::string id;
   std::vector<TokenId> prompt;
   std::int64_t outputs;
-  std::string salt;
+  HashExtras extras;  // salt, LoRA, multimodal items
   int priority;
-  Arrive(std::string i, std::vector<TokenId> p, std::int64_t o, std::string s, int pr)
-      : id(std::move(i)), prompt(std::move(p)), outputs(o), salt(std::move(s)), priority(pr) {}
+  Arrive(std::string i, std::vector<TokenId> p, std::int64_t o, HashExtras e, int pr)
+      : id(std::move(i)), prompt(std::move(p)), outputs(o), extras(std::move(e)), priority(pr) {}
   void checkPreconditions(const SchedModel& m) const override {
     require(std::find(m.arrived.begin(), m.arrived.end(), id) == m.arrived.end());
   }
@@ -168,7 +199,8 @@ struct Arrive final : SchedCommand {
     spec.id = id;
     spec.prompt = prompt;
     for (std::int64_t k = 0; k < outputs; ++k) spec.outputs.push_back((k * 7 + 1) % 3);
-    spec.extras.cache_salt = salt;
+    spec.extras = extras;
+    sut.extras[id] = extras;
     spec.priority = priority;
     spec.arrival_time_us = static_cast<std::int64_t>(sut.output_len.size());
     const Status st = sut.scheduler.add_request(std::move(spec));
@@ -180,7 +212,11 @@ struct Arrive final : SchedCommand {
     os << "arrive " << id << " prompt=";
     for (std::size_t i = 0; i < prompt.size(); ++i) os << (i ? "," : "") << prompt[i];
     os << " outputs=" << outputs;
-    if (!salt.empty()) os << " salt=" << salt;
+    if (!extras.cache_salt.empty()) os << " salt=" << extras.cache_salt;
+    if (!extras.lora_name.empty()) os << " lora=" << extras.lora_name;
+    for (const MultiModalItem& mm : extras.mm_items) {
+      os << " mm=" << mm.identifier << "@" << mm.offset << "+" << mm.length;
+    }
     if (priority != 0) os << " priority=" << priority;
   }
 };
@@ -238,6 +274,25 @@ struct Drain final : SchedCommand {
   void show(std::ostream& os) const override { os << "drain"; }
 };
 
+// Salt, adapter and multimodal items of a prompt of `prompt_len` tokens (each usually absent,
+// so most requests can share prefixes; two values each, so tenants can collide).
+HashExtras gen_extras(std::int64_t prompt_len) {
+  HashExtras e;
+  e.cache_salt = *rc::gen::element<std::string>("", "", "", "s1", "s2");
+  e.lora_name = *rc::gen::element<std::string>("", "", "", "l1", "l2");
+  const int items = *rc::gen::inRange(0, 5) < 3 ? 0 : *rc::gen::inRange(1, 3);
+  std::int64_t from = 0;
+  for (int k = 0; k < items && from < prompt_len; ++k) {
+    MultiModalItem mm;
+    mm.identifier = *rc::gen::element<std::string>("img1", "img2");
+    mm.offset = *rc::gen::inRange<std::int64_t>(from, prompt_len);
+    mm.length = *rc::gen::inRange<std::int64_t>(1, prompt_len - mm.offset + 1);
+    from = mm.offset + mm.length;
+    e.mm_items.push_back(std::move(mm));
+  }
+  return e;
+}
+
 rc::Gen<std::shared_ptr<const SchedCommand>> gen_sched_command(const SchedModel& m) {
   return rc::gen::exec([m]() -> std::shared_ptr<const SchedCommand> {
     const KvCacheConfig& c = m.c.config.cache;
@@ -250,9 +305,10 @@ rc::Gen<std::shared_ptr<const SchedCommand>> gen_sched_command(const SchedModel&
       const std::int64_t outputs = *rc::gen::inRange<std::int64_t>(1, max_total - prompt_len + 1);
       auto prompt = *rc::gen::container<std::vector<TokenId>>(static_cast<std::size_t>(prompt_len),
                                                                rc::gen::inRange<TokenId>(0, 2));
-      const std::string salt = *rc::gen::element<std::string>("", "", "", "s1");
+      HashExtras extras = gen_extras(prompt_len);
       const int priority = m.c.config.policy == SchedulingPolicy::kPriority ? *rc::gen::inRange(0, 3) : 0;
-      return std::make_shared<Arrive>("q" + std::to_string(m.next_id), std::move(prompt), outputs, salt, priority);
+      return std::make_shared<Arrive>("q" + std::to_string(m.next_id), std::move(prompt), outputs,
+                                      std::move(extras), priority);
     }
     if (kind < 8) return std::make_shared<Step>(*rc::gen::inRange(1, 4));
     if (kind < 9) return std::make_shared<Abort>(*rc::gen::elementOf(m.arrived));

@@ -44,6 +44,15 @@ StatusOr<std::unique_ptr<Device>> make_gpu_device(const ReplayConfig& c, std::in
 // The device and, beside real hardware, the predictor.
 Status make_device(const ReplayConfig& c, std::int64_t num_blocks, ReplayRun& run) {
   if (c.device == DeviceKind::kSim) {
+    if (c.inject_fault) {
+      auto inner = sim::SimDevice::create(sim_options(c, c.cuda_graphs, c.verify));
+      if (!inner.ok()) return inner.status();
+      auto faulty = std::make_unique<sim::FaultInjectingDevice>(std::move(*inner));
+      faulty->inject(*c.inject_fault);
+      run.faults = faulty.get();
+      run.device = std::move(faulty);
+      return {};
+    }
     auto dev = sim::make_sim_device(sim_options(c, c.cuda_graphs, c.verify));
     if (!dev.ok()) return dev.status();
     run.device = std::move(*dev);
@@ -77,6 +86,7 @@ std::vector<std::pair<std::string, std::string>> describe_run(const ReplayConfig
     for (char& ch : key) ch = ch == '-' ? '_' : ch;
     if (key == "device") value = run.device->name();
     if (key == "profile" && value.empty()) value = "(roofline)";
+    if (key == "inject_fault" && value.empty()) value = "none";
     if (key == "cuda_graphs" && c.device == DeviceKind::kGpu) value = to_string(gpu_graph_mode(c));
     if (key == "num_blocks") value = std::to_string(blocks) + " (" + sizing + ")";
     if (key == "kv_cache_tokens") value = std::to_string((blocks - 1) * c.block_size);

@@ -21,6 +21,7 @@
 #include "replay/kv_event_sink.h"
 #include "replay/replay_config.h"
 #include "replay/replayer.h"
+#include "sim/fault_injection.h"
 #include "sim/sim_device.h"
 
 namespace kv::replay {
@@ -31,6 +32,7 @@ struct ReplayRun {
   std::unique_ptr<Device> device;
   std::unique_ptr<StepTimePredictor> predictor;  // set only beside real hardware
   std::unique_ptr<KvEventSink> events;            // set when --kv-events or --kv-events-zmq is given
+  sim::FaultInjectingDevice* faults = nullptr;    // `device` itself when --inject-fault is set
   std::vector<std::pair<std::string, std::string>> description;  // every effective setting
 
   ReplayOptions replay_options(const ReplayConfig& config) const;

@@ -255,9 +255,72 @@ void add_event_options(std::vector<ConfigOption>& t) {
                          &C::kv_events_startup_ms, 0, 3600 * 1000));
 }
 
+// The rows of the "Load and results" group (replay/arrivals.h, replay/serving_metrics.h).
+void add_load_rows(std::vector<ConfigOption>& t) {
+  using C = ReplayConfig;
+  const std::string_view load = "Load and results";
+  t.push_back(positive_option("request-rate", load,
+                              "requests per second with gamma-distributed gaps (see --burstiness); inf: all at "
+                              "once; 0: the trace's own timestamps",
+                              &C::request_rate, true, true));
+  t.push_back(positive_option("burstiness", load, "gamma shape of the gaps of --request-rate (1: Poisson)",
+                              &C::burstiness, false, false));
+  t.push_back(positive_option("rate-scale", load, "replay the trace's timestamps X times faster", &C::rate_scale,
+                              false, false));
+  t.push_back(int_option("max-concurrency", load, "requests in flight at most (0: no limit)", &C::max_concurrency, 0,
+                         1LL << 30));
+  t.push_back({"metric-percentiles", load, "percentiles of TTFT, TPOT, ITL and E2EL in result.json", false,
+               set_percentiles, [](const C& c) { return join_numbers(c.metric_percentiles); }});
+  t.push_back({"goodput", load, "SLOs of goodput, e.g. 'ttft:500 tpot:50' (ms; ttft, tpot, e2el)", false,
+               set_goodput, [](const C& c) { return goodput_text(c.goodput); }});
+  t.push_back(positive_option("overload-ttft-ms", load, "a median TTFT above this marks the run overloaded",
+                              &C::overload_ttft_ms, false, false));
+}
+
+Status set_fault(ReplayConfig& c, const std::string& t) {
+  auto spec = sim::parse_fault_spec(t);
+  if (!spec.ok()) return spec.status().with_context("--inject-fault: ");
+  c.inject_fault = *spec;
+  return {};
+}
+
+// The rows of the "Scheduler" and "Run" groups.
+void add_scheduler_and_run_rows(std::vector<ConfigOption>& t) {
+  using C = ReplayConfig;
+  const std::string_view sch = "Scheduler", run = "Run";
+  t.push_back(int_option("max-num-batched-tokens", sch, "token budget per step", &C::max_num_batched_tokens, 1,
+                         1LL << 30));
+  t.push_back(int_option("max-num-seqs", sch, "requests per step", &C::max_num_seqs, 1, 1 << 20));
+  t.push_back(int_option("max-model-len", sch, "longest sequence", &C::max_model_len, 2, 1LL << 30));
+  t.push_back(bool_option("no-chunked-prefill", sch, "a prompt must fit one step's budget", &C::chunked_prefill,
+                          true, true));
+  t.push_back(int_option("long-prefill-token-threshold", sch, "cap on one request's tokens per step (0: none)",
+                         &C::long_prefill_token_threshold, 0, 1LL << 30));
+  t.push_back(enum_option("policy", sch, "fcfs | priority", &C::policy,
+                          std::vector<std::pair<std::string, SchedulingPolicy>>{
+                              {"fcfs", SchedulingPolicy::kFcfs}, {"priority", SchedulingPolicy::kPriority}}));
+  t.push_back(int_option("lookahead", sch, "slots reserved per step for speculative tokens", &C::lookahead, 0, 1024));
+  t.push_back(bool_option("full-sequence-gate", sch, "on: admit a request only if its whole prompt's blocks are free",
+                          &C::full_sequence_gate));
+  t.push_back(int_option("seed", run, "seed of generated output tokens and of arrival gaps", &C::seed, 0,
+                         std::numeric_limits<std::int64_t>::max()));
+  t.push_back(int_option("limit", run, "replay only the first N requests (0 = all)", &C::limit, 0,
+                         std::numeric_limits<std::int64_t>::max()));
+  t.push_back(int_option("max-steps", run, "stop with an error after N steps (0: no limit)", &C::max_steps, 0,
+                         std::numeric_limits<std::int64_t>::max()));
+  t.push_back(bool_option("check-invariants", run, "check every core invariant after every step",
+                          &C::check_invariants, true));
+  t.push_back({"inject-fault", run,
+               "KIND@STEP[:REQUEST]: plant a fault in the simulator's KV memory to test the verifier; KIND is "
+               "overwrite (a stray store into the request's position 0), drop (its first write of the step is "
+               "skipped), misdirect (that write lands in slot 0), swap (its first and last table entries); it "
+               "fires at the first step >= STEP with a target (default request: the step's first)",
+               false, set_fault, [](const C& c) { return c.inject_fault ? c.inject_fault->to_string() : ""; }});
+}
+
 std::vector<ConfigOption> make_table() {
   using C = ReplayConfig;
-  const std::string_view dev = "Device and model", kv = "KV cache", sch = "Scheduler", run = "Run";
+  const std::string_view dev = "Device and model", kv = "KV cache";
   std::vector<ConfigOption> t;
   t.push_back(enum_option(
       "device", dev, "sim | gpu", &C::device,
@@ -312,45 +375,8 @@ std::vector<ConfigOption> make_table() {
   t.push_back(enum_option("hash", kv, "sha256_cbor | xxhash_cbor", &C::hash,
                           std::vector<std::pair<std::string, HashAlgo>>{{"sha256_cbor", HashAlgo::kSha256Cbor},
                                                                         {"xxhash_cbor", HashAlgo::kXxhashCbor}}));
-  t.push_back(int_option("max-num-batched-tokens", sch, "token budget per step", &C::max_num_batched_tokens, 1,
-                         1LL << 30));
-  t.push_back(int_option("max-num-seqs", sch, "requests per step", &C::max_num_seqs, 1, 1 << 20));
-  t.push_back(int_option("max-model-len", sch, "longest sequence", &C::max_model_len, 2, 1LL << 30));
-  t.push_back(bool_option("no-chunked-prefill", sch, "a prompt must fit one step's budget", &C::chunked_prefill,
-                          true, true));
-  t.push_back(int_option("long-prefill-token-threshold", sch, "cap on one request's tokens per step (0: none)",
-                         &C::long_prefill_token_threshold, 0, 1LL << 30));
-  t.push_back(enum_option("policy", sch, "fcfs | priority", &C::policy,
-                          std::vector<std::pair<std::string, SchedulingPolicy>>{
-                              {"fcfs", SchedulingPolicy::kFcfs}, {"priority", SchedulingPolicy::kPriority}}));
-  t.push_back(int_option("lookahead", sch, "slots reserved per step for speculative tokens", &C::lookahead, 0, 1024));
-  t.push_back(bool_option("full-sequence-gate", sch, "on: admit a request only if its whole prompt's blocks are free",
-                          &C::full_sequence_gate));
-  const std::string_view load = "Load and results";
-  t.push_back(positive_option("request-rate", load,
-                              "requests per second with gamma-distributed gaps (see --burstiness); inf: all at "
-                              "once; 0: the trace's own timestamps",
-                              &C::request_rate, true, true));
-  t.push_back(positive_option("burstiness", load, "gamma shape of the gaps of --request-rate (1: Poisson)",
-                              &C::burstiness, false, false));
-  t.push_back(positive_option("rate-scale", load, "replay the trace's timestamps X times faster", &C::rate_scale,
-                              false, false));
-  t.push_back(int_option("max-concurrency", load, "requests in flight at most (0: no limit)", &C::max_concurrency, 0,
-                         1LL << 30));
-  t.push_back({"metric-percentiles", load, "percentiles of TTFT, TPOT, ITL and E2EL in result.json", false,
-               set_percentiles, [](const C& c) { return join_numbers(c.metric_percentiles); }});
-  t.push_back({"goodput", load, "SLOs of goodput, e.g. 'ttft:500 tpot:50' (ms; ttft, tpot, e2el)", false,
-               set_goodput, [](const C& c) { return goodput_text(c.goodput); }});
-  t.push_back(positive_option("overload-ttft-ms", load, "a median TTFT above this marks the run overloaded",
-                              &C::overload_ttft_ms, false, false));
-  t.push_back(int_option("seed", run, "seed of generated output tokens and of arrival gaps", &C::seed, 0,
-                         std::numeric_limits<std::int64_t>::max()));
-  t.push_back(int_option("limit", run, "replay only the first N requests (0 = all)", &C::limit, 0,
-                         std::numeric_limits<std::int64_t>::max()));
-  t.push_back(int_option("max-steps", run, "stop with an error after N steps (0: no limit)", &C::max_steps, 0,
-                         std::numeric_limits<std::int64_t>::max()));
-  t.push_back(bool_option("check-invariants", run, "check every core invariant after every step",
-                          &C::check_invariants, true));
+  add_scheduler_and_run_rows(t);
+  add_load_rows(t);
   add_event_options(t);
   return t;
 }
@@ -403,6 +429,10 @@ Status ReplayConfig::validate() const {
                                 ", the scheduler runs one block size (" + std::to_string(block_size) + ")");
       }
     }
+  }
+  if (inject_fault && device != DeviceKind::kSim) return bad("inject-fault", "needs --device sim");
+  if (inject_fault && verify == sim::VerifyMode::kOff) {
+    return bad("inject-fault", "needs --verify fast or full (with off nothing checks the KV memory)");
   }
   CudaGraphConfig graphs;
   graphs.mode = cuda_graphs;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -28,6 +29,7 @@
 #include "model/status.h"
 #include "replay/replayer.h"
 #include "replay/serving_metrics.h"
+#include "sim/fault_injection.h"
 #include "sim/hardware_specs.h"
 #include "sim/shadow_kv.h"
 
@@ -89,6 +91,9 @@ struct ReplayConfig {
   std::int64_t kv_events_buffer_steps = 10000;
   std::int64_t kv_events_linger_ms = 0;
   std::int64_t kv_events_startup_ms = 0;
+  // A fault planted in the simulator's KV memory (--inject-fault KIND@STEP[:REQUEST]); needs
+  // --device sim and --verify fast or full.
+  std::optional<sim::FaultSpec> inject_fault;
 
   bool kv_events_observed = false;   // not an option: a caller's own sink (the Python module)
 

@@ -75,11 +75,19 @@ std::string Violation::to_string() const {
   return s;
 }
 
-std::uint64_t ShadowKv::chain_seed(std::string_view lora_name) {
-  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the name, then mixed
+std::uint64_t ShadowKv::chain_seed(std::string_view lora_name, std::string_view cache_salt) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a over the name (and the salt), then mixed
   for (char c : lora_name) {
     h ^= static_cast<unsigned char>(c);
     h *= 0x100000001b3ULL;
+  }
+  if (!cache_salt.empty()) {
+    h ^= 0x100;  // not a byte: "lora" + "" and "lo" + "ra" differ
+    h *= 0x100000001b3ULL;
+    for (char c : cache_salt) {
+      h ^= static_cast<unsigned char>(c);
+      h *= 0x100000001b3ULL;
+    }
   }
   return mix64(h) | 1;
 }
@@ -207,7 +215,7 @@ std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* 
   Live& l = live_[h];
   l.id = r.id;
   l.in_use = true;
-  l.seed = chain_seed(r.lora_name);
+  l.seed = chain_seed(r.lora_name, r.cache_salt);
   l.num_computed = 0;
   l.admitted = admissions_++;
   if (l.table.num_groups() != num_groups()) l.table = BlockTable(num_groups());

@@ -1,7 +1,7 @@
 // ShadowKv: a shadow of the paged KV cache. Every slot (model/slot.h)
-// holds a 64-bit fingerprint of (token, position, whole prefix, LoRA) -- a chained token-level
-// hash, so requests with the same prefix write the same fingerprints and prefix-cache hits can
-// be checked. Cache writes go through the request's block table exactly as the cache-write
+// holds a 64-bit fingerprint of (token, position, whole prefix, LoRA, cache salt) -- a chained
+// token-level hash, so requests with the same prefix write the same fingerprints and prefix-cache
+// hits can be checked, while a hit across adapters or tenants (salts) is a mismatch. Cache writes go through the request's block table exactly as the cache-write
 // kernel's slot mapping (model/block_table.h).
 // Invariants (what makes a violation-free run correct):
 //   1. A live request relies on the slots of its positions [0, num_computed): it wrote them,
@@ -96,7 +96,7 @@ class ShadowKv {
   const ShadowStats& stats() const { return stats_; }
   std::size_t num_live() const { return handle_of_.size(); }
 
-  static std::uint64_t chain_seed(std::string_view lora_name);
+  static std::uint64_t chain_seed(std::string_view lora_name, std::string_view cache_salt = {});
   static std::uint64_t fingerprint(std::uint64_t prev, TokenId token, std::int64_t position);
 
   // Inspection and fault hooks.

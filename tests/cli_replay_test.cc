@@ -117,4 +117,56 @@ TEST_F(CliReplayTest, PromptsLongerThanMaxModelLenAreRejectedPerRequest) {
   EXPECT_NE(all.find("prompt of 80 tokens exceeds max_model_len 70"), std::string::npos) << all;
 }
 
+// --inject-fault KIND@STEP[:REQUEST]: each of the simulator's four faults, in both verify modes,
+// ends the run with exit status 1, the fault as planted (step, request, slot) and the
+// verifier's first violation (step, request, position, slot).
+std::string line_with(const std::string& text, const std::string& key) {
+  const std::size_t at = text.find(key);
+  if (at == std::string::npos) return "";
+  return text.substr(at, text.find('\n', at) - at);
+}
+
+TEST_F(CliReplayTest, EveryInjectedFaultIsCaughtInBothVerifyModes) {
+  for (const std::string kind : {"overwrite", "drop", "misdirect", "swap"}) {
+    for (const std::string mode : {"fast", "full"}) {
+      const std::string where = kind + " --verify " + mode;
+      Outcome o = run("replay --trace " + trace_ + " --model tiny --num-blocks 64 --progress off --verify " + mode +
+                      " --inject-fault " + kind + "@2 --out " + (dir_ / (kind + mode)).string());
+      EXPECT_EQ(o.status, 1) << where << "\n" << o.output;
+      const std::string planted = line_with(o.output, "injected fault: " + kind + " at step 2: request ");
+      EXPECT_NE(planted.find(" slot"), std::string::npos) << where << "\n" << o.output;  // slot N, or slots N and M
+      const std::string caught = line_with(o.output, "KV verification failed: step ");
+      EXPECT_NE(caught.find(": request "), std::string::npos) << where << "\n" << o.output;
+      EXPECT_NE(caught.find("slot "), std::string::npos) << where << "\n" << o.output;
+    }
+  }
+}
+
+TEST_F(CliReplayTest, InjectedFaultOnANamedRequest) {
+  // `gen prefix` names requests pN-rK; the fault waits for the first step >= 3 that runs p0-r1.
+  Outcome o = run("replay " + small_args() + "--progress off --inject-fault drop@3:p0-r1 --out " +
+                  (dir_ / "r").string());
+  EXPECT_EQ(o.status, 1) << o.output;
+  const std::string planted = line_with(o.output, "injected fault: drop at step ");
+  EXPECT_NE(planted.find(": request p0-r1, position "), std::string::npos) << o.output;
+  EXPECT_NE(planted.find(", slot "), std::string::npos) << o.output;
+  const std::string caught = line_with(o.output, "KV verification failed: step ");
+  EXPECT_NE(caught.find(": request p0-r1: position "), std::string::npos) << o.output;
+}
+
+TEST_F(CliReplayTest, BadOrUnfiredFaultsAreErrors) {
+  Outcome o = run("replay " + small_args() + "--inject-fault flip@2 --out " + (dir_ / "a").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output.find("--inject-fault: expected KIND@STEP[:REQUEST]"), std::string::npos) << o.output;
+  o = run("replay " + small_args() + "--inject-fault drop@x --out " + (dir_ / "b").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output.find("--inject-fault: step 'x'"), std::string::npos) << o.output;
+  o = run("replay --trace " + trace_ + " --model tiny --verify off --inject-fault drop@2 --out " + (dir_ / "c").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output.find("--inject-fault: needs --verify fast or full"), std::string::npos) << o.output;
+  o = run("replay " + small_args() + "--progress off --inject-fault drop@1:nobody --out " + (dir_ / "d").string());
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output.find("--inject-fault drop@1:nobody never fired"), std::string::npos) << o.output;
+}
+
 }  // namespace

@@ -153,6 +153,25 @@ TEST(OpsErrorTest, BadTokenSpecs) {
                   "line 3: token must be a non-negative integer, got 'x'");
 }
 
+TEST(OpsErrorTest, BadMultimodalItems) {
+  const std::string pre = kConfig;
+  expect_bad_line(pre + "request r tokens=0:8 mm=img\n", "line 2: multimodal item 'img' is not ID@OFFSET+LENGTH");
+  expect_bad_line(pre + "request r tokens=0:8 mm=img@x+2\n", "line 2: mm offset must be a non-negative integer, got 'x'");
+  expect_bad_line(pre + "request r tokens=0:8 mm=img@1+0\n", "line 2: mm length must be at least 1 in 'img@1+0'");
+  expect_bad_line(pre + "request r tokens=0:8 mm=a@4+1,b@2+1\n",
+                  "line 2: multimodal items must be in offset order, 'b@2+1' is not");
+}
+
+TEST(OpsTest, MultimodalItemsSeparateEqualTokens) {
+  // Same tokens, another image in block 1: block 0 is shared, block 1 is not.
+  const RunResult r = run(std::string(kConfig) +
+                          "request a tokens=0:9 mm=img1@4+2\nalloc a rest\n"
+                          "request b tokens=0:9 mm=img2@4+2\nlookup b\n"
+                          "request c tokens=0:9 mm=img1@4+2\nlookup c\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "alloc a new=[1,2,3]\nhit b blocks=[1] tokens=4\nhit c blocks=[1,2] tokens=8\n");
+}
+
 TEST(OpsErrorTest, AllocOfZeroOrTooManyTokens) {
   const std::string pre = std::string(kConfig) + "request r tokens=0:8\n";
   expect_bad_line(pre + "alloc r 0\n", "line 3: alloc of 0 tokens");
@@ -185,6 +204,12 @@ TEST(OpsParseTest, TokenSpecForms) {
   EXPECT_EQ(*big, std::vector<TokenId>{5000000000});
   EXPECT_FALSE(parse_token_spec("1:").ok());
   EXPECT_FALSE(parse_token_spec("+1").ok());
+  auto mm = parse_mm_spec("img1@0+3,img2@5+1");
+  ASSERT_TRUE(mm.ok());
+  ASSERT_EQ(mm->size(), 2u);
+  EXPECT_EQ((*mm)[1].identifier, "img2");
+  EXPECT_EQ((*mm)[1].offset, 5);
+  EXPECT_EQ((*mm)[1].length, 1);
 }
 
 TEST(OpsCheckTest, BrokenStateIsACheckFailureNotABadLine) {

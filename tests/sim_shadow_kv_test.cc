@@ -1,4 +1,5 @@
-// Shadow KV memory and SimDevice: hand-made plans with a shared cached prefix (clean), each
+// Shadow KV memory and SimDevice: hand-made plans with a shared cached prefix (clean), hits that
+// never cross salts or adapters, a stray write at every computed position caught, each
 // fault of FaultInjectingDevice caught in fast and full mode, bad plans reported, and fast and
 // full mode agreeing on randomized plans made by driving a real KvCacheManager.
 #include "sim/shadow_kv.h"
@@ -465,6 +466,108 @@ TEST(ShadowKvRandomTest, FastAndFullAgreeOnRandomFaults) {
   EXPECT_GE(fired_runs, 40);
   EXPECT_GE(caught * 10, fired_runs * 6) << caught << " of " << fired_runs;
   std::printf("random faults: %d fired, %d caught by both modes\n", fired_runs, caught);
+}
+
+}  // namespace
+}  // namespace kv::sim
+
+namespace kv::sim {
+namespace {
+
+// --- every position of another request's computed range: A computes positions [0, 8) in
+// blocks [1, 2] at step 1; at step 2 B (block 3) writes its first token into A's slot for
+// position p. The write check reports it at the write, in both modes, for every p from the
+// first to the last; a stray store (no write check) into the same slot is caught when A is
+// verified (full: the next read; fast: when A leaves).
+std::vector<StepPlan> two_request_story() {
+  std::vector<StepPlan> p;
+  p.push_back(plan(1, {fresh("A", {1, 2}, {}, range(100, 108), 8)}));
+  p.push_back(plan(2, {running("A", 8, {50}, {3}, 8), fresh("B", {4}, {}, range(200, 204), 4)}));
+  p.push_back(plan(3, {}, {"A", "B"}));
+  return p;
+}
+
+std::vector<std::vector<Violation>> run_story(FaultInjectingDevice& d) {
+  std::vector<std::vector<Violation>> out;
+  for (const StepPlan& p : two_request_story()) {
+    d.execute(p);
+    out.push_back(d.inner().last_violations());
+  }
+  return out;
+}
+
+TEST(FaultInjectionTest, MisdirectedWriteIntoEveryComputedPositionIsCaughtAtTheWrite) {
+  for (VerifyMode mode : {VerifyMode::kFast, VerifyMode::kFull}) {
+    for (std::int64_t p = 0; p < 8; ++p) {
+      FaultInjectingDevice d(device(mode));
+      const std::int64_t slot = (1 + p / kB) * kB + p % kB;
+      d.misdirect_cache_write(2, "B", 0, slot);
+      const auto per_step = run_story(d);
+      ASSERT_FALSE(per_step[1].empty()) << "position " << p << " mode " << to_string(mode);
+      const Violation& v = per_step[1][0];
+      EXPECT_EQ(v.kind, Violation::Kind::kOverwrite) << "position " << p;
+      EXPECT_EQ(v.step, 2);
+      EXPECT_EQ(v.request, "B");
+      EXPECT_EQ(v.slot, slot);
+      EXPECT_EQ(v.other_request, "A");
+      EXPECT_EQ(v.other_position, p);
+    }
+  }
+}
+
+TEST(FaultInjectionTest, StrayStoreIntoEveryComputedPositionIsCaught) {
+  for (VerifyMode mode : {VerifyMode::kFast, VerifyMode::kFull}) {
+    for (std::int64_t p = 0; p < 8; ++p) {
+      FaultInjectingDevice d(device(mode));
+      const std::int64_t slot = (1 + p / kB) * kB + p % kB;
+      d.overwrite_slot(2, slot, 0xbad);
+      const auto per_step = run_story(d);
+      const std::size_t caught_at = mode == VerifyMode::kFull ? 1 : 2;  // A's read, or A leaving
+      ASSERT_FALSE(per_step[caught_at].empty()) << "position " << p << " mode " << to_string(mode);
+      const Violation& v = per_step[caught_at][0];
+      EXPECT_EQ(v.kind, Violation::Kind::kMismatch);
+      EXPECT_EQ(v.request, "A");
+      EXPECT_EQ(v.position, p);
+      EXPECT_EQ(v.slot, slot);
+      EXPECT_EQ(v.found, 0xbadu);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace kv::sim
+
+namespace kv::sim {
+namespace {
+
+// --- isolation: B is admitted with a hit on the two blocks A computed. With the same salt and
+// adapter that is a clean hit; with another salt or another LoRA adapter B's fingerprints
+// differ from what A wrote, so the hit is a mismatch at admission.
+std::vector<Violation> hit_across(const std::string& salt_a, const std::string& lora_a, const std::string& salt_b,
+                                  const std::string& lora_b) {
+  auto d = device(VerifyMode::kFast);
+  ScheduledRequest a = fresh("A", {1, 2}, {}, range(100, 108), 8);
+  a.cache_salt = salt_a;
+  a.lora_name = lora_a;
+  d->execute(plan(1, {a}));
+  EXPECT_TRUE(d->last_violations().empty());
+  ScheduledRequest b = fresh("B", {1, 2, 3}, range(100, 108), range(300, 302), 10);
+  b.cache_salt = salt_b;
+  b.lora_name = lora_b;
+  d->execute(plan(2, {running("A", 8, {50}, {4}, 8), b}));
+  return d->last_violations();
+}
+
+TEST(ShadowKvTest, HitsNeverCrossSaltsOrAdapters) {
+  EXPECT_TRUE(hit_across("s1", "l1", "s1", "l1").empty());
+  for (const auto& v : {hit_across("s1", "", "s2", ""), hit_across("s1", "", "", ""), hit_across("", "l1", "", "l2"),
+                        hit_across("", "", "", "l2")}) {
+    ASSERT_FALSE(v.empty());
+    EXPECT_EQ(v[0].kind, Violation::Kind::kMismatch);
+    EXPECT_EQ(v[0].request, "B");
+    EXPECT_STREQ(v[0].when, "admission");
+    EXPECT_EQ(v[0].position, 0);
+  }
 }
 
 }  // namespace
