@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,20 @@ struct CaseOutcome {
   int failed_step = -1;
   std::string message;
 };
+
+// Writes a failed case's commands up to the failing one (all when failed_step < 0), one a line
+// through each command's show(), the failing one marked with `marker`.
+template <typename Commands>
+void show_commands(std::ostream& os, const Commands& commands, int failed_step,
+                   const char* marker = "    # <- fails here") {
+  int i = 0;
+  for (const auto& cmd : commands) {
+    if (failed_step >= 0 && i > failed_step) break;
+    cmd->show(os);
+    os << (i == failed_step ? marker : "") << "\n";
+    ++i;
+  }
+}
 
 // Progress reporting from inside a case body: the step now running (for crash attribution).
 void note_step(int step);

@@ -423,13 +423,7 @@ void hybrid_property() {
   if (!o.passed) {
     std::ostringstream os;
     os << o.message << "\n---- hybrid script ----\n" << m0.c.line() << "\n";
-    int i = 0;
-    for (const auto& cmd : commands) {
-      if (o.failed_step >= 0 && i > o.failed_step) break;
-      cmd->show(os);
-      os << (i == o.failed_step ? "    # <- fails here\n" : "\n");
-      ++i;
-    }
+    show_commands(os, commands, o.failed_step);
     os << "---- end of hybrid script ----\n";
     RC_FAIL(os.str());
   }

@@ -199,13 +199,7 @@ void queue_property() {
   if (!o.passed) {
     std::ostringstream os;
     os << o.message << "\nqueue of " << n << " blocks (0.." << n - 1 << " queued in id order), then:\n";
-    int i = 0;
-    for (const auto& c : commands) {
-      if (o.failed_step >= 0 && i > o.failed_step) break;
-      c->show(os);
-      os << (i == o.failed_step ? "    <- fails here\n" : "\n");
-      ++i;
-    }
+    show_commands(os, commands, o.failed_step, "    <- fails here");
     RC_FAIL(os.str());
   }
 }

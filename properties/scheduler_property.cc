@@ -358,13 +358,7 @@ void scheduler_property(FreeOrder order) {
     const std::size_t shown =
         o.failed_step < 0 ? commands.size() : std::min(commands.size(), static_cast<std::size_t>(o.failed_step) + 1);
     os << o.message << "\n---- scheduler script (" << shown + 1 << " lines) ----\n" << m0.c.line() << "\n";
-    int i = 0;
-    for (const auto& cmd : commands) {
-      if (o.failed_step >= 0 && i > o.failed_step) break;
-      cmd->show(os);
-      os << (i == o.failed_step ? "    # <- fails here\n" : "\n");
-      ++i;
-    }
+    show_commands(os, commands, o.failed_step);
     os << "---- end of scheduler script ----\n";
     RC_FAIL(os.str());
   }

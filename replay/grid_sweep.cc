@@ -1,9 +1,8 @@
 #include "replay/grid_sweep.h"
 
 #include <algorithm>
-#include <atomic>
-#include <mutex>
-#include <thread>
+
+#include "replay/parallel_indices.h"
 
 namespace kv::replay {
 
@@ -73,24 +72,8 @@ StatusOr<ReplaySummary> run_point(const GridPoint& p, const std::string& trace, 
 StatusOr<std::vector<ReplaySummary>> run_grid(const std::vector<GridPoint>& points, const std::string& trace,
                                               int jobs, const GridHooks& hooks) {
   std::vector<StatusOr<ReplaySummary>> results(points.size(), StatusOr<ReplaySummary>(Status::error("not run")));
-  std::atomic<std::size_t> next{0};
-  std::mutex mu;
-  std::size_t done = 0;
-  auto worker = [&] {
-    for (;;) {
-      const std::size_t i = next.fetch_add(1);
-      if (i >= points.size()) return;
-      results[i] = run_point(points[i], trace, hooks);
-      std::lock_guard<std::mutex> lock(mu);
-      ++done;
-      if (hooks.on_progress) hooks.on_progress(done, points.size());
-    }
-  };
-  const int n = std::max(1, std::min<int>(jobs, static_cast<int>(points.size())));
-  std::vector<std::thread> threads;
-  for (int j = 1; j < n; ++j) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
+  for_each_index(
+      points.size(), jobs, [&](std::size_t i) { results[i] = run_point(points[i], trace, hooks); }, hooks.on_progress);
   std::vector<ReplaySummary> out;
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) return results[i].status().with_context("point " + points[i].name + ": ");

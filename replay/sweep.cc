@@ -1,19 +1,17 @@
 #include "replay/sweep.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <mutex>
 #include <sstream>
-#include <thread>
 
 #include "model/block_hasher.h"
 #include "model/kv_cache_manager.h"
 #include "model/request.h"
+#include "replay/parallel_indices.h"
 #include "replay/pool_sizing.h"
 #include "replay/replay_builder.h"
 #include "traces/trace_io.h"
@@ -210,25 +208,13 @@ StatusOr<std::vector<std::int64_t>> pool_sizes(const SweepOptions& o, const std:
 std::vector<StatusOr<SweepPoint>> run_all(const SweepOptions& o, const std::vector<SweepConfig>& configs,
                                           const std::vector<std::int64_t>& pools) {
   std::vector<StatusOr<SweepPoint>> results(configs.size(), StatusOr<SweepPoint>(Status::error("not run")));
-  std::atomic<std::size_t> next{0};
-  std::mutex mu;
-  std::size_t done = 0;
-  auto worker = [&] {
-    for (;;) {
-      const std::size_t i = next.fetch_add(1);
-      if (i >= configs.size()) return;
-      results[i] = o.mode == "sequence" ? run_sequence(configs[i], pools[i])
-                                        : run_serving(o.serving, configs[i], pools[i]);
-      std::lock_guard<std::mutex> lock(mu);
-      ++done;
-      if (o.on_progress) o.on_progress(done, configs.size());
-    }
-  };
-  const int jobs = std::max(1, std::min<int>(o.jobs, static_cast<int>(configs.size())));
-  std::vector<std::thread> threads;
-  for (int j = 1; j < jobs; ++j) threads.emplace_back(worker);
-  worker();
-  for (std::thread& t : threads) t.join();
+  for_each_index(
+      configs.size(), o.jobs,
+      [&](std::size_t i) {
+        results[i] = o.mode == "sequence" ? run_sequence(configs[i], pools[i])
+                                          : run_serving(o.serving, configs[i], pools[i]);
+      },
+      o.on_progress);
   return results;
 }
 
