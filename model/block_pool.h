@@ -62,10 +62,13 @@ class BlockPool {
                          std::size_t num_cached, std::size_t num_full, int block_size,
                          std::span<const TokenId> tokens, const std::string& lora_name);
 
-  // The same for one group of a hybrid model (no events): caches the non-null blocks of
-  // blocks[num_cached .. num_full) under (hashes[i], group); null entries are skipped.
+  // The same for one group of a hybrid model: caches the non-null blocks of
+  // blocks[num_cached .. num_full) under (hashes[i], group); null entries are skipped (and not
+  // listed in the stored event, which carries the group as group_idx).
   void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
-                         std::size_t num_cached, std::size_t num_full, KvCacheGroupId group);
+                         std::size_t num_cached, std::size_t num_full, KvCacheGroupId group,
+                         int block_size, std::span<const TokenId> tokens,
+                         const std::string& lora_name);
 
   // Drops the cached hash of each given block that has one (they stay where they are).
   void evict_blocks(std::span<const BlockId> ids);
@@ -85,6 +88,12 @@ class BlockPool {
  private:
   Block& mut(BlockId id) { return blocks_[static_cast<std::size_t>(id)]; }
   bool evict_cached(Block& b);  // removes b from the map; true if it was cached
+  // Queues an empty BlockStored for blocks [num_cached, num_full) (null when events are off);
+  // the caller appends the hashes it caches.
+  BlockStored* begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached,
+                                  std::size_t num_full, int block_size,
+                                  std::span<const TokenId> tokens, const std::string& lora_name,
+                                  KvCacheGroupId group);
 
   std::vector<Block> blocks_;
   std::unique_ptr<EvictionPolicy> policy_;

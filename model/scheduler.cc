@@ -62,6 +62,7 @@ HybridKvCacheConfig hybrid_cache(const SchedulerConfig& config) {
   h.free_order = config.cache.free_order;
   h.max_model_len = config.cache.max_model_len;
   h.max_in_flight_tokens = config.max_num_batched_tokens;
+  h.enable_kv_events = config.cache.enable_kv_events;
   return h;
 }
 

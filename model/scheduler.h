@@ -130,6 +130,8 @@ class Scheduler {
   // The hybrid manager, or null for a single full-attention group.
   const HybridKvCacheManager* hybrid_kv_cache() const { return hybrid_.get(); }
   bool hybrid() const { return hybrid_ != nullptr; }
+  // Drains the KV events of whichever manager runs (SchedulerConfig::cache.enable_kv_events).
+  std::vector<KvEvent> take_kv_events() { return hybrid_ ? hybrid_->take_events() : kv_.take_events(); }
 
   // Figures of whichever manager runs.
   std::size_t num_free_blocks() const { return hybrid_ ? hybrid_->num_free_blocks() : kv_.num_free_blocks(); }

@@ -189,14 +189,22 @@ StatusOr<std::unique_ptr<KvEventSink>> make_event_sink(const ReplayConfig& c) {
   return make_fanout_event_sink(std::move(sinks));
 }
 
-std::vector<std::string> cached_block_hashes(const KvCacheManager& cache) {
+std::vector<std::string> cached_block_hashes(const BlockPool& pool, bool with_group) {
   std::vector<std::string> out;
-  const BlockPool& pool = cache.pool();
   for (BlockId id = 1; id < pool.num_blocks(); ++id) {
-    if (!pool.block(id).hash.empty()) out.push_back(pool.block(id).hash.hex());
+    const Block& b = pool.block(id);
+    if (b.hash.empty()) continue;
+    out.push_back(with_group ? b.hash.hex() + " " + std::to_string(b.group) : b.hash.hex());
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<std::string> cached_block_hashes(const Scheduler& scheduler) {
+  if (const HybridKvCacheManager* h = scheduler.hybrid_kv_cache()) {
+    return cached_block_hashes(h->pool(), /*with_group=*/true);
+  }
+  return cached_block_hashes(scheduler.kv_cache().pool());
 }
 
 ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const {

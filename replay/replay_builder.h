@@ -56,9 +56,12 @@ SchedulerConfig scheduler_config(const ReplayConfig& config, std::int64_t num_bl
 // The event sink `config` asks for (JSONL file, ZeroMQ publisher, or both), or null.
 StatusOr<std::unique_ptr<KvEventSink>> make_event_sink(const ReplayConfig& config);
 
-// The hashes of every block cached in `cache` at this moment, lowercase hex, sorted (a hash
-// cached under two blocks is listed twice): what a subscriber rebuilds from the events.
-std::vector<std::string> cached_block_hashes(const KvCacheManager& cache);
+// The hashes of every block cached in `pool` at this moment, lowercase hex, sorted (a hash
+// cached under two blocks is listed twice): what a subscriber rebuilds from the events. With
+// `with_group` each entry is "HEX GROUP", the KV-cache group it is cached for (hybrid models).
+std::vector<std::string> cached_block_hashes(const BlockPool& pool, bool with_group = false);
+// The same for the manager a scheduler runs (the group is listed for a hybrid model).
+std::vector<std::string> cached_block_hashes(const Scheduler& scheduler);
 
 // The pool size `config` asks for, and how it was decided ("--num-blocks", "--kv-cache-tokens",
 // "gpu memory").

@@ -277,7 +277,7 @@ void Replayer::serving_metrics(Run& r) {
 
 Status Replayer::publish_events(const Run& r, std::int64_t step) {
   if (event_sink_ == nullptr) return {};
-  const std::vector<KvEvent> events = scheduler_.mutable_kv_cache().take_events();
+  const std::vector<KvEvent> events = scheduler_.take_kv_events();
   if (events.empty()) return {};
   return event_sink_->publish(step, static_cast<double>(r.now_ns) / 1e9, events);
 }
