@@ -8,6 +8,8 @@
 #include <vector>
 
 #include "replay/replay_builder.h"
+#include "reports/result_json.h"
+#include "reports/run_folder.h"
 #include "sim/shadow_kv.h"
 
 namespace kv {
@@ -64,6 +66,28 @@ TEST(TierReplay, HostTierServesEvictedPrefixesAndLandsTtftBetween) {
   EXPECT_GT(gpu_only.serving.ttft_ms.mean, tier.serving.ttft_ms.mean);
   EXPECT_GT(tier.serving.ttft_ms.mean, infinite.serving.ttft_ms.mean);
   EXPECT_NE(tier.digest, gpu_only.digest);
+}
+
+TEST(TierReplay, FiguresReachTheSummaryAndBothJsonFiles) {
+  ReplayConfig c = base(kSmallGpu);
+  set(c, "host-cache-bytes", "512000000000");
+  set(c, "disk-cache-bytes", "512000000000");
+  const ReplaySummary s = run(c);
+  ASSERT_EQ(s.tiers.size(), 2u);
+  const std::string text = reports::format_summary("replay", s, 1.0);
+  EXPECT_NE(text.find("host tier hit rate"), std::string::npos) << text;
+  EXPECT_NE(text.find("disk tier hit rate"), std::string::npos) << text;
+  EXPECT_NE(text.find("tier load / stall time"), std::string::npos) << text;
+  const std::string summary = reports::summary_json({}, s, 1.0);
+  EXPECT_NE(summary.find("\"kv_tiers\""), std::string::npos);
+  EXPECT_NE(summary.find("\"loaded_bytes\": " + std::to_string(s.tiers[0].loaded_bytes)), std::string::npos);
+  const std::string result = reports::result_json({}, s, "20260101-000000");
+  EXPECT_NE(result.find("\"combined_hit_rate\""), std::string::npos);
+  EXPECT_NE(result.find("\"stored_bytes\": " + std::to_string(s.tiers[1].stored_bytes)), std::string::npos);
+  // Without a tier nothing of it appears.
+  const ReplaySummary plain = run(base(kSmallGpu));
+  EXPECT_EQ(reports::format_summary("replay", plain, 1.0).find("tier"), std::string::npos);
+  EXPECT_EQ(reports::result_json({}, plain, "20260101-000000").find("kv_tiers"), std::string::npos);
 }
 
 TEST(TierReplay, InfiniteInstantTierGivesTheInfiniteGpuHitRate) {
