@@ -62,7 +62,11 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
       const Block* ahead = scratch_[i + kPrefetchDistance];
       if (!ahead->hash.empty()) index_.prefetch(ahead->hash);
     }
-    if (caching_ && evict_cached(*b)) ++num_evictions_;
+    if (caching_ && !b->hash.empty()) {
+      if (record_evictions_) [[unlikely]] evicted_.push_back({b->id, b->hash});
+      evict_cached(*b);
+      ++num_evictions_;
+    }
     KV_CHECK(b->ref_cnt == 0, "popped block " << b->id << " has ref_cnt " << b->ref_cnt);
     b->ref_cnt = 1;
     out.push_back(b->id);
@@ -166,6 +170,12 @@ bool BlockPool::reset_prefix_cache() {
   }
   if (events_enabled_) events_.emplace_back(AllBlocksCleared{});
   return true;
+}
+
+std::vector<EvictedBlock> BlockPool::take_evicted() {
+  std::vector<EvictedBlock> out;
+  out.swap(evicted_);
+  return out;
 }
 
 std::vector<KvEvent> BlockPool::take_events() {

@@ -26,6 +26,12 @@
 
 namespace kv {
 
+// A cached block whose hash the pool dropped to reuse the block (lazy eviction).
+struct EvictedBlock {
+  BlockId block = kNoBlock;
+  BlockHash hash;
+};
+
 class BlockPool {
  public:
   // num_blocks includes the null block. make_policy == nullptr selects the LRU free queue.
@@ -82,6 +88,10 @@ class BlockPool {
   std::size_t index_memory_bytes() const { return index_.memory_bytes(); }
   // Cached blocks evicted because they were popped for reuse (lazy eviction), since creation.
   std::int64_t num_evictions() const { return num_evictions_; }
+  // When on, every eviction by get_new_blocks is also kept, in order, until take_evicted()
+  // (a second-tier connector saves those blocks; nothing else changes).
+  void set_record_evictions(bool on) { record_evictions_ = on; }
+  std::vector<EvictedBlock> take_evicted();
 
   bool check_invariants(std::string* why) const;
 
@@ -99,6 +109,8 @@ class BlockPool {
   std::unique_ptr<EvictionPolicy> policy_;
   CachedBlockIndex index_;  // every block with a hash, under that hash
   std::int64_t num_evictions_ = 0;
+  bool record_evictions_ = false;
+  std::vector<EvictedBlock> evicted_;  // since the last take_evicted(), when recording
   bool caching_;
   bool events_enabled_;
   std::vector<KvEvent> events_;

@@ -1,6 +1,7 @@
 #include "replay/replay_builder.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "model/check.h"
 #include "replay/arrivals.h"
@@ -108,7 +109,26 @@ sim::SimOptions sim_options(const ReplayConfig& c, CudaGraphMode mode, sim::Veri
   so.max_num_seqs = c.max_num_seqs;
   so.max_num_batched_tokens = c.max_num_batched_tokens;
   so.verify = verify;
+  if (c.tiers_enabled()) {
+    so.tier.enabled = true;
+    so.tier.load = c.tier_load;
+    so.tier.host_link = c.host_link;
+    so.tier.disk_bytes_per_s = static_cast<std::int64_t>(std::llround(c.disk_read_gbps * 1e9));
+    so.tier.disk_latency_ns = c.disk_latency_us * 1000;
+    so.tier.bytes_per_block = c.model.kv_bytes_per_token() * c.block_size;
+  }
   return so;
+}
+
+std::unique_ptr<KvConnector> make_tier_connector(const ReplayConfig& c) {
+  if (!c.tiers_enabled()) return nullptr;
+  TierConnectorConfig tc;
+  tc.block_size = c.block_size;
+  tc.bytes_per_block = c.model.kv_bytes_per_token() * c.block_size;
+  tc.host_capacity_blocks = c.host_cache_bytes / tc.bytes_per_block;
+  tc.disk_capacity_blocks = c.disk_cache_bytes / tc.bytes_per_block;
+  tc.store = c.tier_store;
+  return std::make_unique<TierConnector>(tc);
 }
 
 SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks, const std::string& hash_seed) {
@@ -239,6 +259,7 @@ StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<Req
   if (Status s = make_device(config, blocks, run); !s.ok()) return s;
   const SchedulerConfig sc = scheduler_config(config, blocks, hash_seed);
   run.scheduler = std::make_unique<Scheduler>(sc);
+  if (config.tiers_enabled()) run.scheduler->set_connector(make_tier_connector(config));
   run.description = describe_run(config, run, blocks, sizing, sc.hash_seed, trace_source);
   auto sink = make_event_sink(config);
   if (!sink.ok()) return sink.status();

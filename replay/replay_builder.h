@@ -50,6 +50,9 @@ StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<Req
 // The simulator's options for `config`, with the given graph mode and verification.
 sim::SimOptions sim_options(const ReplayConfig& config, CudaGraphMode mode, sim::VerifyMode verify);
 
+// The second-tier connector `config` asks for (--host-cache-bytes), or null.
+std::unique_ptr<KvConnector> make_tier_connector(const ReplayConfig& config);
+
 // The scheduler's configuration for `config` with a pool of `num_blocks` blocks.
 SchedulerConfig scheduler_config(const ReplayConfig& config, std::int64_t num_blocks, const std::string& hash_seed);
 
