@@ -24,6 +24,8 @@ const Command kCommands[] = {
      kv::cli::run_gen},
     {"convert", "convert a ShareGPT, Mooncake, Azure or BurstGPT trace to a kvsim trace",
      kv::cli::run_convert},
+    {"tokenize", "print the token ids of JSON strings under a tokenizer.json (BPE) or word-hash",
+     kv::cli::run_tokenize},
     {"trace", "trace info: sizes, lengths, arrivals and prefix sharing of a trace",
      kv::cli::run_trace},
     {"sweep", "hit rate (and serving metrics) against KV-cache capacity, policies and block sizes",
