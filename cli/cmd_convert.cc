@@ -39,7 +39,7 @@ int run_convert(int argc, char** argv) {
       "Exit status: 0 ok, 2 bad usage or bad input (the message names file, line and field).\n\n"
       "Options");
   opts.add_options()("help,h", "show this help")
-      ("from", po::value<std::string>(&from), "input format: sharegpt, mooncake, azure or burstgpt")
+      ("from", po::value<std::string>(&from), "input format: sharegpt, mooncake, azure, burstgpt or tokens")
       ("input", po::value<std::string>(&in), "input file")
       ("output,o", po::value<std::string>(&out), "output trace file")
       ("force", "replace OUT if it exists")

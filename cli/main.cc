@@ -22,7 +22,7 @@ const Command kCommands[] = {
      kv::cli::run_replay},
     {"gen", "write a seeded synthetic trace (sharegpt multi-turn chat, prefix benchmark)",
      kv::cli::run_gen},
-    {"convert", "convert a ShareGPT, Mooncake, Azure or BurstGPT trace to a kvsim trace",
+    {"convert", "convert a ShareGPT, Mooncake, Azure, BurstGPT or pre-tokenized JSONL trace to a kvsim trace",
      kv::cli::run_convert},
     {"tokenize", "print the token ids of JSON strings under a tokenizer.json (BPE) or word-hash",
      kv::cli::run_tokenize},
