@@ -124,10 +124,12 @@ struct ShareGptSource {
         if (auto e = mf.unescaped_key().get(k)) return Status::error(mwhere + ": " + json_error(e));
         if (k == "from" || k == "role") {
           std::string_view f;
-          if (auto e = mf.value().get_string().get(f)) return Status::error(mwhere + ".from: " + json_error(e));
+          if (auto e = mf.value().get_string().get(f)) return Status::error(mwhere + "." + std::string(k) + ": " + json_error(e));
           from = std::string(f);
         } else if (k == "value" || k == "content") {
-          if (auto e = mf.value().get_string().get(text)) return Status::error(mwhere + ".value: " + json_error(e));
+          if (auto e = mf.value().get_string().get(text)) {
+            return Status::error(mwhere + "." + std::string(k) + ": " + json_error(e) + " (the text must be a string)");
+          }
           have_value = true;  // the view stays valid while the document is being read
         }
       }
