@@ -27,6 +27,11 @@ StatusOr<std::unique_ptr<Device>> make_gpu_device(const ReplayConfig& c, std::in
   if (!gpu::cuda_device_available(&why)) return Status::error("--device gpu: " + why);
   gpu::CudaDeviceOptions g;
   g.model = c.model.name;
+  if (const ModelShape model = c.effective_model(); model.is_hybrid()) {
+    auto groups = model.kv_cache_groups(c.block_size);  // validate() checked it
+    if (!groups.ok()) return groups.status().with_context("--model: ");
+    g.kv_cache_groups = std::move(*groups);
+  }
   g.seed = c.seed + 1;
   g.block_size = c.block_size;
   g.num_gpu_blocks = num_blocks;

@@ -480,8 +480,6 @@ Status ReplayConfig::validate() const {
     return bad("sliding-window", "model " + model.name + " has no sliding-window layer");
   }
   if (model.is_hybrid()) {
-    if (device == DeviceKind::kGpu) return bad("device", "the CUDA device runs one KV-cache group; " + model.name +
-                                                             " is hybrid (use --device sim)");
     auto groups = effective_model().kv_cache_groups(block_size);
     if (!groups.ok()) return groups.status().with_context("--model: ");
     for (const KvCacheGroupSpec& g : *groups) {

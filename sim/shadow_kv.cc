@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "model/attention_window.h"
 #include "model/check.h"
 
 namespace kv::sim {
@@ -190,10 +191,7 @@ bool ShadowKv::add_blocks(std::int32_t h, const ScheduledRequest& r, std::vector
 
 std::int64_t ShadowKv::reach_begin(int g, std::int64_t query) const {
   if (windows_.empty()) return 0;
-  const std::int64_t w = windows_[static_cast<std::size_t>(g)];
-  if (w > 0) return std::max<std::int64_t>(0, query - w + 1);  // sliding: (query - w, query]
-  if (w < 0) return query / -w * -w;                            // chunked: query's chunk
-  return 0;
+  return attention_begin(windows_[static_cast<std::size_t>(g)], query);  // model/attention_window.h
 }
 
 std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* out) {
