@@ -148,7 +148,7 @@ Status set_host_overhead(ReplayConfig& c, const std::string& t) {
   return {};
 }
 
-// "NAME (layers L, hidden H, ...)" lists are long: the names alone, from the catalogs.
+// The names of the catalogs, for the help of --model and --gpu (never written by hand).
 std::string model_names() {
   std::string out;
   for (const ModelShape& m : model_shapes()) out += (out.empty() ? "" : ", ") + m.name;
@@ -530,6 +530,9 @@ Status ReplayConfig::validate() const {
     if (auto terms = host_terms(host_overhead); !terms.ok()) return terms.status();
   }
   if (auto shard = shard_for_tp(model, tensor_parallel_size); !shard.ok()) return bad("tp", shard.status().message());
+  if (!model_config.empty() && device == DeviceKind::kGpu) {
+    return bad("model-config", "the CUDA device builds its model from a preset (use --model, or --device sim)");
+  }
   if (tensor_parallel_size > 1 && device == DeviceKind::kGpu) return bad("tp", "the CUDA device runs one GPU (use --device sim)");
   if (tensor_parallel_size > 1 && gpu.interconnect_bytes_per_s <= 0) {
     return bad("tp", "GPU " + gpu.name + " has no interconnect_bytes_per_s for the all-reduces");
