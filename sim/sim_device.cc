@@ -79,10 +79,10 @@ StepResult SimDevice::execute(const StepPlan& plan) {
   for (int n = 0; n < kNumStepNodes; ++n) {
     const std::int64_t cycles = last_cost_.node_cycles[static_cast<std::size_t>(n)];
     if (cycles <= 0) continue;
-    const bool per_layer = (n >= static_cast<int>(StepNode::kInputNorm) && n <= static_cast<int>(StepNode::kDownProj)) ||
-                           n == static_cast<int>(StepNode::kAllReduce);
+    const bool per_layer = n >= static_cast<int>(StepNode::kInputNorm) && n <= static_cast<int>(StepNode::kDownProj);
+    const bool all_reduce = n == static_cast<int>(StepNode::kAllReduce);  // 2 per layer and the logits gather
     node_ns_[static_cast<std::size_t>(n)] += cost_.cycles_to_ns(cycles);
-    node_launches_[static_cast<std::size_t>(n)] += per_layer ? model().layers : 1;
+    node_launches_[static_cast<std::size_t>(n)] += per_layer ? model().layers : all_reduce ? 2 * model().layers + 1 : 1;
   }
 
   DeviceCounters& c = result.counters;
