@@ -13,13 +13,13 @@
 //      only, plus one graph_launch_ns per piece (layers + 1), on tokens padded to the capture
 //      size outside attention; FULL pays one graph_launch_ns for the whole forward, on padded
 //      tokens everywhere. slot_mapping and lm_head run eagerly in every mode.
+//   5. Windowed layers (sliding window w; chunked local c, costed as a window of c): their
+//      attention reads min(context, w) keys per query, not the whole context; the attention
+//      node is full layers * full attention + windowed layers * windowed attention.
 //   6. Formats (model/dtype.h): the projections read weights in the model's dtype and run at
 //      the GPU's peak for it, with inputs in that dtype where the GPU has tensor cores for it
 //      (else weight-only: 16-bit inputs at the bf16 peak); the KV cache is read and written in
 //      kv_dtype; norms, rotary, SiLU, attention math and the LM head are 16-bit.
-//   5. Windowed layers (sliding window w; chunked local c, costed as a window of c): their
-//      attention reads min(context, w) keys per query, not the whole context; the attention
-//      node is full layers * full attention + windowed layers * windowed attention.
 //   7. Host work per step is host_step_ns + host_per_request_ns * requests + host_per_block_ns *
 //      block ids + host_per_token_ns * tokens. Synchronous (default): it precedes the step's
 //      copies and kernels on the critical path. Asynchronous scheduling: the host prepares this
