@@ -109,7 +109,9 @@ int run_calibrate(int argc, char** argv) {
   if (!base.ok()) return fail("--base-gpu: " + base.status().message());
   auto rows = sim::read_profile(profile);
   if (!rows.ok()) return fail(rows.status().message());
-  auto cal = sim::calibrate(*rows, *model_spec, *base, name);
+  auto host_rows = sim::read_host_rows(profile);
+  if (!host_rows.ok()) return fail(host_rows.status().message());
+  auto cal = sim::calibrate(*rows, *model_spec, *base, name, *host_rows);
   if (!cal.ok()) return fail(cal.status().message());
   if (out.empty()) out = "presets/" + name + ".gpu";
 
@@ -126,6 +128,12 @@ int run_calibrate(int argc, char** argv) {
   b.scope = "base " + b.scope;
   line(b);
   std::cout << "  (errors: |predicted - measured| / measured over the profile rows)\n";
+  if (cal->host) {
+    std::cout << "  host per step: " << cal->host->step_ns << " ns + " << cal->host->per_request_ns
+              << " ns/request + " << cal->host->per_token_ns << " ns/token (" << cal->host->rows
+              << " host_step rows, median error " << pct(cal->host->median_ape) << ", max "
+              << pct(cal->host->max_ape) << ")\n";
+  }
   if (Status s = write_new(out, sim::calibration_preset_text(*cal, profile), force); !s.ok()) return fail(s.message());
   std::cout << "  wrote preset '" << name << "' to " << out << "\n";
 

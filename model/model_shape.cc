@@ -1,6 +1,7 @@
 #include "model/model_shape.h"
 
 #include <algorithm>
+#include <string>
 
 namespace kv {
 
@@ -78,12 +79,39 @@ std::vector<ModelShape> make_shapes() {
 
 }  // namespace
 
-std::int64_t ModelShape::num_params() const {
+std::int64_t ModelShape::num_linear_params() const {
   const std::int64_t h = hidden;
   const std::int64_t q = static_cast<std::int64_t>(heads) * head_dim;
   const std::int64_t kv = static_cast<std::int64_t>(kv_heads) * head_dim;
-  const std::int64_t per_layer = 2 * h + (q + 2 * kv) * h + q * h + 3LL * intermediate * h;
-  return per_layer * layers + 2LL * vocab * h + h;
+  return ((q + 2 * kv) * h + q * h + 3LL * intermediate * h) * layers;
+}
+
+std::int64_t ModelShape::num_params() const {
+  const std::int64_t h = hidden;
+  return num_linear_params() + 2 * h * layers + 2LL * vocab * h + h;
+}
+
+std::int64_t ModelShape::weight_bytes() const {
+  const std::int64_t linear = num_linear_params();
+  return dtype_bytes_of(dtype, linear) + 2 * (num_params() - linear);
+}
+
+StatusOr<ModelShape> shard_for_tp(const ModelShape& m, int tp) {
+  if (tp < 1) return Status::error("tensor parallel size must be >= 1, got " + std::to_string(tp));
+  if (tp == 1) return m;
+  const std::string what = "model " + m.name + " cannot be split over " + std::to_string(tp) + " ranks: ";
+  if (m.heads % tp != 0) return Status::error(what + std::to_string(m.heads) + " attention heads");
+  if (m.kv_heads >= tp ? m.kv_heads % tp != 0 : tp % m.kv_heads != 0) {
+    return Status::error(what + std::to_string(m.kv_heads) + " KV heads (neither divides the other)");
+  }
+  if (m.intermediate % tp != 0) return Status::error(what + "intermediate size " + std::to_string(m.intermediate));
+  ModelShape s = m;
+  s.heads = m.heads / tp;
+  s.kv_heads = std::max(1, m.kv_heads / tp);
+  s.intermediate = m.intermediate / tp;
+  s.vocab = (m.vocab + tp - 1) / tp;  // vLLM pads the vocabulary to a multiple of tp
+  s.tp = m.tp * tp;
+  return s;
 }
 
 int ModelShape::num_layers_of(AttentionType type) const {
@@ -100,7 +128,7 @@ std::vector<LayerKvCacheSpec> ModelShape::layer_specs(int block_size) const {
     s.num_kv_heads = kv_heads;
     s.head_size = head_dim;
     s.head_size_v = head_dim;
-    s.dtype_bytes = dtype_bytes;
+    s.dtype_bytes = std::max(1, dtype_bits(kv_dtype) / 8);  // fp4 pages: see ReplayConfig::validate
     if (s.type == AttentionType::kSlidingWindow) s.window = sliding_window;
     if (s.type == AttentionType::kChunkedLocalAttention) s.chunk = attention_chunk;
     specs.push_back({"layers." + std::to_string(i), s});

@@ -13,6 +13,11 @@
 //      (experts per token times the expert width, plus any shared expert), so the dense cost
 //      and parameter formulas count active parameters. (Pool sizing from GPU memory therefore
 //      counts active weights only: it overstates the KV cache an MoE model leaves room for.)
+//   4. `dtype` is the format of the linear layers' weights (and of their GEMMs' inputs where
+//      the GPU has tensor cores for it); embeddings, LM head and norms stay 16-bit, as vLLM
+//      keeps them. `kv_dtype` is the KV cache's format.
+//   5. A shape with tp > 1 is ONE rank's shard (shard_for_tp()): heads, kv_heads, intermediate
+//      and vocab are per rank; hidden and layers are whole.
 #pragma once
 
 #include <cstdint>
@@ -20,6 +25,7 @@
 #include <string_view>
 #include <vector>
 
+#include "model/dtype.h"
 #include "model/kv_cache_groups.h"
 #include "model/kv_cache_spec.h"
 #include "model/status.h"
@@ -35,19 +41,25 @@ struct ModelShape {
   int head_dim = 0;
   int intermediate = 0;  // MLP size (MoE: the active width, invariant 3)
   int vocab = 0;
-  int dtype_bytes = 2;   // bf16
+  DType dtype = DType::kBf16;     // weights and compute (invariant 4)
+  DType kv_dtype = DType::kBf16;  // KV cache
+  int tp = 1;                     // tensor-parallel ranks this shape is one shard of (invariant 5)
   // Attention type per layer, in model order; empty: every layer is full attention.
   std::vector<AttentionType> layer_types = {};
   int sliding_window = 0;   // tokens, of every kSlidingWindow layer
   int attention_chunk = 0;  // tokens, of every kChunkedLocalAttention layer
 
-  // K and V of one token over all layers.
+  // K and V of one token over all layers (fp4: rounded up to whole bytes per token).
   std::int64_t kv_bytes_per_token() const {
-    return 2LL * layers * kv_heads * head_dim * dtype_bytes;
+    return dtype_bytes_of(kv_dtype, 2LL * layers * kv_heads * head_dim);
   }
   // Weights: attention and MLP projections, two norms per layer, untied embedding and LM head,
   // the final norm.
   std::int64_t num_params() const;
+  // The attention and MLP projections alone (the weights `dtype` applies to).
+  std::int64_t num_linear_params() const;
+  // Bytes of the weights: projections in `dtype`, everything else 16-bit (invariant 4).
+  std::int64_t weight_bytes() const;
 
   AttentionType layer_type(int layer) const {
     return layer_types.empty() ? AttentionType::kFullAttention
@@ -71,6 +83,13 @@ struct ModelShape {
 // gpt-oss-20b with every layer full attention (the reduction check's twin).
 const std::vector<ModelShape>& model_shapes();
 StatusOr<ModelShape> find_model_shape(std::string_view name);
+
+// One rank's shard under tensor parallelism over `tp` ranks, as vLLM splits the model: query
+// heads, the MLP width and the vocabulary (embedding and LM head) are divided by tp; KV heads
+// too when kv_heads >= tp, else each rank holds one KV head (replicated tp / kv_heads times).
+// Errors name what does not divide: heads % tp, kv_heads % tp (or tp % kv_heads), intermediate
+// % tp. tp == 1 returns the model unchanged.
+StatusOr<ModelShape> shard_for_tp(const ModelShape& model, int tp);
 
 // The model with every sliding-window layer's window set to `window` (0: unchanged).
 ModelShape with_sliding_window(ModelShape model, int window);

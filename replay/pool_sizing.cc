@@ -13,7 +13,7 @@ namespace {
 // Bytes left for the KV cache: memory * utilization - weights - activation workspace.
 std::int64_t kv_budget(const ModelShape& m, const sim::GpuSpec& gpu, double utilization,
                        std::int64_t max_num_batched_tokens) {
-  const std::int64_t weights = m.num_params() * m.dtype_bytes;
+  const std::int64_t weights = m.weight_bytes();
   // Activation workspace of the largest step: the MLP's gate/up output dominates.
   const std::int64_t activations = max_num_batched_tokens * (2LL * m.intermediate + 4LL * m.hidden) * 4;
   const auto budget = static_cast<std::int64_t>(static_cast<double>(gpu.memory_bytes) * utilization);
@@ -21,7 +21,7 @@ std::int64_t kv_budget(const ModelShape& m, const sim::GpuSpec& gpu, double util
 }
 
 Status no_room(const ModelShape& m, const sim::GpuSpec& gpu, double utilization) {
-  const std::int64_t weights = m.num_params() * m.dtype_bytes;
+  const std::int64_t weights = m.weight_bytes();
   const auto budget = static_cast<std::int64_t>(static_cast<double>(gpu.memory_bytes) * utilization);
   return Status::error("model " + m.name + " (" + std::to_string(weights >> 20) + " MiB of weights) leaves no " +
                        "room for a KV cache in " + std::to_string(budget >> 20) + " MiB of " + gpu.name +

@@ -2,7 +2,11 @@
 // vLLM sizes it. One place for the rule, used by `kvsim replay`, sweeps and calibration.
 //   from tokens:  ceil(tokens / block_size) + 1 (the null block)
 //   from memory:  (memory * utilization - weights - activation workspace) / bytes per block,
-//                 + 1; an error when that leaves room for fewer than 2 blocks.
+//                 + 1; an error when that leaves room for fewer than 2 blocks. Weights are
+//                 ModelShape::weight_bytes() (projections in --dtype, the rest 16-bit); bytes
+//                 per block are block_size * kv_bytes_per_token() (in --kv-cache-dtype). With
+//                 --tp N the model is one rank's shard (shard_for_tp) and all of this is per
+//                 rank: each rank holds the same number of blocks, of its own KV heads.
 //   hybrid models: the same memory, laid out as docs/hybrid-groups.md "Pool size" says
 //                 (size_pool_for_budget: floor(floor(budget / page) / layers_per_group) blocks,
 //                 the null block included).

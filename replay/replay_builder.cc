@@ -108,7 +108,8 @@ std::vector<std::pair<std::string, std::string>> describe_run(const ReplayConfig
 sim::SimOptions sim_options(const ReplayConfig& c, CudaGraphMode mode, sim::VerifyMode verify) {
   sim::SimOptions so;
   so.model = c.effective_model();
-  so.gpu = c.gpu;
+  so.gpu = c.effective_gpu();
+  so.async_scheduling = c.async_scheduling;
   so.profile_path = c.profile;
   so.cuda_graph_mode = mode;
   so.max_num_seqs = c.max_num_seqs;
@@ -177,7 +178,7 @@ StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c
     blocks = *fit;  // the null block included (docs/hybrid-groups.md, "Pool size")
     sizing = "gpu memory";
   } else {
-    auto fit = blocks_from_gpu_memory(c.model, c.gpu, c.gpu_memory_utilization, c.block_size,
+    auto fit = blocks_from_gpu_memory(c.effective_model(), c.gpu, c.gpu_memory_utilization, c.block_size,
                                       c.max_num_batched_tokens);
     if (!fit.ok()) return fit.status();
     blocks = *fit + 1;

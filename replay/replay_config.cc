@@ -3,8 +3,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <array>
 #include <cstdlib>
 #include <limits>
+
+#include "model/check.h"
+#include "replay/model_config.h"
 
 namespace kv::replay {
 
@@ -110,6 +114,68 @@ Status set_model(ReplayConfig& c, const std::string& name) {
   auto shape = find_model_shape(name);
   if (!shape.ok()) return shape.status().with_context("--model: ");
   c.model = *shape;
+  return {};
+}
+
+Status set_model_config(ReplayConfig& c, const std::string& path) {
+  auto shape = load_model_config(path);
+  if (!shape.ok()) return shape.status().with_context("--model-config: ");
+  c.model = *shape;
+  c.model_config = path;
+  return {};
+}
+
+std::vector<std::string> split(const std::string& text, const std::string& separators);
+
+// The host terms of --host-overhead "none" or "STEP,REQUEST,TOKEN" (ns); "gpu" is not here.
+StatusOr<std::array<std::int64_t, 3>> host_terms(const std::string& t) {
+  if (t == "none") return std::array<std::int64_t, 3>{0, 0, 0};
+  std::vector<std::string> parts = split(t, ",");
+  std::array<std::int64_t, 3> out{};
+  if (parts.size() != 3) return bad("host-overhead", "must be gpu, none or STEP_NS,REQUEST_NS,TOKEN_NS, got '" + t + "'");
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (Status s = read_int("host-overhead", parts[i], 0, 1'000'000'000, &out[i]); !s.ok()) return s;
+  }
+  return out;
+}
+
+Status set_host_overhead(ReplayConfig& c, const std::string& t) {
+  if (t != "gpu") {
+    auto terms = host_terms(t);
+    if (!terms.ok()) return terms.status();
+  }
+  c.host_overhead = t;
+  return {};
+}
+
+// The names of the catalogs, for the help of --model and --gpu (never written by hand).
+std::string model_names() {
+  std::string out;
+  for (const ModelShape& m : model_shapes()) out += (out.empty() ? "" : ", ") + m.name;
+  return out;
+}
+
+std::string gpu_names() {
+  std::string out;
+  for (const sim::GpuSpec& g : sim::gpu_presets()) out += (out.empty() ? "" : ", ") + g.name;
+  return out;
+}
+
+Status set_dtype(ReplayConfig& c, const std::string& name) {
+  auto d = parse_dtype(name);
+  if (!d.ok()) return d.status().with_context("--dtype: ");
+  c.dtype = *d;
+  return {};
+}
+
+Status set_kv_cache_dtype(ReplayConfig& c, const std::string& name) {
+  if (name == "auto") {
+    c.kv_cache_dtype.reset();
+    return {};
+  }
+  auto d = parse_dtype(name);
+  if (!d.ok()) return Status::error("--kv-cache-dtype: " + d.status().message() + " or auto");
+  c.kv_cache_dtype = *d;
   return {};
 }
 
@@ -364,17 +430,40 @@ std::vector<ConfigOption> make_table() {
   t.push_back(enum_option(
       "device", dev, "sim | gpu", &C::device,
       std::vector<std::pair<std::string, DeviceKind>>{{"sim", DeviceKind::kSim}, {"gpu", DeviceKind::kGpu}}));
-  t.push_back({"model", dev, "model preset (see model/model_shape.h: tiny, small, llama3-1b, llama3-8b, llama3-70b; hybrid: "
-               "gpt-oss-20b, gpt-oss-120b, gemma-3-27b, llama-4-scout; gpt-oss-20b-dense)",
-               false, set_model, [](const C& c) { return c.model.name; }});
-  t.push_back({"gpu", dev,
-               "GPU preset of the simulator (h100-sxm, h200), or NAME.gpu found in $KVSIM_GPU_PRESET_PATH "
-               "(colon-separated) or ./presets",
-               false, set_gpu, [](const C& c) { return c.gpu.name; }});
+  static const std::string model_help = "model preset: " + model_names() + " (or --model-config)";
+  t.push_back({"model", dev, model_help, false, set_model, [](const C& c) { return c.model.name; }});
+  t.push_back({"model-config", dev,
+               "a Hugging Face config.json (Llama, Qwen, Mistral, gpt-oss, Gemma shapes; replay/model_config.h); "
+               "replaces --model",
+               false, set_model_config, [](const C& c) { return c.model_config; }});
+  t.push_back(int_option("tp", dev,
+                         "tensor-parallel ranks: weights and KV heads split per rank, two all-reduces per layer "
+                         "(docs/fidelity.md); the pool is sized per rank",
+                         &C::tensor_parallel_size, 1, 1024));
+  t.push_back({"dtype", dev,
+               "bf16 | fp16 | fp8 | fp4: format of the weights and GEMM inputs (vLLM's --dtype, or its FP8/FP4 "
+               "quantized checkpoints); sizes the weights in memory and the cost model's bytes and peak FLOPS",
+               false, set_dtype, [](const C& c) { return std::string(to_string(c.dtype)); }});
+  t.push_back({"kv-cache-dtype", dev,
+               "auto | bf16 | fp16 | fp8 | fp4: format of the KV cache (auto: the same as --dtype); sizes the "
+               "blocks and the attention's KV bytes",
+               false, set_kv_cache_dtype,
+               [](const C& c) { return c.kv_cache_dtype ? std::string(to_string(*c.kv_cache_dtype)) : "auto"; }});
+  static const std::string gpu_help = "GPU preset of the simulator (" + gpu_names() +
+                                      "), or NAME.gpu found in $KVSIM_GPU_PRESET_PATH (colon-separated) or ./presets";
+  t.push_back({"gpu", dev, gpu_help, false, set_gpu, [](const C& c) { return c.gpu.name; }});
   t.push_back({"gpu-preset-file", dev, "GPU preset file (kvsim calibrate writes one); replaces --gpu", false,
                set_gpu_file, [](const C& c) { return c.gpu_preset_file; }});
   t.push_back(text_option("profile", dev, "per-kernel profile CSV for the cost model (sim/profile_format.md)",
                           &C::profile));
+  t.push_back({"host-overhead", dev,
+               "host time per step: gpu (the GPU preset's terms), none, or STEP_NS,REQUEST_NS,TOKEN_NS: STEP + "
+               "REQUEST * requests + TOKEN * tokens (docs/fidelity.md)",
+               false, set_host_overhead, [](const C& c) { return c.host_overhead; }});
+  t.push_back(bool_option("async-scheduling", dev,
+                          "the host prepares step i+1 while the GPU runs step i (vLLM's --async-scheduling): a "
+                          "step takes max(host, device) instead of host + device",
+                          &C::async_scheduling, true));
   t.push_back(enum_option("clock", dev,
                           "virtual: the cost model's step time drives the clock on every device; wall: measured time",
                           &C::clock,
@@ -438,7 +527,7 @@ Status validate_tiers(const ReplayConfig& c) {
   if (c.device != DeviceKind::kSim) return bad("host-cache-bytes", "needs --device sim");
   if (!c.prefix_caching) return bad("host-cache-bytes", "needs --prefix-caching on (tier entries are block hashes)");
   if (c.model.is_hybrid()) return bad("host-cache-bytes", "runs with one KV-cache group; " + c.model.name + " is hybrid");
-  const std::int64_t block_bytes = c.model.kv_bytes_per_token() * c.block_size;
+  const std::int64_t block_bytes = c.effective_model().kv_bytes_per_token() * c.block_size;
   if (c.host_cache_bytes < block_bytes) {
     return bad("host-cache-bytes", "holds less than one block (" + std::to_string(block_bytes) + " bytes)");
   }
@@ -449,7 +538,27 @@ Status validate_tiers(const ReplayConfig& c) {
 }
 }  // namespace
 
-ModelShape ReplayConfig::effective_model() const { return with_sliding_window(model, sliding_window); }
+
+ModelShape ReplayConfig::effective_model() const {
+  ModelShape m = with_sliding_window(model, sliding_window);
+  m.dtype = dtype;
+  m.kv_dtype = kv_cache_dtype.value_or(dtype);
+  auto shard = shard_for_tp(m, tensor_parallel_size);
+  KV_CHECK(shard.ok(), shard.status().message());
+  return *shard;
+}
+
+sim::GpuSpec ReplayConfig::effective_gpu() const {
+  sim::GpuSpec g = gpu;
+  if (host_overhead == "gpu") return g;
+  auto terms = host_terms(host_overhead);
+  KV_CHECK(terms.ok(), terms.status().message());
+  g.host_step_ns = (*terms)[0];
+  g.host_per_request_ns = (*terms)[1];
+  g.host_per_token_ns = (*terms)[2];
+  g.host_per_block_ns = 0;
+  return g;
+}
 
 Status ReplayConfig::validate() const {
   if (block_size < 1 || block_size > 1024) return bad("block-size", "must be 1..1024");
@@ -478,6 +587,23 @@ Status ReplayConfig::validate() const {
   }
   if (sliding_window > 0 && model.num_layers_of(AttentionType::kSlidingWindow) == 0) {
     return bad("sliding-window", "model " + model.name + " has no sliding-window layer");
+  }
+  if (host_overhead != "gpu") {
+    if (auto terms = host_terms(host_overhead); !terms.ok()) return terms.status();
+  }
+  if (auto shard = shard_for_tp(model, tensor_parallel_size); !shard.ok()) return bad("tp", shard.status().message());
+  if (!model_config.empty() && device == DeviceKind::kGpu) {
+    return bad("model-config", "the CUDA device builds its model from a preset (use --model, or --device sim)");
+  }
+  if (tensor_parallel_size > 1 && device == DeviceKind::kGpu) return bad("tp", "the CUDA device runs one GPU (use --device sim)");
+  if (tensor_parallel_size > 1 && gpu.interconnect_bytes_per_s <= 0) {
+    return bad("tp", "GPU " + gpu.name + " has no interconnect_bytes_per_s for the all-reduces");
+  }
+  if (device == DeviceKind::kGpu && (dtype != DType::kBf16 || kv_cache_dtype.value_or(dtype) != DType::kBf16)) {
+    return bad(dtype != DType::kBf16 ? "dtype" : "kv-cache-dtype", "the CUDA device runs bf16 only (use --device sim)");
+  }
+  if (model.is_hybrid() && kv_cache_dtype.value_or(dtype) == DType::kFp4) {
+    return bad("kv-cache-dtype", "fp4 pages of a hybrid model are not supported (half-byte page sizes); use fp8");
   }
   if (model.is_hybrid()) {
     auto groups = effective_model().kv_cache_groups(block_size);

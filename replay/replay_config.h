@@ -45,11 +45,19 @@ struct ReplayConfig {
   // Device and model.
   DeviceKind device = DeviceKind::kSim;
   ModelShape model;
+  std::string model_config;              // --model-config: the config.json `model` came from
+  int tensor_parallel_size = 1;          // --tp: ranks the model is split over (a shard each)
+  DType dtype = DType::kBf16;            // --dtype: weights and compute
+  std::optional<DType> kv_cache_dtype;   // --kv-cache-dtype; empty: auto (= dtype)
   sim::GpuSpec gpu;
   std::string gpu_preset_file;   // where `gpu` came from, when not built in
   std::string gpu_search_path;   // directories searched for NAME.gpu (colon-separated)
   std::string profile;           // per-kernel profile CSV for the cost model (empty: roofline)
   std::string gpu_profile_out;   // --device gpu: write a per-kernel profile CSV
+  // Host work per step (sim/cost_model.h, invariant 7): "gpu" keeps the GPU preset's terms,
+  // "none" zeroes them, "STEP,REQ,TOKEN" sets them in ns.
+  std::string host_overhead = "gpu";
+  bool async_scheduling = false;         // host work of step i+1 overlaps the GPU work of step i
   ReplayOptions::Clock clock = ReplayOptions::Clock::kVirtual;
   sim::VerifyMode verify = sim::VerifyMode::kFast;
   CudaGraphMode cuda_graphs = CudaGraphMode::kFullAndPiecewise;
@@ -113,8 +121,11 @@ struct ReplayConfig {
   }
   bool tiers_enabled() const { return host_cache_bytes > 0; }
   Status validate() const;
-  // The model as the run uses it: `model` with --sliding-window applied.
+  // The model as the run uses it: `model` with --sliding-window, --dtype and --kv-cache-dtype
+  // applied, and one rank's shard of it under --tp (validate() checked that it splits).
   ModelShape effective_model() const;
+  // The GPU as the run uses it: `gpu` with --host-overhead applied.
+  sim::GpuSpec effective_gpu() const;
 };
 
 // One option of the table: `--name VALUE` (or a switch: `--name` alone sets it to "on").

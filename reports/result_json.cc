@@ -22,16 +22,8 @@ ordered_json number_or_inf(const std::string& text) {
   return std::strtod(text.c_str(), nullptr);
 }
 
-// mean_/median_/std_/pNN_<name>_ms, as vLLM names them.
 void add_latency(ordered_json& j, const std::string& name, const replay::LatencyStats& st) {
-  j["mean_" + name + "_ms"] = st.mean;
-  j["median_" + name + "_ms"] = st.median;
-  j["std_" + name + "_ms"] = st.std;
-  for (const auto& [p, v] : st.percentiles) {
-    const bool whole = p == static_cast<double>(static_cast<long long>(p));
-    std::string word = whole ? std::to_string(static_cast<long long>(p)) : nlohmann::json(p).dump();
-    j["p" + word + "_" + name + "_ms"] = v;
-  }
+  for (const auto& [key, value] : latency_keys(name, st)) j[key] = value;
 }
 
 ordered_json kvsim_block(const RunConfig& config, const replay::ReplaySummary& s) {
@@ -67,6 +59,17 @@ ordered_json kvsim_block(const RunConfig& config, const replay::ReplaySummary& s
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, double>> latency_keys(const std::string& name, const replay::LatencyStats& st) {
+  std::vector<std::pair<std::string, double>> out = {
+      {"mean_" + name + "_ms", st.mean}, {"median_" + name + "_ms", st.median}, {"std_" + name + "_ms", st.std}};
+  for (const auto& [p, v] : st.percentiles) {
+    const bool whole = p == static_cast<double>(static_cast<long long>(p));
+    std::string word = whole ? std::to_string(static_cast<long long>(p)) : nlohmann::json(p).dump();
+    out.emplace_back("p" + word + "_" + name + "_ms", v);
+  }
+  return out;
+}
 
 std::string result_json(const RunConfig& config, const replay::ReplaySummary& s, const std::string& date) {
   const replay::ServingMetrics& m = s.serving;

@@ -5,11 +5,17 @@
 #pragma once
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "replay/replayer.h"
 #include "reports/run_folder.h"
 
 namespace kv::reports {
+
+// vLLM's keys of one latency metric, in its order: mean_<name>_ms, median_<name>_ms,
+// std_<name>_ms, then p<P>_<name>_ms for each percentile asked (p99, p99.9, ...).
+std::vector<std::pair<std::string, double>> latency_keys(const std::string& name, const replay::LatencyStats& st);
 
 // `date` is vLLM's "%Y%m%d-%H%M%S" text.
 std::string result_json(const RunConfig& config, const replay::ReplaySummary& s, const std::string& date);

@@ -137,6 +137,13 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
                      {"tpot", latency_json(s.tpot_us, s.serving.tpot_ms)},
                      {"e2e", latency_json(s.e2e_us, s.serving.e2el_ms)},
                      {"itl", latency_json(LatencyPercentiles{}, s.serving.itl_ms)}};
+  // The same figures under vllm bench serve's keys, in milliseconds (as in result.json).
+  nlohmann::ordered_json ms = nlohmann::ordered_json::object();
+  for (const auto& [name, st] : {std::pair<const char*, const replay::LatencyStats*>{"ttft", &s.serving.ttft_ms},
+                                 {"tpot", &s.serving.tpot_ms}, {"itl", &s.serving.itl_ms}, {"e2el", &s.serving.e2el_ms}}) {
+    for (const auto& [key, value] : latency_keys(name, *st)) ms[key] = value;
+  }
+  j["latency_ms"] = ms;
   const double sim_s = static_cast<double>(s.sim_time_us) / 1e6;
   j["time"] = {{"simulated_us", s.sim_time_us}, {"measured_total_ns", s.measured_total_ns},
                {"wall_seconds", wall_seconds}};

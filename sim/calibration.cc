@@ -1,8 +1,10 @@
 #include "sim/calibration.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "model/percentile.h"
@@ -62,7 +64,7 @@ std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const ModelSh
     if (r.time_ns < min_ns) continue;
     const KernelQuery q{r.num_tokens, r.num_seqs, r.context_tokens};
     const KernelWork w = cost.work(r.kernel, q, attention_pairs(r.num_tokens, r.num_seqs, r.context_tokens));
-    out.push_back(RowWork{static_cast<double>(w.flops) / static_cast<double>(gpu.peak_flops) * 1e9,
+    out.push_back(RowWork{static_cast<double>(w.flops) / static_cast<double>(w.peak_flops) * 1e9,
                           static_cast<double>(w.bytes) / static_cast<double>(gpu.hbm_bytes_per_s) * 1e9,
                           static_cast<double>(r.time_ns), kernel_class(r.kernel)});
   }
@@ -125,7 +127,85 @@ EfficiencyFit fit(const std::string& scope, const std::vector<const RowWork*>& r
 }
 
 
+// Least squares of time ~ sum of coefficients * features over the columns in `use`.
+std::array<double, 3> solve_host(const std::vector<HostRow>& rows, std::array<bool, 3> use) {
+  auto feature = [](const HostRow& r, int j) {
+    return j == 0 ? 1.0 : j == 1 ? static_cast<double>(r.num_seqs) : static_cast<double>(r.num_tokens);
+  };
+  double a[3][4] = {};
+  for (const HostRow& r : rows) {
+    for (int i = 0; i < 3; ++i) {
+      for (int j = 0; j < 3; ++j) a[i][j] += feature(r, i) * feature(r, j);
+      a[i][3] += feature(r, i) * static_cast<double>(r.time_ns);
+    }
+  }
+  for (int i = 0; i < 3; ++i) {  // an unused column is the equation x_i = 0
+    if (use[static_cast<std::size_t>(i)]) continue;
+    for (int j = 0; j < 4; ++j) a[i][j] = i == j ? 1.0 : 0.0;
+    for (int k = 0; k < 3; ++k) if (k != i) a[k][i] = 0.0;
+  }
+  std::array<double, 3> x{};
+  for (int c = 0; c < 3; ++c) {  // Gauss-Jordan with partial pivoting
+    int pivot = c;
+    for (int r = c + 1; r < 3; ++r) if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
+    if (std::abs(a[pivot][c]) < 1e-9) return {std::nan(""), 0, 0};
+    for (int j = 0; j < 4; ++j) std::swap(a[c][j], a[pivot][j]);
+    for (int r = 0; r < 3; ++r) {
+      if (r == c) continue;
+      const double f = a[r][c] / a[c][c];
+      for (int j = c; j < 4; ++j) a[r][j] -= f * a[c][j];
+    }
+  }
+  for (int i = 0; i < 3; ++i) x[static_cast<std::size_t>(i)] = a[i][3] / a[i][i];
+  return x;
+}
+
 }  // namespace
+
+HostFit fit_host_terms(const std::vector<HostRow>& rows) {
+  HostFit f;
+  f.rows = rows.size();
+  if (rows.empty()) return f;
+  // Every subset of the terms, most terms first; the solvable one with no negative term and
+  // the least squared error wins (a term the rows cannot separate makes its subsets singular).
+  std::array<double, 3> x{};
+  double best = std::numeric_limits<double>::infinity();
+  for (int mask : {7, 3, 5, 6, 1, 2, 4}) {
+    const std::array<bool, 3> use = {(mask & 1) != 0, (mask & 2) != 0, (mask & 4) != 0};
+    const std::array<double, 3> y = solve_host(rows, use);
+    if (std::isnan(y[0]) || y[0] < 0 || y[1] < 0 || y[2] < 0) continue;
+    double sse = 0;
+    for (const HostRow& r : rows) {
+      const double e = y[0] + y[1] * static_cast<double>(r.num_seqs) + y[2] * static_cast<double>(r.num_tokens) -
+                       static_cast<double>(r.time_ns);
+      sse += e * e;
+    }
+    if (sse < best * (1 - 1e-12)) {
+      best = sse;
+      x = y;
+    }
+  }
+  f.step_ns = std::max<std::int64_t>(0, std::llround(x[0]));
+  f.per_request_ns = std::max<std::int64_t>(0, std::llround(x[1]));
+  f.per_token_ns = std::max<std::int64_t>(0, std::llround(x[2]));
+  std::vector<double> errors;
+  for (const HostRow& r : rows) {
+    const double p = static_cast<double>(f.step_ns + f.per_request_ns * r.num_seqs + f.per_token_ns * r.num_tokens);
+    if (r.time_ns > 0) errors.push_back(std::abs(p / static_cast<double>(r.time_ns) - 1));
+  }
+  std::sort(errors.begin(), errors.end());
+  if (!errors.empty()) {
+    f.median_ape = percentile_of_sorted(errors, 50);
+    f.max_ape = errors.back();
+  }
+  return f;
+}
+
+StatusOr<std::vector<HostRow>> read_host_rows(const std::string& path) {
+  auto table = ProfileTable::load(path);
+  if (!table.ok()) return table.status();
+  return table->host_rows();
+}
 
 StatusOr<std::vector<ProfileRow>> read_profile(const std::string& path) {
   auto table = ProfileTable::load(path);
@@ -136,7 +216,8 @@ StatusOr<std::vector<ProfileRow>> read_profile(const std::string& path) {
 }
 
 StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const ModelShape& model,
-                                const GpuSpec& base, const std::string& name) {
+                                const GpuSpec& base, const std::string& name,
+                                const std::vector<HostRow>& host_rows) {
   if (name.empty()) return Status::error("the preset needs a name");
   const std::vector<RowWork> work = row_work(rows, model, base, kMinFitNs);
   if (work.empty()) return Status::error("no profile row has a time >= 100 ns");
@@ -160,6 +241,13 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const Model
   c.spec.name = name;
   c.spec.compute_efficiency_pct = c.all.compute_pct;
   c.spec.bandwidth_efficiency_pct = c.all.bandwidth_pct;
+  if (!host_rows.empty()) {
+    c.host = fit_host_terms(host_rows);
+    c.spec.host_step_ns = c.host->step_ns;
+    c.spec.host_per_request_ns = c.host->per_request_ns;
+    c.spec.host_per_token_ns = c.host->per_token_ns;
+    c.spec.host_per_block_ns = 0;
+  }
   return c;
 }
 
@@ -176,7 +264,14 @@ std::string calibration_preset_text(const Calibration& c, const std::string& sou
       << f.compute_bound << " rows bound), bandwidth " << f.bandwidth_pct << "% (" << f.memory_bound
       << " rows bound), median error " << fmt("%.2f%%", 100 * f.median_ape);
   }
-  m << "\nlaunch overheads and host costs are the base preset's (a kernel profile excludes them)";
+  if (c.host) {
+    m << "\nhost per step: " << c.host->step_ns << " ns + " << c.host->per_request_ns << " ns/request + "
+      << c.host->per_token_ns << " ns/token, fitted to " << c.host->rows << " host_step rows (median error "
+      << fmt("%.2f%%", 100 * c.host->median_ape) << ")";
+    m << "\nlaunch overheads are the base preset's (a kernel profile excludes them)";
+  } else {
+    m << "\nlaunch overheads and host costs are the base preset's (a kernel profile excludes them)";
+  }
   return gpu_spec_to_text(c.spec, c.base, m.str());
 }
 

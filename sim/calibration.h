@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,16 +40,33 @@ struct EfficiencyFit {
   double median_ape = 0, p90_ape = 0, max_ape = 0;  // absolute percentage errors (fractions)
 };
 
+// Host terms fitted to a profile's host_step rows: time = step_ns + per_request_ns * requests +
+// per_token_ns * tokens, by least squares on absolute errors (normal equations; a term the rows
+// cannot separate -- all rows with the same requests, say -- is dropped and fitted as 0;
+// negative terms are refitted without them). Integers in ns, rounded.
+struct HostFit {
+  std::size_t rows = 0;
+  std::int64_t step_ns = 0, per_request_ns = 0, per_token_ns = 0;
+  double median_ape = 0, max_ape = 0;
+};
+HostFit fit_host_terms(const std::vector<HostRow>& rows);
+
 struct Calibration {
   GpuSpec spec;            // the base preset with the fitted efficiencies, named
   std::string base;
   EfficiencyFit all;
   std::vector<EfficiencyFit> classes;
   EfficiencyFit base_errors;    // the base preset's errors on the same rows
+  std::optional<HostFit> host;  // with host_step rows: the spec's host terms come from it
 };
 
+// With `host_rows`, the preset's host terms are fitted too (host_per_block_ns becomes 0: the
+// profile does not give block counts); without, they are the base preset's.
 StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const ModelShape& model,
-                                const GpuSpec& base, const std::string& name);
+                                const GpuSpec& base, const std::string& name,
+                                const std::vector<HostRow>& host_rows = {});
+// The host_step rows of a profile file.
+StatusOr<std::vector<HostRow>> read_host_rows(const std::string& path);
 
 // The preset file: the fitted GpuSpec, with the fit's numbers as comments.
 std::string calibration_preset_text(const Calibration& c, const std::string& source);

@@ -18,13 +18,15 @@ constexpr const char* kNodeNames[kNumStepNodes] = {
     "host_schedule", "h2d_block_table", "h2d_inputs",  "slot_mapping", "graph_launch",
     "input_norm",    "qkv_proj",        "rotary",      "cache_write",  "attention",
     "o_proj",        "post_attention_norm", "gate_up_proj", "silu_mul", "down_proj",
-    "final_norm",    "lm_head",         "d2h_sampled"};
+    "final_norm",    "lm_head",         "d2h_sampled", "all_reduce"};
 
 int id(StepNode n) { return static_cast<int>(n); }
 
-// A GEMM [m, k] x [k, n]: 2mkn FLOPs; reads both operands once, writes the output.
-KernelWork gemm(std::int64_t m, std::int64_t k, std::int64_t n, std::int64_t dtype) {
-  return {2 * m * k * n, (m * k + k * n + m * n) * dtype};
+// A GEMM [m, k] x [k, n] with `in_bits` activations and `weight_bits` weights at `peak`: 2mkn
+// FLOPs; reads both operands once, writes a 16-bit output.
+KernelWork gemm(std::int64_t m, std::int64_t k, std::int64_t n, int in_bits, int weight_bits, std::int64_t peak) {
+  const std::int64_t bits = m * k * in_bits + k * n * weight_bits + m * n * 16;
+  return {2 * m * k * n, (bits + 7) / 8, peak};
 }
 
 // Sum over n' = 1..n of min(n', w): the keys a causal window-w layer reads for the first n
@@ -70,8 +72,9 @@ StepShape summarize(const StepPlan& plan, std::int64_t window) {
 }
 
 CostModel::CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
-                     const ProfileTable* profile, const TierCostOptions& tier)
-    : model_(model), gpu_(gpu), dispatcher_(graphs), profile_(profile), tier_(tier) {
+                     const ProfileTable* profile, bool async_scheduling, const TierCostOptions& tier)
+    : model_(model), gpu_(gpu), dispatcher_(graphs), profile_(profile), async_scheduling_(async_scheduling),
+      tier_(tier) {
   KV_CHECK(gpu_.clock_mhz > 0 && gpu_.peak_flops > 0 && gpu_.hbm_bytes_per_s > 0 &&
            gpu_.compute_efficiency_pct > 0 && gpu_.bandwidth_efficiency_pct > 0 &&
            gpu_.h2d_bytes_per_s > 0, "bad gpu spec " << gpu_.name);
@@ -93,10 +96,26 @@ CostModel::CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGrap
   for (int n = id(StepNode::kInputNorm); n < id(StepNode::kD2hSampled); ++n) {
     dag_.add_edge(n, n + 1);  // stream order
   }
+  // The layers' all-reduces are one node in stream order (invariant 3): after the MLP, before
+  // the final norm.
+  edge(StepNode::kDownProj, StepNode::kAllReduce);
+  edge(StepNode::kAllReduce, StepNode::kFinalNorm);
   if (tier_.enabled) add_tier_nodes();
 }
 
-// Invariant 6: the copy stream's loads and saves beside the forward.
+std::int64_t CostModel::host_ns(const StepShape& shape) const {
+  return gpu_.host_step_ns + gpu_.host_per_request_ns * shape.num_seqs + gpu_.host_per_block_ns * shape.num_block_ids +
+         gpu_.host_per_token_ns * shape.num_tokens;
+}
+
+std::int64_t CostModel::all_reduce_ns(std::int64_t bytes) const {
+  const std::int64_t n = model_.tp;
+  if (n <= 1 || bytes <= 0) return 0;
+  const std::int64_t chunk_ns = ceil_div(static_cast<Int128>(bytes) * 1'000'000'000, static_cast<Int128>(n) * gpu_.interconnect_bytes_per_s);
+  return 2 * (n - 1) * (gpu_.interconnect_latency_ns + chunk_ns);
+}
+
+// Invariant 9: the copy stream's loads and saves beside the forward.
 void CostModel::add_tier_nodes() {
   KV_CHECK(tier_.host_link.bytes_per_s > 0 && tier_.bytes_per_block > 0, "bad tier link " << tier_.host_link.name);
   tier_load_node_ = dag_.add_node("tier_load");
@@ -118,35 +137,41 @@ std::int64_t CostModel::cycles_to_ns(std::int64_t cycles) const {
 
 KernelWork CostModel::work(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const {
   const std::int64_t t = q.num_tokens;
-  const std::int64_t b = model_.dtype_bytes;
+  const std::int64_t b = 2;  // 16-bit activations
   const std::int64_t h = model_.hidden;
   const std::int64_t q_width = std::int64_t{model_.heads} * model_.head_dim;
   const std::int64_t kv_width = std::int64_t{model_.kv_heads} * model_.head_dim;
   const std::int64_t inter = model_.intermediate;
+  const std::int64_t bf16 = gpu_.peak_flops;
+  // Invariant 6: the projections' formats.
+  const int w_bits = dtype_bits(model_.dtype);
+  const int in_bits = gpu_.has_tensor_cores_for(model_.dtype) ? w_bits : 16;
+  const std::int64_t peak = gpu_.peak_flops_for(model_.dtype);
+  const std::int64_t kv_bits = dtype_bits(model_.kv_dtype);
   switch (k) {
     case Kernel::kSlotMapping:  // positions + block-table lookups in, int64 slots out
-      return {2 * t, t * (8 + 4 + 8) + 8 * q.num_seqs};
+      return {2 * t, t * (8 + 4 + 8) + 8 * q.num_seqs, bf16};
     case Kernel::kRmsnorm:  // fused residual add: read x and residual, write both
-      return {4 * t * h, (4 * t * h + h) * b};
+      return {4 * t * h, (4 * t * h + h) * b, bf16};
     case Kernel::kQkvProj:
-      return gemm(t, h, q_width + 2 * kv_width, b);
+      return gemm(t, h, q_width + 2 * kv_width, in_bits, w_bits, peak);
     case Kernel::kRotary:
-      return {3 * t * (q_width + kv_width), 2 * t * (q_width + kv_width) * b + 8 * t};
-    case Kernel::kCacheWrite:  // read K and V, write them into their slots
-      return {0, 4 * t * kv_width * b + 8 * t};
+      return {3 * t * (q_width + kv_width), 2 * t * (q_width + kv_width) * b + 8 * t, bf16};
+    case Kernel::kCacheWrite:  // read 16-bit K and V, write them into their slots in kv_dtype
+      return {0, (t * kv_width * (2 * 16 + 2 * kv_bits) + 7) / 8 + 8 * t, bf16};
     case Kernel::kAttention:  // QK^T and PV over every causal pair; K/V read once per sequence
       return {4 * std::int64_t{model_.heads} * model_.head_dim * attended_pairs,
-              2 * q.context_tokens * kv_width * b + 2 * t * q_width * b + 4 * q.num_seqs};
+              (2 * q.context_tokens * kv_width * kv_bits + 7) / 8 + 2 * t * q_width * b + 4 * q.num_seqs, bf16};
     case Kernel::kOProj:
-      return gemm(t, q_width, h, b);
+      return gemm(t, q_width, h, in_bits, w_bits, peak);
     case Kernel::kGateUpProj:
-      return gemm(t, h, 2 * inter, b);
+      return gemm(t, h, 2 * inter, in_bits, w_bits, peak);
     case Kernel::kSiluMul:
-      return {4 * t * inter, 3 * t * inter * b};
+      return {4 * t * inter, 3 * t * inter * b, bf16};
     case Kernel::kDownProj:
-      return gemm(t, inter, h, b);
-    case Kernel::kLmHead: {  // bf16 weights, fp32 logits
-      KernelWork w = gemm(t, h, model_.vocab, b);
+      return gemm(t, inter, h, in_bits, w_bits, peak);
+    case Kernel::kLmHead: {  // 16-bit weights, fp32 logits
+      KernelWork w = gemm(t, h, model_.vocab, 16, 16, bf16);
       w.bytes += t * model_.vocab * (4 - b);
       return w;
     }
@@ -158,7 +183,8 @@ std::int64_t CostModel::roofline_cycles(const KernelWork& w) const {
   // cycles = work * clock_hz / (peak * efficiency); clock in MHz, efficiency in percent.
   Int128 clock_x100 = static_cast<Int128>(gpu_.clock_mhz) * 1'000'000 * 100;
   std::int64_t compute = ceil_div(static_cast<Int128>(w.flops) * clock_x100,
-                                  static_cast<Int128>(gpu_.peak_flops) * gpu_.compute_efficiency_pct);
+                                  static_cast<Int128>(w.peak_flops > 0 ? w.peak_flops : gpu_.peak_flops) *
+                                      gpu_.compute_efficiency_pct);
   std::int64_t memory =
       ceil_div(static_cast<Int128>(w.bytes) * clock_x100,
                static_cast<Int128>(gpu_.hbm_bytes_per_s) * gpu_.bandwidth_efficiency_pct);
@@ -194,9 +220,7 @@ StepCost CostModel::cost(const StepShape& shape) {
   const std::int64_t launch = ns_to_cycles(gpu_.launch_overhead_ns);
   const std::int64_t graph_launch = ns_to_cycles(gpu_.graph_launch_ns);
 
-  std::int64_t host_ns = gpu_.host_step_ns + gpu_.host_per_request_ns * shape.num_seqs +
-                         gpu_.host_per_block_ns * shape.num_block_ids;
-  w[id(StepNode::kHostSchedule)] = ns_to_cycles(host_ns);
+  w[id(StepNode::kHostSchedule)] = ns_to_cycles(host_ns(shape));
   if (shape.num_tokens > 0) {
     auto copy_ns = [&](std::int64_t bytes) {
       return gpu_.copy_latency_ns + ceil_div(static_cast<Int128>(bytes) * 1'000'000'000,
@@ -247,22 +271,38 @@ StepCost CostModel::cost(const StepShape& shape) {
     KernelQuery logits{shape.num_seqs, shape.num_seqs, 0};
     w[id(StepNode::kLmHead)] = kernel_cycles(Kernel::kLmHead, logits, 0) + launch;
     out.kernels = 1 + 10 * layers + 2;
+    if (model_.tp > 1) {  // invariant 8
+      const std::int64_t gather = all_reduce_ns(shape.num_seqs * model_.vocab * 4 * model_.tp) / 2;
+      w[id(StepNode::kAllReduce)] =
+          ns_to_cycles(2 * layers * all_reduce_ns(dense.num_tokens * model_.hidden * 2) + gather);
+      out.kernels += 2 * layers + 1;
+    }
   }
   for (int n = 0; n < kNumStepNodes; ++n) dag_.set_cycles(n, w[n]);
-  out.cycles = dag_.critical_path_cycles();
-  if (tier_.enabled) cost_tier(shape, out);
+  out.cycles = critical_path(w[id(StepNode::kHostSchedule)]);
+  if (tier_.enabled) cost_tier(shape, out, w[id(StepNode::kHostSchedule)]);
   out.duration_ns = cycles_to_ns(out.cycles);
   return out;
 }
 
+// The step's critical path for the DAG's current weights. Invariant 7: with asynchronous
+// scheduling the host's share (`host_cycles`, the host_schedule node) overlaps the device path.
+std::int64_t CostModel::critical_path(std::int64_t host_cycles) {
+  if (!async_scheduling_) return dag_.critical_path_cycles();
+  dag_.set_cycles(id(StepNode::kHostSchedule), 0);
+  const std::int64_t device = dag_.critical_path_cycles();
+  dag_.set_cycles(id(StepNode::kHostSchedule), host_cycles);
+  return std::max(device, host_cycles);
+}
+
 // The tier nodes' weights, the critical path with them, and what they add to it.
-void CostModel::cost_tier(const StepShape& shape, StepCost& out) {
+void CostModel::cost_tier(const StepShape& shape, StepCost& out, std::int64_t host_cycles) {
   out.tier_load_cycles = ns_to_cycles(tier_.load_ns(shape.tier_host_loads, shape.tier_disk_loads));
   out.tier_store_cycles = ns_to_cycles(tier_.store_ns(shape.tier_stores_before));
   if (out.tier_load_cycles == 0 && out.tier_store_cycles == 0) return;
   dag_.set_cycles(tier_load_node_, out.tier_load_cycles);
   dag_.set_cycles(tier_store_node_, out.tier_store_cycles);
-  const std::int64_t with = dag_.critical_path_cycles();
+  const std::int64_t with = critical_path(host_cycles);
   out.tier_stall_cycles = with - out.cycles;
   out.cycles = with;
   dag_.set_cycles(tier_load_node_, 0);

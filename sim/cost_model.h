@@ -16,11 +16,24 @@
 //   5. Windowed layers (sliding window w; chunked local c, costed as a window of c): their
 //      attention reads min(context, w) keys per query, not the whole context; the attention
 //      node is full layers * full attention + windowed layers * windowed attention.
-//   6. Second-tier transfers (TierCostOptions::enabled): two more nodes after host_schedule,
+//   6. Formats (model/dtype.h): the projections read weights in the model's dtype and run at
+//      the GPU's peak for it, with inputs in that dtype where the GPU has tensor cores for it
+//      (else weight-only: 16-bit inputs at the bf16 peak); the KV cache is read and written in
+//      kv_dtype; norms, rotary, SiLU, attention math and the LM head are 16-bit.
+//   7. Host work per step is host_step_ns + host_per_request_ns * requests + host_per_block_ns *
+//      block ids + host_per_token_ns * tokens. Synchronous (default): it precedes the step's
+//      copies and kernels on the critical path. Asynchronous scheduling: the host prepares this
+//      step while the GPU runs the previous one, so the step takes max(host, device path).
+//   8. Tensor parallelism (model().tp > 1, the model is one rank's shard): each layer ends its
+//      attention and its MLP with a ring all-reduce of tokens * hidden 16-bit activations,
+//      2 (tp - 1) steps of (interconnect_latency_ns + bytes / tp / interconnect_bytes_per_s),
+//      and the LM head's logits are gathered (tp - 1 steps of one rank's rows of fp32 logits).
+//      The all_reduce node is 0 at tp == 1.
+//   9. Second-tier transfers (TierCostOptions::enabled): two more nodes after host_schedule,
 //      tier_load and tier_store (evicted blocks saved before reuse). Overlap: the load ends
 //      before final_norm (layer by layer, ahead of each layer's attention) and the store
 //      before cache_write; stall: both end before the forward starts. Without a tier the
-//      DAG is exactly the 18 nodes above.
+//      DAG is exactly the nodes of StepNode.
 // Not thread-safe (cost() re-weights a member DAG).
 #pragma once
 
@@ -65,10 +78,11 @@ StepShape summarize(const StepPlan& plan, std::int64_t window = 0);
 // chunk; 0 when every layer is full attention.
 std::int64_t model_window(const ModelShape& model);
 
-// FLOPs and HBM bytes of one launch of a kernel for one layer.
+// FLOPs and HBM bytes of one launch of a kernel for one layer, and the peak it runs at.
 struct KernelWork {
   std::int64_t flops = 0;
   std::int64_t bytes = 0;
+  std::int64_t peak_flops = 0;  // FLOP/s of the format its math runs in (GpuSpec::peak_flops_for)
 };
 
 // The nodes of the step DAG, in id order.
@@ -91,8 +105,9 @@ enum class StepNode {
   kFinalNorm,
   kLmHead,
   kD2hSampled,        // sampled token ids back to the host
+  kAllReduce,         // tensor parallelism: 2 all-reduces per layer and the logits gather
 };
-inline constexpr int kNumStepNodes = 18;
+inline constexpr int kNumStepNodes = 19;
 
 struct StepCost {
   std::int64_t cycles = 0;       // critical path
@@ -108,7 +123,8 @@ class CostModel {
  public:
   // `profile` may be null (roofline only); it must outlive the model.
   CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
-            const ProfileTable* profile, const TierCostOptions& tier = {});
+            const ProfileTable* profile, bool async_scheduling = false,
+            const TierCostOptions& tier = {});
 
   StepCost cost(const StepShape& shape);
 
@@ -120,6 +136,11 @@ class CostModel {
   // The attention node of one step, over every layer, with `launch` cycles per layer.
   std::int64_t attention_node_cycles(const StepShape& shape, std::int64_t pad, std::int64_t launch) const;
 
+  // Host time of one step (invariant 7), in ns.
+  std::int64_t host_ns(const StepShape& shape) const;
+  // One ring all-reduce of `bytes` over model().tp ranks (invariant 8), in ns; 0 at tp == 1.
+  std::int64_t all_reduce_ns(std::int64_t bytes) const;
+
   std::int64_t ns_to_cycles(std::int64_t ns) const;   // rounded up
   std::int64_t cycles_to_ns(std::int64_t cycles) const;  // rounded up
 
@@ -130,12 +151,14 @@ class CostModel {
 
  private:
   void add_tier_nodes();
-  void cost_tier(const StepShape& shape, StepCost& out);
+  std::int64_t critical_path(std::int64_t host_cycles);
+  void cost_tier(const StepShape& shape, StepCost& out, std::int64_t host_cycles);
 
   ModelShape model_;
   GpuSpec gpu_;
   CudaGraphDispatcher dispatcher_;
   const ProfileTable* profile_;
+  bool async_scheduling_;
   TierCostOptions tier_;
   StepDag dag_;  // fixed structure, re-weighted by cost()
   StepDag::NodeId tier_load_node_ = -1, tier_store_node_ = -1;  // set when tier_.enabled

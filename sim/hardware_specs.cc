@@ -5,21 +5,74 @@
 
 namespace kv::sim {
 
+namespace {
+
+constexpr std::int64_t kT = 1'000'000'000'000;  // tera
+constexpr std::int64_t kG = 1'000'000'000;      // giga
+
+// The figures every preset sets; the rest keep GpuSpec's defaults. FLOPS are dense (without
+// structured sparsity), bandwidths as the datasheet gives them.
+GpuSpec preset(const char* name, std::int64_t bf16, std::int64_t fp8, std::int64_t fp4, std::int64_t hbm,
+               std::int64_t memory, int sms, int clock_mhz) {
+  GpuSpec g;
+  g.name = name;
+  g.peak_flops = bf16;
+  g.peak_fp8_flops = fp8;
+  g.peak_fp4_flops = fp4;
+  g.hbm_bytes_per_s = hbm;
+  g.memory_bytes = memory;
+  g.sm_count = sms;
+  g.clock_mhz = clock_mhz;
+  return g;
+}
+
+// Between GPUs: NVLink per direction (half the datasheet's bidirectional figure), or PCIe.
+GpuSpec linked(GpuSpec g, std::int64_t bytes_per_s, std::int64_t latency_ns) {
+  g.interconnect_bytes_per_s = bytes_per_s;
+  g.interconnect_latency_ns = latency_ns;
+  return g;
+}
+
+constexpr std::int64_t kNvlinkLatencyNs = 2000;  // per ring step (assumed; see docs/fidelity.md)
+constexpr std::int64_t kPcieLatencyNs = 6000;
+
+std::vector<GpuSpec> make_presets() {
+  std::vector<GpuSpec> p;
+  // NVIDIA A100 Tensor Core GPU datasheet (SXM4): BF16 312 TFLOPS dense, no FP8/FP4; 40GB HBM2
+  // at 1,555 GB/s, 80GB HBM2e at 2,039 GB/s; NVLink 3 600 GB/s; 108 SMs, boost 1410 MHz.
+  p.push_back(linked(preset("a100-40gb", 312 * kT, 0, 0, 1555 * kG, 40LL << 30, 108, 1410), 300 * kG, kNvlinkLatencyNs));
+  p.push_back(linked(preset("a100-80gb", 312 * kT, 0, 0, 2039 * kG, 80LL << 30, 108, 1410), 300 * kG, kNvlinkLatencyNs));
+  // NVIDIA L40S datasheet: BF16 362.05 TFLOPS dense (733 sparse), FP8 733 TFLOPS dense (1,466
+  // sparse), no FP4; 48GB GDDR6 at 864 GB/s (46,068 MiB visible with ECC on, as nvidia-smi
+  // reports); PCIe Gen4 x16 64 GB/s both ways, no NVLink; 142 SMs, boost 2520 MHz.
+  GpuSpec l40s = linked(preset("l40s", 362'050'000'000'000, 733 * kT, 0, 864 * kG, 46068LL << 20, 142, 2520),
+                        32 * kG, kPcieLatencyNs);
+  l40s.h2d_bytes_per_s = 20 * kG;  // PCIe Gen4
+  p.push_back(l40s);
+  // NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe: BF16 756 TFLOPS dense (1,513 sparse),
+  // FP8 1,513 dense (3,026 sparse); 80GB HBM2e at 2 TB/s; PCIe Gen5 x16 128 GB/s both ways
+  // (the optional NVLink bridge is not modelled); 114 SMs, boost 1755 MHz.
+  p.push_back(linked(preset("h100-pcie", 756 * kT, 1513 * kT, 0, 2000 * kG, 80LL << 30, 114, 1755), 64 * kG,
+                     kPcieLatencyNs));
+  // Same datasheet, H100 SXM: BF16 989 TFLOPS dense (1,979 sparse), FP8 1,979 dense (3,958
+  // sparse); 80GB HBM3 at 3.35 TB/s; NVLink 4 900 GB/s; 132 SMs, boost 1980 MHz.
+  p.push_back(linked(preset("h100-sxm", 989 * kT, 1979 * kT, 0, 3350 * kG, 80LL << 30, 132, 1980), 450 * kG,
+                     kNvlinkLatencyNs));
+  // NVIDIA H200 Tensor Core GPU datasheet (SXM): the H100 SXM's compute; 141GB HBM3e at 4.8 TB/s.
+  p.push_back(linked(preset("h200", 989 * kT, 1979 * kT, 0, 4800 * kG, 141 * kG, 132, 1980), 450 * kG,
+                     kNvlinkLatencyNs));
+  // NVIDIA HGX B200 datasheet, per GPU: FP4 9 PFLOPS dense (18 sparse), FP8 4.5 PFLOPS dense
+  // (9 sparse), BF16 2.25 PFLOPS dense (4.5 sparse); 180GB HBM3e at 8 TB/s; NVLink 5 1.8 TB/s;
+  // 148 SMs, about 1965 MHz boost (not in the datasheet).
+  p.push_back(linked(preset("b200", 2250 * kT, 4500 * kT, 9000 * kT, 8000 * kG, 180LL << 30, 148, 1965), 900 * kG,
+                     kNvlinkLatencyNs));
+  return p;
+}
+
+}  // namespace
+
 const std::vector<GpuSpec>& gpu_presets() {
-  static const std::vector<GpuSpec> presets = [] {
-    GpuSpec h100;
-    h100.name = "h100-sxm";
-    h100.peak_flops = 989'000'000'000'000;
-    h100.hbm_bytes_per_s = 3'350'000'000'000;
-    h100.memory_bytes = 80LL << 30;
-    h100.sm_count = 132;
-    h100.clock_mhz = 1980;
-    GpuSpec h200 = h100;
-    h200.name = "h200";
-    h200.hbm_bytes_per_s = 4'800'000'000'000;
-    h200.memory_bytes = 141'000'000'000;
-    return std::vector<GpuSpec>{h100, h200};
-  }();
+  static const std::vector<GpuSpec> presets = make_presets();
   return presets;
 }
 
@@ -58,6 +111,8 @@ struct GpuField {
 const std::vector<GpuField>& gpu_fields() {
   static const std::vector<GpuField> fields = {
       {"peak_flops", &GpuSpec::peak_flops, nullptr},
+      {"peak_fp8_flops", &GpuSpec::peak_fp8_flops, nullptr},
+      {"peak_fp4_flops", &GpuSpec::peak_fp4_flops, nullptr},
       {"hbm_bytes_per_s", &GpuSpec::hbm_bytes_per_s, nullptr},
       {"memory_bytes", &GpuSpec::memory_bytes, nullptr},
       {"sm_count", nullptr, &GpuSpec::sm_count},
@@ -71,6 +126,9 @@ const std::vector<GpuField>& gpu_fields() {
       {"host_step_ns", &GpuSpec::host_step_ns, nullptr},
       {"host_per_request_ns", &GpuSpec::host_per_request_ns, nullptr},
       {"host_per_block_ns", &GpuSpec::host_per_block_ns, nullptr},
+      {"host_per_token_ns", &GpuSpec::host_per_token_ns, nullptr},
+      {"interconnect_bytes_per_s", &GpuSpec::interconnect_bytes_per_s, nullptr},
+      {"interconnect_latency_ns", &GpuSpec::interconnect_latency_ns, nullptr},
   };
   return fields;
 }

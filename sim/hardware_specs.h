@@ -18,7 +18,9 @@ namespace kv::sim {
 // The accelerator and the host around it (CPU step overheads, PCIe copies).
 struct GpuSpec {
   std::string name;
-  std::int64_t peak_flops = 0;          // dense bf16 FLOP/s
+  std::int64_t peak_flops = 0;          // dense bf16 (= fp16) tensor-core FLOP/s
+  std::int64_t peak_fp8_flops = 0;      // dense fp8; 0: no fp8 tensor cores (weight-only fp8)
+  std::int64_t peak_fp4_flops = 0;      // dense fp4; 0: no fp4 tensor cores (weight-only fp4)
   std::int64_t hbm_bytes_per_s = 0;
   std::int64_t memory_bytes = 0;
   int sm_count = 0;
@@ -32,9 +34,29 @@ struct GpuSpec {
   std::int64_t host_step_ns = 40000;             // scheduler + input preparation, per step
   std::int64_t host_per_request_ns = 500;        // per scheduled request
   std::int64_t host_per_block_ns = 20;           // per block id sent in the plan
+  std::int64_t host_per_token_ns = 0;            // per scheduled token (input preparation, sampling)
+  // Tensor parallelism: the link between GPUs, per direction per GPU, and one ring step's latency.
+  std::int64_t interconnect_bytes_per_s = 450'000'000'000;  // NVLink 4 (900 GB/s both ways)
+  std::int64_t interconnect_latency_ns = 2000;
+
+  // The dense peak a GEMM runs at when its inputs are `d`; a format without tensor cores here
+  // runs weight-only (dequantized to 16-bit): bf16's peak.
+  std::int64_t peak_flops_for(DType d) const {
+    if (d == DType::kFp8 && peak_fp8_flops > 0) return peak_fp8_flops;
+    if (d == DType::kFp4 && peak_fp4_flops > 0) return peak_fp4_flops;
+    return peak_flops;
+  }
+  // Whether GEMM inputs of `d` run on tensor cores for `d` (else they are 16-bit).
+  bool has_tensor_cores_for(DType d) const {
+    if (d == DType::kFp8) return peak_fp8_flops > 0;
+    if (d == DType::kFp4) return peak_fp4_flops > 0;
+    return true;
+  }
 };
 
-const std::vector<GpuSpec>& gpu_presets();      // h100-sxm, h200
+// a100-40gb, a100-80gb, l40s, h100-pcie, h100-sxm, h200, b200 (sim/hardware_specs.cc cites the
+// datasheet of every figure).
+const std::vector<GpuSpec>& gpu_presets();
 
 // A built-in preset by name (presets are values; preset files are read by the replay layer).
 StatusOr<GpuSpec> find_gpu_spec(std::string_view name);
@@ -43,9 +65,10 @@ StatusOr<GpuSpec> find_gpu_spec(std::string_view name);
 // `#` comments and blank lines ignored. `name` is required and must not be a built-in preset;
 // `base` (default h100-sxm) names the built-in preset whose fields the others override; every
 // other key is a GpuSpec integer field by its C++ name (peak_flops, hbm_bytes_per_s,
-// memory_bytes, sm_count, clock_mhz, compute_efficiency_pct, bandwidth_efficiency_pct,
+// peak_fp8_flops, peak_fp4_flops, memory_bytes, sm_count, clock_mhz, compute_efficiency_pct, bandwidth_efficiency_pct,
 // launch_overhead_ns, graph_launch_ns, h2d_bytes_per_s, copy_latency_ns, host_step_ns,
-// host_per_request_ns, host_per_block_ns). Errors name the file, line and key.
+// host_per_request_ns, host_per_block_ns, host_per_token_ns, interconnect_bytes_per_s,
+// interconnect_latency_ns). Errors name the file, line and key.
 StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_view text);
 StatusOr<GpuSpec> load_gpu_spec_file(const std::string& path);
 // The preset file text of `spec` (every field, so it reads back equal); `comment` lines first.

@@ -141,9 +141,17 @@ StatusOr<ProfileTable> ProfileTable::read(const std::string& name, const char* b
     while (csv.read_row(kernel, row.num_tokens, row.num_seqs, row.context_tokens, row.time_ns)) {
       int line = static_cast<int>(csv.get_file_line());
       std::optional<Kernel> k = parse_kernel(kernel);
+      if (!k && kernel == "host_step" && row.num_tokens >= 1 && row.num_seqs >= 1 && row.time_ns >= 0) {
+        table.host_rows_.push_back({row.num_tokens, row.num_seqs, row.time_ns});
+        continue;
+      }
+      if (!k && kernel == "host_step") {
+        return Status::error(where(name, line, 2) + "a host_step row needs num_tokens >= 1, num_seqs >= 1 and time_ns >= 0");
+      }
       if (!k) {
         std::string valid;
         for (std::string_view n : kKernelNames) valid += (valid.empty() ? "" : ", ") + std::string(n);
+        valid += ", host_step";
         return Status::error(where(name, line, 1) + "unknown kernel '" + kernel +
                              "' (valid: " + valid + ")");
       }

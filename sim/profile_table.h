@@ -27,6 +27,12 @@ struct KernelQuery {
   std::int64_t context_tokens = 0;  // attention: KV tokens read, summed over sequences
 };
 
+// One measured host step (kernel name `host_step`): the host's time for a step of `num_seqs`
+// requests and `num_tokens` tokens (scheduling, input preparation, sampling, detokenization).
+struct HostRow {
+  std::int64_t num_tokens = 0, num_seqs = 0, time_ns = 0;
+};
+
 // One measured row, as the file gives it.
 struct ProfileRow {
   Kernel kernel = Kernel::kSlotMapping;
@@ -42,8 +48,10 @@ class ProfileTable {
 
   bool has(Kernel k) const { return !rows_[static_cast<int>(k)].empty(); }
   std::size_t num_rows() const { return num_rows_; }
-  // Every row, by kernel and then in key order.
+  // Every kernel row, by kernel and then in key order (host_step rows are not kernels).
   std::vector<ProfileRow> all_rows() const;
+  // The host_step rows, in file order (calibration fits the host terms to them).
+  const std::vector<HostRow>& host_rows() const { return host_rows_; }
   // Time of one launch of `k` for one layer, in ns. Requires has(k).
   std::int64_t lookup_ns(Kernel k, const KernelQuery& q) const;
 
@@ -60,6 +68,7 @@ class ProfileTable {
                                      const char* end);
 
   std::array<std::vector<Row>, kNumKernels> rows_;  // sorted by Row::operator<
+  std::vector<HostRow> host_rows_;
   std::size_t num_rows_ = 0;
 };
 

@@ -42,7 +42,8 @@ StatusOr<std::unique_ptr<SimDevice>> SimDevice::create(const SimOptions& options
 SimDevice::SimDevice(const SimOptions& options, std::unique_ptr<ProfileTable> profile)
     : options_(options),
       profile_(std::move(profile)),
-      cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.tier),
+      cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling,
+            options.tier),
       shadow_(options.verify) {}
 
 StatusOr<std::unique_ptr<CostPredictor>> CostPredictor::create(const SimOptions& options) {
@@ -52,7 +53,7 @@ StatusOr<std::unique_ptr<CostPredictor>> CostPredictor::create(const SimOptions&
 }
 
 CostPredictor::CostPredictor(const SimOptions& options, std::unique_ptr<ProfileTable> profile)
-    : profile_(std::move(profile)), cost_(options.model, options.gpu, graph_config(options), profile_.get()) {}
+    : profile_(std::move(profile)), cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling) {}
 
 std::string SimDevice::name() const { return "sim:" + model().name + "@" + gpu().name; }
 
@@ -80,8 +81,9 @@ StepResult SimDevice::execute(const StepPlan& plan) {
     const std::int64_t cycles = last_cost_.node_cycles[static_cast<std::size_t>(n)];
     if (cycles <= 0) continue;
     const bool per_layer = n >= static_cast<int>(StepNode::kInputNorm) && n <= static_cast<int>(StepNode::kDownProj);
+    const bool all_reduce = n == static_cast<int>(StepNode::kAllReduce);  // 2 per layer and the logits gather
     node_ns_[static_cast<std::size_t>(n)] += cost_.cycles_to_ns(cycles);
-    node_launches_[static_cast<std::size_t>(n)] += per_layer ? model().layers : 1;
+    node_launches_[static_cast<std::size_t>(n)] += per_layer ? model().layers : all_reduce ? 2 * model().layers + 1 : 1;
   }
 
   DeviceCounters& c = result.counters;
@@ -117,7 +119,7 @@ std::vector<KernelTime> SimDevice::kernel_times() const {
       "host_schedule", "h2d_block_table", "h2d_inputs", "slot_mapping", "graph_launch",
       "input_norm", "qkv_proj", "rotary", "cache_write", "attention", "o_proj",
       "post_attention_norm", "gate_up_proj", "silu_mul", "down_proj", "final_norm", "lm_head",
-      "d2h_sampled"};
+      "d2h_sampled", "all_reduce"};
   std::vector<KernelTime> out;
   for (int n = 0; n < kNumStepNodes; ++n) {
     const auto i = static_cast<std::size_t>(n);

@@ -36,6 +36,7 @@ struct SimOptions {
   int max_num_seqs = 256;                   // sets the default capture sizes, as vLLM
   std::int64_t max_num_batched_tokens = 0;  // clamps the default capture sizes (0: no clamp)
   VerifyMode verify = VerifyMode::kFast;
+  bool async_scheduling = false;    // CostModel invariant 7
   int max_violations_per_step = 16;  // further ones are summarized in one line
   TierCostOptions tier;              // second-tier transfers (docs/tiers.md); off by default
 };

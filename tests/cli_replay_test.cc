@@ -66,6 +66,44 @@ TEST_F(CliReplayTest, WritesARunFolderAndADigest) {
   EXPECT_EQ(sa, sb);
 }
 
+// The number in a kernels.csv row "NAME,launches,total_ns" (-1 when absent).
+long long kernel_launches(const fs::path& csv, const std::string& name) {
+  std::ifstream in(csv);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(name + ",", 0) == 0) return std::stoll(line.substr(name.size() + 1));
+  }
+  return -1;
+}
+
+// The "num_blocks" of a summary.json's config ("N (gpu memory)").
+long long pool_blocks(const fs::path& summary) {
+  std::ifstream in(summary);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  const std::size_t at = text.find("\"num_blocks\": \"");
+  return at == std::string::npos ? -1 : std::stoll(text.substr(at + 15));
+}
+
+TEST_F(CliReplayTest, ModelConfigWithFp8AndTensorParallelism) {
+  const std::string config = std::string(KVSIM_SOURCE_DIR) + "/tests/data/llama-3.1-8b-config.json";
+  const std::string base = "replay --trace " + trace_ + " --model-config " + config + " --gpu h100-sxm --dtype fp8 ";
+  const fs::path one = dir_ / "tp1", two = dir_ / "tp2";
+  Outcome a = run(base + "--out " + one.string());
+  ASSERT_EQ(a.status, 0) << a.output;
+  Outcome b = run(base + "--tp 2 --out " + two.string());
+  ASSERT_EQ(b.status, 0) << b.output;
+  EXPECT_NE(b.output.find("on sim:meta-llama/Llama-3.1-8B-Instruct@h100-sxm"), std::string::npos) << b.output;
+  // Each rank holds half the KV heads and half the weights: more than twice the blocks.
+  EXPECT_GT(pool_blocks(two / "summary.json"), 2 * pool_blocks(one / "summary.json"));
+  EXPECT_EQ(kernel_launches(one / "kernels.csv", "all_reduce"), 0);
+  EXPECT_GT(kernel_launches(two / "kernels.csv", "all_reduce"), 0);
+  Outcome bad = run(base + "--tp 3 --out " + (dir_ / "tp3").string());
+  EXPECT_EQ(bad.status, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--tp: model meta-llama/Llama-3.1-8B-Instruct cannot be split over 3 ranks: 32 attention heads"),
+            std::string::npos)
+      << bad.output;
+}
+
 TEST_F(CliReplayTest, RefusesToOverwriteARunFolder) {
   const std::string out = (dir_ / "run").string();
   ASSERT_EQ(run("replay " + small_args() + "--out " + out).status, 0);

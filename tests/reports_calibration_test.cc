@@ -127,4 +127,36 @@ TEST(CalibrationBadInput, NamesTheFileAndLine) {
 }
 
 }  // namespace
+TEST(CalibrationTest, HostTermsFitToHostStepRows) {
+  // Rows made from 250 us + 3 us/request + 20 ns/token are fitted back exactly.
+  std::vector<sim::HostRow> rows;
+  for (std::int64_t seqs : {1, 8, 64, 256}) {
+    for (std::int64_t tokens : {seqs, seqs + 512, seqs + 4096}) rows.push_back({tokens, seqs, 250000 + 3000 * seqs + 20 * tokens});
+  }
+  sim::HostFit f = sim::fit_host_terms(rows);
+  EXPECT_EQ(f.rows, rows.size());
+  EXPECT_EQ(f.step_ns, 250000);
+  EXPECT_EQ(f.per_request_ns, 3000);
+  EXPECT_EQ(f.per_token_ns, 20);
+  EXPECT_LT(f.max_ape, 1e-9);
+  // One request per row: requests and the constant cannot be told apart; the fit keeps the
+  // constant and the tokens.
+  std::vector<sim::HostRow> single;
+  for (std::int64_t tokens : {1, 100, 1000}) single.push_back({tokens, 1, 100000 + 50 * tokens});
+  f = sim::fit_host_terms(single);
+  EXPECT_EQ(f.step_ns, 100000);
+  EXPECT_EQ(f.per_request_ns, 0);
+  EXPECT_EQ(f.per_token_ns, 50);
+  // The profile reader keeps host_step rows apart from kernels, and calibrate() sets the terms.
+  auto table = sim::ProfileTable::parse("p.csv", "kernel,num_tokens,num_seqs,context_tokens,time_ns\n"
+                                                 "qkv_proj,1,0,0,40000\nhost_step,10,2,0,1000\n");
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  EXPECT_EQ(table->num_rows(), 1u);
+  ASSERT_EQ(table->host_rows().size(), 1u);
+  EXPECT_EQ(table->host_rows()[0].num_seqs, 2);
+  EXPECT_EQ(sim::ProfileTable::parse("p.csv", "kernel,num_tokens,num_seqs,context_tokens,time_ns\nhost_step,10,0,0,5\n")
+                .status().message(),
+            "p.csv:2: column 2 (num_tokens): a host_step row needs num_tokens >= 1, num_seqs >= 1 and time_ns >= 0");
+}
+
 }  // namespace kv::sim

@@ -60,7 +60,8 @@ TEST(HardwareSpecsTest, PresetsAndLookup) {
 
   EXPECT_EQ(find_model_shape("gpt5").status().message(),
             "unknown model 'gpt5' (valid: tiny, small, llama3-1b, llama3-8b, llama3-70b, gpt-oss-20b, gpt-oss-120b, gemma-3-27b, llama-4-scout, gpt-oss-20b-dense)");
-  EXPECT_EQ(find_gpu_spec("a100").status().message(), "unknown gpu 'a100' (valid: h100-sxm, h200)");
+  EXPECT_EQ(find_gpu_spec("a100").status().message(),
+            "unknown gpu 'a100' (valid: a100-40gb, a100-80gb, l40s, h100-pcie, h100-sxm, h200, b200)");
 }
 
 TEST(CostModelTest, SummarizeCountsPerRequest) {
@@ -136,6 +137,115 @@ TEST(CostModelTest, RooflineOfOneGemmByHand) {
   EXPECT_EQ(cm.ns_to_cycles(1000), 1980);
   EXPECT_EQ(cm.cycles_to_ns(1980), 1000);
   EXPECT_EQ(cm.cycles_to_ns(1981), 1001);  // rounded up
+}
+
+TEST(CostModelTest, Fp8WeightsHalveGemmBytesAndRunAtTheFp8Peak) {
+  ModelShape m = model("llama3-8b");
+  m.dtype = DType::kFp8;
+  m.kv_dtype = DType::kBf16;
+  CostModel cm(m, gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  // qkv_proj for one token in fp8 (W8A8): bytes = 4096 * 1 (fp8 input) + 4096 * 6144 * 1
+  // (weights) + 6144 * 2 (bf16 output) = 25,182,208, at H100 SXM's fp8 peak.
+  KernelWork w = cm.work(Kernel::kQkvProj, {1, 1, 0}, 0);
+  EXPECT_EQ(w.bytes, 25'182'208);
+  EXPECT_EQ(w.flops, 2 * 4096 * 6144);
+  EXPECT_EQ(w.peak_flops, 1'979'000'000'000'000);
+  // Norms and the LM head stay 16-bit, at the bf16 peak.
+  EXPECT_EQ(cm.work(Kernel::kLmHead, {1, 1, 0}, 0).peak_flops, 989'000'000'000'000);
+
+  // Without fp8 tensor cores the GEMM is weight-only: 16-bit input, bf16 peak.
+  GpuSpec no_fp8 = gpu("h100-sxm");
+  no_fp8.peak_fp8_flops = 0;
+  CostModel weight_only(m, no_fp8, graphs(CudaGraphMode::kNone), nullptr);
+  KernelWork wo = weight_only.work(Kernel::kQkvProj, {1, 1, 0}, 0);
+  EXPECT_EQ(wo.bytes, 4096 * 2 + 4096 * 6144 + 6144 * 2);
+  EXPECT_EQ(wo.peak_flops, 989'000'000'000'000);
+
+  // fp4 weights: half a byte per weight.
+  m.dtype = DType::kFp4;
+  CostModel fp4(m, no_fp8, graphs(CudaGraphMode::kNone), nullptr);
+  EXPECT_EQ(fp4.work(Kernel::kDownProj, {1, 1, 0}, 0).bytes, 14336 * 2 + 14336 * 4096 / 2 + 4096 * 2);
+}
+
+TEST(CostModelTest, KvCacheDtypeScalesTheAttentionsKvBytes) {
+  ModelShape m = model("llama3-8b");
+  CostModel bf16(m, gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  m.kv_dtype = DType::kFp8;
+  CostModel fp8(m, gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  // One decode reading 1000 cached tokens: K and V of 8 heads of 128 per token, per layer.
+  const KernelQuery q{1, 1, 1000};
+  EXPECT_EQ(bf16.work(Kernel::kAttention, q, 1000).bytes - fp8.work(Kernel::kAttention, q, 1000).bytes,
+            2 * 1000 * 1024);
+  // The cache write reads 16-bit K and V and writes them in the cache's format.
+  EXPECT_EQ(bf16.work(Kernel::kCacheWrite, q, 0).bytes - fp8.work(Kernel::kCacheWrite, q, 0).bytes, 2 * 1024);
+  // A decode step over long contexts is faster with the smaller cache; the weights do not move.
+  EXPECT_LT(fp8.cost(decode(64, 8000)).duration_ns, bf16.cost(decode(64, 8000)).duration_ns);
+  EXPECT_EQ(fp8.work(Kernel::kQkvProj, q, 0).bytes, bf16.work(Kernel::kQkvProj, q, 0).bytes);
+}
+
+TEST(CostModelTest, TensorParallelSplitsTheWorkAndAddsAllReduces) {
+  const ModelShape whole = model("llama3-8b");
+  const ModelShape rank = *shard_for_tp(whole, 2);
+  CostModel one(whole, gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  CostModel two(rank, gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  // Each rank reads half the projection weights.
+  const KernelQuery q{1, 1, 0};
+  EXPECT_EQ(two.work(Kernel::kGateUpProj, q, 0).flops * 2, one.work(Kernel::kGateUpProj, q, 0).flops);
+  // One ring all-reduce of 64 tokens * 4096 * 2 bytes = 524,288 bytes over 2 ranks: 2 steps of
+  // 2000 ns + 262,144 / 450 GB/s (582.5 -> 583 ns) = 5166 ns.
+  EXPECT_EQ(two.all_reduce_ns(64 * 4096 * 2), 5166);
+  EXPECT_EQ(one.all_reduce_ns(64 * 4096 * 2), 0);
+  StepCost c1 = one.cost(decode(64, 1000));
+  StepCost c2 = two.cost(decode(64, 1000));
+  const int ar = static_cast<int>(StepNode::kAllReduce);
+  EXPECT_EQ(c1.node_cycles[ar], 0);
+  // 2 all-reduces per layer, plus gathering 64 rows of 128,256 fp32 logits (1 step of 2000 ns
+  // + 16,416,768 bytes / 450 GB/s = 36,482 ns).
+  EXPECT_EQ(c2.node_cycles[ar], two.ns_to_cycles(2 * 32 * 5166 + 2000 + 36482));
+  EXPECT_LT(c2.node_cycles[static_cast<int>(StepNode::kQkvProj)], c1.node_cycles[static_cast<int>(StepNode::kQkvProj)]);
+  // A PCIe card pays more for the same all-reduce.
+  CostModel pcie(rank, gpu("l40s"), graphs(CudaGraphMode::kNone), nullptr);
+  EXPECT_GT(pcie.all_reduce_ns(64 * 4096 * 2), two.all_reduce_ns(64 * 4096 * 2));
+}
+
+TEST(CostModelTest, HostTermsAndAsynchronousScheduling) {
+  GpuSpec g = gpu("h100-sxm");
+  g.host_step_ns = 100'000;
+  g.host_per_request_ns = 1000;
+  g.host_per_block_ns = 0;
+  g.host_per_token_ns = 10;
+  CostModel sync(model("llama3-8b"), g, graphs(CudaGraphMode::kFullAndPiecewise), nullptr);
+  CostModel async(model("llama3-8b"), g, graphs(CudaGraphMode::kFullAndPiecewise), nullptr, true);
+  const StepShape s = decode(64, 1000);
+  EXPECT_EQ(sync.host_ns(s), 100'000 + 64 * 1000 + 64 * 10);
+  const StepCost a = sync.cost(s), b = async.cost(s);
+  // Async: the host's share leaves the critical path; the step is the device's path alone.
+  EXPECT_EQ(a.cycles - b.cycles, a.node_cycles[static_cast<int>(StepNode::kHostSchedule)]);
+  // ...unless the host is the slower side: then the step takes the host's time.
+  g.host_step_ns = 50'000'000;
+  CostModel slow_host(model("llama3-8b"), g, graphs(CudaGraphMode::kFullAndPiecewise), nullptr, true);
+  EXPECT_EQ(slow_host.cost(s).duration_ns, slow_host.cycles_to_ns(slow_host.ns_to_cycles(slow_host.host_ns(s))));
+}
+
+TEST(HardwareSpecsTest, CatalogFiguresAndPresetFileFields) {
+  EXPECT_EQ(gpu("a100-80gb").peak_fp8_flops, 0);  // Ampere: weight-only fp8
+  EXPECT_EQ(gpu("a100-80gb").peak_flops_for(DType::kFp8), 312'000'000'000'000);
+  EXPECT_EQ(gpu("l40s").peak_flops_for(DType::kFp8), 733'000'000'000'000);
+  EXPECT_EQ(gpu("b200").peak_flops_for(DType::kFp4), 9'000'000'000'000'000);
+  EXPECT_EQ(gpu("h100-sxm").peak_flops_for(DType::kFp4), 989'000'000'000'000);
+  for (const GpuSpec& g : gpu_presets()) {
+    EXPECT_GT(g.peak_flops, 0) << g.name;
+    EXPECT_GE(g.peak_fp8_flops == 0 ? 2 * g.peak_flops : g.peak_fp8_flops, 2 * g.peak_flops - 2'000'000'000'000) << g.name;
+    EXPECT_GT(g.interconnect_bytes_per_s, 0) << g.name;
+    // Every field reads back from its preset file text.
+    GpuSpec copy = g;
+    copy.name = "copy-of-" + g.name;
+    auto back = parse_gpu_spec_text("x.gpu", gpu_spec_to_text(copy, g.name, ""));
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(back->interconnect_latency_ns, g.interconnect_latency_ns);
+    EXPECT_EQ(back->peak_fp4_flops, g.peak_fp4_flops);
+    EXPECT_EQ(back->host_per_token_ns, g.host_per_token_ns);
+  }
 }
 
 TEST(CostModelTest, DecodeOnLlama3_8bH100IsBandwidthBound) {
@@ -297,7 +407,7 @@ TEST(ProfileTableTest, BadCsvNamesFileLineAndColumn) {
   EXPECT_EQ(error_of(header + "mlp,1,0,0,5\n"),
             "bad.csv:2: column 1 (kernel): unknown kernel 'mlp' (valid: slot_mapping, rmsnorm, "
             "qkv_proj, rotary, cache_write, attention, o_proj, gate_up_proj, silu_mul, "
-            "down_proj, lm_head)");
+            "down_proj, lm_head, host_step)");
   EXPECT_EQ(error_of(header + "rotary,0,0,0,5\n"),
             "bad.csv:2: column 2 (num_tokens): num_tokens must be >= 1, got 0");
   EXPECT_EQ(error_of(header + "rotary,1,0,0,-5\n"), "bad.csv:2: column 5 (time_ns): must be >= 0, got -5");
@@ -328,7 +438,7 @@ TEST(ProfileTableTest, LoadsFromFile) {
 namespace kv::sim {
 namespace {
 
-// Second-tier transfers (cost model invariant 6; docs/tiers.md).
+// Second-tier transfers (cost model invariant 9; docs/tiers.md).
 TierCostOptions tier_costs(TierLoadMode mode) {
   TierCostOptions t;
   t.enabled = true;
@@ -358,8 +468,8 @@ TEST(TierCostTest, OverlappedLoadHidesBehindComputeAndAStalledOneDoesNot) {
   const ModelShape m = model("llama3-8b");
   const GpuSpec g = gpu("h100-sxm");
   CostModel plain(m, g, graphs(CudaGraphMode::kNone), nullptr);
-  CostModel overlap(m, g, graphs(CudaGraphMode::kNone), nullptr, tier_costs(TierLoadMode::kOverlap));
-  CostModel stall(m, g, graphs(CudaGraphMode::kNone), nullptr, tier_costs(TierLoadMode::kStall));
+  CostModel overlap(m, g, graphs(CudaGraphMode::kNone), nullptr, false, tier_costs(TierLoadMode::kOverlap));
+  CostModel stall(m, g, graphs(CudaGraphMode::kNone), nullptr, false, tier_costs(TierLoadMode::kStall));
   StepShape s = prefill(4096, 0);
   const StepCost base = plain.cost(s);
   EXPECT_EQ(overlap.cost(s).cycles, base.cycles);  // no transfer: the same step

@@ -1,0 +1,36 @@
+// Model configs: a ModelShape read from a Hugging Face config.json (`--model-config FILE`), so
+// any Llama-, Qwen-, Mistral-, gpt-oss- or Gemma-shaped model can be simulated without a preset.
+// Fields read (from "text_config" when the file has one, as Gemma 3 and Llama 4 do):
+//   hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, vocab_size
+//   (required); num_key_value_heads (default: num_attention_heads); head_dim (default:
+//   hidden_size / num_attention_heads);
+//   mixture of experts: num_local_experts or num_experts, num_experts_per_tok,
+//   moe_intermediate_size (expert width, default intermediate_size), a shared expert from
+//   shared_expert_intermediate_size or, for Llama 4, intermediate_size: the active MLP width is
+//   experts_per_tok * expert width + shared (ModelShape invariant 3);
+//   layer pattern, first that applies: layer_types ("full_attention", "sliding_attention",
+//   "chunked_attention"); attention_chunk_size with no_rope_layers (0 = global) or every
+//   no_rope_layer_interval-th (default 4) layer global (Llama 4); sliding_window with
+//   sliding_window_pattern N (every N-th layer global, Gemma 3); use_sliding_window with
+//   max_window_layers (Qwen2: layers from max_window_layers on slide); sliding_window alone
+//   (Mistral: every layer slides). A null field counts as absent.
+// Invariants:
+//   1. The result satisfies ModelShape's invariants, or the Status names the file and the field
+//      (`config.json: num_key_value_heads: 5 does not divide num_attention_heads 32`).
+//   2. Pure function of the text: the same file gives the same shape.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "model/model_shape.h"
+#include "model/status.h"
+
+namespace kv::replay {
+
+// `name` names the file in messages; the shape is named after "_name_or_path" when the file has
+// one, else after `name`.
+StatusOr<ModelShape> parse_model_config(const std::string& name, std::string_view json_text);
+StatusOr<ModelShape> load_model_config(const std::string& path);
+
+}  // namespace kv::replay

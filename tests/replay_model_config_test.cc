@@ -1,0 +1,117 @@
+// Model configs: Hugging Face config.json files of each family read into the same shapes as the
+// presets that were written by hand from them, and the messages of bad files.
+#include "replay/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace kv::replay {
+namespace {
+
+ModelShape preset(const char* name) { return *find_model_shape(name); }
+
+void expect_same_shape(const ModelShape& got, const ModelShape& want) {
+  EXPECT_EQ(got.layers, want.layers);
+  EXPECT_EQ(got.hidden, want.hidden);
+  EXPECT_EQ(got.heads, want.heads);
+  EXPECT_EQ(got.kv_heads, want.kv_heads);
+  EXPECT_EQ(got.head_dim, want.head_dim);
+  EXPECT_EQ(got.intermediate, want.intermediate);
+  EXPECT_EQ(got.vocab, want.vocab);
+  EXPECT_EQ(got.layer_types, want.layer_types);
+  EXPECT_EQ(got.sliding_window, want.sliding_window);
+  EXPECT_EQ(got.attention_chunk, want.attention_chunk);
+}
+
+TEST(ModelConfigTest, LlamaFileIsTheLlama3_8bPreset) {
+  auto m = load_model_config(std::string(KVSIM_SOURCE_DIR) + "/tests/data/llama-3.1-8b-config.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  expect_same_shape(*m, preset("llama3-8b"));
+  EXPECT_EQ(m->name, "meta-llama/Llama-3.1-8B-Instruct");
+  EXPECT_EQ(m->kv_bytes_per_token(), preset("llama3-8b").kv_bytes_per_token());
+}
+
+TEST(ModelConfigTest, GptOssLayerTypesAndExperts) {
+  std::string types;
+  for (int i = 0; i < 24; ++i) types += std::string(i ? "," : "") + (i % 2 ? "\"full_attention\"" : "\"sliding_attention\"");
+  auto m = parse_model_config("gpt-oss.json",
+                              R"({"model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 24,
+                                  "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
+                                  "intermediate_size": 2880, "vocab_size": 201088, "num_local_experts": 32,
+                                  "num_experts_per_tok": 4, "sliding_window": 128, "layer_types": [)" +
+                                  types + "]}");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  expect_same_shape(*m, preset("gpt-oss-20b"));
+}
+
+TEST(ModelConfigTest, GemmaPatternFromTextConfig) {
+  auto m = parse_model_config("gemma.json",
+                              R"({"model_type": "gemma3", "text_config": {"hidden_size": 5376,
+                                  "num_hidden_layers": 62, "num_attention_heads": 32, "num_key_value_heads": 16,
+                                  "head_dim": 128, "intermediate_size": 21504, "vocab_size": 262208,
+                                  "sliding_window": 1024, "sliding_window_pattern": 6}})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  expect_same_shape(*m, preset("gemma-3-27b"));
+}
+
+TEST(ModelConfigTest, Llama4ChunkedWithSharedExpert) {
+  auto m = parse_model_config("scout.json",
+                              R"({"text_config": {"model_type": "llama4_text", "hidden_size": 5120,
+                                  "num_hidden_layers": 48, "num_attention_heads": 40, "num_key_value_heads": 8,
+                                  "head_dim": 128, "intermediate_size": 8192, "intermediate_size_mlp": 16384,
+                                  "vocab_size": 202048, "num_local_experts": 16, "num_experts_per_tok": 1,
+                                  "attention_chunk_size": 8192, "no_rope_layers": []}})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  expect_same_shape(*m, preset("llama-4-scout"));
+}
+
+TEST(ModelConfigTest, QwenAndMistralSlidingWindows) {
+  // Qwen2 ships sliding_window with use_sliding_window false: every layer is full attention.
+  auto qwen = parse_model_config("qwen.json",
+                                 R"({"hidden_size": 3584, "num_hidden_layers": 28, "num_attention_heads": 28,
+                                     "num_key_value_heads": 4, "intermediate_size": 18944, "vocab_size": 152064,
+                                     "sliding_window": 131072, "use_sliding_window": false, "max_window_layers": 28})");
+  ASSERT_TRUE(qwen.ok()) << qwen.status().message();
+  EXPECT_FALSE(qwen->is_hybrid());
+  EXPECT_EQ(qwen->head_dim, 128);  // hidden / heads
+  // Mistral 7B v0.1: every layer slides over 4096 tokens.
+  auto mistral = parse_model_config("mistral.json",
+                                    R"({"hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+                                        "num_key_value_heads": 8, "intermediate_size": 14336, "vocab_size": 32000,
+                                        "sliding_window": 4096})");
+  ASSERT_TRUE(mistral.ok()) << mistral.status().message();
+  EXPECT_EQ(mistral->num_layers_of(AttentionType::kSlidingWindow), 32);
+  EXPECT_EQ(mistral->sliding_window, 4096);
+  // Qwen3-MoE: 8 of 128 experts of width 768 are active.
+  auto moe = parse_model_config("qwen3moe.json",
+                                R"({"hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32,
+                                    "num_key_value_heads": 4, "head_dim": 128, "intermediate_size": 6144,
+                                    "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8,
+                                    "vocab_size": 151936, "sliding_window": null})");
+  ASSERT_TRUE(moe.ok()) << moe.status().message();
+  EXPECT_EQ(moe->intermediate, 8 * 768);
+}
+
+TEST(ModelConfigTest, ErrorsNameTheFileAndField) {
+  const std::string base = R"("num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100)";
+  EXPECT_EQ(parse_model_config("c.json", "{" + base + "}").status().message(),
+            "c.json: hidden_size: missing (a positive integer is required)");
+  EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": "big", )" + base + "}").status().message(),
+            "c.json: hidden_size: must be a positive integer, got \"big\"");
+  EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": 64, "num_key_value_heads": 3, )" + base + "}").status().message(),
+            "c.json: num_key_value_heads: 3 does not divide num_attention_heads 4");
+  EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": 64, "layer_types": ["full_attention", "mamba"], )" + base + "}")
+                .status().message(),
+            "c.json: layer_types[1]: unsupported layer type mamba (valid: full_attention, sliding_attention, "
+            "chunked_attention)");
+  EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": 64, "layer_types": ["full_attention"], )" + base + "}")
+                .status().message(),
+            "c.json: layer_types: must be a list of num_hidden_layers (2) names");
+  EXPECT_EQ(parse_model_config("c.json", "{\"hidden_size\": ").status().message(), "c.json: not valid JSON (byte 17)");
+  EXPECT_EQ(load_model_config("/nonexistent/config.json").status().message(),
+            "cannot open model config /nonexistent/config.json");
+}
+
+}  // namespace
+}  // namespace kv::replay
