@@ -46,6 +46,9 @@ struct ConvertStats {
   std::int64_t skipped = 0;       // input records skipped (failed requests, empty turns)
 };
 
+// Rejects options outside their ranges with an error naming the `kvsim convert` option.
+Status validate(const ConvertOptions& options);
+
 TraceHeader convert_header(SourceFormat format, const std::string& input, const ConvertOptions& options);
 
 // Reads `input` and writes its requests to `writer` (whose header came from convert_header).
