@@ -1,6 +1,6 @@
-// Fuzz targets convert_sharegpt, convert_mooncake, convert_azure and convert_burstgpt: any bytes
-// as the input file of `kvsim convert --from FORMAT` (traces/converters.h). The build names the
-// format in KVSIM_FUZZ_FORMAT.
+// Fuzz targets convert_sharegpt, convert_mooncake, convert_azure, convert_burstgpt and
+// convert_tokens: any bytes as the input file of `kvsim convert --from FORMAT`
+// (traces/converters.h). The build names the format in KVSIM_FUZZ_FORMAT.
 // Properties: a conversion never crashes or hangs; when it succeeds, its output is a trace the
 // reader accepts in full, with as many requests as the conversion reports.
 #include <string>
@@ -10,7 +10,7 @@
 #include "traces/trace_io.h"
 
 #ifndef KVSIM_FUZZ_FORMAT
-#error "KVSIM_FUZZ_FORMAT must name the source format (sharegpt, mooncake, azure, burstgpt)"
+#error "KVSIM_FUZZ_FORMAT must name the source format (sharegpt, mooncake, azure, burstgpt, tokens)"
 #endif
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

@@ -415,5 +415,15 @@ TEST(ConvertOptionsCheck, OutOfRangeOptionsNameTheOption) {
   }
 }
 
+// The same findings in the pre-tokenized JSONL converter: a timestamp of 1e300 s overflowed the
+// conversion to microseconds, and text after a line's object was ignored.
+TEST(ConvertTokens, HugeTimestampsAndTrailingTextAreErrors) {
+  expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 1e300}\n"),
+               {"input.txt: line 1: field timestamp: must be a number of seconds from 0 to 1000000000"});
+  expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": 1} {\"x\": 1}\n"),
+               {"input.txt: line 1: bad JSON"});
+  EXPECT_TRUE(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 1e9}\n").ok());
+}
+
 }  // namespace
 }  // namespace kv::trace

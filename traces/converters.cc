@@ -325,6 +325,9 @@ Status read_token_ids(simdjson::ondemand::value v, std::int64_t vocab_size, std:
   if (auto e = v.get_array().get(ids)) return Status::error(json_error(e));
   for (auto x : ids) {
     std::int64_t id = 0;
+    if (static_cast<std::int64_t>(out.size()) >= kMaxPromptTokens) {
+      return Status::error("more than " + std::to_string(kMaxPromptTokens) + " tokens");
+    }
     if (auto e = x.get_int64().get(id)) return Status::error("element " + std::to_string(out.size()) + ": " + json_error(e));
     if (id < 0 || (vocab_size > 0 && id >= vocab_size)) {
       return Status::error("element " + std::to_string(out.size()) + ": id " + std::to_string(id) +
@@ -353,8 +356,10 @@ StatusOr<TokensLine> parse_tokens_line(simdjson::ondemand::object obj, const Con
     } else if (key == "timestamp") {
       double t = 0;
       if (auto e = field.value().get_double().get(t)) st = Status::error(json_error(e));
-      else if (!std::isfinite(t) || t < 0) st = Status::error("must be a number of seconds >= 0");
-      line.request.arrival_time_us = std::llround(t * 1e6);
+      else if (!(t >= 0 && t <= static_cast<double>(kMaxArrivalTimeUs) / 1e6)) {
+        st = Status::error("must be a number of seconds from 0 to " + std::to_string(kMaxArrivalTimeUs / 1000000));
+      }
+      if (st.ok()) line.request.arrival_time_us = std::llround(t * 1e6);
       line.have_timestamp = true;
     } else if (key == "id" || key == "session_id") {
       std::string_view text;
@@ -388,6 +393,7 @@ StatusOr<ConvertStats> convert_tokens(const std::string& input, const ConvertOpt
     if (auto e = doc.get_object().get(obj)) return Status::error(where + "bad JSON: " + json_error(e));
     StatusOr<TokensLine> line = parse_tokens_line(obj, o);
     if (!line.ok()) return line.status().with_context(where);
+    if (has_trailing_text(doc)) return Status::error(where + "bad JSON: text after the record's object");
     if (!timed) timed = line->have_timestamp;
     if (*timed != line->have_timestamp) {
       return Status::error(where + "field timestamp: " + (*timed ? "missing" : "present") +
@@ -580,6 +586,7 @@ Status validate(const ConvertOptions& o) {
   if (o.concurrent_sessions < 1 || o.concurrent_sessions > 1000000) {
     return Status::error("--sessions: must be from 1 to 1000000");
   }
+  if (o.vocab_size < 0) return Status::error("--vocab-size: must be >= 0");
   if (o.max_model_len < 0 || o.max_model_len > kMaxPromptTokens) {
     return Status::error("--max-model-len: must be from 0 to " + std::to_string(kMaxPromptTokens));
   }
