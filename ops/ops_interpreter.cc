@@ -217,8 +217,8 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
   }
   KvCacheConfig c;
   std::int64_t v = 0;
-  if (!parse_nonneg(a.kv["blocks"], &v) || v < 2 || v > (1 << 26)) {
-    return Status::error("blocks must be an integer from 2 to 67108864, got '" + a.kv["blocks"] + "'");
+  if (!parse_nonneg(a.kv["blocks"], &v) || v < 2 || v > (1 << 22)) {
+    return Status::error("blocks must be an integer from 2 to 4194304, got '" + a.kv["blocks"] + "'");
   }
   c.num_blocks = static_cast<int>(v);
   if (!parse_nonneg(a.kv["block_size"], &v) || v < 1 || v > (1 << 20)) {
