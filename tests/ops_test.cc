@@ -219,7 +219,8 @@ TEST(OpsParseTest, PoolsAndTokenListsAreBounded) {
   RunResult r = run("config blocks=0000000000000031909482 block_size=15\n");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("line 1: blocks must be an integer from 2 to 4194304"), std::string::npos) << r.err;
-  EXPECT_EQ(run("config blocks=4194304 block_size=1\n").exit_code, 0);
+  EXPECT_EQ(run("config blocks=4194305 block_size=1\n").exit_code, 2);
+  EXPECT_EQ(run("config blocks=4096 block_size=1\n").exit_code, 0);
   auto many = parse_token_spec("1*16777216,2*1");
   ASSERT_FALSE(many.ok());
   EXPECT_NE(many.status().message().find("repeat count too large"), std::string::npos) << many.status().message();
