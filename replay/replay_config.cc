@@ -312,7 +312,7 @@ void add_tier_rows(std::vector<ConfigOption>& t) {
                "GBPS:LATENCY_US",
                false, set_host_link, [](const C& c) { return c.host_link.name; }});
   t.push_back(positive_option("disk-read-gbps", tiers, "disk tier's read bandwidth in GB/s", &C::disk_read_gbps,
-                              false, false));
+                              false, false, 1e-3, 1e6));  // 1 MB/s to 1 PB/s
   t.push_back(int_option("disk-latency-us", tiers, "disk tier's latency per batched read, in microseconds",
                          &C::disk_latency_us, 0, 1LL << 30));
   t.push_back(enum_option("tier-store", tiers,
