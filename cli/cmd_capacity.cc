@@ -54,6 +54,7 @@ int run_capacity(int argc, char** argv) {
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
   if (trace.empty()) return fail("--trace is required (kvsim capacity --help)");
   if (vm.count("request-rate")) return fail("--request-rate is what kvsim capacity searches; leave it out");
+  if (Status s = replay::validate(co); !s.ok()) return fail(s.message());
   auto slo = replay::parse_slo(slo_text);
   if (!slo.ok()) return fail(slo.status().message());
   replay::ReplayConfig base;

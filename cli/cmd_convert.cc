@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
+#include "model/parse_number.h"
 #include "traces/converters.h"
 #include "traces/trace_io.h"
 
@@ -24,7 +25,7 @@ int fail(const std::string& message) {
 
 int run_convert(int argc, char** argv) {
   trace::ConvertOptions c;
-  std::string from, in, out, progress = "auto", tokenizer;
+  std::string from, in, out, progress = "auto", tokenizer, seed_text = "0";
   po::options_description opts(
       "kvsim convert --from FORMAT IN -o OUT [options]\n\n"
       "Converts a public trace to a kvsim trace:\n"
@@ -43,7 +44,7 @@ int run_convert(int argc, char** argv) {
       ("input", po::value<std::string>(&in), "input file")
       ("output,o", po::value<std::string>(&out), "output trace file")
       ("force", "replace OUT if it exists")
-      ("seed", po::value<std::uint64_t>(&c.seed)->default_value(c.seed), "seed of random prompts (azure, burstgpt) and arrivals (sharegpt)")
+      ("seed", po::value<std::string>(&seed_text)->default_value(seed_text), "seed of random prompts (azure, burstgpt) and arrivals (sharegpt)")
       ("max-requests", po::value<std::int64_t>(&c.max_requests)->default_value(c.max_requests), "stop after this many requests (0 = all)")
       ("rate", po::value<double>(&c.rate)->default_value(c.rate), "sharegpt: arrivals per second")
       ("arrival-cv", po::value<double>(&c.arrival_cv)->default_value(c.arrival_cv), "sharegpt: gap coefficient of variation (1 = Poisson)")
@@ -61,10 +62,10 @@ int run_convert(int argc, char** argv) {
   if (!format) return fail(from.empty() ? "missing --from FORMAT" : "unknown format '" + from + "'");
   if (in.empty()) return fail("missing input file");
   if (out.empty()) return fail("missing -o OUT");
-  if (c.max_requests < 0) return fail("--max-requests must be >= 0");
-  if (!(c.rate > 0) || !(c.arrival_cv > 0)) return fail("--rate and --arrival-cv must be > 0");
-  if (c.concurrent_sessions <= 0) return fail("--sessions must be > 0");
-  if (c.max_model_len < 0) return fail("--max-model-len must be >= 0");
+  const std::optional<std::uint64_t> seed = parse_uint64(seed_text);
+  if (!seed) return fail("--seed: '" + seed_text + "' is not an integer from 0 to 2^64-1");
+  c.seed = *seed;
+  if (Status s = trace::validate(c); !s.ok()) return fail(s.message());
   if (progress != "auto" && progress != "on" && progress != "off") {
     return fail("--progress must be auto, on or off, got '" + progress + "'");
   }

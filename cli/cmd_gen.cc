@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "model/parse_number.h"
 #include "traces/generators.h"
 #include "traces/trace_io.h"
 
@@ -23,8 +24,7 @@ int fail(const std::string& message) {
 int run_gen(int argc, char** argv) {
   trace::ShareGptGenOptions sg;
   trace::PrefixGenOptions px;
-  std::string kind, out;
-  std::uint64_t seed = 0;
+  std::string kind, out, seed_text = "0";
   po::options_description common(
       "kvsim gen sharegpt|prefix -o OUT [options]\n\n"
       "Writes a seeded synthetic trace; the same arguments give the same bytes.\n"
@@ -39,7 +39,7 @@ int run_gen(int argc, char** argv) {
       ("kind", po::value<std::string>(&kind), "sharegpt or prefix")
       ("output,o", po::value<std::string>(&out), "output trace file")
       ("force", "replace OUT if it exists")
-      ("seed", po::value<std::uint64_t>(&seed)->default_value(0), "random seed");
+      ("seed", po::value<std::string>(&seed_text)->default_value(seed_text), "random seed (0 to 2^64-1)");
   po::options_description sharegpt("sharegpt options");
   sharegpt.add_options()
       ("num-requests", po::value<std::int64_t>(&sg.num_requests)->default_value(sg.num_requests), "requests (turns) to write")
@@ -70,30 +70,16 @@ int run_gen(int argc, char** argv) {
   if (!parse_options(argc, argv, all, &pos, vm)) return 0;  // --help
   if (kind != "sharegpt" && kind != "prefix") return fail("say what to generate: sharegpt or prefix (--help)");
   if (out.empty()) return fail("missing -o OUT");
+  const std::optional<std::uint64_t> seed = parse_uint64(seed_text);
+  if (!seed) return fail("--seed: '" + seed_text + "' is not an integer from 0 to 2^64-1");
   trace::TraceHeader header;
   if (kind == "sharegpt") {
-    sg.seed = seed;
-    if (sg.num_requests <= 0) return fail("--num-requests must be > 0");
-    if (!(sg.rate > 0)) return fail("--rate must be > 0");
-    if (!(sg.arrival_cv > 0)) return fail("--arrival-cv must be > 0");
-    if (sg.concurrent_sessions <= 0) return fail("--sessions must be > 0");
-    if (sg.system_prompt_tokens < 0) return fail("--system-prompt must be >= 0");
-    if (!(sg.mean_turns >= 1)) return fail("--mean-turns must be >= 1");
-    if (!(sg.mean_user_tokens >= 1) || !(sg.mean_reply_tokens >= 1)) return fail("--mean-user and --mean-reply must be >= 1");
-    if (!(sg.sigma >= 0) || sg.sigma > 4) return fail("--sigma must be in [0, 4]");
-    if (sg.max_turn_tokens <= 0) return fail("--max-turn must be > 0");
-    if (sg.max_model_len < sg.system_prompt_tokens + 2) return fail("--max-model-len leaves no room for a turn");
+    sg.seed = *seed;
+    if (Status s = trace::validate(sg); !s.ok()) return fail(s.message());
     header = trace::sharegpt_gen_header(sg);
   } else {
-    px.seed = seed;
-    if (px.num_prompts <= 0 || px.num_prefixes <= 0 || px.repeat <= 0) {
-      return fail("--num-prompts, --num-prefixes and --repeat must be > 0");
-    }
-    if (px.prefix_len < 0 || px.suffix_len < 0 || px.prefix_len + px.suffix_len <= 0) {
-      return fail("--prefix-len and --suffix-len must be >= 0 with a positive sum");
-    }
-    if (px.output_len < 0) return fail("--output-len must be >= 0");
-    if (!(px.rate >= 0)) return fail("--prefix-rate must be >= 0");
+    px.seed = *seed;
+    if (Status s = trace::validate(px); !s.ok()) return fail(s.message());
     header = trace::prefix_gen_header(px);
   }
   StatusOr<trace::TraceWriter> writer = trace::TraceWriter::create(out, header, vm.count("force") > 0);

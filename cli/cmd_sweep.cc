@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
+#include "model/parse_number.h"
 #include "replay/sweep.h"
 #include "reports/gnuplot.h"
 #include "reports/sweep_plot.h"
@@ -35,6 +36,8 @@ int fail(const std::string& message) {
   return 2;
 }
 
+constexpr int kMaxJobs = 1024;  // threads at once
+
 template <typename T>
 StatusOr<std::vector<T>> split_list(const std::string& text, const char* what) {
   std::vector<T> out;
@@ -42,10 +45,9 @@ StatusOr<std::vector<T>> split_list(const std::string& text, const char* what) {
   for (std::string part; std::getline(ss, part, ',');) {
     if (part.empty()) return Status::error(std::string("empty ") + what + " in '" + text + "'");
     if constexpr (std::is_same_v<T, int>) {
-      char* end = nullptr;
-      const long v = std::strtol(part.c_str(), &end, 10);
-      if (*end != '\0') return Status::error(std::string(what) + " '" + part + "' is not an integer");
-      out.push_back(static_cast<int>(v));
+      const std::optional<std::int64_t> v = parse_int64(part);
+      if (!v || *v < 1 || *v > 1024) return Status::error(std::string(what) + " '" + part + "' is not an integer from 1 to 1024");
+      out.push_back(static_cast<int>(*v));
     } else {
       out.push_back(part);
     }
@@ -103,7 +105,7 @@ int run_sweep(int argc, char** argv) {
   if (progress != "auto" && progress != "on" && progress != "off") {
     return fail("--progress must be auto, on or off, got '" + progress + "'");
   }
-  if (jobs < 0) return fail("--jobs must be >= 0");
+  if (jobs < 0 || jobs > kMaxJobs) return fail("--jobs: must be from 0 to " + std::to_string(kMaxJobs));
   for (const std::string& t : traces) {
     if (!std::filesystem::is_regular_file(t)) return fail("trace " + t + " does not exist or is not a file");
   }

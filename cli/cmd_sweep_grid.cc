@@ -124,6 +124,10 @@ int run_grid_sweep(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
   if (trace.empty()) return fail("--trace is required (kvsim sweep --help)");
+  if (jobs < 0 || jobs > 1024) return fail("--jobs: must be from 0 to 1024");
+  if (progress != "auto" && progress != "on" && progress != "off") {
+    return fail("--progress must be auto, on or off, got '" + progress + "'");
+  }
   replay::ReplayConfig base;
   base.verify = sim::VerifyMode::kOff;
   if (Status s = apply_config_options(vm, base); !s.ok()) return fail(s.message());

@@ -97,6 +97,7 @@ Status on_off(const Args& a, const char* key, bool* out) {
 }  // namespace
 
 StatusOr<std::vector<TokenId>> parse_token_spec(std::string_view spec) {
+  constexpr std::size_t kMaxSpecTokens = std::size_t{1} << 24;  // one item's limit is the whole list's too
   std::vector<TokenId> tokens;
   if (spec.empty()) return Status::error("empty token list");
   std::size_t start = 0;
@@ -111,17 +112,24 @@ StatusOr<std::vector<TokenId>> parse_token_spec(std::string_view spec) {
     if (star != std::string_view::npos) {
       if (!parse_nonneg(item.substr(0, star), &a)) return bad_int("token", item.substr(0, star));
       if (!parse_nonneg(item.substr(star + 1), &b)) return bad_int("repeat count", item.substr(star + 1));
-      if (b > (1 << 24)) return Status::error("repeat count too large in '" + std::string(item) + "'");
+      if (b > (1 << 24) || static_cast<std::size_t>(b) > kMaxSpecTokens - tokens.size()) {
+        return Status::error("repeat count too large in '" + std::string(item) + "'");
+      }
       tokens.insert(tokens.end(), static_cast<std::size_t>(b), a);
     } else if (colon != std::string_view::npos) {
       if (!parse_nonneg(item.substr(0, colon), &a)) return bad_int("range start", item.substr(0, colon));
       if (!parse_nonneg(item.substr(colon + 1), &b)) return bad_int("range end", item.substr(colon + 1));
       if (b < a) return Status::error("range '" + std::string(item) + "' ends before it starts");
-      if (b - a > (1 << 24)) return Status::error("range too large in '" + std::string(item) + "'");
+      if (b - a > (1 << 24) || static_cast<std::size_t>(b - a) > kMaxSpecTokens - tokens.size()) {
+        return Status::error("range too large in '" + std::string(item) + "'");
+      }
       for (std::int64_t t = a; t < b; ++t) tokens.push_back(t);
     } else {
       if (!parse_nonneg(item, &a)) return bad_int("token", item);
       tokens.push_back(a);
+    }
+    if (tokens.size() > kMaxSpecTokens) {
+      return Status::error("token list has more than " + std::to_string(kMaxSpecTokens) + " tokens");
     }
     start = comma + 1;
   }
@@ -209,8 +217,8 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
   }
   KvCacheConfig c;
   std::int64_t v = 0;
-  if (!parse_nonneg(a.kv["blocks"], &v) || v < 2 || v > (1 << 26)) {
-    return Status::error("blocks must be an integer from 2 to 67108864, got '" + a.kv["blocks"] + "'");
+  if (!parse_nonneg(a.kv["blocks"], &v) || v < 2 || v > (1 << 22)) {
+    return Status::error("blocks must be an integer from 2 to 4194304, got '" + a.kv["blocks"] + "'");
   }
   c.num_blocks = static_cast<int>(v);
   if (!parse_nonneg(a.kv["block_size"], &v) || v < 1 || v > (1 << 20)) {

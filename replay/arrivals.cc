@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "sim/seeded_normal.h"
+#include "traces/trace.h"
 
 namespace kv::replay {
 
@@ -53,20 +54,39 @@ ArrivalSource::ArrivalSource(std::unique_ptr<RequestSource> inner, ArrivalOption
 
 ArrivalSource::~ArrivalSource() = default;
 
+namespace {
+
+// Microseconds as an arrival time, or an error when beyond the trace format's limit (so the
+// replayer's nanosecond clock cannot overflow).
+StatusOr<std::int64_t> arrival_us(double us, const std::string& id) {
+  if (!(us >= 0 && us <= static_cast<double>(trace::kMaxArrivalTimeUs))) {
+    return Status::error("request " + id + ": arrival time " + std::to_string(us) + " us is beyond " +
+                         std::to_string(trace::kMaxArrivalTimeUs) +
+                         " (about 31 years; --request-rate or --rate-scale too small for this trace)");
+  }
+  return std::llround(us);
+}
+
+}  // namespace
+
 StatusOr<bool> ArrivalSource::next(RequestSpec* out) {
   auto got = inner_->next(out);
   if (!got.ok() || !*got) return got;
   if (options_.request_rate == 0) {
     if (first_trace_us_ < 0) first_trace_us_ = out->arrival_time_us;
     const double since = static_cast<double>(out->arrival_time_us - first_trace_us_);
-    out->arrival_time_us = std::llround(since / options_.rate_scale);
+    auto us = arrival_us(since / options_.rate_scale, out->id);
+    if (!us.ok()) return us.status();
+    out->arrival_time_us = *us;
     return true;
   }
   if (std::isinf(options_.request_rate)) {
     out->arrival_time_us = 0;
     return true;
   }
-  out->arrival_time_us = std::llround(clock_us_);
+  auto us = arrival_us(clock_us_, out->id);
+  if (!us.ok()) return us.status();
+  out->arrival_time_us = *us;
   // The gap to the next request: gamma with shape k and scale 1 / (rate * k): mean 1 / rate.
   const double k = options_.burstiness;
   clock_us_ += gamma_draw(k, gamma_->state) / (options_.request_rate * k) * 1e6;

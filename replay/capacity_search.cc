@@ -105,10 +105,19 @@ double slo_figure(const ServingMetrics& m, const SloBound& b) {
   return INFINITY;
 }
 
+Status validate(const CapacityOptions& o) {
+  if (!(o.start_rate >= kMinRequestRate && o.start_rate <= kMaxRequestRate)) {
+    return Status::error("--start-rate: must be from 0.0001 to 1e9 requests/s");
+  }
+  if (!(o.precision >= 1e-6 && o.precision <= 1)) return Status::error("--precision: must be from 1e-6 to 1");
+  if (o.max_probes < 1 || o.max_probes > 1000) return Status::error("--max-probes: must be from 1 to 1000");
+  return {};
+}
+
 StatusOr<CapacityResult> find_capacity(const ReplayConfig& base, const std::string& trace,
                                        const std::vector<SloBound>& slo, const CapacityOptions& o) {
   if (Status s = base.validate(); !s.ok()) return s;
-  if (!(o.start_rate > 0) || !(o.precision > 0)) return Status::error("the start rate and precision must be positive");
+  if (Status s = validate(o); !s.ok()) return s;
   CapacityResult r;
   Status error;
   auto run = [&](double rate) {
@@ -118,13 +127,14 @@ StatusOr<CapacityResult> find_capacity(const ReplayConfig& base, const std::stri
   double lo = 0, hi = 0;  // lo meets, hi does not (0: not found yet)
   if (run(o.start_rate)) {
     lo = o.start_rate;
-    for (double rate = lo * 2; error.ok() && static_cast<int>(r.probes.size()) < o.max_probes; rate *= 2) {
+    for (double rate = lo * 2; error.ok() && rate <= kMaxRequestRate && static_cast<int>(r.probes.size()) < o.max_probes;
+         rate *= 2) {
       if (!run(rate)) { hi = rate; break; }
       lo = rate;
     }
   } else {
     hi = o.start_rate;
-    for (double rate = hi / 2; error.ok() && rate > 1e-4 && static_cast<int>(r.probes.size()) < o.max_probes; rate /= 2) {
+    for (double rate = hi / 2; error.ok() && rate >= kMinRequestRate && static_cast<int>(r.probes.size()) < o.max_probes; rate /= 2) {
       if (run(rate)) { lo = rate; break; }
       hi = rate;
     }

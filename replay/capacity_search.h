@@ -43,10 +43,13 @@ struct CapacityProbe {
 };
 
 struct CapacityOptions {
-  double start_rate = 1;    // requests/s
-  double precision = 0.02;  // stop when high / low <= 1 + precision
-  int max_probes = 40;
+  double start_rate = 1;    // requests/s, within the bounds of --request-rate (replay_config.h)
+  double precision = 0.02;  // stop when high / low <= 1 + precision; 1e-6 to 1
+  int max_probes = 40;      // 1 to 1000
 };
+
+// The error names the option (--start-rate, --precision, --max-probes).
+Status validate(const CapacityOptions& options);
 
 struct CapacityResult {
   double rate = 0;                    // the highest rate probed that meets the SLO (0: none)

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "model/check.h"
+#include "model/parse_number.h"
 #include "replay/model_config.h"
 
 namespace kv::replay {
@@ -21,14 +22,12 @@ Status bad(std::string_view option, const std::string& why) {
 // Whole-string integer in [lo, hi].
 Status read_int(std::string_view option, const std::string& text, std::int64_t lo, std::int64_t hi,
                 std::int64_t* out) {
-  errno = 0;
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno == ERANGE) return bad(option, "'" + text + "' is not an integer");
-  if (v < lo || v > hi) {
+  const std::optional<std::int64_t> v = parse_int64(text);
+  if (!v) return bad(option, "'" + text + "' is not an integer");
+  if (*v < lo || *v > hi) {
     return bad(option, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + text);
   }
-  *out = v;
+  *out = *v;
   return {};
 }
 
@@ -48,6 +47,13 @@ std::string shortest(double v) {
     std::snprintf(buf, sizeof buf, "%.*g", precision, v);
     if (std::strtod(buf, nullptr) == v) break;
   }
+  return buf;
+}
+
+// A bound in a message: 0.0001, 1000, 1e+09.
+std::string bound(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
   return buf;
 }
 
@@ -197,27 +203,27 @@ Status set_gpu_file(ReplayConfig& c, const std::string& path) {
 }
 
 Status set_utilization(ReplayConfig& c, const std::string& t) {
-  char* end = nullptr;
-  const double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || *end != '\0' || !(v > 0 && v <= 1)) {
+  const double v = parse_finite_double(t).value_or(0);
+  if (!(v > 0 && v <= 1)) {
     return bad("gpu-memory-utilization", "must be a number in (0, 1], got '" + t + "'");
   }
   c.gpu_memory_utilization = v;
   return {};
 }
 
-// A finite positive number, or "inf" where `allow_inf`.
-Status read_positive(std::string_view option, const std::string& t, bool allow_inf, double* out) {
+// A finite number in [lo, hi] (lo > 0), or "inf" where `allow_inf`.
+Status read_positive(std::string_view option, const std::string& t, bool allow_inf, double lo, double hi,
+                     double* out) {
   if (allow_inf && (t == "inf" || t == "infinity")) {
     *out = std::numeric_limits<double>::infinity();
     return {};
   }
-  char* end = nullptr;
-  const double v = std::strtod(t.c_str(), &end);
-  if (t.empty() || *end != '\0' || !std::isfinite(v) || !(v > 0) || v > 1e9) {
-    return bad(option, std::string("must be a positive number") + (allow_inf ? " or inf" : "") + ", got '" + t + "'");
+  const std::optional<double> v = parse_finite_double(t);
+  if (!v || *v < lo || *v > hi) {
+    return bad(option, "must be a number from " + bound(lo) + " to " + bound(hi) + (allow_inf ? " or inf" : "") +
+                           ", got '" + t + "'");
   }
-  *out = v;
+  *out = *v;
   return {};
 }
 
@@ -239,9 +245,8 @@ std::vector<std::string> split(const std::string& text, const std::string& separ
 Status set_percentiles(ReplayConfig& c, const std::string& t) {
   std::vector<double> ps;
   for (const std::string& part : split(t, ", ")) {
-    char* end = nullptr;
-    const double p = std::strtod(part.c_str(), &end);
-    if (*end != '\0' || !(p > 0 && p <= 100)) {
+    const double p = parse_finite_double(part).value_or(0);
+    if (!(p > 0 && p <= 100)) {
       return bad("metric-percentiles", "'" + part + "' is not a percentile in (0, 100]");
     }
     ps.push_back(p);
@@ -264,7 +269,7 @@ Status set_goodput(ReplayConfig& c, const std::string& t) {
     const std::size_t colon = item.find(':');
     const std::string key = item.substr(0, colon);
     double v = 0;
-    if (colon == std::string::npos || read_positive("goodput", item.substr(colon + 1), false, &v).ok() == false) {
+    if (colon == std::string::npos || !read_positive("goodput", item.substr(colon + 1), false, kMinMs, kMaxMs, &v).ok()) {
       return bad("goodput", "'" + item + "' is not METRIC:MILLISECONDS (ttft, tpot or e2el)");
     }
     if (key == "ttft") g.ttft_ms = v;
@@ -284,15 +289,16 @@ std::string goodput_text(const GoodputSlo& g) {
   return out;
 }
 
+// A number option in [lo, hi]; "inf" where allow_inf, "0" where zero_is_default.
 ConfigOption positive_option(std::string_view name, std::string_view group, std::string_view help,
-                             double ReplayConfig::*field, bool allow_inf, bool zero_is_default) {
+                             double ReplayConfig::*field, bool allow_inf, bool zero_is_default, double lo, double hi) {
   return {name, group, help, false,
           [=](ReplayConfig& c, const std::string& t) {
             if (zero_is_default && t == "0") {
               c.*field = 0;
               return Status();
             }
-            return read_positive(name, t, allow_inf, &(c.*field));
+            return read_positive(name, t, allow_inf, lo, hi, &(c.*field));
           },
           [=](const ReplayConfig& c) { return std::isinf(c.*field) ? std::string("inf") : shortest(c.*field); }};
 }
@@ -328,11 +334,11 @@ void add_load_rows(std::vector<ConfigOption>& t) {
   t.push_back(positive_option("request-rate", load,
                               "requests per second with gamma-distributed gaps (see --burstiness); inf: all at "
                               "once; 0: the trace's own timestamps",
-                              &C::request_rate, true, true));
+                              &C::request_rate, true, true, kMinRequestRate, kMaxRequestRate));
   t.push_back(positive_option("burstiness", load, "gamma shape of the gaps of --request-rate (1: Poisson)",
-                              &C::burstiness, false, false));
+                              &C::burstiness, false, false, kMinBurstiness, kMaxBurstiness));
   t.push_back(positive_option("rate-scale", load, "replay the trace's timestamps X times faster", &C::rate_scale,
-                              false, false));
+                              false, false, kMinRateScale, kMaxRateScale));
   t.push_back(int_option("max-concurrency", load, "requests in flight at most (0: no limit)", &C::max_concurrency, 0,
                          1LL << 30));
   t.push_back({"metric-percentiles", load, "percentiles of TTFT, TPOT, ITL and E2EL in result.json", false,
@@ -340,7 +346,7 @@ void add_load_rows(std::vector<ConfigOption>& t) {
   t.push_back({"goodput", load, "SLOs of goodput, e.g. 'ttft:500 tpot:50' (ms; ttft, tpot, e2el)", false,
                set_goodput, [](const C& c) { return goodput_text(c.goodput); }});
   t.push_back(positive_option("overload-ttft-ms", load, "a median TTFT above this marks the run overloaded",
-                              &C::overload_ttft_ms, false, false));
+                              &C::overload_ttft_ms, false, false, kMinMs, kMaxMs));
 }
 
 Status set_fault(ReplayConfig& c, const std::string& t) {
@@ -371,7 +377,7 @@ void add_tier_rows(std::vector<ConfigOption>& t) {
                "GBPS:LATENCY_US",
                false, set_host_link, [](const C& c) { return c.host_link.name; }});
   t.push_back(positive_option("disk-read-gbps", tiers, "disk tier's read bandwidth in GB/s", &C::disk_read_gbps,
-                              false, false));
+                              false, false, 1e-3, 1e6));  // 1 MB/s to 1 PB/s
   t.push_back(int_option("disk-latency-us", tiers, "disk tier's latency per batched read, in microseconds",
                          &C::disk_latency_us, 0, 1LL << 30));
   t.push_back(enum_option("tier-store", tiers,
@@ -571,12 +577,36 @@ Status ReplayConfig::validate() const {
   if (num_blocks == 1) return bad("num-blocks", "the pool needs at least 2 blocks (the null block and one more)");
   if (num_blocks > (1LL << 30)) return bad("num-blocks", "at most 2^30 blocks");
   if (kv_cache_tokens < 0) return bad("kv-cache-tokens", "must be >= 0");
+  if (kv_cache_tokens > 0 && kv_cache_tokens < block_size) {
+    return bad("kv-cache-tokens", std::to_string(kv_cache_tokens) + " tokens do not fill one block of --block-size " +
+                                      std::to_string(block_size) + ": the pool would hold no request");
+  }
   if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1)) {
     return bad("gpu-memory-utilization", "must be in (0, 1]");
   }
-  if (!(request_rate >= 0)) return bad("request-rate", "must be >= 0");
-  if (!(burstiness > 0) || !std::isfinite(burstiness)) return bad("burstiness", "must be a positive number");
-  if (!(rate_scale > 0) || !std::isfinite(rate_scale)) return bad("rate-scale", "must be a positive number");
+  const auto outside = [](double v, double lo, double hi) { return !(v >= lo && v <= hi); };
+  if (request_rate != 0 && !std::isinf(request_rate) && outside(request_rate, kMinRequestRate, kMaxRequestRate)) {
+    return bad("request-rate", "must be 0, inf or from " + bound(kMinRequestRate) + " to " +
+                                   bound(kMaxRequestRate) + " requests/s");
+  }
+  if (request_rate < 0) return bad("request-rate", "must be >= 0");
+  if (outside(burstiness, kMinBurstiness, kMaxBurstiness)) {
+    return bad("burstiness", "must be from " + bound(kMinBurstiness) + " to " + bound(kMaxBurstiness));
+  }
+  if (outside(rate_scale, kMinRateScale, kMaxRateScale)) {
+    return bad("rate-scale", "must be from " + bound(kMinRateScale) + " to " + bound(kMaxRateScale));
+  }
+  if (outside(overload_ttft_ms, kMinMs, kMaxMs)) {
+    return bad("overload-ttft-ms", "must be from " + bound(kMinMs) + " to " + bound(kMaxMs));
+  }
+  for (double p : metric_percentiles) {
+    if (!(p > 0 && p <= 100)) return bad("metric-percentiles", "each must be in (0, 100]");
+  }
+  for (double ms : {goodput.ttft_ms, goodput.tpot_ms, goodput.e2el_ms}) {  // < 0: no bound
+    if (!(ms < 0) && outside(ms, kMinMs, kMaxMs)) {
+      return bad("goodput", "each bound must be from " + bound(kMinMs) + " to " + bound(kMaxMs) + " ms");
+    }
+  }
   if (request_rate != 0 && rate_scale != 1) return bad("rate-scale", "applies to the trace's timestamps, not to --request-rate");
   if (max_concurrency < 0) return bad("max-concurrency", "must be >= 0");
   if (!kv_events_replay.empty() && kv_events_zmq.empty()) {

@@ -10,7 +10,8 @@
 //
 // Invariants:
 //   1. validate() accepts a config exactly when build_replay() can wire it; its error names
-//      the option (`--block-size: must be 1..1024`).
+//      the option (`--block-size: must be 1..1024`). Every number it accepts is finite (or the
+//      documented inf of --request-rate) and inside its option's bounds.
 //   2. describe() lists every row, in table order, so a run folder records the whole setting.
 #pragma once
 
@@ -38,6 +39,13 @@
 namespace kv::replay {
 
 enum class DeviceKind { kSim, kGpu };
+
+// Bounds of the load options (set_option and validate() reject values outside them): beyond
+// them a run measures nothing real, and its arrival times overflow or never come.
+inline constexpr double kMinRequestRate = 1e-4, kMaxRequestRate = 1e9;  // requests per second
+inline constexpr double kMinBurstiness = 1e-3, kMaxBurstiness = 1e3;
+inline constexpr double kMinRateScale = 1e-3, kMaxRateScale = 1e6;
+inline constexpr double kMinMs = 1e-3, kMaxMs = 1e9;  // SLOs of --goodput, --overload-ttft-ms
 
 struct ReplayConfig {
   ReplayConfig();  // the llama3-8b and h100-sxm presets

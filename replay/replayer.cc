@@ -6,6 +6,7 @@
 
 #include "model/check.h"
 #include "model/percentile.h"
+#include "traces/trace.h"
 
 namespace kv::replay {
 
@@ -17,12 +18,14 @@ struct Replayer::Run {
   std::vector<std::int64_t> ttft, tpot, e2e, itl;           // microseconds
   std::vector<double> tpot_ms;                              // vLLM's per-request TPOT
   std::vector<std::pair<std::int64_t, std::int64_t>> arrival_ttft;  // for the overload verdict
-  std::vector<std::int64_t> tokens_per_second, requests_per_second;  // by second of the clock
+  // By second of the clock; sparse, so a trace with years between arrivals costs nothing.
+  std::map<std::int64_t, std::int64_t> tokens_per_second;
+  // Requests live in a second: +1 at a request's first second, -1 after its last (the running
+  // sum over seconds is the count), so a long request costs two entries, not one per second.
+  std::map<std::int64_t, std::int64_t> live_changes;
 
-  static void bump(std::vector<std::int64_t>& v, std::int64_t second) {
-    const auto i = static_cast<std::size_t>(std::max<std::int64_t>(second, 0));
-    if (v.size() <= i) v.resize(i + 1, 0);
-    ++v[i];
+  static void bump(std::map<std::int64_t, std::int64_t>& v, std::int64_t second) {
+    ++v[std::max<std::int64_t>(second, 0)];
   }
   RequestSpec pending;
   bool have_pending = false, source_done = false;
@@ -67,6 +70,9 @@ Status Replayer::pull_next(Run& r) {
   r.have_pending = *got;
   if (!r.have_pending) {
     r.source_done = true;
+  } else if (r.pending.arrival_time_us > trace::kMaxArrivalTimeUs) {  // its nanoseconds would overflow
+    return Status::error("request " + r.pending.id + ": arrival time " + std::to_string(r.pending.arrival_time_us) +
+                         " us is beyond " + std::to_string(trace::kMaxArrivalTimeUs) + " (about 31 years)");
   } else if (r.pending.arrival_time_us < r.last_arrival_us) {
     return Status::error("request " + r.pending.id + ": arrival time " + std::to_string(r.pending.arrival_time_us) +
                          " us is before the previous request's " + std::to_string(r.last_arrival_us));
@@ -94,7 +100,11 @@ void Replayer::request_done(Run& r, const RequestMetrics& m) {
       m.output_tokens > 1 ? (e2el_ms - ttft_ms) / static_cast<double>(m.output_tokens - 1) : 0.0;
   if (m.output_tokens > 1) r.tpot_ms.push_back(tpot_ms);
   if (options_.goodput.enabled() && options_.goodput.met(ttft_ms, tpot_ms, e2el_ms)) ++r.sum.serving.good;
-  for (std::int64_t sec = m.arrival_us / 1000000; sec <= m.finish_us / 1000000; ++sec) Run::bump(r.requests_per_second, sec);
+  const std::int64_t first_sec = m.arrival_us / 1000000, last_sec = m.finish_us / 1000000;
+  if (first_sec >= 0 && last_sec >= first_sec) {
+    ++r.live_changes[first_sec];
+    --r.live_changes[last_sec + 1];
+  }
 }
 
 // Admits every arrival the clock has reached, in source order.
@@ -276,8 +286,14 @@ void Replayer::serving_metrics(Run& r) {
   s.output_throughput = static_cast<double>(s.total_output_tokens) / d;
   s.total_token_throughput = static_cast<double>(s.total_input_tokens + s.total_output_tokens) / d;
   s.request_goodput = options_.goodput.enabled() ? static_cast<double>(s.good) / d : -1;
-  for (std::int64_t n : r.tokens_per_second) s.max_output_tokens_per_s = std::max(s.max_output_tokens_per_s, static_cast<double>(n));
-  for (std::int64_t n : r.requests_per_second) s.max_concurrent_requests = std::max(s.max_concurrent_requests, n);
+  for (const auto& [sec, n] : r.tokens_per_second) {
+    s.max_output_tokens_per_s = std::max(s.max_output_tokens_per_s, static_cast<double>(n));
+  }
+  std::int64_t live = 0;
+  for (const auto& [sec, change] : r.live_changes) {
+    live += change;
+    s.max_concurrent_requests = std::max(s.max_concurrent_requests, live);
+  }
   s.ttft_ms = latency_stats(ms(r.ttft), p);
   s.tpot_ms = latency_stats(r.tpot_ms, p);
   s.itl_ms = latency_stats(ms(r.itl), p);

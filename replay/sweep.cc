@@ -253,6 +253,9 @@ StatusOr<std::vector<std::int64_t>> parse_capacities(const std::string& text) {
     if (digits.empty() || end == nullptr || *end != '\0' || !(v > 0) || !std::isfinite(v)) {
       return Status::error("capacity '" + s + "' is not a positive number of tokens (e.g. 1e6, 3M)");
     }
+    if (v * mult < 1 || v * mult > static_cast<double>(std::int64_t{1} << 40)) {
+      return Status::error("capacity '" + s + "' must be from 1 to 2^40 tokens (the range of --kv-cache-tokens)");
+    }
     return v * mult;
   };
   std::vector<std::int64_t> out;

@@ -1,11 +1,13 @@
 #include "reports/run_reader.h"
 
+#include <array>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "model/parse_number.h"
 #include "reports/csv_parser.h"
 #include "reports/csv_records.h"
 
@@ -29,32 +31,48 @@ Status csv_error(const std::string& path, const io::error::base& e) {
 }
 
 
+// A whole-string number of a cell; `where` names the file and line or record ("f.csv:3: ").
+// An empty cell is an error, never 0.
+Status to_int(const std::string& where, const std::string& col, const std::string& text, std::int64_t* out) {
+  const std::optional<std::int64_t> v = parse_int64(text);
+  if (!v) return Status::error(where + "column " + col + ": '" + text + "' is not an integer");
+  *out = *v;
+  return {};
+}
+
+Status to_double(const std::string& where, const std::string& col, const std::string& text, double* out) {
+  const std::optional<double> v = parse_finite_double(text);
+  if (!v) return Status::error(where + "column " + col + ": '" + text + "' is not a finite number");
+  *out = *v;
+  return {};
+}
+
+std::string at_line(const std::string& path, unsigned line) { return path + ":" + std::to_string(line) + ": "; }
+
 Status read_steps(const std::string& path, std::vector<StepRow>& out) {
+  static const char* const kColumns[] = {"step", "start_us", "duration_ns", "predicted_ns", "measured_ns",
+                                         "prefill_tokens", "decode_tokens", "cached_tokens", "kv_usage",
+                                         "evictions_total"};
   try {
     io::CSVReader<10, io::trim_chars<' ', '\t'>, io::no_quote_escape<','>> in(path);
-    in.read_header(io::ignore_extra_column, "step", "start_us", "duration_ns", "predicted_ns", "measured_ns",
-                   "prefill_tokens", "decode_tokens", "cached_tokens", "kv_usage", "evictions_total");
-    StepRow r;
-    while (in.read_row(r.step, r.start_us, r.duration_ns, r.predicted_ns, r.measured_ns, r.prefill_tokens,
-                       r.decode_tokens, r.cached_tokens, r.kv_usage, r.evictions_total)) {
+    in.read_header(io::ignore_extra_column, kColumns[0], kColumns[1], kColumns[2], kColumns[3], kColumns[4],
+                   kColumns[5], kColumns[6], kColumns[7], kColumns[8], kColumns[9]);
+    std::array<std::string, 10> f;
+    while (in.read_row(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9])) {
+      const std::string where = at_line(path, in.get_file_line());
+      StepRow r;
+      std::int64_t* ints[] = {&r.step, &r.start_us, &r.duration_ns, &r.predicted_ns, &r.measured_ns,
+                              &r.prefill_tokens, &r.decode_tokens, &r.cached_tokens, nullptr, &r.evictions_total};
+      for (std::size_t c = 0; c < f.size(); ++c) {
+        Status s = ints[c] != nullptr ? to_int(where, kColumns[c], f[c], ints[c])
+                                      : to_double(where, kColumns[c], f[c], &r.kv_usage);
+        if (!s.ok()) return s;
+      }
       out.push_back(r);
     }
   } catch (const io::error::base& e) {
     return csv_error(path, e);
   }
-  return {};
-}
-
-// A whole-string integer of record `rec`, column `col` (named in the error).
-Status to_int(const std::string& path, std::size_t rec, const std::string& col, const std::string& text,
-              std::int64_t* out) {
-  char* end = nullptr;
-  const long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0') {
-    return Status::error(path + ": record " + std::to_string(rec) + ", column " + col + ": '" + text +
-                         "' is not an integer");
-  }
-  *out = v;
   return {};
 }
 
@@ -76,16 +94,17 @@ Status read_requests(const std::string& path, std::vector<RequestRow>& out) {
   for (std::size_t r = 1; r < records->size(); ++r) {
     const CsvRecord& f = (*records)[r];
     if (f.size() < kColumns.size()) return Status::error(path + ": record " + std::to_string(r + 1) + ": too few fields");
+    const std::string where = path + ": record " + std::to_string(r + 1) + ", ";
     RequestRow row;
     row.id = f[0];
     row.status = f[10];
     std::int64_t* ints[] = {&row.arrival_us, &row.first_token_us, &row.finish_us, &row.ttft_us, &row.e2e_us,
                             &row.prompt_tokens, &row.output_tokens, &row.cached_tokens};
     for (std::size_t c = 0; c < 8; ++c) {
-      if (Status s = to_int(path, r + 1, kColumns[c + 1], f[c + 1], ints[c]); !s.ok()) return s;
+      if (Status s = to_int(where, kColumns[c + 1], f[c + 1], ints[c]); !s.ok()) return s;
     }
     std::int64_t preemptions = 0;
-    if (Status s = to_int(path, r + 1, "preemptions", f[9], &preemptions); !s.ok()) return s;
+    if (Status s = to_int(where, "preemptions", f[9], &preemptions); !s.ok()) return s;
     row.preemptions = static_cast<int>(preemptions);
     out.push_back(std::move(row));
   }
@@ -96,8 +115,14 @@ Status read_kernels(const std::string& path, std::vector<KernelRow>& out) {
   try {
     io::CSVReader<3, io::trim_chars<' ', '\t'>, io::no_quote_escape<','>> in(path);
     in.read_header(io::ignore_extra_column, "kernel", "launches", "total_ns");
+    std::string launches, total_ns;
     KernelRow r;
-    while (in.read_row(r.kernel, r.launches, r.total_ns)) out.push_back(r);
+    while (in.read_row(r.kernel, launches, total_ns)) {
+      const std::string where = at_line(path, in.get_file_line());
+      if (Status s = to_int(where, "launches", launches, &r.launches); !s.ok()) return s;
+      if (Status s = to_int(where, "total_ns", total_ns, &r.total_ns); !s.ok()) return s;
+      out.push_back(r);
+    }
   } catch (const io::error::base& e) {
     return csv_error(path, e);
   }

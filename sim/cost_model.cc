@@ -10,8 +10,13 @@ namespace {
 
 __extension__ typedef __int128 Int128;
 
+// num / den rounded up (num >= 0, den > 0), saturating at 10^15: one kernel of one layer, or a
+// conversion, never exceeds it, so the per-layer products and the DAG's sums stay far inside
+// int64_t whatever a profile or a preset file says (no real step comes near it).
 std::int64_t ceil_div(Int128 num, Int128 den) {
-  return static_cast<std::int64_t>((num + den - 1) / den);
+  constexpr Int128 kSaturation = 1'000'000'000'000'000;
+  const Int128 q = (num + den - 1) / den;
+  return static_cast<std::int64_t>(q < kSaturation ? q : kSaturation);
 }
 
 constexpr const char* kNodeNames[kNumStepNodes] = {

@@ -14,6 +14,7 @@
 #include <tuple>
 
 #include "model/check.h"
+#include "model/parse_number.h"
 
 namespace kv::sim {
 
@@ -26,23 +27,24 @@ constexpr int kNumColumns = 5;
 __extension__ typedef __int128 Int128;
 
 // num / den rounded to nearest, halves away from zero; den > 0.
-std::int64_t round_div(Int128 num, Int128 den) {
-  Int128 q = num >= 0 ? (num + den / 2) / den : -((-num + den / 2) / den);
-  return static_cast<std::int64_t>(q);
+Int128 round_div(Int128 num, Int128 den) {
+  return num >= 0 ? (num + den / 2) / den : -((-num + den / 2) / den);
 }
 
-// The line through (x0, y0), (x1, y1) at x; x0 < x1.
+// The line through (x0, y0), (x1, y1) at x (x0 < x1), clamped to [0, kMaxProfileNs]: far
+// extrapolation saturates instead of overflowing.
 std::int64_t on_line(std::int64_t x0, std::int64_t y0, std::int64_t x1, std::int64_t y1,
                      std::int64_t x) {
-  Int128 num = static_cast<Int128>(y1 - y0) * (x - x0);
-  return y0 + round_div(num, x1 - x0);
+  const Int128 num = (static_cast<Int128>(y1) - y0) * (static_cast<Int128>(x) - x0);
+  const Int128 y = y0 + round_div(num, static_cast<Int128>(x1) - x0);
+  return static_cast<std::int64_t>(std::clamp<Int128>(y, 0, kMaxProfileNs));
 }
 
 // Interpolates through n points given by accessors, xs strictly increasing.
 template <typename X, typename Y>
 std::int64_t interpolate_points(std::size_t n, X x_at, Y y_at, std::int64_t x) {
   KV_CHECK(n > 0);
-  if (n == 1) return std::max<std::int64_t>(0, y_at(0));
+  if (n == 1) return std::clamp<std::int64_t>(y_at(0), 0, kMaxProfileNs);
   // The segment [i, i+1] containing x, or the end segment beyond the table.
   std::size_t lo = 0, hi = n - 1;
   if (x <= x_at(0)) {
@@ -56,7 +58,7 @@ std::int64_t interpolate_points(std::size_t n, X x_at, Y y_at, std::int64_t x) {
     }
   }
   hi = lo + 1;
-  return std::max<std::int64_t>(0, on_line(x_at(lo), y_at(lo), x_at(hi), y_at(hi), x));
+  return std::clamp<std::int64_t>(on_line(x_at(lo), y_at(lo), x_at(hi), y_at(hi), x), 0, kMaxProfileNs);
 }
 
 std::string where(const std::string& name, int line, int column) {
@@ -137,9 +139,19 @@ StatusOr<ProfileTable> ProfileTable::read(const std::string& name, const char* b
     }
     csv.set_header(kColumns[0], kColumns[1], kColumns[2], kColumns[3], kColumns[4]);
     std::string kernel;
-    Row row;
-    while (csv.read_row(kernel, row.num_tokens, row.num_seqs, row.context_tokens, row.time_ns)) {
+    std::array<std::string, 4> cells;
+    while (csv.read_row(kernel, cells[0], cells[1], cells[2], cells[3])) {
       int line = static_cast<int>(csv.get_file_line());
+      Row row;
+      std::int64_t* fields[] = {&row.num_tokens, &row.num_seqs, &row.context_tokens, &row.time_ns};
+      for (int c = 0; c < 4; ++c) {
+        const std::optional<std::int64_t> v = parse_int64(cells[static_cast<std::size_t>(c)]);
+        if (!v) {
+          return Status::error(where(name, line, c + 2) + "'" + cells[static_cast<std::size_t>(c)] +
+                               "' is not an integer");
+        }
+        *fields[c] = *v;
+      }
       std::optional<Kernel> k = parse_kernel(kernel);
       if (!k && kernel == "host_step" && row.num_tokens >= 1 && row.num_seqs >= 1 && row.time_ns >= 0) {
         table.host_rows_.push_back({row.num_tokens, row.num_seqs, row.time_ns});
@@ -166,6 +178,18 @@ StatusOr<ProfileTable> ProfileTable::read(const std::string& name, const char* b
           return Status::error(where(name, line, column) + "must be >= 0, got " +
                                std::to_string(value));
         }
+      }
+      const std::pair<int, std::int64_t> bounded[] = {
+          {2, row.num_tokens}, {3, row.num_seqs}, {4, row.context_tokens}};
+      for (auto [column, value] : bounded) {
+        if (value > kMaxProfileKey) {
+          return Status::error(where(name, line, column) + "must be <= " + std::to_string(kMaxProfileKey) +
+                               ", got " + std::to_string(value));
+        }
+      }
+      if (row.time_ns > kMaxProfileNs) {
+        return Status::error(where(name, line, 5) + "must be <= " + std::to_string(kMaxProfileNs) +
+                             " (1000 s for one launch), got " + std::to_string(row.time_ns));
       }
       Row stored = row;
       if (*k != Kernel::kAttention) stored.num_seqs = stored.context_tokens = 0;
@@ -287,7 +311,8 @@ std::int64_t ProfileTable::lookup_ns(Kernel k, const KernelQuery& q) const {
   }
   std::int64_t t0 = column_value(cur);
   std::int64_t t1 = column_value(next);
-  return std::max<std::int64_t>(0, on_line(cur.num_tokens, t0, next.num_tokens, t1, q.num_tokens));
+  return std::clamp<std::int64_t>(on_line(cur.num_tokens, t0, next.num_tokens, t1, q.num_tokens), 0,
+                                  kMaxProfileNs);
 }
 
 std::vector<ProfileRow> ProfileTable::all_rows() const {

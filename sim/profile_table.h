@@ -1,12 +1,13 @@
 // ProfileTable: measured kernel times (sim/profile_format.md), looked up by interpolation.
 // Invariants after a successful load:
-//   1. Every row had a known kernel name, integers >= 0, num_tokens >= 1; no two rows share
-//      a key (kernel, num_tokens) -- for attention (num_seqs, num_tokens, context_tokens).
+//   1. Every row had a known kernel name, integers >= 0, num_tokens >= 1, keys at most
+//      kMaxProfileKey and times at most kMaxProfileNs; no two rows share a key (kernel,
+//      num_tokens) -- for attention (num_seqs, num_tokens, context_tokens).
 //   2. Points are sorted by their keys, so lookup is a pure function of the query.
 // lookup_ns interpolates piecewise linearly in num_tokens and, for attention, in
 // context_tokens within the group of rows whose num_seqs is nearest the query's (ties go to
-// the smaller); beyond the table's ends the end segments are extended; results are >= 0 and
-// rounded to the nearest integer ns. Kernels without rows are has() == false (the cost model
+// the smaller); beyond the table's ends the end segments are extended; results are in
+// [0, kMaxProfileNs] (far extrapolation saturates) and rounded to the nearest integer ns. Kernels without rows are has() == false (the cost model
 // falls back to its roofline). Immutable after load.
 #pragma once
 
@@ -20,6 +21,12 @@
 #include "sim/kernels.h"
 
 namespace kv::sim {
+
+// One launch of one kernel takes at most 1000 s; a larger time is a broken measurement, and the
+// bound keeps the cost model's cycle sums (times layers, clock, nodes) inside int64_t.
+inline constexpr std::int64_t kMaxProfileNs = 1'000'000'000'000;
+// num_tokens, num_seqs and context_tokens of a row are at most 2^40.
+inline constexpr std::int64_t kMaxProfileKey = std::int64_t{1} << 40;
 
 struct KernelQuery {
   std::int64_t num_tokens = 0;
@@ -73,7 +80,8 @@ class ProfileTable {
 };
 
 // Piecewise-linear interpolation through (xs[i], ys[i]) (xs strictly increasing), extended
-// beyond the ends along the end segments, rounded to nearest, clamped at 0. Exposed for tests.
+// beyond the ends along the end segments, rounded to nearest, clamped to [0, kMaxProfileNs].
+// Exposed for tests.
 std::int64_t interpolate(const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& ys,
                          std::int64_t x);
 

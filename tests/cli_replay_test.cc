@@ -207,4 +207,43 @@ TEST_F(CliReplayTest, BadOrUnfiredFaultsAreErrors) {
   EXPECT_NE(o.output.find("--inject-fault drop@1:nobody never fired"), std::string::npos) << o.output;
 }
 
+// Found by fuzzing: the other commands took inf, nan, 1e30 and -1 for rates, counts and limits
+// (a wrapped --seed, a capacity search or a generator that never ended). Each bad value is one
+// line naming the option and exit status 2, before any work: no output file is written.
+TEST_F(CliReplayTest, EveryCommandRejectsAbsurdOptionValuesBeforeWorking) {
+  const std::string out = (dir_ / "out.kvtrace").string();
+  const std::string mooncake = (dir_ / "m.jsonl").string();
+  std::ofstream(mooncake) << "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"gen sharegpt --rate inf -o " + out, "--rate:"},
+      {"gen sharegpt --rate nan -o " + out, "--rate:"},
+      {"gen sharegpt --mean-turns 1e30 -o " + out, "--mean-turns:"},
+      {"gen sharegpt --num-requests 1000000000000 -o " + out, "--num-requests:"},
+      {"gen sharegpt --seed -1 -o " + out, "--seed:"},
+      {"gen prefix --prefix-rate inf -o " + out, "--prefix-rate:"},
+      {"gen prefix --num-prompts 100000000 --repeat 100 -o " + out, "--num-prompts:"},
+      {"convert --from mooncake " + mooncake + " --rate inf -o " + out, "--rate:"},
+      {"convert --from mooncake " + mooncake + " --seed -1 -o " + out, "--seed:"},
+      {"convert --from mooncake " + mooncake + " --max-requests -1 -o " + out, "--max-requests:"},
+      {"capacity --trace " + trace_ + " --slo ttft-p99=500 --start-rate inf", "--start-rate:"},
+      {"capacity --trace " + trace_ + " --slo ttft-p99=500 --max-probes 2000000000", "--max-probes:"},
+      {"capacity --trace " + trace_ + " --slo ttft-p99=500 --precision -1", "--precision:"},
+      {"capacity --trace " + trace_ + " --slo ttft-p99=500 --burstiness 1e30", "--burstiness:"},
+      {"sweep --trace " + trace_ + " --capacity 1e300 --out " + (dir_ / "s").string(), "capacity '1e300'"},
+      {"sweep --trace " + trace_ + " --capacity 1e4 --block-size -16 --out " + (dir_ / "s").string(), "--block-size:"},
+      {"sweep --trace " + trace_ + " --capacity 1e4 --jobs 100000 --out " + (dir_ / "s").string(), "--jobs:"},
+      {"sweep --trace " + trace_ + " --vary request-rate=1,inf,1e30 --out " + (dir_ / "s").string(), "--request-rate:"},
+      {"replay " + small_args() + "--rate-scale 1e-30 --out " + (dir_ / "r").string(), "--rate-scale:"},
+      {"replay " + small_args() + "--request-rate -1 --out " + (dir_ / "r").string(), "--request-rate:"},
+      {"replay " + small_args() + "--kv-cache-tokens nan --out " + (dir_ / "r").string(), "--kv-cache-tokens:"},
+  };
+  for (const auto& [args, option] : cases) {
+    const Outcome o = run(args);
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.output;
+    EXPECT_NE(o.output.find(option), std::string::npos) << args << "\n" << o.output;
+    EXPECT_FALSE(fs::exists(out)) << args;
+    EXPECT_FALSE(fs::exists(dir_ / "r")) << args;
+  }
+}
+
 }  // namespace

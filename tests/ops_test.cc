@@ -212,6 +212,22 @@ TEST(OpsParseTest, TokenSpecForms) {
   EXPECT_EQ((*mm)[1].length, 1);
 }
 
+// Found by fuzzing: `config blocks=31909482` built a 32M-block pool (out of memory under the
+// fuzzer's 2 GB), and a token list of many 2^24-token items grew without bound. Both are bad
+// lines now.
+TEST(OpsParseTest, PoolsAndTokenListsAreBounded) {
+  RunResult r = run("config blocks=0000000000000031909482 block_size=15\n");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("line 1: blocks must be an integer from 2 to 4194304"), std::string::npos) << r.err;
+  EXPECT_EQ(run("config blocks=4194305 block_size=1\n").exit_code, 2);
+  EXPECT_EQ(run("config blocks=4096 block_size=1\n").exit_code, 0);
+  auto many = parse_token_spec("1*16777216,2*1");
+  ASSERT_FALSE(many.ok());
+  EXPECT_NE(many.status().message().find("repeat count too large"), std::string::npos) << many.status().message();
+  EXPECT_FALSE(parse_token_spec("1*16777215,0:2").ok());
+  EXPECT_TRUE(parse_token_spec("1*16777215,7").ok());
+}
+
 // ---- Several KV-cache groups (layers=, docs/semantics.md §6.5) ----
 
 // A full-attention layer and a sliding-window layer of 4 tokens: two groups sharing the pool.

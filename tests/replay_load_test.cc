@@ -20,6 +20,7 @@
 #include "replay/replay_builder.h"
 #include "reports/result_json.h"
 #include "reports/run_folder.h"
+#include "traces/trace.h"
 
 namespace kv::replay {
 namespace {
@@ -246,7 +247,8 @@ TEST(GridSweep, CrossProductInOrderAndTheSameTableOnAnyNumberOfThreads) {
 
 TEST(LoadOptions, BadValuesNameTheOption) {
   ReplayConfig c;
-  EXPECT_EQ(set_option(c, "request-rate", "-3").message(), "--request-rate: must be a positive number or inf, got '-3'");
+  EXPECT_EQ(set_option(c, "request-rate", "-3").message(),
+            "--request-rate: must be a number from 0.0001 to 1e+09 or inf, got '-3'");
   EXPECT_TRUE(set_option(c, "request-rate", "inf").ok());
   EXPECT_TRUE(std::isinf(c.request_rate));
   EXPECT_EQ(set_option(c, "goodput", "ttft:abc").message(),
@@ -256,7 +258,126 @@ TEST(LoadOptions, BadValuesNameTheOption) {
   EXPECT_EQ(c.goodput.tpot_ms, 50);
   EXPECT_EQ(set_option(c, "metric-percentiles", "50,101").message(),
             "--metric-percentiles: '101' is not a percentile in (0, 100]");
-  EXPECT_EQ(set_option(c, "burstiness", "0").message(), "--burstiness: must be a positive number, got '0'");
+  EXPECT_EQ(set_option(c, "burstiness", "0").message(), "--burstiness: must be a number from 0.001 to 1000, got '0'");
+}
+
+// Found by fuzzing: inf, nan, 1e30 and -1 passed for rates, scales and durations, and overflowed
+// arrival times or never arrived. Each is one error naming the option, from set_option or, for
+// a field set directly, from validate().
+TEST(LoadOptions, NonFiniteAndAbsurdValuesNameTheOption) {
+  for (const char* option : {"request-rate", "burstiness", "rate-scale", "overload-ttft-ms"}) {
+    for (const char* bad : {"nan", "-inf", "1e30", "-1", "1e-30", "", " 5", "5 ", "0x10"}) {
+      ReplayConfig c;
+      const Status s = set_option(c, option, bad);
+      ASSERT_FALSE(s.ok()) << option << " " << bad;
+      EXPECT_EQ(s.message().rfind(std::string("--") + option + ":", 0), 0u) << s.message();
+    }
+  }
+  for (const char* bad : {"inf", "1e30", "-1", "nan"}) {
+    ReplayConfig c;
+    EXPECT_FALSE(set_option(c, "goodput", std::string("ttft:") + bad).ok()) << bad;
+    EXPECT_FALSE(set_option(c, "max-steps", bad).ok()) << bad;
+    EXPECT_FALSE(set_option(c, "limit", bad).ok()) << bad;
+    EXPECT_FALSE(set_option(c, "kv-events-linger-ms", bad).ok()) << bad;
+  }
+  const double nan = std::nan("");
+  const std::pair<void (*)(ReplayConfig&, double), std::string> fields[] = {
+      {[](ReplayConfig& c, double v) { c.request_rate = v; }, "--request-rate:"},
+      {[](ReplayConfig& c, double v) { c.burstiness = v; }, "--burstiness:"},
+      {[](ReplayConfig& c, double v) { c.rate_scale = v; }, "--rate-scale:"},
+      {[](ReplayConfig& c, double v) { c.overload_ttft_ms = v; }, "--overload-ttft-ms:"},
+      {[](ReplayConfig& c, double v) { c.goodput.ttft_ms = v; }, "--goodput:"},
+      {[](ReplayConfig& c, double v) { c.gpu_memory_utilization = v; }, "--gpu-memory-utilization:"},
+  };
+  for (const auto& [set, option] : fields) {
+    for (double bad : {nan, 1e30}) {
+      ReplayConfig c;
+      set(c, bad);
+      EXPECT_EQ(c.validate().message().rfind(option, 0), 0u) << option << " " << bad << ": " << c.validate().message();
+    }
+  }
+  ReplayConfig c;
+  c.request_rate = -std::numeric_limits<double>::infinity();
+  EXPECT_EQ(c.validate().message().rfind("--request-rate:", 0), 0u);
+}
+
+TEST(PoolOptions, AKvCacheOfLessThanOneBlockIsAnError) {
+  ReplayConfig c;
+  ASSERT_TRUE(set_option(c, "kv-cache-tokens", "15").ok());
+  EXPECT_EQ(c.validate().message(),
+            "--kv-cache-tokens: 15 tokens do not fill one block of --block-size 16: the pool would hold no request");
+  ASSERT_TRUE(set_option(c, "block-size", "8").ok());
+  EXPECT_TRUE(c.validate().ok());
+  EXPECT_FALSE(set_option(c, "kv-cache-tokens", "-5").ok());
+  EXPECT_FALSE(set_option(c, "num-blocks", "inf").ok());
+}
+
+// Requests "late", "late1", ... at the given times.
+class AtTimes final : public RequestSource {
+ public:
+  explicit AtTimes(std::vector<std::int64_t> us) : us_(std::move(us)) {}
+  StatusOr<bool> next(RequestSpec* out) override {
+    if (i_ == us_.size()) return false;
+    *out = RequestSpec{};
+    out->id = i_ == 0 ? "late" : "late" + std::to_string(i_);
+    out->prompt = {1, 2, 3};
+    out->outputs = {4};
+    out->arrival_time_us = us_[i_++];
+    return true;
+  }
+
+ private:
+  std::vector<std::int64_t> us_;
+  std::size_t i_ = 0;
+};
+
+// Found by fuzzing: arrival_time_us * 1000 overflowed in the replayer and the request arrived at
+// t = 0. An arrival past the trace format's limit is now an error naming the request.
+TEST(Arrivals, ArrivalsPastTheLimitAreErrorsNotWrapped) {
+  ReplayConfig c;
+  ASSERT_TRUE(set_option(c, "model", "tiny").ok());
+  ASSERT_TRUE(set_option(c, "num-blocks", "64").ok());
+  auto run = build_replay(c, std::make_unique<AtTimes>(std::vector<std::int64_t>{std::int64_t{1} << 62}), "0", "test");
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  auto s = run->make_replayer(c)->run();
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().message(), "request late: arrival time 4611686018427387904 us is beyond 1000000000000000 (about 31 years)");
+  // The latest legal arrival replays, and the clock reaches it.
+  auto last = build_replay(c, std::make_unique<AtTimes>(std::vector<std::int64_t>{trace::kMaxArrivalTimeUs}), "0", "test");
+  ASSERT_TRUE(last.ok());
+  auto ok = last->make_replayer(c)->run();
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_GE(ok->sim_time_us, trace::kMaxArrivalTimeUs);
+
+  // --rate-scale stretches a trace past the limit: an error, not an overflow.
+  ArrivalOptions slow;
+  slow.rate_scale = 1e-3;
+  ArrivalSource stretched(std::make_unique<AtTimes>(std::vector<std::int64_t>{0, trace::kMaxArrivalTimeUs}), slow);
+  RequestSpec r;
+  ASSERT_TRUE(stretched.next(&r).ok());
+  const StatusOr<bool> far = stretched.next(&r);
+  ASSERT_FALSE(far.ok());
+  EXPECT_NE(far.status().message().find("request late1: arrival time"), std::string::npos) << far.status().message();
+  ArrivalOptions tiny_rate;
+  tiny_rate.request_rate = 1e-300;
+  ArrivalSource never(std::make_unique<CountingSource>(3), tiny_rate);
+  ASSERT_TRUE(never.next(&r).ok());  // the first request is at 0
+  const StatusOr<bool> second = never.next(&r);
+  ASSERT_FALSE(second.ok());
+  EXPECT_NE(second.status().message().find("request r1: arrival time"), std::string::npos) << second.status().message();
+}
+
+TEST(Capacity, OptionsOutsideTheirRangesNameTheOption) {
+  EXPECT_TRUE(validate(CapacityOptions()).ok());
+  CapacityOptions o;
+  o.start_rate = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(validate(o).message().rfind("--start-rate:", 0), 0u);
+  o = CapacityOptions();
+  o.precision = -1;
+  EXPECT_EQ(validate(o).message().rfind("--precision:", 0), 0u);
+  o = CapacityOptions();
+  o.max_probes = 1 << 30;
+  EXPECT_EQ(validate(o).message().rfind("--max-probes:", 0), 0u);
 }
 
 }  // namespace

@@ -232,6 +232,36 @@ TEST(ReportBadInput, NamesTheFileAndLine) {
   EXPECT_NE(bad_json.status().message().find("line 3"), std::string::npos) << bad_json.status().message();
 }
 
+// Found by fuzzing: empty numeric cells of steps.csv, requests.csv and kernels.csv were read as 0.
+TEST(ReportBadInput, EmptyNumericCellsAreErrors) {
+  const fs::path d = scratch();
+  make_run(d / "run", true, false);
+  const std::string good_steps = read(d / "run" / "steps.csv");
+  std::string steps = good_steps;
+  const std::size_t second = steps.find('\n') + 1;  // start of line 2: "0,..." -> ",..."
+  steps.erase(second, steps.find(',', second) - second);
+  std::ofstream(d / "run" / "steps.csv", std::ios::binary) << steps;
+  auto bad = load_run((d / "run").string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), (d / "run" / "steps.csv").string() + ":2: column step: '' is not an integer");
+
+  std::ofstream(d / "run" / "steps.csv", std::ios::binary) << good_steps;
+  std::ofstream(d / "run" / "kernels.csv") << "kernel,launches,total_ns\nattention,,3000000\n";
+  bad = load_run((d / "run").string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(), (d / "run" / "kernels.csv").string() + ":2: column launches: '' is not an integer");
+  fs::remove(d / "run" / "kernels.csv");
+
+  std::string requests = read(d / "run" / "requests.csv");
+  const std::size_t comma = requests.find(',', requests.find('\n'));  // after record 2's id
+  requests.erase(comma + 1, requests.find(',', comma + 1) - comma - 1);   // its arrival_us
+  std::ofstream(d / "run" / "requests.csv", std::ios::binary) << requests;
+  bad = load_run((d / "run").string());
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message(),
+            (d / "run" / "requests.csv").string() + ": record 2, column arrival_us: '' is not an integer");
+}
+
 TEST(ReportCli, ExitsTwoOnBadInput) {
   const fs::path d = scratch();
   const std::string cmd = std::string(KVSIM_BIN) + " report " + (d / "missing").string() + " --out " +

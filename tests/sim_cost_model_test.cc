@@ -432,6 +432,37 @@ TEST(ProfileTableTest, LoadsFromFile) {
             "/nonexistent/p.csv: cannot open profile");
 }
 
+// Found by fuzzing: a row with time_ns 9223372036854775807 loaded (kvsim calibrate accepted it
+// too), and the cost model's ns-to-cycles conversion overflowed to a negative node weight that
+// aborted in the step DAG.
+TEST(ProfileTableTest, HugeTimesAreRejectedAndExtrapolationSaturates) {
+  const std::string header = "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";
+  EXPECT_EQ(error_of(header + "rotary,1,0,0,9223372036854775807\n"),
+            "bad.csv:2: column 5 (time_ns): must be <= 1000000000000 (1000 s for one launch), got 9223372036854775807");
+  EXPECT_EQ(error_of(header + "rotary,1,0,0,9223372036854775808\n"),
+            "bad.csv:2: column 5 (time_ns): '9223372036854775808' is not an integer");
+  EXPECT_EQ(error_of(header + "rotary,1099511627777,0,0,5\n"),
+            "bad.csv:2: column 2 (num_tokens): must be <= 1099511627776, got 1099511627777");
+  // Two legal rows whose line, extended to 2^30 tokens, passes int64_t: saturates at the bound.
+  StatusOr<ProfileTable> t = ProfileTable::parse("p.csv", header + "rotary,1,0,0,0\nrotary,2,0,0,1000000000000\n" +
+                                                              "attention,1,1,1,0\nattention,1,1,2,1000000000000\n");
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->lookup_ns(Kernel::kRotary, {1 << 30, 0, 0}), kMaxProfileNs);
+  EXPECT_EQ(t->lookup_ns(Kernel::kAttention, {1, 1, std::int64_t{1} << 50}), kMaxProfileNs);
+  CostModel cost(model("llama3-70b"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), &*t);
+  const StepCost c = cost.cost(prefill(8192, std::int64_t{1} << 40));
+  EXPECT_GT(c.duration_ns, 0);
+  EXPECT_GE(c.duration_ns, 80 * kMaxProfileNs);  // 80 layers of saturated rotary launches
+}
+
+// Found by fuzzing: an empty cell was read as 0.
+TEST(ProfileTableTest, EmptyCellsAreErrors) {
+  const std::string header = "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";
+  EXPECT_EQ(error_of(header + "rotary,1,0,0,\n"), "bad.csv:2: column 5 (time_ns): '' is not an integer");
+  EXPECT_EQ(error_of(header + "rotary,,0,0,5\n"), "bad.csv:2: column 2 (num_tokens): '' is not an integer");
+  EXPECT_EQ(error_of(header + "rotary,1,-,0,5\n"), "bad.csv:2: column 3 (num_seqs): '-' is not an integer");
+}
+
 }  // namespace
 }  // namespace kv::sim
 

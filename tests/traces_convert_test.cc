@@ -2,7 +2,9 @@
 // the errors on bad input (file, line, field).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 
 #include "tests/traces_test_util.h"
@@ -304,7 +306,7 @@ TEST(ConvertAzure, BadRowsNameLineAndColumn) {
   expect_error(convert(SourceFormat::kAzure,
                        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6,374,44\n"
                        "2023-11-16 18:15:47.0,abc,5\n"),
-               {"input.txt", "line \"3\"", "ContextTokens"});
+               {"input.txt: line 3: column ContextTokens: 'abc' is not an integer"});
   expect_error(convert(SourceFormat::kAzure,
                        "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6,374,44\n"
                        "yesterday,3,5\n"),
@@ -337,6 +339,90 @@ TEST(ConvertBurstgpt, SkipsFailedRequestsAndKeepsSessions) {
                        "5,ChatGPT,472,18,490,Conversation log\n6,ChatGPT,-3,1,1,x\n"),
                {"input.txt: line 3: column Request tokens: negative"});
   expect_error(convert(SourceFormat::kBurstGpt, "Timestamp,Model\n"), {"missing column 'Request tokens'"});
+}
+
+// Found by fuzzing: timestamp 18446744073709552 ms wrapped in the conversion to microseconds
+// (* 1000 = 2^64 + 384: the request arrived at 384 us) and the conversion succeeded.
+TEST(ConvertMooncake, HugeTimestampsAreErrorsNotWrapped) {
+  expect_error(convert(SourceFormat::kMooncake,
+                       "{\"timestamp\": 18446744073709552, \"input_length\": 10, \"output_length\": 1, "
+                       "\"hash_ids\": [1]}\n"),
+               {"input.txt: line 1: field timestamp: 18446744073709552 ms is beyond 1000000000000"});
+  StatusOr<std::string> last_ok = convert(
+      SourceFormat::kMooncake,
+      "{\"timestamp\": 1000000000000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n");
+  ASSERT_TRUE(last_ok.ok()) << last_ok.status().message();
+  EXPECT_EQ(read_all(*last_ok)[0].arrival_time_us, kMaxArrivalTimeUs);
+}
+
+// Found by fuzzing: text after a record's JSON object (or after ShareGPT's top-level array) was
+// silently ignored.
+TEST(ConvertJson, TrailingTextIsAnError) {
+  expect_error(convert(SourceFormat::kMooncake,
+                       "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]} x\n"),
+               {"input.txt: line 1: bad JSON"});
+  expect_error(convert(SourceFormat::kMooncake,
+                       "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}"
+                       "{\"timestamp\": 1}\n"),
+               {"line 1: bad JSON: text after"});
+  EXPECT_TRUE(convert(SourceFormat::kMooncake,
+                      "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}  \r\n")
+                  .ok());
+  const std::string conv = "[{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}, "
+                           "{\"from\": \"gpt\", \"value\": \"yo\"}]}]";
+  expect_error(convert(SourceFormat::kShareGpt, conv + " [1]"), {"input.txt: bad JSON: text after the top-level array"});
+  expect_error(convert(SourceFormat::kShareGpt, conv + "]"), {"input.txt: bad JSON"});
+  EXPECT_TRUE(convert(SourceFormat::kShareGpt, conv + "\n\n").ok());
+}
+
+// Found by fuzzing: an empty numeric cell was read as 0 (a row of zero tokens, a request at the
+// first row's time).
+TEST(ConvertCsv, EmptyNumericCellsAreErrors) {
+  expect_error(convert(SourceFormat::kAzure, "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6,,44\n"),
+               {"input.txt: line 2: column ContextTokens: '' is not an integer"});
+  expect_error(convert(SourceFormat::kAzure, "TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.6,5,\n"),
+               {"input.txt: line 2: column GeneratedTokens: '' is not an integer"});
+  const std::string head = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
+  expect_error(convert(SourceFormat::kBurstGpt, head + ",ChatGPT,4,1,5,x\n"),
+               {"input.txt: line 2: column Timestamp: '' is not a finite number"});
+  expect_error(convert(SourceFormat::kBurstGpt, head + "1,ChatGPT,,1,5,x\n"),
+               {"input.txt: line 2: column Request tokens: '' is not an integer"});
+  expect_error(convert(SourceFormat::kBurstGpt, head + "1,ChatGPT,4,,5,x\n"),
+               {"input.txt: line 2: column Response tokens: '' is not an integer"});
+  expect_error(convert(SourceFormat::kBurstGpt, head + "1e300,ChatGPT,4,1,5,x\n"),
+               {"input.txt: line 2: column Timestamp: 1e300 is outside 0..1000000000 seconds"});
+  expect_error(convert(SourceFormat::kBurstGpt, head + "nan,ChatGPT,4,1,5,x\n"), {"column Timestamp: 'nan'"});
+}
+
+TEST(ConvertOptionsCheck, OutOfRangeOptionsNameTheOption) {
+  ConvertOptions o;
+  EXPECT_TRUE(validate(o).ok());
+  const std::pair<void (*)(ConvertOptions&), std::string> cases[] = {
+      {[](ConvertOptions& c) { c.rate = std::numeric_limits<double>::infinity(); }, "--rate"},
+      {[](ConvertOptions& c) { c.rate = 1e30; }, "--rate"},
+      {[](ConvertOptions& c) { c.rate = std::nan(""); }, "--rate"},
+      {[](ConvertOptions& c) { c.arrival_cv = -1; }, "--arrival-cv"},
+      {[](ConvertOptions& c) { c.concurrent_sessions = 0; }, "--sessions"},
+      {[](ConvertOptions& c) { c.max_requests = -1; }, "--max-requests"},
+      {[](ConvertOptions& c) { c.max_model_len = -1; }, "--max-model-len"},
+  };
+  for (const auto& [set, option] : cases) {
+    ConvertOptions c;
+    set(c);
+    const Status s = validate(c);
+    ASSERT_FALSE(s.ok()) << option;
+    EXPECT_EQ(s.message().rfind(option + ":", 0), 0u) << s.message();
+  }
+}
+
+// The same findings in the pre-tokenized JSONL converter: a timestamp of 1e300 s overflowed the
+// conversion to microseconds, and text after a line's object was ignored.
+TEST(ConvertTokens, HugeTimestampsAndTrailingTextAreErrors) {
+  expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 1e300}\n"),
+               {"input.txt: line 1: field timestamp: must be a number of seconds from 0 to 1000000000"});
+  expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": 1} {\"x\": 1}\n"),
+               {"input.txt: line 1: bad JSON"});
+  EXPECT_TRUE(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 1e9}\n").ok());
 }
 
 }  // namespace

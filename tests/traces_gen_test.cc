@@ -2,6 +2,8 @@
 // bundled traces regenerating byte for byte.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <map>
 
 #include "tests/traces_test_util.h"
@@ -139,6 +141,64 @@ TEST(BundledTraces, MooncakeConversationConvertsByteForByte) {
   ASSERT_TRUE(w->close().ok());
   EXPECT_EQ(s->requests, 12031);
   EXPECT_TRUE(read_bytes(path) == read_bytes("traces/data/mooncake_conversation.kvtrace"));
+}
+
+// Found by fuzzing: `kvsim gen` took inf, nan and 1e30 for rates and sizes; some ran forever,
+// some overflowed arrival times. validate() names the option; the generators need its ok.
+TEST(GenOptions, OutOfRangeOptionsNameTheOption) {
+  EXPECT_TRUE(validate(ShareGptGenOptions()).ok());
+  EXPECT_TRUE(validate(PrefixGenOptions()).ok());
+  const double inf = std::numeric_limits<double>::infinity();
+  const std::pair<void (*)(ShareGptGenOptions&, double), std::string> sharegpt[] = {
+      {[](ShareGptGenOptions& o, double x) { o.rate = x; }, "--rate"},
+      {[](ShareGptGenOptions& o, double x) { o.arrival_cv = x; }, "--arrival-cv"},
+      {[](ShareGptGenOptions& o, double x) { o.mean_turns = x; }, "--mean-turns"},
+      {[](ShareGptGenOptions& o, double x) { o.mean_user_tokens = x; }, "--mean-user"},
+      {[](ShareGptGenOptions& o, double x) { o.mean_reply_tokens = x; }, "--mean-reply"},
+      {[](ShareGptGenOptions& o, double x) { o.sigma = x; }, "--sigma"},
+  };
+  for (const auto& [set, option] : sharegpt) {
+    for (double bad : {inf, -inf, std::nan(""), 1e30, -1.0}) {
+      ShareGptGenOptions o;
+      set(o, bad);
+      const Status s = validate(o);
+      ASSERT_FALSE(s.ok()) << option << " " << bad;
+      EXPECT_EQ(s.message().rfind(option + ":", 0), 0u) << s.message();
+    }
+  }
+  ShareGptGenOptions many;
+  many.num_requests = kMaxGeneratedRequests + 1;
+  EXPECT_EQ(validate(many).message().rfind("--num-requests:", 0), 0u);
+  ShareGptGenOptions long_turn;
+  long_turn.max_turn_tokens = (1 << 20) + 1;
+  EXPECT_EQ(validate(long_turn).message().rfind("--max-turn:", 0), 0u);
+  PrefixGenOptions p;
+  p.rate = inf;
+  EXPECT_EQ(validate(p).message().rfind("--prefix-rate:", 0), 0u);
+  p = PrefixGenOptions();
+  p.num_prompts = 100'000'000;
+  p.repeat = 2;
+  EXPECT_EQ(validate(p).message().rfind("--num-prompts:", 0), 0u);
+  p = PrefixGenOptions();
+  p.prefix_len = (1 << 20) + 1;
+  EXPECT_FALSE(validate(p).ok());
+}
+
+TEST(GenSessions, ArrivalsBeyondTheFormatsLimitAreAnError) {
+  StatusOr<TraceWriter> w = TraceWriter::create(scratch_path("slow.kvtrace"), TraceHeader());
+  ASSERT_TRUE(w.ok());
+  ArrivalOptions a;
+  a.rate = 1e-12;  // the first gap is ~10^12 s: past kMaxArrivalTimeUs
+  auto one = [](Session* s) -> StatusOr<bool> {
+    s->id = "s";
+    s->turns = {Turn{PromptSegment::literal({1}), PromptSegment::literal({2})}};
+    return true;
+  };
+  StatusOr<std::int64_t> n = write_sessions(a, one, *w);
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("arrival times pass 1000000000000000 us"), std::string::npos)
+      << n.status().message();
+  w->abandon();
 }
 
 }  // namespace

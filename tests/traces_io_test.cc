@@ -33,7 +33,7 @@ std::string write_small(const std::string& name) {
   h.hash_algo = "xxhash_cbor";
   h.block_size = 16;
   h.tokenizer = "none";
-  h.vocab_size = 1000;
+  h.vocab_size = kBlockTokenVocab;  // block references expand to ids below it
   h.notes = "n";
   StatusOr<TraceWriter> w = TraceWriter::create(path, h);
   EXPECT_TRUE(w.ok()) << w.status().message();
@@ -60,7 +60,7 @@ TEST(TraceIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(r->header().hash_seed, "42");
   EXPECT_EQ(r->header().hash_algo, "xxhash_cbor");
   EXPECT_EQ(r->header().block_size, 16);
-  EXPECT_EQ(r->header().vocab_size, 1000);
+  EXPECT_EQ(r->header().vocab_size, kBlockTokenVocab);
   EXPECT_EQ(r->header().notes, "n");
   TraceRequest q;
   ASSERT_TRUE(*r->next(&q));
@@ -275,6 +275,101 @@ TEST(TraceIo, ReaderRejectsBadRecords) {
   write_bytes(path, head + frame(m));
   EXPECT_NE(read_all_error(path).find("field arrival_time_us: negative arrival time -1"), std::string::npos)
       << read_all_error(path);
+}
+
+// A varint of any 64-bit value (protobuf wire format).
+std::string varint(std::uint64_t v) {
+  std::string out;
+  while (v >= 0x80) {
+    out.push_back(static_cast<char>((v & 0x7f) | 0x80));
+    v >>= 7;
+  }
+  out.push_back(static_cast<char>(v));
+  return out;
+}
+
+// The preamble and a hand-made Header frame: format_version 1, then `fields` (encoded).
+std::string header_with(const std::string& fields) {
+  std::string preamble = "KVTRACE\n";
+  preamble += std::string("\x01\x00\x00\x00", 4);
+  return preamble + frame("\x08\x01" + fields);
+}
+
+// Found by fuzzing: a header naming an unknown hash algorithm was read as sha256_cbor.
+TEST(TraceIo, UnknownHashAlgoIsAnError) {
+  const std::string path = scratch_path("algo.kvtrace");
+  write_bytes(path, header_with("\x22\x03md5") + frame(request_message("a", 0, {1})));
+  expect_open_error(path, "header: field hash_algo: unknown 'md5'");
+  TraceHeader h;
+  h.hash_algo = "md5";
+  StatusOr<TraceWriter> w = TraceWriter::create(scratch_path("w.kvtrace"), h);
+  ASSERT_FALSE(w.ok());
+  EXPECT_NE(w.status().message().find("field hash_algo: unknown 'md5'"), std::string::npos) << w.status().message();
+  h.hash_algo = "xxhash_cbor";
+  EXPECT_TRUE(TraceWriter::create(scratch_path("ok.kvtrace"), h).ok());
+}
+
+// Found by fuzzing: token ids at or above the header's vocab_size were accepted.
+TEST(TraceIo, TokenIdsMustBeBelowTheVocabSize) {
+  const std::string path = scratch_path("vocab.kvtrace");
+  write_bytes(path, header_with("\x38" + varint(100)) + frame(request_message("a", 0, {5, 99})) +
+                        frame(request_message("b", 1, {5, 100})));
+  EXPECT_NE(read_all_error(path).find("request 1: field prompt: token id 100 is not below the header's vocab_size 100"),
+            std::string::npos)
+      << read_all_error(path);
+  TraceHeader h;
+  h.vocab_size = 100;
+  StatusOr<TraceWriter> w = TraceWriter::create(scratch_path("w.kvtrace"), h);
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->write(make_request("a", 0, {99})).ok());
+  Status big = w->write(make_request("b", 0, {100}));
+  EXPECT_NE(big.message().find("token id 100 is not below"), std::string::npos) << big.message();
+  TraceRequest out = make_request("c", 0, {1});
+  out.output_tokens = {1, 2, 300};
+  Status big_out = w->write(out);
+  EXPECT_NE(big_out.message().find("field output_tokens: token id 300"), std::string::npos) << big_out.message();
+  TraceRequest block = make_request("d", 0, {});
+  block.prompt_segments = {PromptSegment::block(7, 64)};  // expands to ids up to 128255
+  EXPECT_NE(w->write(block).message().find("field prompt_segments: token id"), std::string::npos);
+  w->abandon();
+}
+
+// Found by fuzzing: an arrival of 2^62 us passed the reader, and the replayer's nanosecond clock
+// (arrival * 1000) overflowed to a time near 0.
+TEST(TraceIo, ArrivalTimesBeyondTheLimitAreErrors) {
+  const std::string path = scratch_path("late.kvtrace");
+  std::string m = "\x0a\x01" "a" "\x10" + varint(std::uint64_t{1} << 62) + "\x1a\x01\x05";
+  write_bytes(path, header_bytes() + frame(m));
+  EXPECT_NE(read_all_error(path).find("field arrival_time_us: 4611686018427387904 is beyond 1000000000000000"),
+            std::string::npos)
+      << read_all_error(path);
+  StatusOr<TraceWriter> w = TraceWriter::create(scratch_path("w.kvtrace"), TraceHeader());
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->write(make_request("a", kMaxArrivalTimeUs, {1})).ok());
+  EXPECT_FALSE(w->write(make_request("b", kMaxArrivalTimeUs + 1, {1})).ok());
+  w->abandon();
+}
+
+// Found by fuzzing: a few hundred bytes of block references expanded to billions of tokens.
+TEST(TraceIo, PromptsBeyondTheLimitAreErrorsBeforeTheyAreExpanded) {
+  std::string m = "\x0a\x01" "a" "\x10" + varint(0);  // id "a", arrival 0
+  const std::string ref = "\x08\x01\x10" + varint(1 << 20);  // BlockRef{block_id 1, num_tokens 2^20}
+  const std::string segment = "\x12" + varint(ref.size()) + ref;
+  for (int i = 0; i < 17; ++i) m += "\x22" + varint(segment.size()) + segment;  // 17 * 2^20 > 2^24
+  const std::string path = scratch_path("huge.kvtrace");
+  write_bytes(path, header_bytes() + frame(m));
+  EXPECT_NE(read_all_error(path).find("field prompt: more than 16777216 tokens"), std::string::npos)
+      << read_all_error(path);
+  TraceHeader h;
+  StatusOr<TraceWriter> w = TraceWriter::create(scratch_path("w.kvtrace"), h);
+  ASSERT_TRUE(w.ok());
+  TraceRequest r = make_request("a", 0, {});
+  for (int i = 0; i < 17; ++i) r.prompt_segments.push_back(PromptSegment::block(i, 1 << 20));
+  EXPECT_NE(w->write(r).message().find("more than 16777216"), std::string::npos);
+  TraceRequest out = make_request("b", 0, {1});
+  out.output_length = kMaxOutputTokens + 1;
+  EXPECT_NE(w->write(out).message().find("field output_length"), std::string::npos);
+  w->abandon();
 }
 
 TEST(TraceIo, ErrorsAreSticky) {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <vector>
 
+#include "model/parse_number.h"
 #include "traces/block_tokens.h"
 #include "traces/generators.h"
 #include "traces/tokenizer.h"
@@ -25,6 +26,12 @@ std::uint64_t random_prompt_block(std::uint64_t seed, std::int64_t row) {
 }
 
 std::string json_error(simdjson::error_code e) { return simdjson::error_message(e); }
+
+// True when the document's root value has been read and non-space text follows it.
+bool has_trailing_text(simdjson::ondemand::document& doc) {
+  const char* at = nullptr;
+  return doc.current_location().get(at) == simdjson::SUCCESS;
+}
 
 // ---------------------------------------------------------------------------------------------
 // ShareGPT
@@ -141,7 +148,10 @@ struct ShareGptSource {
   }
 
   StatusOr<bool> next(Session* s) {
-    if (it == end) return false;
+    if (it == end) {
+      if (has_trailing_text(doc)) return Status::error(path + ": bad JSON: text after the top-level array");
+      return false;
+    }
     const std::string where = path + ": conversation " + std::to_string(index) + ": ";
     simdjson::ondemand::object conv;
     if (auto e = (*it).get_object().get(conv)) return Status::error(where + "bad JSON: " + json_error(e));
@@ -264,11 +274,16 @@ StatusOr<ConvertStats> convert_mooncake(const std::string& input, const ConvertO
       }
       if (e) return Status::error(where + "field " + std::string(key) + ": " + json_error(e));
     }
+    if (has_trailing_text(doc)) return Status::error(where + "bad JSON: text after the record's object");
     if (!have_ts) return Status::error(where + "missing field timestamp");
     if (!have_in) return Status::error(where + "missing field input_length");
     if (!have_out) return Status::error(where + "missing field output_length");
     if (!have_ids) return Status::error(where + "missing field hash_ids");
     if (ts < 0) return Status::error(where + "field timestamp: negative (" + std::to_string(ts) + ")");
+    if (ts > kMaxArrivalTimeUs / 1000) {
+      return Status::error(where + "field timestamp: " + std::to_string(ts) + " ms is beyond " +
+                           std::to_string(kMaxArrivalTimeUs / 1000) + " (about 31 years)");
+    }
     if (stats.requests > 0 && ts < prev_ms) {
       return Status::error(where + "field timestamp: arrivals go backwards (" + std::to_string(ts) +
                            " after " + std::to_string(prev_ms) + ")");
@@ -310,6 +325,9 @@ Status read_token_ids(simdjson::ondemand::value v, std::int64_t vocab_size, std:
   if (auto e = v.get_array().get(ids)) return Status::error(json_error(e));
   for (auto x : ids) {
     std::int64_t id = 0;
+    if (static_cast<std::int64_t>(out.size()) >= kMaxPromptTokens) {
+      return Status::error("more than " + std::to_string(kMaxPromptTokens) + " tokens");
+    }
     if (auto e = x.get_int64().get(id)) return Status::error("element " + std::to_string(out.size()) + ": " + json_error(e));
     if (id < 0 || (vocab_size > 0 && id >= vocab_size)) {
       return Status::error("element " + std::to_string(out.size()) + ": id " + std::to_string(id) +
@@ -338,8 +356,10 @@ StatusOr<TokensLine> parse_tokens_line(simdjson::ondemand::object obj, const Con
     } else if (key == "timestamp") {
       double t = 0;
       if (auto e = field.value().get_double().get(t)) st = Status::error(json_error(e));
-      else if (!std::isfinite(t) || t < 0) st = Status::error("must be a number of seconds >= 0");
-      line.request.arrival_time_us = std::llround(t * 1e6);
+      else if (!(t >= 0 && t <= static_cast<double>(kMaxArrivalTimeUs) / 1e6)) {
+        st = Status::error("must be a number of seconds from 0 to " + std::to_string(kMaxArrivalTimeUs / 1000000));
+      }
+      if (st.ok()) line.request.arrival_time_us = std::llround(t * 1e6);
       line.have_timestamp = true;
     } else if (key == "id" || key == "session_id") {
       std::string_view text;
@@ -373,6 +393,7 @@ StatusOr<ConvertStats> convert_tokens(const std::string& input, const ConvertOpt
     if (auto e = doc.get_object().get(obj)) return Status::error(where + "bad JSON: " + json_error(e));
     StatusOr<TokensLine> line = parse_tokens_line(obj, o);
     if (!line.ok()) return line.status().with_context(where);
+    if (has_trailing_text(doc)) return Status::error(where + "bad JSON: text after the record's object");
     if (!timed) timed = line->have_timestamp;
     if (*timed != line->have_timestamp) {
       return Status::error(where + "field timestamp: " + (*timed ? "missing" : "present") +
@@ -416,6 +437,21 @@ std::optional<std::int64_t> parse_timestamp_us(const std::string& t) {
   return us;
 }
 
+// A CSV cell that must hold a number: empty cells and trailing text are errors, never 0.
+Status cell_int(const std::string& where, const char* column, const std::string& text, std::int64_t* out) {
+  const std::optional<std::int64_t> v = parse_int64(text);
+  if (!v) return Status::error(where + "column " + column + ": '" + text + "' is not an integer");
+  *out = *v;
+  return Status();
+}
+
+Status cell_double(const std::string& where, const char* column, const std::string& text, double* out) {
+  const std::optional<double> v = parse_finite_double(text);
+  if (!v) return Status::error(where + "column " + column + ": '" + text + "' is not a finite number");
+  *out = *v;
+  return Status();
+}
+
 using CsvTrim = io::trim_chars<' ', '\t', '\r'>;
 using CsvQuote = io::double_quote_escape<',', '"'>;
 
@@ -424,18 +460,24 @@ StatusOr<ConvertStats> convert_azure(const std::string& input, const ConvertOpti
   try {
     io::CSVReader<3, CsvTrim, CsvQuote> csv(input);
     csv.read_header(io::ignore_extra_column, "TIMESTAMP", "ContextTokens", "GeneratedTokens");
-    std::string ts_text;
+    std::string ts_text, context_text, generated_text;
     std::int64_t context = 0, generated = 0;
     std::int64_t first_us = 0, prev_us = 0, row = 0;
     TraceRequest r;
-    while (csv.read_row(ts_text, context, generated)) {
+    while (csv.read_row(ts_text, context_text, generated_text)) {
       const std::string where = input + ": line " + std::to_string(csv.get_file_line()) + ": ";
+      if (Status s = cell_int(where, "ContextTokens", context_text, &context); !s.ok()) return s;
+      if (Status s = cell_int(where, "GeneratedTokens", generated_text, &generated); !s.ok()) return s;
       const std::optional<std::int64_t> us = parse_timestamp_us(ts_text);
       if (!us) return Status::error(where + "column TIMESTAMP: bad timestamp '" + ts_text + "'");
       if (row == 0) first_us = *us;
       if (row > 0 && *us < prev_us) return Status::error(where + "column TIMESTAMP: arrivals go backwards");
       if (context < 0) return Status::error(where + "column ContextTokens: negative");
+      if (context > (1 << 20)) return Status::error(where + "column ContextTokens: too large");
       if (generated < 0) return Status::error(where + "column GeneratedTokens: negative");
+      if (*us - first_us > kMaxArrivalTimeUs) {
+        return Status::error(where + "column TIMESTAMP: more than 31 years after the first row");
+      }
       prev_us = *us;
       if (context == 0) {
         ++stats.skipped;
@@ -448,7 +490,6 @@ StatusOr<ConvertStats> convert_azure(const std::string& input, const ConvertOpti
       r.prompt_segments.push_back(PromptSegment::block(random_prompt_block(o.seed, row), static_cast<int>(context)));
       r.output_length = generated;
       ++row;
-      if (context > (1 << 20)) return Status::error(where + "column ContextTokens: too large");
       if (Status s = writer.write(r); !s.ok()) return s.with_context(where);
       if (++stats.requests == o.max_requests) break;
     }
@@ -471,14 +512,21 @@ StatusOr<ConvertStats> convert_burstgpt(const std::string& input, const ConvertO
     }
     const bool has_session = csv.has_column("Session ID");
     double ts = 0;
-    std::string model, log_type, session;
-    std::int64_t req = 0, resp = 0, total = 0;
+    std::string ts_text, model, req_text, resp_text, total, log_type, session;
+    std::int64_t req = 0, resp = 0;
     double first_ts = 0;
     std::int64_t prev_us = 0, row = 0;
     TraceRequest r;
-    while (csv.read_row(ts, model, req, resp, total, log_type, session)) {
+    while (csv.read_row(ts_text, model, req_text, resp_text, total, log_type, session)) {
       const std::string where = input + ": line " + std::to_string(csv.get_file_line()) + ": ";
-      if (!std::isfinite(ts) || ts < 0) return Status::error(where + "column Timestamp: bad value");
+      if (Status s = cell_double(where, "Timestamp", ts_text, &ts); !s.ok()) return s;
+      if (Status s = cell_int(where, "Request tokens", req_text, &req); !s.ok()) return s;
+      if (Status s = cell_int(where, "Response tokens", resp_text, &resp); !s.ok()) return s;
+      // Seconds; the bound keeps microseconds far inside int64_t (trace.h's kMaxArrivalTimeUs).
+      if (ts < 0 || ts > static_cast<double>(kMaxArrivalTimeUs) / 1e6) {
+        return Status::error(where + "column Timestamp: " + ts_text + " is outside 0.." +
+                             std::to_string(kMaxArrivalTimeUs / 1000000) + " seconds");
+      }
       if (req < 0) return Status::error(where + "column Request tokens: negative");
       if (resp < 0) return Status::error(where + "column Response tokens: negative");
       if (req > (1 << 20)) return Status::error(where + "column Request tokens: too large");
@@ -527,6 +575,22 @@ const char* to_string(SourceFormat f) {
     case SourceFormat::kTokens: return "tokens";
   }
   return "?";
+}
+
+Status validate(const ConvertOptions& o) {
+  if (o.max_requests < 0) return Status::error("--max-requests: must be >= 0");
+  if (!(o.rate >= kMinGenRate && o.rate <= kMaxGenRate)) {
+    return Status::error("--rate: must be from 0.0001 to 1e9 per second");
+  }
+  if (!(o.arrival_cv >= 1e-3 && o.arrival_cv <= 100)) return Status::error("--arrival-cv: must be from 0.001 to 100");
+  if (o.concurrent_sessions < 1 || o.concurrent_sessions > 1000000) {
+    return Status::error("--sessions: must be from 1 to 1000000");
+  }
+  if (o.vocab_size < 0) return Status::error("--vocab-size: must be >= 0");
+  if (o.max_model_len < 0 || o.max_model_len > kMaxPromptTokens) {
+    return Status::error("--max-model-len: must be from 0 to " + std::to_string(kMaxPromptTokens));
+  }
+  return Status();
 }
 
 TraceHeader convert_header(SourceFormat format, const std::string& input, const ConvertOptions& o) {

@@ -58,6 +58,9 @@ struct ConvertStats {
   std::int64_t unanswered = 0;    // sharegpt: conversations ending in a user message with no answer
 };
 
+// Rejects options outside their ranges with an error naming the `kvsim convert` option.
+Status validate(const ConvertOptions& options);
+
 TraceHeader convert_header(SourceFormat format, const std::string& input, const ConvertOptions& options);
 
 // Reads `input` and writes its requests to `writer` (whose header came from convert_header).

@@ -73,6 +73,10 @@ StatusOr<std::int64_t> write_sessions(const ArrivalOptions& arrivals,
     id << a.session.id << "-t" << a.next_turn;
     r.id = id.str();
     r.session_id = a.session.id;
+    if (!(now_s * 1e6 <= static_cast<double>(kMaxArrivalTimeUs))) {
+      return Status::error("arrival times pass " + std::to_string(kMaxArrivalTimeUs) +
+                           " us (about 31 years) at request " + std::to_string(written) + "; raise the rate");
+    }
     r.arrival_time_us = std::llround(now_s * 1e6);
     r.prompt_segments = a.history;
     r.prompt_segments.push_back(turn.user);
@@ -87,6 +91,63 @@ StatusOr<std::int64_t> write_sessions(const ArrivalOptions& arrivals,
     }
   }
   return written;
+}
+
+namespace {
+
+// `v` in [lo, hi] (false for NaN).
+bool within(double v, double lo, double hi) { return v >= lo && v <= hi; }
+
+Status bad(const char* option, const std::string& why) { return Status::error(std::string(option) + ": " + why); }
+
+}  // namespace
+
+Status validate(const ShareGptGenOptions& o) {
+  constexpr std::int64_t kMaxTurn = 1 << 20;  // one block reference (trace_io.cc)
+  if (o.num_requests < 1 || o.num_requests > kMaxGeneratedRequests) {
+    return bad("--num-requests", "must be from 1 to " + std::to_string(kMaxGeneratedRequests));
+  }
+  if (!within(o.rate, kMinGenRate, kMaxGenRate)) return bad("--rate", "must be from 0.0001 to 1e9 per second");
+  if (!within(o.arrival_cv, 1e-3, 100)) return bad("--arrival-cv", "must be from 0.001 to 100");
+  if (o.concurrent_sessions < 1 || o.concurrent_sessions > 1000000) return bad("--sessions", "must be from 1 to 1000000");
+  if (o.system_prompt_tokens < 0 || o.system_prompt_tokens > kMaxTurn) {
+    return bad("--system-prompt", "must be from 0 to " + std::to_string(kMaxTurn) + " tokens");
+  }
+  if (!within(o.mean_turns, 1, 10000)) return bad("--mean-turns", "must be from 1 to 10000");
+  if (!within(o.mean_user_tokens, 1, kMaxTurn)) return bad("--mean-user", "must be from 1 to " + std::to_string(kMaxTurn));
+  if (!within(o.mean_reply_tokens, 1, kMaxTurn)) {
+    return bad("--mean-reply", "must be from 1 to " + std::to_string(kMaxTurn));
+  }
+  if (!within(o.sigma, 0, 4)) return bad("--sigma", "must be from 0 to 4");
+  if (o.max_turn_tokens < 1 || o.max_turn_tokens > kMaxTurn) {
+    return bad("--max-turn", "must be from 1 to " + std::to_string(kMaxTurn));
+  }
+  if (o.max_model_len < static_cast<std::int64_t>(o.system_prompt_tokens) + 2 || o.max_model_len > kMaxPromptTokens) {
+    return bad("--max-model-len", "must leave room for a turn after --system-prompt and be at most " +
+                                      std::to_string(kMaxPromptTokens));
+  }
+  return Status();
+}
+
+Status validate(const PrefixGenOptions& o) {
+  constexpr int kMaxPart = 1 << 20;  // one block reference (trace_io.cc)
+  if (o.num_prompts < 1 || o.num_prefixes < 1 || o.repeat < 1) {
+    return bad("--num-prompts, --num-prefixes and --repeat", "must be > 0");
+  }
+  if (o.num_prompts > kMaxGeneratedRequests || o.num_prompts * o.repeat > kMaxGeneratedRequests) {
+    return bad("--num-prompts", "times --repeat must be at most " + std::to_string(kMaxGeneratedRequests) + " requests");
+  }
+  if (o.prefix_len < 0 || o.suffix_len < 0 || o.prefix_len + o.suffix_len <= 0 || o.prefix_len > kMaxPart ||
+      o.suffix_len > kMaxPart) {
+    return bad("--prefix-len and --suffix-len", "must be from 0 to " + std::to_string(kMaxPart) + " with a positive sum");
+  }
+  if (o.output_len < 0 || o.output_len > kMaxOutputTokens) {
+    return bad("--output-len", "must be from 0 to " + std::to_string(kMaxOutputTokens));
+  }
+  if (o.rate != 0 && !within(o.rate, kMinGenRate, kMaxGenRate)) {
+    return bad("--prefix-rate", "must be 0 or from 0.0001 to 1e9 per second");
+  }
+  return Status();
 }
 
 TraceHeader sharegpt_gen_header(const ShareGptGenOptions& o) {
@@ -195,6 +256,10 @@ StatusOr<std::int64_t> generate_prefix(const PrefixGenOptions& o, TraceWriter& w
     TraceRequest r;
     r.id = "p" + std::to_string(p) + "-r" + std::to_string(copies[static_cast<std::size_t>(p)]++);
     if (o.rate > 0) now_s += clock.exponential(1.0 / o.rate);
+    if (!(now_s * 1e6 <= static_cast<double>(kMaxArrivalTimeUs))) {
+      return Status::error("arrival times pass " + std::to_string(kMaxArrivalTimeUs) +
+                           " us (about 31 years) at request " + std::to_string(written) + "; raise --prefix-rate");
+    }
     r.arrival_time_us = std::llround(now_s * 1e6);
     if (o.prefix_len > 0) {
       const auto prefix = static_cast<std::uint64_t>(p % o.num_prefixes);

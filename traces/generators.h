@@ -22,6 +22,10 @@
 
 namespace kv::trace {
 
+// Bounds of generated traces: at most 10^8 requests, arrivals from 10^-4 to 10^9 per second.
+inline constexpr std::int64_t kMaxGeneratedRequests = 100'000'000;
+inline constexpr double kMinGenRate = 1e-4, kMaxGenRate = 1e9;
+
 struct Turn {
   PromptSegment user;   // the new user message
   PromptSegment reply;  // the assistant's answer: the request's output tokens
@@ -42,7 +46,8 @@ struct ArrivalOptions {
 };
 
 // Pulls sessions from `next_session` (true = got one, false = no more) and writes their turns
-// as interleaved requests. Returns the number of requests written.
+// as interleaved requests. Returns the number of requests written, or an error when arrivals
+// pass kMaxArrivalTimeUs (trace.h).
 StatusOr<std::int64_t> write_sessions(const ArrivalOptions& arrivals,
                                       const std::function<StatusOr<bool>(Session*)>& next_session,
                                       TraceWriter& writer);
@@ -63,6 +68,9 @@ struct ShareGptGenOptions {
                                    // it (a first turn that cannot fit is shrunk to fit)
 };
 
+// Rejects options outside their documented ranges (NaN, infinities, absurd sizes included) with
+// an error naming the `kvsim gen` option; the generators require options that pass.
+Status validate(const ShareGptGenOptions& options);
 TraceHeader sharegpt_gen_header(const ShareGptGenOptions& options);
 StatusOr<std::int64_t> generate_sharegpt(const ShareGptGenOptions& options, TraceWriter& writer);
 
@@ -80,6 +88,7 @@ struct PrefixGenOptions {
   std::uint64_t seed = 0;
 };
 
+Status validate(const PrefixGenOptions& options);
 TraceHeader prefix_gen_header(const PrefixGenOptions& options);
 StatusOr<std::int64_t> generate_prefix(const PrefixGenOptions& options, TraceWriter& writer);
 

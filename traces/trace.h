@@ -5,7 +5,11 @@
 //   1. prompt is non-empty and fully expanded (prompt_segments is left empty by the reader);
 //   2. output_length >= 0, and output_length == output_tokens.size() when output_tokens is
 //      non-empty (teacher-forced outputs); otherwise outputs are generated at replay;
-//   3. arrival_time_us >= 0 and >= the previous request's; id is unique in the trace.
+//   3. 0 <= arrival_time_us <= kMaxArrivalTimeUs and >= the previous request's; id is unique
+//      in the trace;
+//   4. the prompt has at most kMaxPromptTokens tokens, output_length <= kMaxOutputTokens, and
+//      every token id is >= 0 and, when the header's vocab_size is > 0, below it.
+// A header's hash_algo is empty, "sha256_cbor" or "xxhash_cbor"; its vocab_size is >= 0.
 // A writer given non-empty prompt_segments writes them (the compact form) instead of prompt.
 #pragma once
 
@@ -19,6 +23,12 @@
 namespace kv::trace {
 
 inline constexpr std::uint32_t kFormatVersion = 1;
+// About 31.7 years: any real trace fits, and the replayer's clock (arrival_time_us * 1000, in
+// nanoseconds) cannot overflow int64_t.
+inline constexpr std::int64_t kMaxArrivalTimeUs = 1'000'000'000'000'000;
+// 16M tokens: more than any model's context, and small enough to hold in memory.
+inline constexpr std::int64_t kMaxPromptTokens = std::int64_t{1} << 24;
+inline constexpr std::int64_t kMaxOutputTokens = std::int64_t{1} << 24;
 
 struct TraceHeader {
   std::string source;

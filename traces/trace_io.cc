@@ -41,31 +41,62 @@ void put_le32(std::uint32_t v, unsigned char* out) {
 
 std::string errno_text() { return std::strerror(errno); }
 
+// Token ids of `field` are >= 0 and, when vocab_size > 0, below it.
+Status check_tokens(const char* field, const std::vector<TokenId>& ids, std::int64_t vocab_size) {
+  for (TokenId t : ids) {
+    if (t < 0) return Status::error(std::string("field ") + field + ": negative token id " + std::to_string(t));
+    if (vocab_size > 0 && t >= vocab_size) {
+      return Status::error(std::string("field ") + field + ": token id " + std::to_string(t) +
+                           " is not below the header's vocab_size " + std::to_string(vocab_size));
+    }
+  }
+  return Status();
+}
+
+// The header's rules (trace.h), for the writer and the reader alike.
+Status check_header(const TraceHeader& h) {
+  if (!h.hash_algo.empty() && !parse_hash_algo(h.hash_algo)) {
+    return Status::error("field hash_algo: unknown '" + h.hash_algo + "' (valid: sha256_cbor, xxhash_cbor)");
+  }
+  if (h.vocab_size < 0) return Status::error("field vocab_size: negative (" + std::to_string(h.vocab_size) + ")");
+  if (h.block_size < 0) return Status::error("field block_size: negative");
+  return Status();
+}
+
 // Rules shared by the writer and the reader; `where` already names the file and record.
 Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_prev,
-                     std::int64_t prev_arrival_us, std::unordered_set<std::string>& ids) {
+                     std::int64_t prev_arrival_us, std::int64_t vocab_size,
+                     std::unordered_set<std::string>& ids) {
   if (r.id.empty()) return Status::error("field id: empty request id");
   if (prompt_size == 0) return Status::error("field prompt: empty prompt (request '" + r.id + "')");
+  if (prompt_size > kMaxPromptTokens) {
+    return Status::error("field prompt: " + std::to_string(prompt_size) + " tokens, more than " +
+                         std::to_string(kMaxPromptTokens) + " (request '" + r.id + "')");
+  }
   if (r.arrival_time_us < 0) {
     return Status::error("field arrival_time_us: negative arrival time " +
                          std::to_string(r.arrival_time_us) + " (request '" + r.id + "')");
+  }
+  if (r.arrival_time_us > kMaxArrivalTimeUs) {
+    return Status::error("field arrival_time_us: " + std::to_string(r.arrival_time_us) + " is beyond " +
+                         std::to_string(kMaxArrivalTimeUs) + " (about 31 years; request '" + r.id + "')");
   }
   if (have_prev && r.arrival_time_us < prev_arrival_us) {
     return Status::error("field arrival_time_us: arrivals go backwards (" +
                          std::to_string(r.arrival_time_us) + " after " +
                          std::to_string(prev_arrival_us) + ", request '" + r.id + "')");
   }
-  if (r.output_length < 0) {
-    return Status::error("field output_length: negative (" + std::to_string(r.output_length) +
-                         ", request '" + r.id + "')");
+  if (r.output_length < 0 || r.output_length > kMaxOutputTokens) {
+    return Status::error("field output_length: " + std::to_string(r.output_length) + " is outside 0.." +
+                         std::to_string(kMaxOutputTokens) + " (request '" + r.id + "')");
   }
   if (!r.output_tokens.empty() && r.output_length != static_cast<std::int64_t>(r.output_tokens.size())) {
     return Status::error("field output_length: " + std::to_string(r.output_length) + " but " +
                          std::to_string(r.output_tokens.size()) + " output tokens (request '" +
                          r.id + "')");
   }
-  for (TokenId t : r.output_tokens) {
-    if (t < 0) return Status::error("field output_tokens: negative token id (request '" + r.id + "')");
+  if (Status s = check_tokens("output_tokens", r.output_tokens, vocab_size); !s.ok()) {
+    return s.with_context("request '" + r.id + "': ");
   }
   if (!ids.insert(r.id).second) return Status::error("field id: duplicate request id '" + r.id + "'");
   return Status();
@@ -96,8 +127,10 @@ void expand_segments(const std::vector<PromptSegment>& segments, std::vector<Tok
 
 StatusOr<TraceWriter> TraceWriter::create(const std::string& path, const TraceHeader& header,
                                           bool overwrite) {
+  if (Status s = check_header(header); !s.ok()) return s.with_context(path + ": header: ");
   TraceWriter w;
   w.path_ = path;
+  w.vocab_size_ = header.vocab_size;
   w.file_ = std::fopen(path.c_str(), overwrite ? "wb" : "wbx");
   if (w.file_ == nullptr) {
     if (!overwrite && errno == EEXIST) {
@@ -137,6 +170,7 @@ TraceWriter& TraceWriter::operator=(TraceWriter&& o) noexcept {
     path_ = std::move(o.path_);
     file_ = std::exchange(o.file_, nullptr);
     num_written_ = o.num_written_;
+    vocab_size_ = o.vocab_size_;
     bytes_written_ = o.bytes_written_;
     last_arrival_us_ = o.last_arrival_us_;
     ids_ = std::move(o.ids_);
@@ -182,18 +216,24 @@ Status TraceWriter::write(const TraceRequest& r) {
       ps->mutable_block()->set_block_id(s.block_id);
       ps->mutable_block()->set_num_tokens(s.num_tokens);
       prompt_size += s.num_tokens;
+      if (vocab_size_ > 0 && vocab_size_ < kBlockTokenVocab) {  // block tokens may not fit
+        std::vector<TokenId> expanded;
+        expand_block_tokens(s.block_id, s.num_tokens, expanded);
+        if (Status bad = check_tokens("prompt_segments", expanded, vocab_size_); !bad.ok()) {
+          return bad.with_context(where);
+        }
+      }
     } else {
-      for (TokenId t : s.tokens) {
-        if (t < 0) return Status::error(where + "field prompt_segments: negative token id");
+      if (Status bad = check_tokens("prompt_segments", s.tokens, vocab_size_); !bad.ok()) {
+        return bad.with_context(where);
       }
       ps->mutable_tokens()->mutable_ids()->Add(s.tokens.begin(), s.tokens.end());
       prompt_size += static_cast<std::int64_t>(s.tokens.size());
     }
   }
-  for (TokenId t : r.prompt) {
-    if (t < 0) return Status::error(where + "field prompt: negative token id");
-  }
-  if (Status s = check_request(r, prompt_size, num_written_ > 0, last_arrival_us_, ids_); !s.ok()) {
+  if (Status s = check_tokens("prompt", r.prompt, vocab_size_); !s.ok()) return s.with_context(where);
+  if (Status s = check_request(r, prompt_size, num_written_ > 0, last_arrival_us_, vocab_size_, ids_);
+      !s.ok()) {
     return s.with_context(where);
   }
   m.set_id(r.id);
@@ -322,7 +362,7 @@ StatusOr<TraceReader> TraceReader::open(const std::string& path) {
   r.header_.tokenizer = h.tokenizer();
   r.header_.vocab_size = h.vocab_size();
   r.header_.notes = h.notes();
-  if (r.header_.block_size < 0) return Status::error(path + ": header: field block_size: negative");
+  if (Status s = check_header(r.header_); !s.ok()) return s.with_context(path + ": header: ");
   return r;
 }
 
@@ -345,6 +385,12 @@ StatusOr<bool> TraceReader::next(TraceRequest* out) {
   if (m.prompt_tokens_size() > 0 && m.prompt_segments_size() > 0) {
     return fail("field prompt: both prompt_tokens and prompt_segments are set");
   }
+  if (m.prompt_tokens_size() > kMaxPromptTokens) {
+    return fail("field prompt: more than " + std::to_string(kMaxPromptTokens) + " tokens");
+  }
+  if (m.output_tokens_size() > kMaxOutputTokens) {
+    return fail("field output_tokens: more than " + std::to_string(kMaxOutputTokens) + " tokens");
+  }
   out->id = m.id();
   out->arrival_time_us = m.arrival_time_us();
   out->prompt.assign(m.prompt_tokens().begin(), m.prompt_tokens().end());
@@ -357,16 +403,20 @@ StatusOr<bool> TraceReader::next(TraceRequest* out) {
         return fail("field prompt_segments[" + std::to_string(i) + "].block.num_tokens: " +
                     std::to_string(n) + " is out of range");
       }
+      if (static_cast<std::int64_t>(out->prompt.size()) + n > kMaxPromptTokens) {
+        return fail("field prompt: more than " + std::to_string(kMaxPromptTokens) + " tokens");
+      }
       expand_block_tokens(s.block().block_id(), n, out->prompt);
     } else if (s.has_tokens()) {
+      if (static_cast<std::int64_t>(out->prompt.size()) + s.tokens().ids_size() > kMaxPromptTokens) {
+        return fail("field prompt: more than " + std::to_string(kMaxPromptTokens) + " tokens");
+      }
       out->prompt.insert(out->prompt.end(), s.tokens().ids().begin(), s.tokens().ids().end());
     } else {
       return fail("field prompt_segments[" + std::to_string(i) + "]: empty segment");
     }
   }
-  for (TokenId t : out->prompt) {
-    if (t < 0) return fail("field prompt: negative token id " + std::to_string(t));
-  }
+  if (Status s = check_tokens("prompt", out->prompt, header_.vocab_size); !s.ok()) return fail(s.message());
   out->output_tokens.assign(m.output_tokens().begin(), m.output_tokens().end());
   out->output_length = m.output_length();
   out->cache_salt = m.cache_salt();
@@ -374,7 +424,7 @@ StatusOr<bool> TraceReader::next(TraceRequest* out) {
   out->priority = m.priority();
   out->session_id = m.session_id();
   if (Status s = check_request(*out, static_cast<std::int64_t>(out->prompt.size()), num_read_ > 0,
-                               last_arrival_us_, ids_);
+                               last_arrival_us_, header_.vocab_size, ids_);
       !s.ok()) {
     return fail(s.message());
   }

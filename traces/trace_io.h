@@ -4,7 +4,9 @@
 // every bad input into a Status naming the file, the request index (0-based, header excluded),
 // the byte offset and the field: missing file, wrong magic or version, truncated or corrupt
 // frame (CRC mismatch, unparsable message), empty prompt, negative or decreasing arrival time,
-// duplicate request id, negative token ids or lengths. After an error, next() keeps failing.
+// duplicate request id, negative token ids or lengths, token ids not below the header's
+// vocab_size, an unknown hash_algo, values beyond the limits of trace.h. After an error, next()
+// keeps failing.
 // The writer never replaces an existing file unless created with overwrite = true, and
 // abandon() removes what it wrote (a failed conversion leaves nothing behind).
 // Neither class is thread-safe; both are movable, not copyable.
@@ -52,6 +54,7 @@ class TraceWriter {
   std::int64_t num_written_ = 0;
   std::int64_t bytes_written_ = 0;
   std::int64_t last_arrival_us_ = 0;
+  std::int64_t vocab_size_ = 0;          // the header's: token ids must be below it when > 0
   std::unordered_set<std::string> ids_;  // every id written so far
 };
 

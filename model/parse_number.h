@@ -1,0 +1,52 @@
+// Strict numbers from text: how kvsim reads every number a user wrote (a CSV cell, a JSON-less
+// field, an option value), so that every reader rejects the same bad text.
+//
+// Invariants:
+//   1. The whole text is one number: an empty text, a lone sign, trailing characters or
+//      spaces are rejected (callers trim first when their format allows spaces).
+//   2. parse_int64 accepts an optional '-' or '+' then decimal digits, and rejects values
+//      outside int64_t instead of clamping or wrapping them.
+//   3. parse_uint64 accepts digits only: a negative text is rejected, never wrapped.
+//   4. parse_finite_double accepts what std::from_chars reads in general format (optional '-',
+//      optional leading '+'), and rejects NaN, infinities and values that overflow a double.
+// Header-only; no allocation, no locale.
+#pragma once
+
+#include <charconv>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+#include <system_error>
+
+namespace kv {
+
+inline std::optional<std::int64_t> parse_int64(std::string_view text) {
+  if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
+  if (text.empty()) return std::nullopt;
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+// Digits only (an optional leading '+'): "-1" is rejected, never wrapped to 2^64 - 1.
+inline std::optional<std::uint64_t> parse_uint64(std::string_view text) {
+  if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
+  if (text.empty() || text.front() == '-') return std::nullopt;
+  std::uint64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+inline std::optional<double> parse_finite_double(std::string_view text) {
+  if (text.size() > 1 && text.front() == '+' && text[1] != '-') text.remove_prefix(1);
+  if (text.empty()) return std::nullopt;
+  double v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
+  return v;
+}
+
+}  // namespace kv
