@@ -5,8 +5,10 @@
 // the byte offset and the field: missing file, wrong magic or version, truncated or corrupt
 // frame (CRC mismatch, unparsable message), empty prompt, negative or decreasing arrival time,
 // duplicate request id, negative token ids or lengths. After an error, next() keeps failing.
-// The writer never replaces an existing file unless created with overwrite = true, and
-// abandon() removes what it wrote (a failed conversion leaves nothing behind).
+// The writer writes to a temporary file beside the path and renames it into place only in a
+// successful close() (files/output_file.h): an existing file is never replaced unless created
+// with overwrite = true, and even then only by a complete trace; abandon(), a failed close()
+// or destruction without close() leave the path as it was (a failed conversion loses nothing).
 // Neither class is thread-safe; both are movable, not copyable.
 #pragma once
 
@@ -17,6 +19,7 @@
 #include <string>
 #include <unordered_set>
 
+#include "files/output_file.h"
 #include "model/status.h"
 #include "traces/trace.h"
 
@@ -28,13 +31,13 @@ class TraceWriter {
                                       bool overwrite = false);
   TraceWriter(TraceWriter&&) noexcept;
   TraceWriter& operator=(TraceWriter&&) noexcept;
-  ~TraceWriter();  // closes (without error reporting) if close() was not called
+  ~TraceWriter();  // abandons if close() was not called
 
   // Checks the request (same rules as the reader) and appends it.
   Status write(const TraceRequest& request);
-  // Flushes and closes; the file is complete only when this returns ok.
+  // Flushes, syncs and renames the file into place; it exists only when this returns ok.
   Status close();
-  // Closes and deletes the file.
+  // Drops what was written; the path keeps its previous content.
   void abandon();
 
   std::int64_t num_written() const { return num_written_; }
@@ -48,7 +51,7 @@ class TraceWriter {
   Status write_frame(const std::string& bytes);
 
   std::string path_;
-  std::FILE* file_ = nullptr;  // open until close() or abandon()
+  std::unique_ptr<files::AtomicFile> file_;  // open until close() or abandon()
   std::int64_t num_written_ = 0;
   std::int64_t bytes_written_ = 0;
   std::int64_t last_arrival_us_ = 0;
