@@ -70,18 +70,19 @@ class AccessMarkers {
   std::vector<std::int32_t> tree_;
 };
 
-Distribution distribution(std::vector<std::int64_t>& v) {
+template <typename T>
+Distribution distribution(std::vector<T>& v) {
   Distribution d;
   d.count = static_cast<std::int64_t>(v.size());
   if (v.empty()) return d;
   long double sum = 0;
-  for (std::int64_t x : v) sum += x;
+  for (T x : v) sum += x;
   d.mean = static_cast<double>(sum / static_cast<long double>(v.size()));
   std::sort(v.begin(), v.end());
   d.p50 = percentile_of_sorted(v, 50);
   d.p90 = percentile_of_sorted(v, 90);
   d.p99 = percentile_of_sorted(v, 99);
-  d.max = v.back();
+  d.max = static_cast<std::int64_t>(v.back());
   return d;
 }
 
@@ -126,7 +127,8 @@ struct TracePass {
   PrefixTree tree = PrefixTree(1);  // vertex 0: the root (the empty prefix)
   std::unordered_map<std::uint64_t, std::uint32_t> by_hash;  // BlockHash::prefix64 -> vertex
   AccessMarkers markers;
-  std::vector<std::int64_t> prompt_lens, output_lens, reuse_requests, reuse_blocks;
+  std::vector<std::int64_t> prompt_lens, output_lens;
+  std::vector<std::uint32_t> reuse_requests, reuse_blocks;  // one each per re-access: kept small
   std::set<std::string> sessions;
   std::vector<BlockHash> hashes;
   std::vector<TokenId> tokens;
@@ -174,8 +176,11 @@ struct TracePass {
       const std::uint32_t v = vertex(i, parent, &inserted);
       PrefixVertex& pv = tree[v];
       if (!inserted) {
-        reuse_requests.push_back(req - pv.last_request);
-        reuse_blocks.push_back(markers.prefix(pos) - markers.prefix(pv.last_access + 1));
+        const std::int64_t in_requests = req - pv.last_request;
+        const std::int64_t in_blocks = markers.prefix(pos) - markers.prefix(pv.last_access + 1);
+        KV_CHECK(in_requests <= UINT32_MAX && in_blocks <= UINT32_MAX, "trace too large");
+        reuse_requests.push_back(static_cast<std::uint32_t>(in_requests));
+        reuse_blocks.push_back(static_cast<std::uint32_t>(in_blocks));
         markers.set(pv.last_access, -1);
       }
       markers.set(pos, +1);
@@ -209,7 +214,7 @@ struct TracePass {
     a.arrival_rate = span > 0 ? static_cast<double>(a.requests - 1) * 1e6 / static_cast<double>(span) : 0.0;
     a.distinct_blocks = static_cast<std::int64_t>(tree.size()) - 1;
     a.infinite_cache_hit_rate = static_cast<double>(a.hit_tokens) / static_cast<double>(a.prompt_tokens);
-    for (std::int64_t d : reuse_blocks) {
+    for (const std::int64_t d : reuse_blocks) {
       std::size_t bucket = 0;
       while ((std::int64_t{2} << bucket) - 1 <= d) ++bucket;
       if (a.reuse_blocks_histogram.size() <= bucket) a.reuse_blocks_histogram.resize(bucket + 1, 0);
