@@ -44,7 +44,7 @@ std::string errno_text() { return std::strerror(errno); }
 
 // Rules shared by the writer and the reader; `where` already names the file and record.
 Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_prev,
-                     std::int64_t prev_arrival_us, std::unordered_set<std::string>& ids) {
+                     std::int64_t prev_arrival_us, RequestIdSet& ids) {
   if (r.id.empty()) return Status::error("field id: empty request id");
   if (prompt_size == 0) return Status::error("field prompt: empty prompt (request '" + r.id + "')");
   if (r.arrival_time_us < 0) {
@@ -68,7 +68,7 @@ Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_
   for (TokenId t : r.output_tokens) {
     if (t < 0) return Status::error("field output_tokens: negative token id (request '" + r.id + "')");
   }
-  if (!ids.insert(r.id).second) return Status::error("field id: duplicate request id '" + r.id + "'");
+  if (!ids.insert(r.id)) return Status::error("field id: duplicate request id '" + r.id + "'");
   return Status();
 }
 

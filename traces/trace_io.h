@@ -17,10 +17,10 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <unordered_set>
 
 #include "files/output_file.h"
 #include "model/status.h"
+#include "traces/request_id_set.h"
 #include "traces/trace.h"
 
 namespace kv::trace {
@@ -55,7 +55,7 @@ class TraceWriter {
   std::int64_t num_written_ = 0;
   std::int64_t bytes_written_ = 0;
   std::int64_t last_arrival_us_ = 0;
-  std::unordered_set<std::string> ids_;  // every id written so far
+  RequestIdSet ids_;  // every id written so far
 };
 
 class TraceReader {
@@ -81,7 +81,7 @@ class TraceReader {
   std::unique_ptr<Impl> impl_;
   std::int64_t num_read_ = 0;
   std::int64_t last_arrival_us_ = 0;
-  std::unordered_set<std::string> ids_;  // every id read so far (duplicate detection)
+  RequestIdSet ids_;  // every id read so far (duplicate detection)
   Status failed_;                        // sticky: once not ok, every next() returns it
 };
 
