@@ -139,6 +139,13 @@ int run_sweep(int argc, char** argv) {
   if (mode == "serving") {
     so.serving.verify = sim::VerifyMode::kOff;
     if (Status s = apply_config_options(vm, so.serving, kServingOptions); !s.ok()) return fail(s.message());
+  } else {
+    for (const std::string& name : kServingOptions) {  // the cache alone: no model, no device
+      if (vm.count(name) && !vm[name].defaulted()) {
+        return fail("--" + name + " applies to --mode serving; sequence mode runs the prefix cache alone "
+                    "(one full-attention group, no model or device)");
+      }
+    }
   }
 
   if (out_dir.empty()) out_dir = "runs/sweep-" + std::filesystem::path(traces.front()).stem().string();
