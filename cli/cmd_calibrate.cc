@@ -9,6 +9,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "files/output_file.h"
 #include "replay/held_out.h"
 #include "sim/calibration.h"
 #include "sim/hardware_specs.h"
@@ -26,14 +27,9 @@ int fail(const std::string& message) {
 
 Status write_new(const std::string& path, const std::string& text, bool force) {
   std::error_code ec;
-  if (std::filesystem::exists(path, ec) && !force) return Status::error(path + " exists (use --force to replace it)");
   const auto parent = std::filesystem::path(path).parent_path();
   if (!parent.empty()) std::filesystem::create_directories(parent, ec);
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  f.close();
-  if (!f) return Status::error("cannot write " + path);
-  return {};
+  return files::write_file_atomically(path, text, force);
 }
 
 std::string pct(double v) {

@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
+#include "files/output_file.h"
 #include "replay/replay_builder.h"
 #include "reports/result_json.h"
 #include "reports/run_folder.h"
@@ -61,11 +62,9 @@ int verdict(const replay::ReplaySummary& summary, const std::string& trace_path)
 }
 
 Status write_cache_dump(const std::string& path, const Scheduler& scheduler) {
-  std::ofstream out(path, std::ios::trunc);
-  for (const std::string& h : replay::cached_block_hashes(scheduler)) out << h << "\n";
-  out.close();
-  if (!out) return Status::error("--dump-cache: cannot write " + path);
-  return {};
+  std::string text;
+  for (const std::string& h : replay::cached_block_hashes(scheduler)) text += h + "\n";
+  return files::write_file_atomically(path, text).with_context("--dump-cache: ");
 }
 
 }  // namespace
@@ -84,7 +83,7 @@ int run_replay(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")
       ("trace", po::value(&trace_path), "trace file (.kvtrace; see kvsim gen / convert)")
       ("out", po::value(&out_dir), "run folder to write (default: runs/<trace>-<device>-caching-<on|off>)")
-      ("force", po::bool_switch(&force), "replace the run files in an existing non-empty run folder")
+      ("force", po::bool_switch(&force), "replace an existing non-empty run folder (as a whole, once the run is done)")
       ("decision-log", po::value(&decision_log)->default_value("full"),
        "full: write decisions.log; digest: keep only its SHA-256 (long traces)")
       ("progress", po::value(&progress)->default_value("auto"), "auto (on a terminal) | on | off")
@@ -104,7 +103,7 @@ int run_replay(int argc, char** argv) {
   }
   replay::ReplayConfig config;
   if (Status s = apply_config_options(vm, config); !s.ok()) return fail(s.message());
-  config.keep_decision_text = decision_log == "full";
+  config.keep_decision_text = false;  // decisions.log is streamed to the run folder
   auto run = replay::build_replay(config, trace_path);
   if (!run.ok()) return fail(run.status().message());
 
@@ -117,6 +116,11 @@ int run_replay(int argc, char** argv) {
   if (!folder.ok()) return fail(folder.status().message());
   (*folder)->set_result_date(reports::result_date_from_environment());
   auto replayer = run->make_replayer(config);
+  if (decision_log == "full") {
+    if (Status st = (*folder)->stream_decisions(); !st.ok()) return fail(st.message());
+    reports::RunFolder* f = folder->get();
+    replayer->set_decision_sink([f](std::string_view line) { f->add_decision(line); });
+  }
   const bool show_progress = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
   observe(*replayer, **folder, show_progress);
 

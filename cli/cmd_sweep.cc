@@ -14,6 +14,8 @@
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
+#include "files/output_file.h"
+#include "files/output_folder.h"
 #include "model/parse_number.h"
 #include "replay/sweep.h"
 #include "reports/gnuplot.h"
@@ -54,6 +56,20 @@ StatusOr<std::vector<T>> split_list(const std::string& text, const char* what) {
   }
   if (out.empty()) return Status::error(std::string("no ") + what + " given");
   return out;
+}
+
+// The hit-rate plots into `dir`; false (with a note) when gnuplot is missing or fails.
+bool plot(const std::vector<replay::SweepPoint>& points, const std::string& dir, const std::string& title) {
+  std::string why;
+  if (!reports::gnuplot_available(&why)) {
+    std::cerr << "kvsim sweep: no plots: " << why << "; the CSV is complete\n";
+    return false;
+  }
+  if (Status s = reports::plot_sweep(points, dir, title); !s.ok()) {
+    std::cerr << "kvsim sweep: plotting failed: " << s.message() << "; the CSV is complete\n";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace
@@ -135,15 +151,8 @@ int run_sweep(int argc, char** argv) {
   }
 
   if (out_dir.empty()) out_dir = "runs/sweep-" + std::filesystem::path(traces.front()).stem().string();
-  std::error_code ec;
-  if (std::filesystem::exists(out_dir, ec)) {
-    if (!std::filesystem::is_directory(out_dir, ec)) return fail("output " + out_dir + " exists and is not a directory");
-    if (!std::filesystem::is_empty(out_dir, ec) && !force) {
-      return fail("output directory " + out_dir + " is not empty (use --force to replace its sweep files)");
-    }
-  } else if (!std::filesystem::create_directories(out_dir, ec)) {
-    return fail("cannot create output directory " + out_dir + ": " + ec.message());
-  }
+  auto folder = files::OutputFolder::open(out_dir, force);
+  if (!folder.ok()) return fail(folder.status().message());
 
   const bool show = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
   const auto t0 = std::chrono::steady_clock::now();
@@ -161,10 +170,8 @@ int run_sweep(int argc, char** argv) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   const std::string csv_path = (std::filesystem::path(out_dir) / "sweep.csv").string();
-  {
-    std::ofstream f(csv_path, std::ios::binary);
-    f << replay::sweep_csv(*points);
-    if (!f) return fail("cannot write " + csv_path);
+  if (Status s = files::write_whole_file((*folder)->staged("sweep.csv"), replay::sweep_csv(*points)); !s.ok()) {
+    return fail(s.message());
   }
   std::printf("  %-32s %14s %-20s %6s %9s %10s\n", "trace", "capacity", "policy", "block", "hit rate", "evictions");
   for (const replay::SweepPoint& p : *points) {
@@ -175,21 +182,11 @@ int run_sweep(int argc, char** argv) {
   }
   std::printf("  wall time %.1f s (%.2f s per configuration per thread)\n", wall,
               wall * static_cast<double>(so.jobs) / static_cast<double>(total));
+  const bool plotted = !no_plot && plot(*points, (*folder)->staging(), title.empty() ?
+      "Prefix-cache hit rate vs KV-cache capacity (" + mode + " mode)" : title);
+  if (Status s = (*folder)->commit(); !s.ok()) return fail(s.message());
   std::cout << "  wrote " << csv_path << "\n";
-  if (no_plot) return 0;
-  std::string why;
-  if (!reports::gnuplot_available(&why)) {
-    std::cerr << "kvsim sweep: no plots: " << why << "; the CSV is complete\n";
-    return 0;
-  }
-  if (title.empty()) {
-    title = "Prefix-cache hit rate vs KV-cache capacity (" + mode + " mode)";
-  }
-  if (Status s = reports::plot_sweep(*points, out_dir, title); !s.ok()) {
-    std::cerr << "kvsim sweep: plotting failed: " << s.message() << "; the CSV is complete\n";
-    return 0;
-  }
-  std::cout << "  wrote " << out_dir << "/hit_rate.png and .svg\n";
+  if (plotted) std::cout << "  wrote " << out_dir << "/hit_rate.png and .svg\n";
   return 0;
 }
 

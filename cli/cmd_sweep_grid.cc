@@ -14,6 +14,8 @@
 #include "cli/commands.h"
 #include "cli/config_options.h"
 #include "cli/mpi_ranks.h"
+#include "files/output_file.h"
+#include "files/output_folder.h"
 #include "replay/grid_sweep.h"
 #include "reports/gnuplot.h"
 #include "reports/grid_report.h"
@@ -43,12 +45,12 @@ std::string folder_name(const replay::GridPoint& p) {
   return name;
 }
 
-// Hooks that write one run folder per point under out/points.
-replay::GridHooks folder_hooks(const std::string& out, bool force,
-                               std::vector<std::unique_ptr<reports::RunFolder>>& folders) {
+// Hooks that write one run folder per point under staging/points (the sweep's staging folder
+// is put in place as a unit at the end).
+replay::GridHooks folder_hooks(const std::string& staging, std::vector<std::unique_ptr<reports::RunFolder>>& folders) {
   replay::GridHooks h;
-  h.before = [&folders, out, force](const replay::GridPoint& p, replay::ReplayRun&, replay::Replayer& r) -> Status {
-    auto folder = reports::RunFolder::create(out + "/points/" + folder_name(p), force);
+  h.before = [&folders, staging](const replay::GridPoint& p, replay::ReplayRun&, replay::Replayer& r) -> Status {
+    auto folder = reports::RunFolder::create_inside(staging + "/points/" + folder_name(p));
     if (!folder.ok()) return folder.status();
     (*folder)->set_result_date(reports::result_date_from_environment());
     reports::RunFolder* f = folder->get();
@@ -64,19 +66,10 @@ replay::GridHooks folder_hooks(const std::string& out, bool force,
   return h;
 }
 
-Status prepare_out_dir(const std::string& out_dir, bool force) {
-  std::error_code ec;
-  if (std::filesystem::exists(out_dir, ec) && !std::filesystem::is_empty(out_dir, ec) && !force) {
-    return Status::error("output directory " + out_dir + " is not empty (use --force to replace its sweep files)");
-  }
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) return Status::error("cannot create output directory " + out_dir + ": " + ec.message());
-  return {};
-}
-
 // Rank 0: sweep.csv and the plots from every point's (CSV row, plot row).
 int write_merged(const std::vector<replay::GridPoint>& points, const std::vector<std::string>& rows,
-                 const std::string& out_dir, bool no_plot) {
+                 files::OutputFolder& folder, bool no_plot) {
+  const std::string& out_dir = folder.dir();
   std::string csv = reports::grid_csv_header(points.front());
   std::vector<reports::GridPlotRow> plot_rows;
   for (const std::string& r : rows) {
@@ -84,17 +77,16 @@ int write_merged(const std::vector<replay::GridPoint>& points, const std::vector
     csv += r.substr(0, cut);
     plot_rows.push_back(reports::GridPlotRow::from_text(r.substr(cut + 1)));
   }
-  std::ofstream f(out_dir + "/sweep.csv", std::ios::binary);
-  f << csv;
-  f.close();
-  if (!f) return fail("cannot write " + out_dir + "/sweep.csv");
+  if (Status s = files::write_whole_file(folder.staged("sweep.csv"), csv); !s.ok()) return fail(s.message());
+  std::string why;
+  if (!no_plot && reports::gnuplot_available(&why)) {
+    if (Status s = reports::plot_grid(plot_rows, folder.staging()); !s.ok()) {
+      std::cerr << "kvsim sweep: plotting failed: " << s.message() << "; the CSV is complete\n";
+    }
+  }
+  if (Status s = folder.commit(); !s.ok()) return fail(s.message());
   std::cout << csv << "  wrote " << out_dir << "/sweep.csv and " << points.size() << " run folders in " << out_dir
             << "/points\n";
-  std::string why;
-  if (no_plot || !reports::gnuplot_available(&why)) return 0;
-  if (Status s = reports::plot_grid(plot_rows, out_dir); !s.ok()) {
-    std::cerr << "kvsim sweep: plotting failed: " << s.message() << "; the CSV is complete\n";
-  }
   return 0;
 }
 
@@ -141,16 +133,24 @@ int run_grid_sweep(int argc, char** argv) {
   if (!points.ok()) return fail(points.status().message());
   if (out_dir.empty()) out_dir = "runs/grid-" + std::filesystem::path(trace).stem().string();
   MpiRanks mpi;
-  // Rank 0 checks and creates the output directory before any rank writes into it.
+  // Rank 0 locks the output directory and creates the staging folder before any rank writes
+  // into it; ranks of one launch share the staging folder by its fixed name.
+  const std::string suffix = mpi.size() > 1 ? "tmp-mpi" : "";
   Status ready;
-  if (mpi.rank() == 0) ready = prepare_out_dir(out_dir, force);
+  std::unique_ptr<files::OutputFolder> folder;
+  if (mpi.rank() == 0) {
+    auto opened = files::OutputFolder::open(out_dir, force, suffix);
+    if (opened.ok()) folder = std::move(*opened);
+    else ready = opened.status();
+  }
   if (!mpi.all_ok(ready.ok())) return ready.ok() ? 2 : fail(ready.message());
+  const std::string staging = folder ? folder->staging() : files::staging_folder(out_dir, suffix);
   std::vector<replay::GridPoint> mine;
   for (const replay::GridPoint& p : *points) {
     if (mpi.mine(p.index)) mine.push_back(p);
   }
   std::vector<std::unique_ptr<reports::RunFolder>> folders(points->size());
-  replay::GridHooks hooks = folder_hooks(out_dir, force, folders);
+  replay::GridHooks hooks = folder_hooks(staging, folders);
   const bool show = mpi.rank() == 0 && (progress == "on" || (progress == "auto" && isatty(STDERR_FILENO)));
   if (show) hooks.on_progress = [](std::size_t d, std::size_t n) { std::fprintf(stderr, "\r  %zu / %zu points ", d, n); };
   const int threads = jobs > 0 ? jobs : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -168,7 +168,7 @@ int run_grid_sweep(int argc, char** argv) {
   }
   const std::vector<std::string> all = mpi.gather(rows);
   if (mpi.rank() != 0) return 0;
-  return write_merged(*points, all, out_dir, no_plot);
+  return write_merged(*points, all, *folder, no_plot);
 }
 
 }  // namespace kv::cli

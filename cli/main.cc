@@ -1,9 +1,11 @@
 // kvsim: the command-line entry point; dispatches to one subcommand per file.
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <boost/program_options/parsers.hpp>
 #include <exception>
 #include <iostream>
+#include <new>
 #include <string>
 
 #include "cli/commands.h"
@@ -68,6 +70,9 @@ bool parse_options(int argc, char** argv, const boost::program_options::options_
 }  // namespace kv::cli
 
 int main(int argc, char** argv) {
+  // Past a file-size limit (ulimit -f) a write then fails with EFBIG, which the writers report
+  // naming the file, instead of the process dying of SIGXFSZ with its outputs cut.
+  std::signal(SIGXFSZ, SIG_IGN);
   if (argc < 2) {
     usage(stderr);
     return 2;
@@ -87,6 +92,10 @@ int main(int argc, char** argv) {
       argv[1] = prog.data();
       try {
         return c.run(argc - 1, argv + 1);
+      } catch (const std::bad_alloc&) {
+        std::fprintf(stderr, "kvsim %s: out of memory (lower the sizes asked for: --num-blocks, "
+                     "--kv-cache-tokens, --jobs, or the trace's)\n", c.name);
+        return 2;
       } catch (const std::exception& e) {
         // Option parsing and library errors on bad input end here, never in a crash.
         std::fprintf(stderr, "kvsim %s: %s\n", c.name, e.what());

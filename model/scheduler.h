@@ -32,6 +32,7 @@
 
 #include "model/block_hasher.h"
 #include "model/hybrid_kv_cache_manager.h"
+#include "model/output_tokens.h"
 #include "model/kv_cache_groups.h"
 #include "model/kv_cache_manager.h"
 #include "model/kv_connector.h"
@@ -80,7 +81,7 @@ struct SchedulerConfig {
 struct RequestSpec {
   RequestId id;
   std::vector<TokenId> prompt;
-  std::vector<TokenId> outputs;   // teacher-forced output tokens; size = output length
+  OutputTokens outputs;           // teacher-forced output tokens; size = output length
   HashExtras extras;
   int priority = 0;
   std::int64_t arrival_time_us = 0;
@@ -159,7 +160,7 @@ class Scheduler {
  private:
   struct Entry {
     std::unique_ptr<Request> request;
-    std::vector<TokenId> outputs;
+    OutputTokens outputs;
   };
   // One request scheduled in the step being built.
   struct Scheduled {

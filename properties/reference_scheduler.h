@@ -61,7 +61,7 @@ class ReferenceScheduler {
  private:
   struct Seq {
     std::unique_ptr<Request> request;
-    std::vector<TokenId> outputs;  // the k-th sampled token is outputs[k]
+    OutputTokens outputs;  // the k-th sampled token is outputs[k]
     int priority = 0;
     std::int64_t arrival = 0;
     bool was_preempted = false;

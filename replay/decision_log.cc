@@ -24,6 +24,7 @@ DecisionLog::~DecisionLog() = default;
 void DecisionLog::append(const std::string& line) {
   KV_CHECK(EVP_DigestUpdate(sha_->ctx, line.data(), line.size()) == 1);
   if (keep_text_) text_ += line;
+  if (sink_) sink_(line);
   ++lines_;
 }
 

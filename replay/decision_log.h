@@ -11,11 +11,15 @@
 // Invariants:
 //   1. The digest covers every line recorded so far, in order, whether or not the text is kept.
 //   2. The text depends only on the plans and the pool counters: no times, no addresses.
+//   3. A line sink, when set, receives every line recorded after it was set, in order, as it
+//      is recorded (kvsim replay streams decisions.log through it; the text need not be kept).
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "model/step_plan.h"
 
@@ -31,6 +35,7 @@ class DecisionLog {
 
   void record(const StepPlan& plan, std::int64_t new_evictions, std::int64_t free_blocks);
   void record_rejection(const std::string& request_id, const std::string& reason);
+  void set_line_sink(std::function<void(std::string_view)> sink) { sink_ = std::move(sink); }
   const std::string& text() const { return text_; }
   std::string digest_hex() const;  // of everything recorded so far
   std::int64_t lines() const { return lines_; }
@@ -41,6 +46,7 @@ class DecisionLog {
   std::unique_ptr<Sha> sha_;
   bool keep_text_;
   std::string text_;
+  std::function<void(std::string_view)> sink_;  // may be empty
   std::int64_t lines_ = 0;
 };
 

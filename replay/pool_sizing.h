@@ -10,10 +10,14 @@
 //   hybrid models: the same memory, laid out as docs/hybrid-groups.md "Pool size" says
 //                 (size_pool_for_budget: floor(floor(budget / page) / layers_per_group) blocks,
 //                 the null block included).
+//   host memory:  the pool's metadata is allocated up front (pool_host_bytes); a pool that
+//                 would not fit in the memory this process can take is refused before anything
+//                 is allocated (check_pool_fits_host), naming the option and the bytes.
 #pragma once
 
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "model/kv_cache_groups.h"
 #include "model/model_shape.h"
@@ -33,5 +37,17 @@ StatusOr<std::int64_t> hybrid_blocks_from_gpu_memory(const ModelShape& model,
                                                      std::span<const KvCacheGroupSpec> groups,
                                                      const sim::GpuSpec& gpu, double utilization,
                                                      std::int64_t max_num_batched_tokens);
+
+// Host bytes a pool of `blocks` takes up front: one 64-byte Block each (model/block.h), and the
+// per-block bookkeeping above it.
+std::int64_t pool_host_bytes(std::int64_t blocks);
+
+// Bytes this process may still allocate: the least of the system's MemAvailable, the cgroup's
+// memory.max less its usage, and RLIMIT_AS less the current size; -1 if none is known.
+std::int64_t available_host_bytes();
+
+// An error naming `option` and the bytes needed when the pool (and 256 MiB for the rest of
+// the run) would not fit in available_host_bytes().
+Status check_pool_fits_host(std::int64_t blocks, const std::string& option);
 
 }  // namespace kv::replay

@@ -164,7 +164,10 @@ SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks,
 }
 
 StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c) {
-  if (c.num_blocks > 0) return std::make_pair(c.num_blocks, std::string("--num-blocks"));
+  if (c.num_blocks > 0) {
+    if (Status s = check_pool_fits_host(c.num_blocks, "--num-blocks"); !s.ok()) return s;
+    return std::make_pair(c.num_blocks, std::string("--num-blocks"));
+  }
   std::int64_t blocks = 0;
   std::string sizing = "--kv-cache-tokens";
   if (c.kv_cache_tokens > 0) {
@@ -188,6 +191,7 @@ StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c
   if (blocks > (1LL << 30)) {
     return Status::error(sizing + ": " + std::to_string(blocks) + " blocks; at most 2^30 (raise --block-size)");
   }
+  if (Status s = check_pool_fits_host(blocks, sizing); !s.ok()) return s;
   return std::make_pair(blocks, sizing);
 }
 

@@ -138,6 +138,8 @@ class Replayer {
 
   StatusOr<ReplaySummary> run();
   const DecisionLog& log() const { return log_; }
+  // Every decision-log line, as it is recorded (streaming it to a file); may be empty.
+  void set_decision_sink(std::function<void(std::string_view)> sink) { log_.set_line_sink(std::move(sink)); }
 
  private:
   struct Run;  // the state of one run() (replay/replayer.cc)

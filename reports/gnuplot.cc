@@ -4,16 +4,22 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
+
+#include "files/output_file.h"
 
 namespace kv::reports {
 
 namespace {
 
+// A relative KVSIM_GNUPLOT is taken from the current folder (plots run in their own folder).
 std::string program() {
   const char* env = std::getenv("KVSIM_GNUPLOT");
-  return env != nullptr && *env != '\0' ? env : "gnuplot";
+  if (env == nullptr || *env == '\0') return "gnuplot";
+  const std::string p = env;
+  return p.find('/') == std::string::npos ? p : std::filesystem::absolute(p).string();
 }
 
 std::string shell_quote(const std::string& s) {
@@ -76,13 +82,21 @@ Status render_plot(const std::string& base, const std::string& body, int width, 
   script << "set terminal svg size " << width << "," << height << " enhanced font 'sans,10' background rgb 'white'\n";
   script << "set output " << gnuplot_quote(base + ".svg") << "\nreplot\nunset output\n";
   const std::string gp = base + ".gp";
-  {
-    std::ofstream f(gp, std::ios::binary);
-    f << script.str();
-    if (!f) return Status::error("cannot write " + gp);
+  // Paths inside the plot's folder are written relative to it, and gnuplot runs there: the
+  // folder can be renamed into place (files/output_folder.h) and the script still works.
+  const std::filesystem::path folder = std::filesystem::path(base).parent_path();
+  std::string text = script.str();
+  if (!folder.empty()) {
+    const std::string prefix = folder.string() + "/";
+    for (std::size_t at = text.find(prefix); at != std::string::npos; at = text.find(prefix, at)) {
+      text.erase(at, prefix.size());
+    }
   }
+  if (Status s = files::write_whole_file(gp, text); !s.ok()) return s;
   std::string out;
-  const int rc = run_capture(shell_quote(program()) + " " + shell_quote(gp), &out);
+  const std::string cd = folder.empty() ? "" : "cd " + shell_quote(folder.string()) + " && ";
+  const int rc = run_capture(cd + shell_quote(program()) + " " +
+                             shell_quote(std::filesystem::path(gp).filename().string()), &out);
   if (rc != 0) {
     return Status::error("gnuplot failed on " + gp + " (exit " + std::to_string(rc) + "): " + out);
   }

@@ -18,7 +18,8 @@ namespace kv::reports {
 bool gnuplot_available(std::string* why = nullptr);
 
 // Writes `base`.gp and renders `base`.png and `base`.svg from `body` (gnuplot commands that
-// draw one plot). Data files the body names must exist. width/height in pixels.
+// draw one plot). Data files the body names must exist. width/height in pixels. gnuplot runs in
+// base's folder, and the script names files inside it by relative paths.
 Status render_plot(const std::string& base, const std::string& body, int width = 900, int height = 560);
 
 // Quotes a string for a gnuplot script (single quotes; embedded quotes doubled).

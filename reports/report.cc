@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "files/output_file.h"
+#include "files/output_folder.h"
 #include "model/percentile.h"
 #include "reports/gnuplot.h"
 
@@ -505,15 +507,8 @@ struct ReportWriter {
   Status write_files(const std::string& title) {
     result.markdown_path = (out / "report.md").string();
     result.html_path = (out / "report.html").string();
-    {
-      std::ofstream f(result.markdown_path, std::ios::binary);
-      f << doc.markdown();
-      if (!f) return Status::error("cannot write " + result.markdown_path);
-    }
-    std::ofstream f(result.html_path, std::ios::binary);
-    f << doc.html(title);
-    if (!f) return Status::error("cannot write " + result.html_path);
-    return {};
+    if (Status s = files::write_whole_file(result.markdown_path, doc.markdown()); !s.ok()) return s;
+    return files::write_whole_file(result.html_path, doc.html(title));
   }
 };
 
@@ -533,20 +528,6 @@ StatusOr<std::vector<RunData>> load_runs(const std::vector<std::string>& dirs) {
   return runs;
 }
 
-Status prepare_out_dir(const fs::path& out, bool force) {
-  std::error_code ec;
-  if (fs::exists(out, ec)) {
-    if (!fs::is_directory(out, ec)) return Status::error("output " + out.string() + " exists and is not a directory");
-    if (!fs::is_empty(out, ec) && !force) {
-      return Status::error("output directory " + out.string() + " is not empty (use --force to replace its report files)");
-    }
-  } else if (!fs::create_directories(out, ec)) {
-    return Status::error("cannot create output directory " + out.string() + ": " + ec.message());
-  }
-  fs::create_directories(out / "data", ec);
-  return {};
-}
-
 }  // namespace
 
 StatusOr<ReportResult> write_report(const ReportOptions& o) {
@@ -555,8 +536,12 @@ StatusOr<ReportResult> write_report(const ReportOptions& o) {
   if (!runs.ok()) return runs.status();
   ReportWriter w;
   w.runs = std::move(*runs);
-  w.out = fs::absolute(o.out_dir);  // gnuplot scripts name their data by absolute path
-  if (Status s = prepare_out_dir(w.out, o.force); !s.ok()) return s;
+  // Written in a staging folder, put in place as a unit at the end (files/output_folder.h).
+  auto folder = files::OutputFolder::open(o.out_dir, o.force);
+  if (!folder.ok()) return folder.status();
+  w.out = fs::absolute((*folder)->staging());  // gnuplot scripts name their data by absolute path
+  std::error_code ec;
+  fs::create_directories(w.out / "data", ec);
   w.plots = gnuplot_available(&w.why_no_plots);
   if (!w.plots) w.result.notes.push_back("no plots: " + w.why_no_plots);
   for (const RunData& r : w.runs) w.labels.push_back(r.label);
@@ -570,6 +555,12 @@ StatusOr<ReportResult> write_report(const ReportOptions& o) {
   w.kernels();
   if (Status s = w.simulated_vs_measured(); !s.ok()) return s;
   if (Status s = w.write_files(title); !s.ok()) return s;
+  if (Status s = (*folder)->commit(); !s.ok()) return s;
+  const fs::path final_dir = fs::absolute((*folder)->dir());
+  const auto moved = [&](const std::string& p) { return (final_dir / fs::path(p).lexically_relative(w.out)).string(); };
+  w.result.markdown_path = moved(w.result.markdown_path);
+  w.result.html_path = moved(w.result.html_path);
+  for (std::string& p : w.result.plots) p = moved(p);
   return w.result;
 }
 

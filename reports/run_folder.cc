@@ -1,5 +1,6 @@
 #include "reports/run_folder.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -19,13 +20,7 @@ std::string fmt(const char* f, double v) {
   return buf;
 }
 
-Status write_file(const fs::path& p, const std::string& text) {
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-  out.close();
-  if (!out) return Status::error("cannot write " + p.string());
-  return {};
-}
+Status write_file(const fs::path& p, const std::string& text) { return files::write_whole_file(p.string(), text); }
 
 // Microseconds: the rounded percentiles, and mean and std from the millisecond statistics.
 nlohmann::ordered_json latency_json(const LatencyPercentiles& p, const replay::LatencyStats& ms) {
@@ -38,34 +33,51 @@ nlohmann::ordered_json latency_json(const LatencyPercentiles& p, const replay::L
 }  // namespace
 
 StatusOr<std::unique_ptr<RunFolder>> RunFolder::create(const std::string& dir, bool overwrite) {
+  auto staging = files::OutputFolder::open(dir, overwrite);
+  if (!staging.ok()) return staging.status();
+  std::unique_ptr<RunFolder> f(new RunFolder(dir, (*staging)->staging()));
+  f->staging_ = std::move(*staging);
+  return open_files(std::move(f));
+}
+
+StatusOr<std::unique_ptr<RunFolder>> RunFolder::create_inside(const std::string& dir) {
   std::error_code ec;
-  if (fs::exists(dir, ec)) {
-    if (!fs::is_directory(dir, ec)) return Status::error("output " + dir + " exists and is not a directory");
-    if (!fs::is_empty(dir, ec) && !overwrite) {
-      return Status::error("output directory " + dir + " is not empty (use --force to replace its run files)");
-    }
-  } else if (!fs::create_directories(dir, ec)) {
-    return Status::error("cannot create output directory " + dir + ": " + ec.message());
-  }
-  std::unique_ptr<RunFolder> f(new RunFolder(dir));
-  f->steps_ = std::fopen((fs::path(dir) / "steps.csv").c_str(), "w");
-  f->requests_ = std::fopen((fs::path(dir) / "requests.csv").c_str(), "w");
-  if (!f->steps_ || !f->requests_) return Status::error("cannot write CSV files in " + dir);
-  std::fputs("step,start_us,duration_ns,predicted_ns,measured_ns,num_requests,prefill_tokens,decode_tokens,"
-             "cached_tokens,running,waiting,preempted,finished,kv_usage,free_blocks,evictions_total,"
-             "tokens_computed,kv_slots_read\n", f->steps_);
-  std::fputs("id,arrival_us,first_token_us,finish_us,ttft_us,e2e_us,prompt_tokens,output_tokens,"
-             "cached_tokens,preemptions,status,reason\n", f->requests_);
+  fs::create_directories(dir, ec);
+  if (ec) return Status::error("cannot create output directory " + dir + ": " + ec.message());
+  return open_files(std::unique_ptr<RunFolder>(new RunFolder(dir, dir)));
+}
+
+StatusOr<std::unique_ptr<RunFolder>> RunFolder::open_files(std::unique_ptr<RunFolder> f) {
+  auto steps = files::OutputFile::create(f->write_dir_ + "/steps.csv");
+  if (!steps.ok()) return steps.status();
+  auto requests = files::OutputFile::create(f->write_dir_ + "/requests.csv");
+  if (!requests.ok()) return requests.status();
+  f->steps_ = std::move(*steps);
+  f->requests_ = std::move(*requests);
+  f->steps_->write("step,start_us,duration_ns,predicted_ns,measured_ns,num_requests,prefill_tokens,decode_tokens,"
+                   "cached_tokens,running,waiting,preempted,finished,kv_usage,free_blocks,evictions_total,"
+                   "tokens_computed,kv_slots_read\n");
+  f->requests_->write("id,arrival_us,first_token_us,finish_us,ttft_us,e2e_us,prompt_tokens,output_tokens,"
+                      "cached_tokens,preemptions,status,reason\n");
   return f;
 }
 
-RunFolder::~RunFolder() {
-  if (steps_) std::fclose(steps_);
-  if (requests_) std::fclose(requests_);
+RunFolder::~RunFolder() = default;
+
+Status RunFolder::stream_decisions() {
+  auto f = files::OutputFile::create(write_dir_ + "/decisions.log");
+  if (!f.ok()) return f.status();
+  decisions_ = std::move(*f);
+  return {};
+}
+
+void RunFolder::add_decision(std::string_view line) {
+  if (decisions_) decisions_->write(line);
 }
 
 void RunFolder::add_step(const StepRecord& r) {
-  std::fprintf(steps_, "%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%lld,%d,%d,%d,%d,%.6f,%lld,%lld,%lld,%lld\n",
+  char row[512];
+  const int n = std::snprintf(row, sizeof row, "%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%lld,%d,%d,%d,%d,%.6f,%lld,%lld,%lld,%lld\n",
                static_cast<long long>(r.step), static_cast<long long>(r.start_us),
                static_cast<long long>(r.duration_ns), static_cast<long long>(r.predicted_ns),
                static_cast<long long>(r.measured_ns), r.num_requests,
@@ -74,6 +86,7 @@ void RunFolder::add_step(const StepRecord& r) {
                r.kv_usage, static_cast<long long>(r.free_blocks), static_cast<long long>(r.evictions_total),
                static_cast<long long>(r.counters.tokens_computed),
                static_cast<long long>(r.counters.kv_slots_read));
+  steps_->write(std::string_view(row, static_cast<std::size_t>(std::min<int>(n, sizeof row - 1))));
 }
 
 std::string csv_field(const std::string& text) {
@@ -89,12 +102,15 @@ std::string csv_field(const std::string& text) {
 void RunFolder::add_request(const RequestMetrics& m) {
   const long long ttft = m.first_token_us >= 0 ? m.first_token_us - m.arrival_us : -1;
   const long long e2e = m.finish_us >= 0 ? m.finish_us - m.arrival_us : -1;
-  const std::string id = csv_field(m.id);
-  std::fprintf(requests_, "%s,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,%s,%s\n", id.c_str(),
+  char numbers[256];
+  const int n = std::snprintf(numbers, sizeof numbers, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,",
                static_cast<long long>(m.arrival_us), static_cast<long long>(m.first_token_us),
                static_cast<long long>(m.finish_us), ttft, e2e, static_cast<long long>(m.prompt_tokens),
                static_cast<long long>(m.output_tokens), static_cast<long long>(m.cached_tokens),
-               m.preemptions, m.status.c_str(), csv_field(m.reject_reason).c_str());
+               m.preemptions);
+  requests_->write(csv_field(m.id));
+  requests_->write(std::string_view(numbers, static_cast<std::size_t>(std::min<int>(n, sizeof numbers - 1))));
+  requests_->write(m.status + "," + csv_field(m.reject_reason) + "\n");
 }
 
 namespace {
@@ -154,6 +170,7 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
                        {"first", s.violations.empty() ? "" : s.violations.front()}};
   j["overload"] = {{"overloaded", s.overload.overloaded}, {"reason", s.overload.reason}};
   j["decision_log_sha256"] = s.digest;
+  j["complete"] = true;  // summary.json is written last: a folder without it is not a finished run
   if (s.groups.size() > 1) {  // hybrid runs: per KV-cache group
     nlohmann::ordered_json groups = nlohmann::ordered_json::array();
     for (std::size_t g = 0; g < s.groups.size(); ++g) {
@@ -230,13 +247,25 @@ std::string format_summary(const std::string& title, const ReplaySummary& s, dou
 
 Status RunFolder::finish(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
                          double wall_seconds, const std::vector<KernelTime>& kernels) {
-  std::fclose(steps_);
-  std::fclose(requests_);
-  steps_ = requests_ = nullptr;
-  const fs::path d(dir_);
-  if (Status s = write_file(d / "summary.json", summary_json(config, summary, wall_seconds)); !s.ok()) return s;
+  for (std::optional<files::OutputFile>* f : {&steps_, &requests_, &decisions_}) {
+    if (*f) {
+      if (Status s = (*f)->close(); !s.ok()) return s;
+    }
+  }
+  if (Status s = write_rest(config, summary, log, wall_seconds, kernels); !s.ok()) return s;
+  if (Status s = write_file(fs::path(write_dir_) / "summary.json", summary_json(config, summary, wall_seconds)); !s.ok()) {
+    return s;
+  }
+  return staging_ ? staging_->commit() : Status();
+}
+
+// Everything but the CSVs and summary.json.
+Status RunFolder::write_rest(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
+                             double wall_seconds, const std::vector<KernelTime>& kernels) {
+  const fs::path d(write_dir_);
+  const bool has_log = decisions_.has_value() || !log.text().empty();
   if (Status s = write_file(d / "result.json", result_json(config, summary, result_date_)); !s.ok()) return s;
-  if (!log.text().empty()) {
+  if (!decisions_ && !log.text().empty()) {
     if (Status s = write_file(d / "decisions.log", log.text()); !s.ok()) return s;
   }
   if (!kernels.empty()) {
@@ -263,7 +292,7 @@ Status RunFolder::finish(const RunConfig& config, const ReplaySummary& summary, 
      << "- The **decision-log digest** is the SHA-256 of every scheduling decision (`decisions.log`); two runs "
         "with equal digests made identical decisions.\n\n"
      << "Files: `summary.json`, `steps.csv` (one row per step), `requests.csv` (one row per request)"
-     << (log.text().empty() ? "" : ", `decisions.log`") << ".\n";
+     << (has_log ? ", `decisions.log`" : "") << ".\n";
   if (summary.overload.overloaded) {
     md << "\n## Overloaded\n\nThe server did not keep up with the arrivals: " << summary.overload.reason
        << ". Latencies of such a run grow with its length; lower --request-rate or add capacity.\n";

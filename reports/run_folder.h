@@ -8,15 +8,28 @@
 //   report.md       a readable report of the run
 //   result.json     the results in the shape of `vllm bench serve` (reports/result_json.h)
 //
-// A RunFolder refuses an existing non-empty directory unless overwrite is set: a user's files
-// are never replaced silently. Rows are streamed as the run goes; memory stays bounded.
+// A RunFolder of its own (create) is written in a staging folder beside DIR under DIR.lock and
+// put in DIR's place as a unit by finish() (files/output_folder.h): DIR holds the previous
+// complete run until then, a second writer is refused, and --force leaves no file of the
+// previous run. One inside a folder that is itself staged (create_inside: a grid sweep's
+// points) is written in place. Rows and decision-log lines are streamed as the run goes, so
+// memory stays bounded; summary.json is written last, with "complete": true.
+// Invariants:
+//   1. Every write error (full disk, file-size limit) makes finish() fail naming the file,
+//      and then DIR is not replaced.
+//   2. A run folder whose summary.json lacks "complete": true is not a finished run.
 #pragma once
 
 #include <cstdio>
 #include <map>
+#include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "files/output_file.h"
+#include "files/output_folder.h"
 #include "replay/replayer.h"
 #include "model/status.h"
 
@@ -33,26 +46,34 @@ using replay::StepRecord;
 class RunFolder {
  public:
   static StatusOr<std::unique_ptr<RunFolder>> create(const std::string& dir, bool overwrite);
+  static StatusOr<std::unique_ptr<RunFolder>> create_inside(const std::string& dir);
   ~RunFolder();
   RunFolder(const RunFolder&) = delete;
   RunFolder& operator=(const RunFolder&) = delete;
 
   void add_step(const StepRecord& r);
   void add_request(const RequestMetrics& m);
-  // Writes summary.json, decisions.log (if the text was kept) and report.md; closes the CSVs.
+  // Opens decisions.log for add_decision() (kvsim replay streams the log instead of keeping it).
+  Status stream_decisions();
+  void add_decision(std::string_view line);
+  // Writes decisions.log (if the text was kept and not streamed), report.md and summary.json
+  // last; closes the files and, for a folder of its own, puts it in place.
   // `kernels` (may be empty) goes to kernels.csv: kernel,launches,total_ns.
   Status finish(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
                 double wall_seconds, const std::vector<KernelTime>& kernels = {});
-  const std::string& dir() const { return dir_; }
+  const std::string& dir() const { return dir_; }  // where the run will be once finished
   // The "date" of result.json (vLLM's %Y%m%d-%H%M%S); the caller injects it.
   void set_result_date(std::string date) { result_date_ = std::move(date); }
 
  private:
-  explicit RunFolder(std::string dir) : dir_(std::move(dir)) {}
-  std::string dir_;
+  RunFolder(std::string dir, std::string write_dir) : dir_(std::move(dir)), write_dir_(std::move(write_dir)) {}
+  static StatusOr<std::unique_ptr<RunFolder>> open_files(std::unique_ptr<RunFolder> f);
+  Status write_rest(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
+                    double wall_seconds, const std::vector<KernelTime>& kernels);
+  std::string dir_, write_dir_;                  // write_dir_: the staging folder, or dir_
+  std::unique_ptr<files::OutputFolder> staging_;  // null for create_inside
   std::string result_date_ = "19700101-000000";
-  std::FILE* steps_ = nullptr;
-  std::FILE* requests_ = nullptr;
+  std::optional<files::OutputFile> steps_, requests_, decisions_;
 };
 
 // The human summary table printed at the end of a replay.

@@ -175,6 +175,11 @@ StatusOr<RunData> load_run(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::error(dir + ": not a directory (expected a run folder of kvsim replay)");
   const fs::path d(dir);
+  if (!fs::is_regular_file(d / "summary.json", ec) &&
+      (fs::exists(d / "steps.csv", ec) || fs::exists(d / "requests.csv", ec))) {
+    return Status::error(dir + ": incomplete run folder (no summary.json: the run was interrupted or failed "
+                         "before it finished); replay again");
+  }
   for (const char* f : {"summary.json", "steps.csv", "requests.csv"}) {
     if (!fs::is_regular_file(d / f, ec)) {
       return Status::error(dir + ": not a run folder (no " + f +
@@ -201,6 +206,10 @@ StatusOr<RunData> load_run(const std::string& dir) {
   try {
     if (!j.is_object() || !j.contains("config") || !j.contains("prefix_cache") || !j.contains("latency_us")) {
       return Status::error(summary_path + ": not a kvsim run summary (needs config, prefix_cache and latency_us)");
+    }
+    if (!j.contains("complete") || j.at("complete") != true) {
+      return Status::error(dir + ": incomplete run folder (summary.json lacks \"complete\": true, which kvsim "
+                           "replay writes last); replay again");
     }
     for (const auto& [k, v] : j.at("config").items()) run.config.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
     const auto& pc = j.at("prefix_cache");

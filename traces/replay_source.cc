@@ -44,12 +44,11 @@ StatusOr<bool> TraceRequestSource::next(kv::RequestSpec* out) {
   out->arrival_time_us = t.arrival_time_us;
   if (!t.output_tokens.empty()) {
     out->outputs = std::move(t.output_tokens);
-  } else {
-    out->outputs.resize(static_cast<std::size_t>(t.output_length));
-    for (std::int64_t k = 0; k < t.output_length; ++k) {
-      out->outputs[static_cast<std::size_t>(k)] =
-          generated_output_token(options_.seed, out->id, k, options_.vocab_size);
-    }
+  } else {  // generated when sampled: nothing is materialized up front
+    out->outputs = OutputTokens::generated(
+        t.output_length, [seed = options_.seed, id = out->id, vocab = options_.vocab_size](std::int64_t k) {
+          return generated_output_token(seed, id, k, vocab);
+        });
   }
   return true;
 }

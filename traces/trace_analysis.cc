@@ -12,6 +12,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "files/output_file.h"
 #include "model/block_hasher.h"
 #include "model/check.h"
 #include "model/percentile.h"
@@ -30,8 +31,9 @@ struct PrefixVertex {
   std::int64_t last_access = -1;        // position in the access sequence of the last touch
 };
 
-using PrefixTree = boost::adjacency_list<boost::vecS, boost::vecS, boost::directedS, PrefixVertex>;
-using Vertex = boost::graph_traits<PrefixTree>::vertex_descriptor;
+// Vertices by index, each after its parent; parent links only (no child lists: 40 bytes a block).
+using PrefixTree = std::vector<PrefixVertex>;
+using Vertex = std::size_t;
 
 // Fenwick tree over access positions, growing by doubling: one marker per block, at its last
 // access, so markers in (a, b) count the distinct blocks touched strictly between a and b.
@@ -68,18 +70,19 @@ class AccessMarkers {
   std::vector<std::int32_t> tree_;
 };
 
-Distribution distribution(std::vector<std::int64_t>& v) {
+template <typename T>
+Distribution distribution(std::vector<T>& v) {
   Distribution d;
   d.count = static_cast<std::int64_t>(v.size());
   if (v.empty()) return d;
   long double sum = 0;
-  for (std::int64_t x : v) sum += x;
+  for (T x : v) sum += x;
   d.mean = static_cast<double>(sum / static_cast<long double>(v.size()));
   std::sort(v.begin(), v.end());
   d.p50 = percentile_of_sorted(v, 50);
   d.p90 = percentile_of_sorted(v, 90);
   d.p99 = percentile_of_sorted(v, 99);
-  d.max = v.back();
+  d.max = static_cast<std::int64_t>(v.back());
   return d;
 }
 
@@ -105,11 +108,9 @@ Status write_dot(const std::string& path, const PrefixTree& tree, const std::vec
     dot[index[v]].label = label.str();
     boost::add_edge(index[up], index[v], dot);
   }
-  std::ofstream out(path);
-  if (!out) return Status::error(path + ": cannot create");
+  std::ostringstream out;
   boost::write_graphviz(out, dot, boost::make_label_writer(boost::get(&DotNode::label, dot)));
-  if (!out) return Status::error(path + ": write failed");
-  return Status();
+  return files::write_file_atomically(path, out.str());
 }
 
 }  // namespace
@@ -123,10 +124,11 @@ struct TracePass {
   TraceAnalysis& a;
   const BlockHasher& hasher;
   int B;
-  PrefixTree tree{1};  // vertex 0: the root (the empty prefix)
+  PrefixTree tree = PrefixTree(1);  // vertex 0: the root (the empty prefix)
   std::unordered_map<std::uint64_t, std::uint32_t> by_hash;  // BlockHash::prefix64 -> vertex
   AccessMarkers markers;
-  std::vector<std::int64_t> prompt_lens, output_lens, reuse_requests, reuse_blocks;
+  std::vector<std::int64_t> prompt_lens, output_lens;
+  std::vector<std::uint32_t> reuse_requests, reuse_blocks;  // one each per re-access: kept small
   std::set<std::string> sessions;
   std::vector<BlockHash> hashes;
   std::vector<TokenId> tokens;
@@ -155,10 +157,10 @@ struct TracePass {
     auto [it, fresh] = by_hash.try_emplace(hashes[i].prefix64(), 0);
     *inserted = fresh;
     if (fresh) {
-      const Vertex v = boost::add_vertex(tree);
+      const Vertex v = tree.size();
       KV_CHECK(v < UINT32_MAX, "prefix tree too large");
+      tree.emplace_back();
       it->second = static_cast<std::uint32_t>(v);
-      boost::add_edge(parent, v, tree);
       tree[v].parent = parent;
       tree[v].depth = static_cast<std::uint32_t>(i + 1);
     }
@@ -174,8 +176,11 @@ struct TracePass {
       const std::uint32_t v = vertex(i, parent, &inserted);
       PrefixVertex& pv = tree[v];
       if (!inserted) {
-        reuse_requests.push_back(req - pv.last_request);
-        reuse_blocks.push_back(markers.prefix(pos) - markers.prefix(pv.last_access + 1));
+        const std::int64_t in_requests = req - pv.last_request;
+        const std::int64_t in_blocks = markers.prefix(pos) - markers.prefix(pv.last_access + 1);
+        KV_CHECK(in_requests <= UINT32_MAX && in_blocks <= UINT32_MAX, "trace too large");
+        reuse_requests.push_back(static_cast<std::uint32_t>(in_requests));
+        reuse_blocks.push_back(static_cast<std::uint32_t>(in_blocks));
         markers.set(pv.last_access, -1);
       }
       markers.set(pos, +1);
@@ -207,9 +212,9 @@ struct TracePass {
     a.output_len = distribution(output_lens);
     const std::int64_t span = a.last_arrival_us - a.first_arrival_us;
     a.arrival_rate = span > 0 ? static_cast<double>(a.requests - 1) * 1e6 / static_cast<double>(span) : 0.0;
-    a.distinct_blocks = static_cast<std::int64_t>(boost::num_vertices(tree)) - 1;
+    a.distinct_blocks = static_cast<std::int64_t>(tree.size()) - 1;
     a.infinite_cache_hit_rate = static_cast<double>(a.hit_tokens) / static_cast<double>(a.prompt_tokens);
-    for (std::int64_t d : reuse_blocks) {
+    for (const std::int64_t d : reuse_blocks) {
       std::size_t bucket = 0;
       while ((std::int64_t{2} << bucket) - 1 <= d) ++bucket;
       if (a.reuse_blocks_histogram.size() <= bucket) a.reuse_blocks_histogram.resize(bucket + 1, 0);
@@ -221,15 +226,15 @@ struct TracePass {
 
   // Rule 4: the ends of shared runs, most shared first (then shallower, then earlier).
   std::vector<Vertex> shared_prefixes() const {
+    std::vector<std::int64_t> most_shared_child(tree.size(), 0);
+    for (Vertex v = 1; v < tree.size(); ++v) {
+      std::int64_t& m = most_shared_child[tree[v].parent];
+      m = std::max(m, tree[v].requests);
+    }
     std::vector<Vertex> shared;
-    for (Vertex v = 1; v < boost::num_vertices(tree); ++v) {
+    for (Vertex v = 1; v < tree.size(); ++v) {
       const PrefixVertex& p = tree[v];
-      if (p.requests < 2) continue;
-      bool end_of_run = true;
-      for (auto [e, e_end] = boost::out_edges(v, tree); e != e_end; ++e) {
-        if (tree[boost::target(*e, tree)].requests >= p.requests) end_of_run = false;
-      }
-      if (end_of_run) shared.push_back(v);
+      if (p.requests >= 2 && most_shared_child[v] < p.requests) shared.push_back(v);
     }
     std::sort(shared.begin(), shared.end(), [&](Vertex x, Vertex y) {
       const PrefixVertex& px = tree[x];

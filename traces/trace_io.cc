@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "model/check.h"
+#include "files/output_file.h"
 #include "traces/block_tokens.h"
 #include "traces/trace.pb.h"
 
@@ -65,8 +66,7 @@ Status check_header(const TraceHeader& h) {
 
 // Rules shared by the writer and the reader; `where` already names the file and record.
 Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_prev,
-                     std::int64_t prev_arrival_us, std::int64_t vocab_size,
-                     std::unordered_set<std::string>& ids) {
+                     std::int64_t prev_arrival_us, std::int64_t vocab_size, RequestIdSet& ids) {
   if (r.id.empty()) return Status::error("field id: empty request id");
   if (prompt_size == 0) return Status::error("field prompt: empty prompt (request '" + r.id + "')");
   if (prompt_size > kMaxPromptTokens) {
@@ -98,7 +98,7 @@ Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_
   if (Status s = check_tokens("output_tokens", r.output_tokens, vocab_size); !s.ok()) {
     return s.with_context("request '" + r.id + "': ");
   }
-  if (!ids.insert(r.id).second) return Status::error("field id: duplicate request id '" + r.id + "'");
+  if (!ids.insert(r.id)) return Status::error("field id: duplicate request id '" + r.id + "'");
   return Status();
 }
 
@@ -128,24 +128,22 @@ void expand_segments(const std::vector<PromptSegment>& segments, std::vector<Tok
 StatusOr<TraceWriter> TraceWriter::create(const std::string& path, const TraceHeader& header,
                                           bool overwrite) {
   if (Status s = check_header(header); !s.ok()) return s.with_context(path + ": header: ");
+  StatusOr<files::AtomicFile> file = files::AtomicFile::create(path, overwrite);
+  if (!file.ok()) {
+    if (file.status().message().find(" exists") != std::string::npos) {
+      return Status::error(path + ": already exists (refusing to overwrite it; --force to replace)");
+    }
+    return Status::error(path + ": " + file.status().message());
+  }
   TraceWriter w;
   w.path_ = path;
   w.vocab_size_ = header.vocab_size;
-  w.file_ = std::fopen(path.c_str(), overwrite ? "wb" : "wbx");
-  if (w.file_ == nullptr) {
-    if (!overwrite && errno == EEXIST) {
-      return Status::error(path + ": already exists (refusing to overwrite it; --force to replace)");
-    }
-    return Status::error(path + ": cannot create: " + errno_text());
-  }
-  unsigned char preamble[12];
-  std::memcpy(preamble, kMagic, 8);
-  put_le32(kFormatVersion, preamble + 8);
-  if (std::fwrite(preamble, 1, sizeof preamble, w.file_) != sizeof preamble) {
-    w.abandon();
-    return Status::error(path + ": write failed: " + errno_text());
-  }
-  w.bytes_written_ = sizeof preamble;
+  w.file_ = std::make_unique<files::AtomicFile>(std::move(file.value()));
+  std::string preamble(kMagic, 8);
+  preamble.resize(12);
+  put_le32(kFormatVersion, reinterpret_cast<unsigned char*>(preamble.data()) + 8);
+  w.file_->out().write(preamble);
+  w.bytes_written_ = static_cast<std::int64_t>(preamble.size());
   pb::Header h;
   h.set_format_version(kFormatVersion);
   h.set_source(header.source);
@@ -162,26 +160,9 @@ StatusOr<TraceWriter> TraceWriter::create(const std::string& path, const TraceHe
   return w;
 }
 
-TraceWriter::TraceWriter(TraceWriter&& o) noexcept { *this = std::move(o); }
-
-TraceWriter& TraceWriter::operator=(TraceWriter&& o) noexcept {
-  if (this != &o) {
-    if (file_ != nullptr) std::fclose(file_);
-    path_ = std::move(o.path_);
-    file_ = std::exchange(o.file_, nullptr);
-    num_written_ = o.num_written_;
-    vocab_size_ = o.vocab_size_;
-    bytes_written_ = o.bytes_written_;
-    last_arrival_us_ = o.last_arrival_us_;
-    ids_ = std::move(o.ids_);
-    on_write = std::move(o.on_write);
-  }
-  return *this;
-}
-
-TraceWriter::~TraceWriter() {
-  if (file_ != nullptr) std::fclose(file_);
-}
+TraceWriter::TraceWriter(TraceWriter&& o) noexcept = default;
+TraceWriter& TraceWriter::operator=(TraceWriter&& o) noexcept = default;
+TraceWriter::~TraceWriter() = default;
 
 Status TraceWriter::write_frame(const std::string& bytes) {
   unsigned char head[8];
@@ -190,11 +171,11 @@ Status TraceWriter::write_frame(const std::string& bytes) {
   const auto head_len = static_cast<std::size_t>(end - head);
   unsigned char crc[4];
   put_le32(crc32c(bytes.data(), bytes.size()), crc);
-  if (std::fwrite(head, 1, head_len, file_) != head_len ||
-      std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size() ||
-      std::fwrite(crc, 1, 4, file_) != 4) {
-    return Status::error(path_ + ": write failed: " + errno_text());
-  }
+  files::OutputFile& out = file_->out();
+  out.write(std::string_view(reinterpret_cast<const char*>(head), head_len));
+  out.write(bytes);
+  out.write(std::string_view(reinterpret_cast<const char*>(crc), 4));
+  if (!out.status().ok()) return Status::error(path_ + ": write failed: " + out.status().message());
   bytes_written_ += static_cast<std::int64_t>(head_len + bytes.size() + 4);
   return Status();
 }
@@ -254,19 +235,15 @@ Status TraceWriter::write(const TraceRequest& r) {
 
 Status TraceWriter::close() {
   if (file_ == nullptr) return Status();
-  const bool ok = std::fflush(file_) == 0;
-  const bool closed = std::fclose(file_) == 0;
-  file_ = nullptr;
-  if (!ok || !closed) return Status::error(path_ + ": write failed: " + errno_text());
+  Status s = file_->commit();
+  file_.reset();
+  if (!s.ok()) return Status::error(path_ + ": write failed: " + s.message());
   return Status();
 }
 
 void TraceWriter::abandon() {
-  if (file_ != nullptr) {
-    std::fclose(file_);
-    file_ = nullptr;
-  }
-  std::remove(path_.c_str());
+  if (file_ != nullptr) file_->abandon();
+  file_.reset();
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -7,8 +7,10 @@
 // duplicate request id, negative token ids or lengths, token ids not below the header's
 // vocab_size, an unknown hash_algo, values beyond the limits of trace.h. After an error, next()
 // keeps failing.
-// The writer never replaces an existing file unless created with overwrite = true, and
-// abandon() removes what it wrote (a failed conversion leaves nothing behind).
+// The writer writes to a temporary file beside the path and renames it into place only in a
+// successful close() (files/output_file.h): an existing file is never replaced unless created
+// with overwrite = true, and even then only by a complete trace; abandon(), a failed close()
+// or destruction without close() leave the path as it was (a failed conversion loses nothing).
 // Neither class is thread-safe; both are movable, not copyable.
 #pragma once
 
@@ -17,9 +19,10 @@
 #include <cstdio>
 #include <memory>
 #include <string>
-#include <unordered_set>
 
+#include "files/output_file.h"
 #include "model/status.h"
+#include "traces/request_id_set.h"
 #include "traces/trace.h"
 
 namespace kv::trace {
@@ -30,13 +33,13 @@ class TraceWriter {
                                       bool overwrite = false);
   TraceWriter(TraceWriter&&) noexcept;
   TraceWriter& operator=(TraceWriter&&) noexcept;
-  ~TraceWriter();  // closes (without error reporting) if close() was not called
+  ~TraceWriter();  // abandons if close() was not called
 
   // Checks the request (same rules as the reader) and appends it.
   Status write(const TraceRequest& request);
-  // Flushes and closes; the file is complete only when this returns ok.
+  // Flushes, syncs and renames the file into place; it exists only when this returns ok.
   Status close();
-  // Closes and deletes the file.
+  // Drops what was written; the path keeps its previous content.
   void abandon();
 
   std::int64_t num_written() const { return num_written_; }
@@ -50,12 +53,12 @@ class TraceWriter {
   Status write_frame(const std::string& bytes);
 
   std::string path_;
-  std::FILE* file_ = nullptr;  // open until close() or abandon()
+  std::unique_ptr<files::AtomicFile> file_;  // open until close() or abandon()
   std::int64_t num_written_ = 0;
   std::int64_t bytes_written_ = 0;
   std::int64_t last_arrival_us_ = 0;
-  std::int64_t vocab_size_ = 0;          // the header's: token ids must be below it when > 0
-  std::unordered_set<std::string> ids_;  // every id written so far
+  std::int64_t vocab_size_ = 0;  // the header's: token ids must be below it when > 0
+  RequestIdSet ids_;             // every id written so far
 };
 
 class TraceReader {
@@ -81,7 +84,7 @@ class TraceReader {
   std::unique_ptr<Impl> impl_;
   std::int64_t num_read_ = 0;
   std::int64_t last_arrival_us_ = 0;
-  std::unordered_set<std::string> ids_;  // every id read so far (duplicate detection)
+  RequestIdSet ids_;  // every id read so far (duplicate detection)
   Status failed_;                        // sticky: once not ok, every next() returns it
 };
 
