@@ -65,7 +65,7 @@ int run_sweep(int argc, char** argv) {
   std::string capacity_text, policy_text = "lru", block_text = "16", mode = "sequence", out_dir, progress = "auto";
   std::string title;
   int jobs = 0;
-  bool force = false, no_plot = false;
+  bool force = false, no_plot = false, no_optimum = false;
   po::options_description opts(
       "kvsim sweep --trace T --capacity LIST [options]\n\n"
       "Prefix-cache hit rate against KV-cache capacity (in tokens) for each trace, policy and block\n"
@@ -84,7 +84,10 @@ int run_sweep(int argc, char** argv) {
        "capacities in tokens: a list 1e4,3e4,1M,... or a log range FROM:TO:POINTS_PER_DECADE (1e4:1e9:3)")
       ("mode", po::value(&mode)->default_value(mode), "sequence | serving")
       ("policy", po::value(&policy_text)->default_value(policy_text),
-       "eviction policies, comma-separated: lru (vLLM's free queue), lru-unhashed-first")
+       "eviction policies, comma-separated: lru (vLLM's free queue), lru-unhashed-first, lfu, slru, leaf-lru, "
+       "priority (docs/policies.md)")
+      ("no-optimum", po::bool_switch(&no_optimum),
+       "sequence mode: leave out the rows of policy 'optimum' (the offline Belady bound, docs/policies.md)")
       ("block-size", po::value(&block_text)->default_value(block_text), "block sizes in tokens, comma-separated")
       ("jobs,j", po::value(&jobs)->default_value(0), "configurations run at once (0: one per core)")
       ("out", po::value(&out_dir), "output directory (default: runs/sweep-<first trace>)")
@@ -120,9 +123,14 @@ int run_sweep(int argc, char** argv) {
   if (!blocks.ok()) return fail("--block-size: " + blocks.status().message());
   so.block_sizes = *blocks;
   so.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  so.optimum = !no_optimum;
   if (mode == "serving") {
     so.serving.verify = sim::VerifyMode::kOff;
     if (Status s = apply_config_options(vm, so.serving, kServingOptions); !s.ok()) return fail(s.message());
+  } else if (vm.count("limit") != 0) {  // sequence mode: the first N requests of each trace
+    replay::ReplayConfig limits;
+    if (Status s = apply_config_options(vm, limits, {"limit"}); !s.ok()) return fail(s.message());
+    so.limit = limits.limit;
   }
 
   if (out_dir.empty()) out_dir = "runs/sweep-" + std::filesystem::path(traces.front()).stem().string();
