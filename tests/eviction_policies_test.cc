@@ -152,15 +152,25 @@ TEST(Slru, AScanOfOneUseBlocksCannotFlushHitBlocks) {
   h.release({3});
   h.release({4});
   EXPECT_EQ(h.policy().order(), (Ids{3, 4, 2, 1}));  // probation first, though released last
-  EXPECT_EQ(h.take(2), (Ids{3, 4}));
-  for (BlockId id : {3, 4}) {  // two more blocks, each hit once after its first release
+}
+
+TEST(Slru, TheProtectedSegmentHoldsUpToItsCap) {
+  Harness h(EvictionPolicyKind::kSlru, 5);  // 4 usable blocks, protected cap 3
+  EXPECT_EQ(h.take(3), (Ids{1, 2, 3}));
+  for (BlockId id : {1, 2, 3}) {  // each hit once after its first release: protected
     h.cache({id});
     h.release({id});
     h.hit(id);
     h.release({id});
   }
-  // Protected would hold 2, 1, 3, 4 > 3: the oldest protected (2) went to probation.
-  EXPECT_EQ(h.policy().order(), (Ids{2, 1, 3, 4}));
+  EXPECT_EQ(h.take(1), (Ids{4}));
+  h.cache({4});
+  h.release({4});  // probation; protected holds 1, 2, 3: exactly the cap, nothing demoted
+  EXPECT_EQ(h.policy().order(), (Ids{4, 1, 2, 3}));
+  h.hit(4);
+  h.release({4});  // protected would hold 4 > 3: the oldest protected (1) goes to probation
+  EXPECT_EQ(h.policy().order(), (Ids{1, 2, 3, 4}));
+  EXPECT_EQ(h.take(1), (Ids{1}));
 }
 
 TEST(LeafLru, EvictsTheDeepestBlockOfAChainFirst) {
