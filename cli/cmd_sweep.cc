@@ -72,6 +72,8 @@ int run_sweep(int argc, char** argv) {
       "size. sequence mode: every request in arrival order is looked up, allocated (whole prompt)\n"
       "and freed on a cache of that capacity -- the cache alone, as the Mooncake paper's Figure 9.\n"
       "serving mode: a full replay on the simulator per configuration (TTFT, TPOT, throughput).\n"
+      "Sequence mode also writes rows of policy 'optimum', the offline Belady bound no policy can\n"
+      "beat (docs/policies.md; --no-optimum leaves them out); --limit N takes the first N requests.\n"
       "Writes DIR/sweep.csv and, with gnuplot, DIR/hit_rate.png and .svg (serving: ttft_p50.*,\n"
       "throughput.*). The CSV is the same bytes whatever --jobs is.\n"
       "With --vary OPTION=V1,V2 (any kvsim replay option): a grid of full replays instead\n"

@@ -70,7 +70,7 @@ Status plot_sweep(const std::vector<replay::SweepPoint>& points, const std::stri
   if (Status s = write_dat("hit_rate.dat", [](const SweepPoint& p) { return fmt("%.6f", p.hit_rate); }); !s.ok()) return s;
   if (Status s = render_plot((dir / "hit_rate").string(),
                              plot_body("hit_rate.dat", "prefix-cache hit rate (hit tokens / prompt tokens)", title,
-                                       "set yrange [0:1]\nset ytics 0.1\nset key inside right bottom opaque box\n"),
+                                       "set yrange [0:1]\nset ytics 0.1\nset key inside left top opaque box\n"),
                              1000, 640);
       !s.ok()) {
     return s;
