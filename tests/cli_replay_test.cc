@@ -101,8 +101,9 @@ TEST_F(CliReplayTest, BadOptionsAreNamed) {
 
 TEST_F(CliReplayTest, EvictionPoliciesRunAndHybridModelsRefuseThem) {
   for (const char* policy : {"lfu", "slru", "leaf-lru", "priority"}) {
-    Outcome o = run("replay " + small_args() + "--num-blocks 12 --eviction-policy " + policy + " --progress off --out " +
-                    (dir_ / policy).string());
+    // 11 usable blocks for prompts of 5 to 6 blocks: every policy has to evict.
+    Outcome o = run("replay --trace " + trace_ + " --model tiny --num-blocks 12 --verify full --eviction-policy " +
+                    policy + " --progress off --out " + (dir_ / policy).string());
     EXPECT_EQ(o.status, 0) << policy << ": " << o.output;
   }
   Outcome bad = run("replay " + small_args() + "--eviction-policy mru --out " + (dir_ / "r").string());
