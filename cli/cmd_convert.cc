@@ -1,5 +1,6 @@
-// kvsim convert --from sharegpt|mooncake|azure|burstgpt IN -o OUT: converts a public trace
-// (traces/converters.h) to a kvsim trace. A failed conversion leaves no OUT behind.
+// kvsim convert --from sharegpt|mooncake|azure|burstgpt|tokens IN -o OUT: converts a public trace
+// (traces/converters.h) to a kvsim trace. A failed conversion leaves no OUT behind. Prints the
+// tokenizer it used (also recorded in the trace header) and what it did not replay.
 #include <boost/program_options.hpp>
 #include <iostream>
 
@@ -23,19 +24,22 @@ int fail(const std::string& message) {
 
 int run_convert(int argc, char** argv) {
   trace::ConvertOptions c;
-  std::string from, in, out, progress = "auto";
+  std::string from, in, out, progress = "auto", tokenizer;
   po::options_description opts(
       "kvsim convert --from FORMAT IN -o OUT [options]\n\n"
       "Converts a public trace to a kvsim trace:\n"
-      "  sharegpt  ShareGPT JSON; text tokenized by the word-hash tokenizer (traces/tokenizer.h);\n"
-      "            conversations interleaved at --rate like `kvsim gen sharegpt`\n"
+      "  sharegpt  ShareGPT JSON (conversations from/value or messages role/content, and a\n"
+      "            top-level system); text encoded by --tokenizer; conversations interleaved at\n"
+      "            --rate like `kvsim gen sharegpt`\n"
+      "  tokens    JSONL of pre-tokenized requests: {\"prompt_token_ids\": [...], \"output_len\": N,\n"
+      "            \"timestamp\": seconds (optional), \"id\", \"session_id\" (optional)}\n"
       "  mooncake  Mooncake JSONL; each hash_id is a deterministic 512-token block\n"
       "  azure     Azure LLM inference CSV (TIMESTAMP,ContextTokens,GeneratedTokens)\n"
       "  burstgpt  BurstGPT CSV (Timestamp,Model,Request tokens,Response tokens,...)\n"
       "Exit status: 0 ok, 2 bad usage or bad input (the message names file, line and field).\n\n"
       "Options");
   opts.add_options()("help,h", "show this help")
-      ("from", po::value<std::string>(&from), "input format: sharegpt, mooncake, azure or burstgpt")
+      ("from", po::value<std::string>(&from), "input format: sharegpt, mooncake, azure, burstgpt or tokens")
       ("input", po::value<std::string>(&in), "input file")
       ("output,o", po::value<std::string>(&out), "output trace file")
       ("force", "replace OUT if it exists")
@@ -46,6 +50,8 @@ int run_convert(int argc, char** argv) {
       ("sessions", po::value<int>(&c.concurrent_sessions)->default_value(c.concurrent_sessions), "sharegpt: conversations open at once")
       ("max-model-len", po::value<int>(&c.max_model_len)->default_value(c.max_model_len), "sharegpt: end a conversation before it exceeds this (0 = no limit)")
       ("model", po::value<std::string>(&c.model)->default_value(""), "burstgpt: keep only rows of this Model")
+      ("tokenizer", po::value<std::string>(&tokenizer), "sharegpt: a Hugging Face tokenizer.json (docs/tokenizers.md), or word-hash (the default: a stand-in, not real ids)")
+      ("vocab-size", po::value<std::int64_t>(&c.vocab_size)->default_value(c.vocab_size), "tokens: every id must be below this (0 = not checked)")
       ("progress", po::value<std::string>(&progress)->default_value(progress), "auto (on a terminal) | on | off");
   po::positional_options_description pos;
   pos.add("input", 1);
@@ -62,6 +68,17 @@ int run_convert(int argc, char** argv) {
   if (progress != "auto" && progress != "on" && progress != "off") {
     return fail("--progress must be auto, on or off, got '" + progress + "'");
   }
+  if (!tokenizer.empty() && *format != trace::SourceFormat::kShareGpt) {
+    return fail("--tokenizer applies to --from sharegpt only (the other formats carry no text)");
+  }
+  if (c.vocab_size < 0) return fail("--vocab-size must be >= 0");
+  StatusOr<trace::TextTokenizer> text_tokenizer =
+      trace::TextTokenizer::open(tokenizer.empty() ? trace::kWordHashTokenizerName : tokenizer);
+  if (!text_tokenizer.ok()) return fail("--tokenizer: " + text_tokenizer.status().message());
+  if (*format == trace::SourceFormat::kShareGpt) {
+    c.tokenizer = &*text_tokenizer;
+    std::cout << "tokenizer: " << text_tokenizer->description() << "\n";
+  }
   StatusOr<trace::TraceWriter> writer =
       trace::TraceWriter::create(out, trace::convert_header(*format, in, c), vm.count("force") > 0);
   if (!writer.ok()) return fail(writer.status().message());
@@ -77,6 +94,10 @@ int run_convert(int argc, char** argv) {
   std::cout << "wrote " << stats->requests << " requests (" << writer->bytes_written() << " bytes) to " << out;
   if (stats->skipped > 0) std::cout << "; skipped " << stats->skipped << " input records";
   std::cout << "\n";
+  if (stats->unanswered > 0) {
+    std::cout << stats->unanswered << " conversations end in a user message with no answer: "
+              << "those last messages are not replayed (no output length to replay)\n";
+  }
   return 0;
 }
 

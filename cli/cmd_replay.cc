@@ -62,7 +62,7 @@ int verdict(const replay::ReplaySummary& summary, const std::string& trace_path)
 
 Status write_cache_dump(const std::string& path, const Scheduler& scheduler) {
   std::ofstream out(path, std::ios::trunc);
-  for (const std::string& h : replay::cached_block_hashes(scheduler.kv_cache())) out << h << "\n";
+  for (const std::string& h : replay::cached_block_hashes(scheduler)) out << h << "\n";
   out.close();
   if (!out) return Status::error("--dump-cache: cannot write " + path);
   return {};
@@ -89,7 +89,7 @@ int run_replay(int argc, char** argv) {
        "full: write decisions.log; digest: keep only its SHA-256 (long traces)")
       ("progress", po::value(&progress)->default_value("auto"), "auto (on a terminal) | on | off")
       ("dump-cache", po::value(&dump_cache),
-       "at the end, write the hash of every cached block to FILE (hex, sorted, one a line)");
+       "at the end, write the hash of every cached block to FILE (hex, sorted, one a line; for a hybrid model \"HEX GROUP\")");
   add_config_options(opts);
   po::positional_options_description pos;
   pos.add("trace", 1);

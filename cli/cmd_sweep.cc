@@ -129,10 +129,19 @@ int run_sweep(int argc, char** argv) {
   if (mode == "serving") {
     so.serving.verify = sim::VerifyMode::kOff;
     if (Status s = apply_config_options(vm, so.serving, kServingOptions); !s.ok()) return fail(s.message());
-  } else if (vm.count("limit") != 0) {  // sequence mode: the first N requests of each trace
-    replay::ReplayConfig limits;
-    if (Status s = apply_config_options(vm, limits, {"limit"}); !s.ok()) return fail(s.message());
-    so.limit = limits.limit;
+  } else {
+    for (const std::string& name : kServingOptions) {  // the cache alone: no model, no device
+      if (name == "limit") continue;  // sequence mode takes the first N requests too
+      if (vm.count(name) && !vm[name].defaulted()) {
+        return fail("--" + name + " applies to --mode serving; sequence mode runs the prefix cache alone "
+                    "(one full-attention group, no model or device)");
+      }
+    }
+    if (vm.count("limit") != 0 && !vm["limit"].defaulted()) {  // the first N requests of each trace
+      replay::ReplayConfig limits;
+      if (Status s = apply_config_options(vm, limits, {"limit"}); !s.ok()) return fail(s.message());
+      so.limit = limits.limit;
+    }
   }
 
   if (out_dir.empty()) out_dir = "runs/sweep-" + std::filesystem::path(traces.front()).stem().string();

@@ -27,6 +27,7 @@ int run_scenario(int argc, char** argv);
 int run_replay(int argc, char** argv);
 int run_gen(int argc, char** argv);
 int run_convert(int argc, char** argv);
+int run_tokenize(int argc, char** argv);
 int run_trace(int argc, char** argv);
 int run_sweep(int argc, char** argv);
 int run_grid_sweep(int argc, char** argv);  // kvsim sweep --vary ...

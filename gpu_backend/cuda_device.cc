@@ -14,6 +14,8 @@
 #include "gpu_backend/reference/numerics.h"
 #include "gpu_backend/kernels.h"
 #include "gpu_backend/synthetic_model.h"
+#include "model/attention_window.h"
+#include "model/block_table.h"
 
 namespace kv::gpu {
 namespace {
@@ -44,10 +46,13 @@ class CudaDevice final : public Device {
   Status run_step(const StepPlan& plan, StepResult* result);
   Status launch_graph(const ForwardArgs& args);
   Status report_hidden_states(const StepPlan& plan, const gpuref::FlatBatch& batch);
+  // Keys the attention of every layer reads for the batch's real tokens.
+  std::int64_t kv_slots_read(const gpuref::FlatBatch& batch) const;
   Status write_profile(const gpuref::FlatBatch& batch);
 
   CudaDeviceOptions options_;
   gpuref::ModelConfig config_;
+  gpuref::KvLayout layout_;
   gpuref::DType dtype_ = gpuref::DType::kBf16;
   std::string description_;
   cudaStream_t stream_ = nullptr;
@@ -56,7 +61,7 @@ class CudaDevice final : public Device {
   std::unique_ptr<SyntheticModel> model_;
   KvCacheSet kv_;
   std::unique_ptr<gpuref::BlockTables> tables_;
-  std::int32_t* table_dev_ = nullptr;    // [max_num_seqs, max_blocks_per_row]
+  std::int32_t* table_dev_ = nullptr;    // [groups, max_num_seqs, max_blocks_per_row]
   std::int32_t* updates_dev_ = nullptr;  // (row, column, block) triples of one step
   std::int32_t* pinned_ = nullptr;       // host staging: 4 * max_tokens inputs, then the updates
   std::int64_t max_tokens_ = 0;
@@ -81,6 +86,13 @@ Status CudaDevice::init() {
   StatusOr<gpuref::ModelConfig> config = gpuref::model_preset(o.model);
   if (!config.ok()) return config.status();
   config_ = *config;
+  StatusOr<gpuref::KvLayout> layout = gpuref::make_kv_layout(o.kv_cache_groups, config_.num_layers);
+  if (!layout.ok()) return layout.status().with_context("model '" + o.model + "': ");
+  layout_ = std::move(*layout);
+  if (!o.kv_cache_groups.empty() && o.kv_cache_groups[0].spec.block_size != o.block_size) {
+    return Status::error("the KV-cache groups have block size " + std::to_string(o.kv_cache_groups[0].spec.block_size) +
+                         ", the device " + std::to_string(o.block_size));
+  }
   if (!gpuref::parse_dtype(o.dtype, &dtype_) || dtype_ == gpuref::DType::kFp32) {
     return Status::error("dtype '" + o.dtype + "' is not bf16 or fp16");
   }
@@ -116,13 +128,14 @@ Status CudaDevice::init() {
   limits.max_logit_rows = static_cast<std::int32_t>(std::max<std::int64_t>(o.max_num_seqs, graph_max));
   limits.max_split_tokens = static_cast<std::int32_t>(std::min<std::int64_t>(512, max_tokens_));
   limits.compute_logits = o.compute_logits;
+  limits.num_kv_groups = layout_.num_groups();
   max_blocks_per_row_ = static_cast<int>((o.max_model_len + o.block_size - 1) / o.block_size);
-  max_updates_ = static_cast<std::int64_t>(o.max_num_seqs) * max_blocks_per_row_;
+  max_updates_ = static_cast<std::int64_t>(layout_.num_groups()) * o.max_num_seqs * max_blocks_per_row_;
   const MemoryPlan mem = plan_memory(config_, dtype_, limits);
   const std::size_t tables_bytes = static_cast<std::size_t>(max_updates_) * 4 * 4;
   const std::size_t fixed = mem.weight_bytes + mem.workspace_bytes + tables_bytes;
   const std::size_t elem = static_cast<std::size_t>(gpuref::dtype_bytes(dtype_));
-  const std::size_t block_bytes = 2 * static_cast<std::size_t>(config_.num_layers) * static_cast<std::size_t>(o.block_size) *
+  const std::size_t block_bytes = 2 * static_cast<std::size_t>(layout_.num_tensors) * static_cast<std::size_t>(o.block_size) *
                                   static_cast<std::size_t>(config_.kv_dim()) * elem;
   std::int64_t num_blocks = o.num_gpu_blocks;
   if (num_blocks > 0) {
@@ -156,9 +169,10 @@ Status CudaDevice::init() {
 
   kv_.num_blocks = num_blocks;
   kv_.block_size = o.block_size;
-  const std::size_t layer_bytes = block_bytes / 2 / static_cast<std::size_t>(config_.num_layers) *
+  kv_.layout = layout_;
+  const std::size_t layer_bytes = block_bytes / 2 / static_cast<std::size_t>(layout_.num_tensors) *
                                   static_cast<std::size_t>(num_blocks);
-  for (int l = 0; l < config_.num_layers; ++l) {
+  for (int l = 0; l < layout_.num_tensors; ++l) {
     void* k = nullptr;
     void* v = nullptr;
     cudaError_t e = cudaMalloc(&k, layer_bytes);
@@ -166,7 +180,7 @@ Status CudaDevice::init() {
     if (e == cudaSuccess) e = cudaMalloc(&v, layer_bytes);
     if (e == cudaSuccess) kv_.v.push_back(v);
     if (e != cudaSuccess) {
-      return Status::error("allocating the KV cache of layer " + std::to_string(l) + " (2 x " +
+      return Status::error("allocating the KV cache tensor " + std::to_string(l) + " (2 x " +
                            gib(static_cast<double>(layer_bytes)) + ") failed: " + cuda_error_string(e));
     }
   }
@@ -180,7 +194,12 @@ Status CudaDevice::init() {
   if (Status st = cuda_status(cudaMallocHost(&pinned_, pinned_ints * 4), "allocating pinned staging memory"); !st.ok()) {
     return st;
   }
-  tables_ = std::make_unique<gpuref::BlockTables>(o.max_num_seqs, max_blocks_per_row_, num_blocks);
+  tables_ = std::make_unique<gpuref::BlockTables>(o.max_num_seqs, max_blocks_per_row_, num_blocks, layout_.group_windows);
+  for (int g = 0; g < layout_.num_groups(); ++g) {  // group g's rows start at g * max_num_seqs
+    const std::int32_t null_block = layout_.plain() ? -1 : static_cast<std::int32_t>(kNullBlock);
+    kv_.tables.push_back(BlockTableView{table_dev_ + static_cast<std::ptrdiff_t>(g) * o.max_num_seqs * max_blocks_per_row_,
+                                        max_blocks_per_row_, o.block_size, null_block});
+  }
   if (!o.profile_csv.empty()) {
     const bool fresh = !std::ifstream(o.profile_csv).good() || std::ifstream(o.profile_csv).peek() == EOF;
     profile_.open(o.profile_csv, std::ios::app);
@@ -190,7 +209,8 @@ Status CudaDevice::init() {
   }
   description_ = std::string("cuda:") + prop.name + " model=" + config_.name + " dtype=" + gpuref::to_string(dtype_) +
                  " blocks=" + std::to_string(num_blocks) + " block_size=" + std::to_string(o.block_size) +
-                 " cudagraph=" + (o.profile_csv.empty() ? o.cudagraph_mode : std::string("NONE (profiling)"));
+                 " cudagraph=" + (o.profile_csv.empty() ? o.cudagraph_mode : std::string("NONE (profiling)")) +
+                 (layout_.plain() ? std::string() : " kv_groups=" + std::to_string(layout_.num_groups()));
   return Status();
 }
 
@@ -264,7 +284,7 @@ Status CudaDevice::run_step(const StepPlan& plan, StepResult* result) {
   }
   args.num_splits = model_->choose_splits(n, use_graph ? 0 : batch.max_seq_len);
   for (std::size_t i = 0; i < updates_.size(); ++i) {
-    host_updates[3 * i] = updates_[i].row;
+    host_updates[3 * i] = updates_[i].group * options_.max_num_seqs + updates_[i].row;
     host_updates[3 * i + 1] = updates_[i].column;
     host_updates[3 * i + 2] = updates_[i].block;
   }
@@ -292,13 +312,12 @@ Status CudaDevice::run_step(const StepPlan& plan, StepResult* result) {
   }
   if (Status st = cuda_status(e, "uploading the step's inputs"); !st.ok()) return st;
   if (n > 0) {
-    const BlockTableView table{table_dev_, max_blocks_per_row_, options_.block_size};
     if (use_graph) {
       if (Status st = launch_graph(args); !st.ok()) return st;
       launches += 1;
     } else {
       if (timer_) timer_->reset();
-      if (Status st = model_->forward(args, kv_, table, timer_.get(), &launches); !st.ok()) return st;
+      if (Status st = model_->forward(args, kv_, timer_.get(), &launches); !st.ok()) return st;
     }
   }
   if (Status st = cuda_status(cudaEventRecord(stop_, stream_), "recording the stop event"); !st.ok()) return st;
@@ -308,10 +327,7 @@ Status CudaDevice::run_step(const StepPlan& plan, StepResult* result) {
   result->measured_ns = static_cast<std::int64_t>(static_cast<double>(ms) * 1e6 + 0.5);
   result->counters.tokens_computed = batch.num_real_tokens;
   result->counters.prompt_tokens_computed = batch.prompt_tokens;
-  for (std::int64_t i = 0; i < batch.num_real_tokens; ++i) {
-    result->counters.kv_slots_read += batch.positions[static_cast<std::size_t>(i)] + 1;
-  }
-  result->counters.kv_slots_read *= config_.num_layers;
+  result->counters.kv_slots_read = kv_slots_read(batch);
   result->counters.kernels = launches;
   if (timer_ && n > 0) {
     if (Status st = write_profile(batch); !st.ok()) return st;
@@ -323,17 +339,16 @@ Status CudaDevice::run_step(const StepPlan& plan, StepResult* result) {
 Status CudaDevice::launch_graph(const ForwardArgs& args) {
   auto it = graphs_.find(args.num_tokens);
   if (it == graphs_.end()) {
-    const BlockTableView table{table_dev_, max_blocks_per_row_, options_.block_size};
     // Warm-up pass first, as vLLM does before capturing: loads every kernel and lets cuBLAS
     // settle outside the capture. It computes this step's batch (the replay below writes the
     // same K/V again), so the first step of each size is timed with two passes.
-    if (Status st = model_->forward(args, kv_, table, nullptr, nullptr); !st.ok()) return st;
+    if (Status st = model_->forward(args, kv_, nullptr, nullptr); !st.ok()) return st;
     cudaGraph_t graph = nullptr;
     if (Status st = cuda_status(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "beginning graph capture");
         !st.ok()) {
       return st;
     }
-    Status forward = model_->forward(args, kv_, table, nullptr, nullptr);
+    Status forward = model_->forward(args, kv_, nullptr, nullptr);
     const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
     if (!forward.ok()) {
       if (graph) cudaGraphDestroy(graph);
@@ -347,6 +362,18 @@ Status CudaDevice::launch_graph(const ForwardArgs& args) {
     it = graphs_.emplace(args.num_tokens, exec).first;
   }
   return cuda_status(cudaGraphLaunch(it->second, stream_), "launching the CUDA graph");
+}
+
+std::int64_t CudaDevice::kv_slots_read(const gpuref::FlatBatch& batch) const {
+  std::int64_t total = 0;
+  for (int l = 0; l < config_.num_layers; ++l) {
+    const std::int64_t window = layout_.layer_window(l);
+    for (std::int64_t i = 0; i < batch.num_real_tokens; ++i) {
+      const std::int64_t p = batch.positions[static_cast<std::size_t>(i)];
+      total += p + 1 - attention_begin(window, p);
+    }
+  }
+  return total;
 }
 
 Status CudaDevice::report_hidden_states(const StepPlan& plan, const gpuref::FlatBatch& batch) {

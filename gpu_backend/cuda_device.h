@@ -1,6 +1,8 @@
 // The CUDA device: kv::Device on a real GPU. It keeps a paged KV cache per layer (K and V,
-// [num_blocks, block_size, kv_heads, head_dim], plain cudaMalloc), the block tables of live
-// requests on the GPU (updated from each StepPlan's deltas), and runs the seeded synthetic
+// [num_blocks, block_size, kv_heads, head_dim], plain cudaMalloc; a hybrid model has one per
+// layer of its largest KV-cache group, shared by the groups as vLLM shares them), the block
+// tables of live requests on the GPU, one per KV-cache group (updated from each StepPlan's
+// deltas), and runs the seeded synthetic
 // transformer of gpu_backend/synthetic_model.h over each step's flattened batch: eagerly, or
 // as a CUDA graph replay for uniform-decode batches (FULL graphs keyed by the padded batch
 // size, as vLLM v1 dispatches them).
@@ -23,13 +25,18 @@
 #include <vector>
 
 #include "model/device.h"
+#include "model/kv_cache_groups.h"
 #include "model/status.h"
 #include "model/step_plan.h"
 
 namespace kv::gpu {
 
 struct CudaDeviceOptions {
-  std::string model = "tiny";        // preset: tiny, small, llama3-1b, llama3-8b
+  std::string model = "tiny";        // preset of model/model_shape.h: tiny, small, llama3-8b, ...
+  // The model's KV-cache groups (ModelShape::kv_cache_groups, layers named "layers.I"); empty:
+  // one full-attention group of every layer. With groups, plans must carry group_block_ids and
+  // group_windows (docs/hybrid-groups.md); each layer uses its group's block table and window.
+  std::vector<KvCacheGroupSpec> kv_cache_groups;
   std::uint64_t seed = 1;            // weights are a pure function of (seed, tensor, index)
   std::string dtype = "bf16";        // bf16 or fp16: weights, activations and the KV cache
   int device_index = 0;

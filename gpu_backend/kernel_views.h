@@ -2,13 +2,17 @@
 // __host__ __device__ accessors. No CUDA header here: T is the element type (__nv_bfloat16 or
 // __half in device code). Layouts are the reference's (gpu_backend/reference/kernels.h):
 // activations row-major [tokens, features]; per layer K and V caches
-// [num_blocks, block_size, kv_heads, head_dim]; block tables dense [rows, row_stride].
-// A token with row < 0 is padding: slot -1, nothing written to the cache, zero attention.
+// [num_blocks, block_size, kv_heads, head_dim]; block tables dense [rows, row_stride], one per
+// KV-cache group. A token with row < 0 is padding: slot -1, nothing written to the cache, zero
+// attention. With null_block set (hybrid layouts), an entry holding that block maps to slot -1
+// too: the null block is never written, and attention never reaches it (a query at p reads
+// positions [attention_begin(window, p), p] only, model/attention_window.h).
 #pragma once
 
 #include <cstdint>
 
 #include "gpu_backend/reference/seeded_init.h"  // KVG_HD
+#include "model/attention_window.h"
 #include "model/slot.h"
 
 namespace kv::gpu {
@@ -17,9 +21,10 @@ struct BlockTableView {
   const std::int32_t* table = nullptr;  // [rows, row_stride]
   std::int32_t row_stride = 0;
   std::int32_t block_size = 16;
+  std::int32_t null_block = -1;         // the null block's id (0) in hybrid layouts; -1: none
   KVG_HD std::int64_t slot(std::int32_t row, std::int32_t position) const {
     const std::int64_t block = table[static_cast<std::int64_t>(row) * row_stride + block_index(position, block_size)];
-    return slot_in_block(block, block_size, position);
+    return block == null_block ? kPaddingSlot : slot_in_block(block, block_size, position);
   }
 };
 
@@ -79,6 +84,7 @@ struct AttentionView {
   float* partial_out = nullptr;    // [num_tokens, num_heads, num_splits, head_dim]
   float* partial_max = nullptr;    // [num_tokens, num_heads, num_splits]
   float* partial_sum = nullptr;    // [num_tokens, num_heads, num_splits]
+  std::int64_t window = 0;         // the layer's reach: 0 full, w sliding, -c chunked
 };
 
 template <typename T>

@@ -3,11 +3,14 @@
 // One thread block per (query token, head, split). Keys are processed in tiles of kThreads:
 // each thread scores one key (16-byte loads of its K row), the tile's softmax is merged
 // online (running max m and sum l), and thread d accumulates output dimension d from the V
-// rows (coalesced across the warp). A token at position p attends to positions [0, p], so the
-// causal mask is the loop bound. Split s of n covers [s * c, min(p + 1, (s + 1) * c)) with
-// c = ceil((p + 1) / n): the shares follow each token's own context, which keeps one launch
-// shape valid for every batch of a CUDA graph. Splits write (acc, m, l) and a combine kernel
-// merges them.
+// rows (coalesced across the warp). A token at position p attends to positions [f, p] with
+// f = attention_begin(window, p) (model/attention_window.h: 0 for full attention, p - w + 1
+// for a sliding window w, the start of p's chunk for chunked local attention), so the causal
+// and window masks are the loop bounds and blocks wholly before f are never read (a windowed
+// group's null block included). Split s of n covers [f + s * c, min(p + 1, f + (s + 1) * c))
+// with c = ceil((p + 1 - f) / n): the shares follow each token's own context, which keeps one
+// launch shape valid for every batch of a CUDA graph. Splits write (acc, m, l) and a combine
+// kernel merges them.
 #include <cstdint>
 
 #include "gpu_backend/device_math.cuh"
@@ -46,10 +49,12 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionView
   const int tid = static_cast<int>(threadIdx.x);
   const int dim = v.cache.head_dim;
   const std::int32_t row = v.tokens.rows[token];
-  const int context = row < 0 ? 0 : v.tokens.positions[token] + 1;
+  const int position = row < 0 ? -1 : v.tokens.positions[token];
+  const int first = row < 0 ? 0 : static_cast<int>(attention_begin(v.window, position));
+  const int context = position + 1 - first;  // keys [first, position]; 0 for padding
   const int share = (context + v.num_splits - 1) / v.num_splits;
-  const int begin = split * share;
-  const int end = min(context, begin + share);
+  const int begin = first + split * share;
+  const int end = min(first + context, begin + share);
   const int kv_head = head / (v.num_heads / v.cache.kv_heads);
 
   for (int d = tid; d < dim; d += kThreads) {

@@ -70,7 +70,7 @@ WorkspaceLayout workspace_layout(const ModelConfig& c, std::size_t elem, const M
   w.positions = a.take(n * 4);
   w.rows = a.take(n * 4);
   w.logit_rows = a.take(n * 4);
-  w.slots = a.take(n * 8);
+  w.slots = a.take(n * 8 * static_cast<std::size_t>(std::max(1, lim.num_kv_groups)));
   w.residual = a.take(n * h * 4);
   w.x = a.take(n * h * elem);
   w.qkv = a.take(n * static_cast<std::size_t>(c.qkv_dim()) * elem);
@@ -153,8 +153,8 @@ StatusOr<std::unique_ptr<SyntheticModel>> SyntheticModel::create(const ModelConf
   if (dtype != DType::kBf16 && dtype != DType::kFp16) {
     return Status::error(std::string("the CUDA model runs in bf16 or fp16, not ") + gpuref::to_string(dtype));
   }
-  if (limits.max_tokens < 1 || limits.max_logit_rows < 1 || limits.max_split_tokens < 0) {
-    return Status::error("model limits must be positive (max_tokens, max_logit_rows)");
+  if (limits.max_tokens < 1 || limits.max_logit_rows < 1 || limits.max_split_tokens < 0 || limits.num_kv_groups < 1) {
+    return Status::error("model limits must be positive (max_tokens, max_logit_rows, num_kv_groups)");
   }
   std::unique_ptr<SyntheticModel> m(new SyntheticModel());
   m->config_ = config;
@@ -267,24 +267,28 @@ std::int32_t SyntheticModel::choose_splits(std::int32_t num_tokens, std::int32_t
   return static_cast<std::int32_t>(std::clamp<std::int64_t>(splits, 1, kMaxAttentionSplits));
 }
 
-Status SyntheticModel::forward(const ForwardArgs& args, const KvCacheSet& kv, const BlockTableView& table,
-                               KernelTimer* timer, std::int64_t* launches) {
+Status SyntheticModel::forward(const ForwardArgs& args, const KvCacheSet& kv, KernelTimer* timer,
+                               std::int64_t* launches) {
+  const gpuref::KvLayout& layout = kv.layout;
   if (args.num_tokens < 0 || args.num_tokens > limits_.max_tokens || args.num_logit_rows < 0 ||
       args.num_logit_rows > args.num_tokens || (args.num_logit_rows > 0 && !limits_.compute_logits) ||
       args.num_logit_rows > limits_.max_logit_rows || args.num_splits < 1 ||
       args.num_splits > kMaxAttentionSplits || (args.num_splits > 1 && args.num_tokens > limits_.max_split_tokens) ||
-      kv.k.size() != static_cast<std::size_t>(config_.num_layers) || kv.v.size() != kv.k.size()) {
+      layout.num_layers() != config_.num_layers || layout.num_groups() < 1 ||
+      layout.num_groups() > limits_.num_kv_groups || kv.tables.size() != static_cast<std::size_t>(layout.num_groups()) ||
+      kv.k.size() != static_cast<std::size_t>(layout.num_tensors) || kv.v.size() != kv.k.size()) {
     return Status::error("forward pass: bad arguments (tokens " + std::to_string(args.num_tokens) + " of at most " +
                          std::to_string(limits_.max_tokens) + ", logit rows " + std::to_string(args.num_logit_rows) +
-                         ", splits " + std::to_string(args.num_splits) + ")");
+                         ", splits " + std::to_string(args.num_splits) + ", KV groups " +
+                         std::to_string(kv.tables.size()) + ", KV tensors " + std::to_string(kv.k.size()) + ")");
   }
-  return dtype_ == DType::kBf16 ? forward_t<__nv_bfloat16>(args, kv, table, timer, launches)
-                                : forward_t<__half>(args, kv, table, timer, launches);
+  return dtype_ == DType::kBf16 ? forward_t<__nv_bfloat16>(args, kv, timer, launches)
+                                : forward_t<__half>(args, kv, timer, launches);
 }
 
 template <typename T>
-Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, const BlockTableView& table,
-                                 KernelTimer* timer, std::int64_t* launches) {
+Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, KernelTimer* timer,
+                                 std::int64_t* launches) {
   const ModelConfig& c = config_;
   const std::int32_t n = args.num_tokens;
   int layer = -1;
@@ -307,7 +311,13 @@ Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, 
   const TokenView tokens{rows_, positions_, n};
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
 
-  Status st = step("slot_mapping", true, [&] { return launch_slot_mapping(SlotMappingView{tokens, table, slots_}, stream_); });
+  const gpuref::KvLayout& layout = kv.layout;
+  auto group_slots = [&](std::size_t g) { return slots_ + g * static_cast<std::size_t>(limits_.max_tokens); };
+  Status st;
+  for (std::size_t g = 0; g < kv.tables.size() && st.ok(); ++g) {
+    st = step("slot_mapping", true,
+              [&] { return launch_slot_mapping(SlotMappingView{tokens, kv.tables[g], group_slots(g)}, stream_); });
+  }
   if (!st.ok()) return st;
   st = step("embedding", false, [&] {
     return launch_embedding(EmbeddingView<T>{token_ids_, static_cast<const T*>(embedding_), residual_, n, c.hidden, c.vocab},
@@ -316,9 +326,11 @@ Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, 
   if (!st.ok()) return st;
   for (layer = 0; layer < c.num_layers; ++layer) {
     const Layer& w = layers_[static_cast<std::size_t>(layer)];
-    const PagedKvView<T> cache{static_cast<T*>(kv.k[static_cast<std::size_t>(layer)]),
-                               static_cast<T*>(kv.v[static_cast<std::size_t>(layer)]), kv.num_blocks, kv.block_size,
+    const auto g = static_cast<std::size_t>(layout.layer_group[static_cast<std::size_t>(layer)]);
+    const auto t = static_cast<std::size_t>(layout.layer_tensor[static_cast<std::size_t>(layer)]);
+    const PagedKvView<T> cache{static_cast<T*>(kv.k[t]), static_cast<T*>(kv.v[t]), kv.num_blocks, kv.block_size,
                                c.num_kv_heads, c.head_dim};
+    const std::int64_t* slots = group_slots(g);
     st = step("rmsnorm", true, [&] {
       return launch_rmsnorm(RmsNormView<T>{residual_, static_cast<const T*>(w.attn_norm), x, n, c.hidden, c.rms_eps}, stream_);
     });
@@ -334,13 +346,14 @@ Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, 
     if (st.ok()) {
       st = step("cache_write", true, [&] {
         return launch_cache_write(
-            CacheWriteView<T>{qkv + c.q_dim(), qkv + c.q_dim() + c.kv_dim(), c.qkv_dim(), slots_, n, cache}, stream_);
+            CacheWriteView<T>{qkv + c.q_dim(), qkv + c.q_dim() + c.kv_dim(), c.qkv_dim(), slots, n, cache}, stream_);
       });
     }
     if (st.ok()) {
       st = step("attention", true, [&] {
-        return launch_paged_attention(AttentionView<T>{qkv, c.qkv_dim(), attn, tokens, table, cache, c.num_heads, scale,
-                                                       args.num_splits, partial_out_, partial_max_, partial_sum_},
+        return launch_paged_attention(AttentionView<T>{qkv, c.qkv_dim(), attn, tokens, kv.tables[g], cache, c.num_heads,
+                                                       scale, args.num_splits, partial_out_, partial_max_, partial_sum_,
+                                                       layout.group_windows[g]},
                                       stream_);
       });
     }

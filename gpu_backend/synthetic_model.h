@@ -6,8 +6,10 @@
 // be captured into a CUDA graph and replayed with new inputs.
 // Per layer (names are the profile's kernel names):
 //   rmsnorm, qkv_proj, rotary, cache_write, attention, o_proj (+= into the fp32 residual),
-//   rmsnorm, gate_up_proj, silu_mul, down_proj (+=); before the layers slot_mapping and the
-//   embedding; after them the final rmsnorm and, for the logit rows, lm_head.
+//   rmsnorm, gate_up_proj, silu_mul, down_proj (+=); before the layers slot_mapping (once per
+//   KV-cache group) and the embedding; after them the final rmsnorm and, for the logit rows,
+//   lm_head. A layer writes and reads its KV tensor through its group's block table and slots,
+//   with its group's attention window (gpu_backend/reference/kv_layout.h).
 // Internal to gpu_backend/. Not thread-safe.
 #pragma once
 
@@ -21,6 +23,7 @@
 
 #include "gpu_backend/gemm.h"
 #include "gpu_backend/kernel_views.h"
+#include "gpu_backend/reference/kv_layout.h"
 #include "gpu_backend/reference/model_config.h"
 #include "gpu_backend/reference/numerics.h"
 #include "model/status.h"
@@ -31,6 +34,7 @@ struct ModelLimits {
   std::int32_t max_tokens = 8192;       // per forward pass (max_num_batched_tokens, or graph size)
   std::int32_t max_logit_rows = 256;    // sequences whose last token gets logits (max_num_seqs)
   std::int32_t max_split_tokens = 512;  // split-K attention only for batches up to this size
+  std::int32_t num_kv_groups = 1;       // slot mappings kept per pass (one per KV-cache group)
   bool compute_logits = true;
 };
 
@@ -40,11 +44,16 @@ struct MemoryPlan {
 };
 MemoryPlan plan_memory(const gpuref::ModelConfig& config, gpuref::DType dtype, const ModelLimits& limits);
 
-struct KvCacheSet {  // one K and one V buffer per layer, [num_blocks, block_size, kv_heads, head_dim]
+// The paged KV cache: one K and one V buffer per KV tensor ([num_blocks, block_size, kv_heads,
+// head_dim]; a dense model has one per layer), the device block table of each KV-cache group,
+// and which group and tensor each layer uses.
+struct KvCacheSet {
   std::vector<void*> k;
   std::vector<void*> v;
   std::int64_t num_blocks = 0;
   std::int32_t block_size = 16;
+  std::vector<BlockTableView> tables;  // per group
+  gpuref::KvLayout layout;
 };
 
 struct ForwardArgs {
@@ -94,8 +103,7 @@ class SyntheticModel {
 
   // One forward pass on the stream. timer (may be null) times the first launch of each kernel
   // name; *launches (may be null) is increased by the number of kernels launched.
-  Status forward(const ForwardArgs& args, const KvCacheSet& kv, const BlockTableView& table,
-                 KernelTimer* timer, std::int64_t* launches);
+  Status forward(const ForwardArgs& args, const KvCacheSet& kv, KernelTimer* timer, std::int64_t* launches);
 
   // Attention split-K for a batch (eager: bounded by the longest context; graphs pass 0).
   std::int32_t choose_splits(std::int32_t num_tokens, std::int32_t max_seq_len) const;
@@ -112,8 +120,7 @@ class SyntheticModel {
   template <typename T>
   Status generate_weights(std::uint64_t seed);
   template <typename T>
-  Status forward_t(const ForwardArgs& args, const KvCacheSet& kv, const BlockTableView& table,
-                   KernelTimer* timer, std::int64_t* launches);
+  Status forward_t(const ForwardArgs& args, const KvCacheSet& kv, KernelTimer* timer, std::int64_t* launches);
 
   gpuref::ModelConfig config_;
   gpuref::DType dtype_ = gpuref::DType::kBf16;
@@ -143,7 +150,7 @@ class SyntheticModel {
   std::int32_t* positions_ = nullptr;
   std::int32_t* rows_ = nullptr;
   std::int32_t* logit_rows_ = nullptr;
-  std::int64_t* slots_ = nullptr;
+  std::int64_t* slots_ = nullptr;  // [num_kv_groups, max_tokens]
   float* residual_ = nullptr;
   void* x_ = nullptr;
   void* qkv_ = nullptr;

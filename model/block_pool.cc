@@ -41,7 +41,7 @@ BlockId BlockPool::get_cached_block(const BlockHash& hash, KvCacheGroupId group)
 bool BlockPool::evict_cached(Block& b) {
   if (b.hash.empty()) return false;
   index_.erase(b);
-  if (events_enabled_) events_.emplace_back(BlockRemoved{{b.hash}, "GPU"});
+  if (events_enabled_) events_.emplace_back(BlockRemoved{{b.hash}, "GPU", b.group});
   b.hash = BlockHash{};
   b.group = 0;
   if (hooks_) policy_->on_uncached(&b);
@@ -73,7 +73,11 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
       const Block* ahead = scratch_[i + kPrefetchDistance];
       if (!ahead->hash.empty()) index_.prefetch(ahead->hash);
     }
-    if (caching_ && evict_cached(*b)) ++num_evictions_;
+    if (caching_ && !b->hash.empty()) {
+      if (record_evictions_) [[unlikely]] evicted_.push_back({b->id, b->hash});
+      evict_cached(*b);
+      ++num_evictions_;
+    }
     KV_CHECK(b->ref_cnt == 0, "popped block " << b->id << " has ref_cnt " << b->ref_cnt);
     b->ref_cnt = 1;
     out.push_back(b->id);
@@ -100,6 +104,24 @@ void BlockPool::free_blocks(std::span<const BlockId> ordered_ids, const BlockRet
   policy_->on_freed(scratch_, retention);
 }
 
+BlockStored* BlockPool::begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached,
+                                           std::size_t num_full, int block_size,
+                                           std::span<const TokenId> tokens,
+                                           const std::string& lora_name, KvCacheGroupId group) {
+  if (!events_enabled_) return nullptr;
+  auto* stored = &std::get<BlockStored>(events_.emplace_back(BlockStored{}));
+  stored->block_size = block_size;
+  stored->lora_name = lora_name;
+  stored->group_idx = group;
+  if (num_cached > 0) stored->parent_block_hash = hashes[num_cached - 1];
+  const auto bs = static_cast<std::size_t>(block_size);
+  KV_CHECK(num_full * bs <= tokens.size(), "caching " << num_full << " blocks of " << bs
+                                                      << " tokens with " << tokens.size() << " tokens");
+  stored->token_ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(num_cached * bs),
+                           tokens.begin() + static_cast<std::ptrdiff_t>(num_full * bs));
+  return stored;
+}
+
 void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
                                   std::size_t num_cached, std::size_t num_full, int block_size,
                                   std::span<const TokenId> tokens, const std::string& lora_name) {
@@ -107,16 +129,8 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
   KV_CHECK(num_full <= blocks.size() && num_full <= hashes.size(),
            "caching " << num_full << " blocks with " << blocks.size() << " blocks and "
                       << hashes.size() << " hashes");
-  BlockStored* stored = nullptr;
-  if (events_enabled_) {
-    stored = &std::get<BlockStored>(events_.emplace_back(BlockStored{}));
-    stored->block_size = block_size;
-    stored->lora_name = lora_name;
-    if (num_cached > 0) stored->parent_block_hash = hashes[num_cached - 1];
-    const auto bs = static_cast<std::size_t>(block_size);
-    stored->token_ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(num_cached * bs),
-                             tokens.begin() + static_cast<std::ptrdiff_t>(num_full * bs));
-  }
+  BlockStored* stored =
+      begin_stored_event(hashes, num_cached, num_full, block_size, tokens, lora_name, 0);
   for (std::size_t i = num_cached; i < std::min(num_cached + kPrefetchDistance, num_full); ++i) {
     index_.prefetch(hashes[i]);
   }
@@ -138,10 +152,14 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
 
 void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
                                   std::size_t num_cached, std::size_t num_full,
-                                  KvCacheGroupId group) {
+                                  KvCacheGroupId group, int block_size,
+                                  std::span<const TokenId> tokens, const std::string& lora_name) {
+  if (num_cached >= num_full) return;
   KV_CHECK(num_full <= blocks.size() && num_full <= hashes.size(),
            "group " << group << ": caching " << num_full << " blocks with " << blocks.size()
                     << " blocks and " << hashes.size() << " hashes");
+  BlockStored* stored =
+      begin_stored_event(hashes, num_cached, num_full, block_size, tokens, lora_name, group);
   for (std::size_t i = num_cached; i < num_full; ++i) {
     Block& b = mut(blocks[i]);
     if (b.is_null) continue;
@@ -149,6 +167,7 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
     b.hash = hashes[i];
     b.group = group;
     index_.insert(b);
+    if (stored) stored->block_hashes.push_back(b.hash);
   }
 }
 
@@ -170,6 +189,12 @@ bool BlockPool::reset_prefix_cache() {
   }
   if (events_enabled_) events_.emplace_back(AllBlocksCleared{});
   return true;
+}
+
+std::vector<EvictedBlock> BlockPool::take_evicted() {
+  std::vector<EvictedBlock> out;
+  out.swap(evicted_);
+  return out;
 }
 
 std::vector<KvEvent> BlockPool::take_events() {

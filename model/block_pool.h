@@ -26,6 +26,12 @@
 
 namespace kv {
 
+// A cached block whose hash the pool dropped to reuse the block (lazy eviction).
+struct EvictedBlock {
+  BlockId block = kNoBlock;
+  BlockHash hash;
+};
+
 class BlockPool {
  public:
   // num_blocks includes the null block. make_policy == nullptr selects the LRU free queue.
@@ -63,10 +69,13 @@ class BlockPool {
                          std::size_t num_cached, std::size_t num_full, int block_size,
                          std::span<const TokenId> tokens, const std::string& lora_name);
 
-  // The same for one group of a hybrid model (no events): caches the non-null blocks of
-  // blocks[num_cached .. num_full) under (hashes[i], group); null entries are skipped.
+  // The same for one group of a hybrid model: caches the non-null blocks of
+  // blocks[num_cached .. num_full) under (hashes[i], group); null entries are skipped (and not
+  // listed in the stored event, which carries the group as group_idx).
   void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
-                         std::size_t num_cached, std::size_t num_full, KvCacheGroupId group);
+                         std::size_t num_cached, std::size_t num_full, KvCacheGroupId group,
+                         int block_size, std::span<const TokenId> tokens,
+                         const std::string& lora_name);
 
   // Drops the cached hash of each given block that has one (they stay where they are).
   void evict_blocks(std::span<const BlockId> ids);
@@ -80,17 +89,29 @@ class BlockPool {
   std::size_t index_memory_bytes() const { return index_.memory_bytes(); }
   // Cached blocks evicted because they were popped for reuse (lazy eviction), since creation.
   std::int64_t num_evictions() const { return num_evictions_; }
+  // When on, every eviction by get_new_blocks is also kept, in order, until take_evicted()
+  // (a second-tier connector saves those blocks; nothing else changes).
+  void set_record_evictions(bool on) { record_evictions_ = on; }
+  std::vector<EvictedBlock> take_evicted();
 
   bool check_invariants(std::string* why) const;
 
  private:
   Block& mut(BlockId id) { return blocks_[static_cast<std::size_t>(id)]; }
   bool evict_cached(Block& b);  // removes b from the map; true if it was cached
+  // Queues an empty BlockStored for blocks [num_cached, num_full) (null when events are off);
+  // the caller appends the hashes it caches.
+  BlockStored* begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached,
+                                  std::size_t num_full, int block_size,
+                                  std::span<const TokenId> tokens, const std::string& lora_name,
+                                  KvCacheGroupId group);
 
   std::vector<Block> blocks_;
   std::unique_ptr<EvictionPolicy> policy_;
   CachedBlockIndex index_;  // every block with a hash, under that hash
   std::int64_t num_evictions_ = 0;
+  bool record_evictions_ = false;
+  std::vector<EvictedBlock> evicted_;  // since the last take_evicted(), when recording
   bool caching_;
   bool events_enabled_;
   std::vector<KvEvent> events_;

@@ -9,7 +9,7 @@ namespace kv {
 
 HybridKvCacheManager::HybridKvCacheManager(const HybridKvCacheConfig& config)
     : config_(config),
-      pool_(config.num_blocks, config.enable_caching, config.free_order, /*enable_events=*/false),
+      pool_(config.num_blocks, config.enable_caching, config.free_order, config.enable_kv_events),
       lookup_sets_(lookup_sets(config.groups)) {
   KV_CHECK(!config.groups.empty(), "a KV-cache manager needs at least one group");
   KV_CHECK(config.max_model_len > 0, "max_model_len must be positive");

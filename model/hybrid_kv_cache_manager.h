@@ -36,6 +36,7 @@ struct HybridKvCacheConfig {
   // The scheduler's token budget per step (max_num_batched_tokens): it bounds how many
   // blocks one sliding or chunked request can hold, for full_sequence_must_fit.
   std::int64_t max_in_flight_tokens = 8192;
+  bool enable_kv_events = false;  // queue BlockStored/BlockRemoved with each group's index
 };
 
 // A lookup result: per group the hit blocks (0 = null), each num_tokens / block_size long.
@@ -74,6 +75,9 @@ class HybridKvCacheManager {
 
   std::size_t num_free_blocks() const { return pool_.num_free_blocks(); }
   const BlockPool& pool() const { return pool_; }
+  std::vector<KvEvent> take_events() { return pool_.take_events(); }
+  // vLLM reset_prefix_cache: clears every group's cached hashes if no block is in use.
+  bool reset_prefix_cache() { return pool_.reset_prefix_cache(); }
 
   bool check_invariants(std::string* why) const;
 

@@ -87,6 +87,8 @@ class KvCacheManager {
   double usage() const { return pool_.usage(); }
   const PrefixCacheStats& stats() const { return stats_; }
   std::vector<KvEvent> take_events() { return pool_.take_events(); }
+  void set_record_evictions(bool on) { pool_.set_record_evictions(on); }
+  std::vector<EvictedBlock> take_evicted() { return pool_.take_evicted(); }
   const BlockPool& pool() const { return pool_; }
 
   bool check_invariants(std::string* why) const;

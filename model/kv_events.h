@@ -8,12 +8,14 @@
 #include <variant>
 #include <vector>
 
+#include "model/block.h"
 #include "model/block_hash.h"
 #include "model/types.h"
 
 namespace kv {
 
-// Full blocks newly cached, in chain order.
+// Full blocks newly cached, in chain order. For a hybrid model one event per group and step;
+// null blocks (positions a windowed group skipped) are not listed, as in vLLM.
 struct BlockStored {
   std::vector<BlockHash> block_hashes;
   std::optional<BlockHash> parent_block_hash;  // none when the first stored block starts the chain
@@ -21,12 +23,14 @@ struct BlockStored {
   int block_size = 0;
   std::string lora_name;                       // empty = none
   std::string medium = "GPU";
+  KvCacheGroupId group_idx = 0;                // the KV-cache group the blocks were cached for
 };
 
 // A cached block evicted (its hash dropped) when the block was reused.
 struct BlockRemoved {
   std::vector<BlockHash> block_hashes;
   std::string medium = "GPU";
+  KvCacheGroupId group_idx = 0;
 };
 
 // The whole prefix cache cleared by reset_prefix_cache().

@@ -66,6 +66,7 @@ HybridKvCacheConfig hybrid_cache(const SchedulerConfig& config) {
   h.free_order = config.cache.free_order;
   h.max_model_len = config.cache.max_model_len;
   h.max_in_flight_tokens = config.max_num_batched_tokens;
+  h.enable_kv_events = config.cache.enable_kv_events;
   return h;
 }
 
@@ -184,6 +185,19 @@ Request* Scheduler::pick_victim() {
   return victim;
 }
 
+void Scheduler::set_connector(std::unique_ptr<KvConnector> connector) {
+  KV_CHECK(!hybrid_ && config_.cache.enable_caching && entries_.empty(),
+           "a connector needs one full-attention group, prefix caching and no request yet");
+  connector_ = std::move(connector);
+  kv_.set_record_evictions(connector_ != nullptr);
+}
+
+void Scheduler::pass_evictions() {
+  if (!connector_) return;
+  const std::vector<EvictedBlock> evicted = kv_.take_evicted();
+  if (!evicted.empty()) connector_->on_blocks_evicted(evicted);
+}
+
 void Scheduler::free_blocks(Request& r) {
   if (hybrid_) [[unlikely]] {
     hybrid_->free(r.id());
@@ -240,7 +254,7 @@ void Scheduler::schedule_running(StepWork& work) {
       ++i;
       continue;
     }
-    Scheduled s{&r, n, {}, {}, 0, false};
+    Scheduled s{&r, n, {}, {}, 0, false, 0};
     if (!allocate_or_preempt(r, n, work, i, s)) break;  // r preempted itself: the requests
                                                          // after it wait for the next step
     work.scheduled.push_back(std::move(s));
@@ -280,6 +294,7 @@ bool Scheduler::allocate_running(Request& r, std::int64_t n, Scheduled& out) {
   }
   std::optional<std::vector<BlockId>> blocks = kv_.allocate(r, n, {}, config_.num_lookahead_tokens);
   if (!blocks) return false;
+  pass_evictions();
   out.new_blocks = std::move(*blocks);
   return true;
 }
@@ -325,7 +340,10 @@ bool Scheduler::try_admit(Request& r, StepWork& work) {
       computed = hit.num_tokens;
     }
   }
-  std::int64_t n = r.num_tokens() - computed;
+  // vLLM: the connector's match continues the local hit and counts as computed.
+  const std::int64_t external =
+      connector_ && r.num_computed_tokens == 0 ? connector_->get_num_new_matched_tokens(r, computed) : 0;
+  std::int64_t n = r.num_tokens() - computed - external;
   if (threshold > 0 && n > threshold) n = threshold;  // the cap applies before the budget test
   if (!config_.enable_chunked_prefill && n > work.budget) return false;
   n = std::min(n, work.budget);
@@ -335,15 +353,19 @@ bool Scheduler::try_admit(Request& r, StepWork& work) {
       return false;
     }
     count_group_hits(group_hit);
-  } else if (!kv_.allocate(r, n, hit, config_.num_lookahead_tokens, config_.full_sequence_gate)) {
+  } else if (!kv_.allocate(r, external + n, hit, config_.num_lookahead_tokens, config_.full_sequence_gate)) {
     return false;
+  }
+  if (connector_) {
+    pass_evictions();
+    if (external > 0) connector_->update_state_after_alloc(r, kv_.blocks_of(r.id()), computed, external);
   }
   waiting_.pop_front();
   running_.push_back(&r);
   r.status = RequestStatus::kRunning;
-  r.num_computed_tokens = computed;
+  r.num_computed_tokens = computed + external;
   if (r.num_cached_tokens < 0) r.num_cached_tokens = computed;
-  work.scheduled.push_back({&r, n, {}, {}, hybrid_ ? group_hit.num_tokens : hit.num_tokens, true});
+  work.scheduled.push_back({&r, n, {}, {}, hybrid_ ? group_hit.num_tokens : hit.num_tokens, true, external});
   work.budget -= n;
   return true;
 }
@@ -371,6 +393,7 @@ ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
   }
   sr.num_computed_tokens = r.num_computed_tokens;
   sr.num_cached_tokens = s.hit_tokens;
+  sr.num_external_tokens = s.external_tokens;
   const auto toks = r.tokens();
   const auto begin = static_cast<std::ptrdiff_t>(r.num_computed_tokens);
   const auto end = begin + static_cast<std::ptrdiff_t>(s.num_tokens);
@@ -393,8 +416,13 @@ void Scheduler::build_plan(StepWork& work) {
   for (const Scheduled& s : work.scheduled) {
     plan.requests.push_back(to_plan_entry(s));
     plan.total_tokens += s.num_tokens;
+    if (connector_) {
+      connector_->on_request_scheduled(*s.request, kv_.blocks_of(s.request->id()), s.request->num_computed_tokens,
+                                       s.num_tokens);
+    }
     s.request->num_computed_tokens += s.num_tokens;
   }
+  if (connector_) connector_->build_connector_meta(plan);
   // Running requests first, then new ones, each in scheduling order.
   std::stable_partition(plan.requests.begin(), plan.requests.end(),
                         [](const ScheduledRequest& sr) { return !sr.is_new; });

@@ -16,6 +16,9 @@
 //      and leave block_ids empty. One full-attention group never takes this path.
 //   5. Priority policy: the waiting queue is sorted by (priority, arrival time, id as a
 //      string), the order vLLM's heap pops it.
+//   6. With a KvConnector (set_connector; one full-attention group only), an admitted request's
+//      computed tokens are its local hit plus the connector's match, which costs no token
+//      budget; without one no connector call is made and every decision is as above.
 // Deterministic: plain vectors and ordered containers only; no clock, no randomness.
 #pragma once
 
@@ -31,6 +34,7 @@
 #include "model/hybrid_kv_cache_manager.h"
 #include "model/kv_cache_groups.h"
 #include "model/kv_cache_manager.h"
+#include "model/kv_connector.h"
 #include "model/request.h"
 #include "model/status.h"
 #include "model/step_plan.h"
@@ -117,6 +121,11 @@ class Scheduler {
   // Finishes a waiting or running request now (its blocks are freed); false if unknown.
   bool abort(const RequestId& id);
 
+  // Attaches a second-tier connector (model/kv_connector.h) before any request is added;
+  // one full-attention group with prefix caching on only.
+  void set_connector(std::unique_ptr<KvConnector> connector);
+  const KvConnector* connector() const { return connector_.get(); }
+
   bool has_unfinished() const { return !waiting_.empty() || !running_.empty(); }
   std::size_t num_waiting() const { return waiting_.size(); }
   std::size_t num_running() const { return running_.size(); }
@@ -131,6 +140,8 @@ class Scheduler {
   // The hybrid manager, or null for a single full-attention group.
   const HybridKvCacheManager* hybrid_kv_cache() const { return hybrid_.get(); }
   bool hybrid() const { return hybrid_ != nullptr; }
+  // Drains the KV events of whichever manager runs (SchedulerConfig::cache.enable_kv_events).
+  std::vector<KvEvent> take_kv_events() { return hybrid_ ? hybrid_->take_events() : kv_.take_events(); }
 
   // Figures of whichever manager runs.
   std::size_t num_free_blocks() const { return hybrid_ ? hybrid_->num_free_blocks() : kv_.num_free_blocks(); }
@@ -159,6 +170,7 @@ class Scheduler {
     std::vector<std::vector<BlockId>> new_group_blocks;  // the same per group, when hybrid
     std::int64_t hit_tokens;
     bool is_new;                      // admitted from the waiting queue in this step
+    std::int64_t external_tokens = 0;  // of the computed tokens, the connector's match
   };
   // The step being built: its plan (preempted requests), what is scheduled, the budget left.
   struct StepWork {
@@ -175,6 +187,7 @@ class Scheduler {
   std::int64_t lookup_hybrid(const Request& r, HybridCacheHit& hit);
   void count_group_hits(const HybridCacheHit& hit);
   void free_blocks(Request& r);
+  void pass_evictions();  // the pool's new evictions to the connector, if any
   std::int64_t blocks_to_fit(std::int64_t tokens) const;
   bool check_tables(const Request& r, std::string* why) const;
   void schedule_waiting(StepWork& work);
@@ -191,6 +204,7 @@ class Scheduler {
   BlockHasher hasher_;
   KvCacheManager kv_;
   std::unique_ptr<HybridKvCacheManager> hybrid_;  // set exactly when config_.is_hybrid()
+  std::unique_ptr<KvConnector> connector_;        // null: no second tier (vLLM's default)
   PrefixCacheStats hybrid_stats_;                 // the hybrid manager's lookups
   std::vector<std::int64_t> group_hit_tokens_;    // hybrid: per group, real hit blocks * block
   std::map<RequestId, Entry> entries_;  // live requests

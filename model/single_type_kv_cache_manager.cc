@@ -105,7 +105,8 @@ void SingleTypeKvCacheManager::cache_blocks(const Request& request, std::int64_t
   const std::size_t num_full = static_cast<std::size_t>(num_tokens / spec_.block_size);
   if (num_full <= table.num_cached) return;
   pool_.cache_full_blocks(table.blocks, request.block_hashes(), table.num_cached, num_full,
-                          group_id_);
+                          group_id_, spec_.block_size, request.tokens(),
+                          request.extras().lora_name);
   table.num_cached = num_full;
 }
 

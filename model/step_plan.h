@@ -12,6 +12,10 @@
 //   4. Hybrid runs (several KV-cache groups): group_block_ids has one list per group, with the
 //      meaning block_ids has for one group (0 = the null block in a whole table), block_ids is
 //      empty, and group_windows names each group's reach. One group: both are empty.
+//   5. Second-tier transfers (docs/tiers.md) are empty unless a KvConnector runs: a load fills
+//      a block of a new request's table at index < ceil(num_computed_tokens / block_size),
+//      with the tier entry stored under the hash of that block; stores_before are copied out
+//      before any of the step's cache writes, stores_after once they are all done.
 // A plan is plain data: it can be logged, hashed, serialized and replayed on any device.
 #pragma once
 
@@ -19,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "model/block_hash.h"
 #include "model/types.h"
 
 namespace kv {
@@ -30,6 +35,7 @@ struct ScheduledRequest {
   std::vector<std::vector<BlockId>> group_block_ids;  // hybrid only: per group, as block_ids
   std::int64_t num_computed_tokens = 0;   // already in the KV cache before this step
   std::int64_t num_cached_tokens = 0;     // of those, prefix-cache hits (new requests only)
+  std::int64_t num_external_tokens = 0;   // of those, loaded from a second tier (new only)
   std::vector<TokenId> context_token_ids; // is_new only: tokens [0, num_computed_tokens)
   std::vector<TokenId> token_ids;         // computed this step
   std::int64_t num_prompt_tokens = 0;
@@ -37,6 +43,15 @@ struct ScheduledRequest {
   TokenId next_token = 0;                 // teacher-forced output when samples
   std::string lora_name;
   std::string cache_salt;                 // tenant; a device may check tenants never share KV
+};
+
+// One block copied between GPU memory and a second KV-cache tier (host memory, disk).
+struct TierTransfer {
+  BlockId block = kNoBlock;  // the GPU block
+  BlockHash hash;            // the tier entry's key: the block's prefix-cache hash
+  int tier = 0;              // 0: host memory, 1: disk
+  RequestId request;         // loads: the request whose table holds `block`
+  std::int64_t index = -1;   // loads: `block`'s index in that table
 };
 
 struct StepPlan {
@@ -51,6 +66,11 @@ struct StepPlan {
   // position p (0 = every earlier token; w: positions (p - w, p]; chunked layers are not
   // windows: they carry -c, positions from the start of p's c-token chunk).
   std::vector<std::int64_t> group_windows;
+  // Second-tier transfers (invariant 5), in the order the connector decided them.
+  std::vector<TierTransfer> tier_stores_before;  // evicted blocks saved before being reused
+  std::vector<TierTransfer> tier_loads;          // tier hits loaded into new requests' blocks
+  std::vector<TierTransfer> tier_stores_after;   // blocks that became full, saved after the step
+  std::vector<BlockHash> tier_dropped;           // entries no tier holds any more
 };
 
 struct DeviceCounters {
@@ -58,6 +78,8 @@ struct DeviceCounters {
   std::int64_t prompt_tokens_computed = 0;  // of those, prompt positions
   std::int64_t kv_slots_read = 0;           // attention reads performed or verified
   std::int64_t kernels = 0;                 // kernel launches (or modelled launches)
+  std::int64_t tier_load_ns = 0;            // second-tier loads: copy time of the step's loads
+  std::int64_t tier_stall_ns = 0;           // what loads and saves added to the step's duration
 };
 
 struct StepResult {

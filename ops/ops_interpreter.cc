@@ -69,6 +69,22 @@ std::string join_ids(const std::vector<BlockId>& ids) {
   return s + "]";
 }
 
+// One list per group, separated by '/': `[1,2]` for one group, `[1,2]/[0,3]` for two.
+std::string join_groups(const ops::GroupBlocks& groups) {
+  std::string s;
+  for (std::size_t g = 0; g < groups.size(); ++g) s += (g ? "/" : "") + join_ids(groups[g]);
+  return s;
+}
+
+// How `groups` names a group's spec: full, sliding_window:W, chunked_local:C.
+std::string spec_name(const KvCacheSpec& spec) {
+  switch (spec.type) {
+    case AttentionType::kSlidingWindow: return "sliding_window:" + std::to_string(spec.window);
+    case AttentionType::kChunkedLocalAttention: return "chunked_local:" + std::to_string(spec.chunk);
+    default: return "full";
+  }
+}
+
 Status on_off(const Args& a, const char* key, bool* out) {
   auto it = a.kv.find(key);
   if (it == a.kv.end()) return {};
@@ -139,6 +155,42 @@ StatusOr<std::vector<MultiModalItem>> parse_mm_spec(std::string_view spec) {
   return items;
 }
 
+StatusOr<std::vector<LayerKvCacheSpec>> parse_layers_spec(std::string_view spec, int block_size) {
+  std::vector<LayerKvCacheSpec> layers;
+  std::size_t start = 0;
+  while (start <= spec.size()) {
+    std::size_t comma = spec.find(',', start);
+    if (comma == std::string_view::npos) comma = spec.size();
+    std::string_view item = spec.substr(start, comma - start);
+    std::int64_t count = 1;
+    if (const auto star = item.find('*'); star != std::string_view::npos) {
+      if (!parse_nonneg(item.substr(star + 1), &count) || count < 1 || count > 1024) {
+        return Status::error("layer count in '" + std::string(item) + "' must be from 1 to 1024");
+      }
+      item = item.substr(0, star);
+    }
+    const auto colon = item.find(':');
+    const std::string_view type = item.substr(0, colon);
+    std::int64_t reach = 0;
+    KvCacheSpec s{AttentionType::kFullAttention, block_size, 2, 64, 64, 2, 0, 0};
+    if (type == "full" && colon == std::string_view::npos) {
+    } else if ((type == "sliding_window" || type == "chunked_local") && colon != std::string_view::npos &&
+               parse_nonneg(item.substr(colon + 1), &reach) && reach >= 1 && reach <= (1 << 24)) {
+      s.type = type == "sliding_window" ? AttentionType::kSlidingWindow : AttentionType::kChunkedLocalAttention;
+      (type == "sliding_window" ? s.window : s.chunk) = static_cast<int>(reach);
+    } else {
+      return Status::error("layer '" + std::string(item) +
+                           "' is not full, sliding_window:W or chunked_local:C (W, C from 1 to 16777216)");
+    }
+    for (std::int64_t i = 0; i < count; ++i) {
+      layers.push_back({"layer." + std::to_string(layers.size()), s});
+    }
+    if (layers.size() > 4096) return Status::error("more than 4096 layers");
+    start = comma + 1;
+  }
+  return layers;
+}
+
 StatusOr<OpsInterpreter::OpsRequest*> OpsInterpreter::find(std::string_view id) {
   auto it = requests_.find(id);
   if (it == requests_.end()) return Status::error("unknown request '" + std::string(id) + "'");
@@ -149,7 +201,7 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
   Args a;
   Status s = parse_args(words, 1,
                         {"blocks", "block_size", "hash", "seed", "free_order", "caching", "eagle",
-                         "max_model_len", "policy"},
+                         "max_model_len", "layers", "policy"},
                         {}, &a);
   if (!s.ok()) return s;
   for (const char* required : {"blocks", "block_size"}) {
@@ -187,10 +239,33 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
     }
     c.max_model_len = v;
   }
+  std::vector<KvCacheGroupSpec> groups;
+  if (a.kv.count("layers")) {
+    if (c.use_eagle) return Status::error("eagle=on is not supported with layers=");
+    if (c.eviction_policy != EvictionPolicyKind::kLru) {
+      return Status::error("policy=" + a.kv["policy"] + " is not supported with layers= (hybrid groups run lru)");
+    }
+    auto layers = parse_layers_spec(a.kv["layers"], c.block_size);
+    if (!layers.ok()) return layers.status().with_context("layers: ");
+    auto built = get_kv_cache_groups(*layers);
+    if (!built.ok()) return built.status().with_context("layers: ");
+    groups = std::move(*built);
+  }
   config_ = c;
+  groups_ = std::move(groups);
   requests_.clear();
   hasher_ = std::make_unique<BlockHasher>(algo, seed);
-  manager_ = std::make_unique<KvCacheManager>(c);
+  if (groups_.empty()) {
+    cache_ = ops::make_single_group_cache(c);
+  } else {
+    HybridKvCacheConfig h;
+    h.groups = groups_;
+    h.num_blocks = c.num_blocks;
+    h.enable_caching = c.enable_caching;
+    h.free_order = c.free_order;
+    h.max_model_len = c.max_model_len;
+    cache_ = ops::make_hybrid_cache(h);
+  }
   return {};
 }
 
@@ -245,7 +320,7 @@ Status OpsInterpreter::cmd_alloc(const std::vector<std::string_view>& words) {
   if (a.kv.count("lookahead") && !parse_nonneg(a.kv["lookahead"], &lookahead)) {
     return bad_int("lookahead", a.kv["lookahead"]);
   }
-  const CacheHit hit = r.pending_hit.value_or(CacheHit{});
+  const ops::OpsHit hit = r.pending_hit.value_or(ops::OpsHit{});
   r.pending_hit.reset();
   std::int64_t n = 0;
   if (words[2] == "rest") {
@@ -263,26 +338,105 @@ Status OpsInterpreter::cmd_alloc(const std::vector<std::string_view>& words) {
                            " tokens " + req.id() + " has left");
     }
   }
-  auto fresh = manager_->allocate(req, n, hit, lookahead, a.flags.count("fullfit") != 0);
+  auto fresh = cache_->allocate(req, n, hit, lookahead, a.flags.count("fullfit") != 0);
   if (!fresh) {
     out_ << "alloc " << req.id() << " fail\n";
     return {};
   }
   req.num_computed_tokens += hit.num_tokens + n;
-  out_ << "alloc " << req.id() << " new=" << join_ids(*fresh) << "\n";
+  out_ << "alloc " << req.id() << " new=" << join_groups(*fresh) << "\n";
+  return {};
+}
+
+// `table ID [group=G]`: the request's block table, every group or one.
+Status OpsInterpreter::cmd_table(const std::vector<std::string_view>& words) {
+  if (words.size() < 2 || words[1].find('=') != std::string_view::npos) {
+    return Status::error("table needs a request id");
+  }
+  auto found = find(words[1]);
+  if (!found.ok()) return found.status();
+  Args a;
+  if (Status s = parse_args(words, 2, {"group"}, {}, &a); !s.ok()) return s;
+  const ops::GroupBlocks table = cache_->table((*found)->request->id());
+  if (!a.kv.count("group")) {
+    out_ << "table " << words[1] << " " << join_groups(table) << "\n";
+    return {};
+  }
+  std::int64_t g = 0;
+  if (!parse_nonneg(a.kv["group"], &g) || g >= static_cast<std::int64_t>(table.size())) {
+    return Status::error("group must be from 0 to " + std::to_string(table.size() - 1) + ", got '" +
+                         a.kv["group"] + "'");
+  }
+  out_ << "table " << words[1] << " group=" << g << " " << join_ids(table[static_cast<std::size_t>(g)])
+       << "\n";
+  return {};
+}
+
+// lookup / free / hashes of one request.
+Status OpsInterpreter::cmd_request_query(std::string_view cmd, std::string_view id) {
+  auto found = find(id);
+  if (!found.ok()) return found.status();
+  OpsRequest& r = **found;
+  if (cmd == "lookup") {
+    if (r.request->num_computed_tokens != 0) {
+      return Status::error("lookup of '" + r.request->id() + "' after it computed tokens");
+    }
+    r.pending_hit = cache_->lookup(*r.request);
+    out_ << "hit " << r.request->id() << " blocks=" << join_groups(r.pending_hit->blocks)
+         << " tokens=" << r.pending_hit->num_tokens << "\n";
+  } else if (cmd == "free") {
+    cache_->free(*r.request);
+  } else {
+    out_ << "hashes " << r.request->id() << " [";
+    const auto& hs = r.request->block_hashes();
+    for (std::size_t i = 0; i < hs.size(); ++i) out_ << (i ? "," : "") << hs[i].hex();
+    out_ << "]\n";
+  }
+  return {};
+}
+
+// Commands of the whole pool: queue, num_free, stats, reset, groups, check.
+Status OpsInterpreter::cmd_pool_query(std::string_view cmd, bool* check_failed) {
+  if (cmd == "queue") {
+    out_ << "queue " << join_ids(cache_->pool().policy().order()) << "\n";
+  } else if (cmd == "num_free") {
+    out_ << "num_free " << cache_->pool().num_free_blocks() << "\n";
+  } else if (cmd == "stats") {
+    const PrefixCacheStats& st = cache_->stats();
+    out_ << "stats lookups=" << st.lookups << " queries=" << st.queries << " hits=" << st.hits << "\n";
+  } else if (cmd == "reset") {
+    out_ << "reset " << (cache_->reset_prefix_cache() ? "ok" : "fail") << "\n";
+  } else if (cmd == "groups") {
+    out_ << "groups";
+    if (groups_.empty()) out_ << " full[all]";
+    for (const KvCacheGroupSpec& g : groups_) {
+      std::string layers;
+      for (const std::string& name : g.layer_names) layers += (layers.empty() ? "" : ",") + name.substr(6);
+      out_ << " " << spec_name(g.spec) << "[" << layers << "]";
+    }
+    out_ << "\n";
+  } else if (cmd == "check") {
+    std::string why;
+    if (!cache_->check_invariants(&why)) {
+      out_ << "check failed: " << why << "\n";
+      *check_failed = true;
+      return Status::error("check failed: " + why);
+    }
+    out_ << "check ok\n";
+  }
   return {};
 }
 
 Status OpsInterpreter::dispatch(const std::vector<std::string_view>& w, bool* check_failed) {
   const std::string_view cmd = w[0];
-  static constexpr std::string_view kCommands[] = {"config", "request", "lookup", "alloc",
-                                                   "append", "free",    "queue",  "num_free",
-                                                   "stats",  "reset",   "hashes", "check"};
+  static constexpr std::string_view kCommands[] = {
+      "config", "request", "lookup", "alloc", "append", "free", "queue",
+      "num_free", "stats", "reset", "hashes", "check", "table", "groups"};
   if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
     return Status::error("unknown command '" + std::string(cmd) + "'");
   }
   if (cmd == "config") return cmd_config(w);
-  if (!manager_) return Status::error("'" + std::string(cmd) + "' before the first config line");
+  if (!cache_) return Status::error("'" + std::string(cmd) + "' before the first config line");
   auto no_args = [&](std::size_t n) -> Status {
     if (w.size() > n) return Status::error("unexpected argument '" + std::string(w[n]) + "'");
     if (w.size() < n) return Status::error(std::string(cmd) + " needs a request id");
@@ -290,27 +444,10 @@ Status OpsInterpreter::dispatch(const std::vector<std::string_view>& w, bool* ch
   };
   if (cmd == "request") return cmd_request(w);
   if (cmd == "alloc") return cmd_alloc(w);
+  if (cmd == "table") return cmd_table(w);
   if (cmd == "lookup" || cmd == "free" || cmd == "hashes") {
     if (Status s = no_args(2); !s.ok()) return s;
-    auto found = find(w[1]);
-    if (!found.ok()) return found.status();
-    OpsRequest& r = **found;
-    if (cmd == "lookup") {
-      if (r.request->num_computed_tokens != 0) {
-        return Status::error("lookup of '" + r.request->id() + "' after it computed tokens");
-      }
-      r.pending_hit = manager_->lookup(*r.request);
-      out_ << "hit " << r.request->id() << " blocks=" << join_ids(r.pending_hit->blocks)
-           << " tokens=" << r.pending_hit->num_tokens << "\n";
-    } else if (cmd == "free") {
-      manager_->free(*r.request);
-    } else {
-      out_ << "hashes " << r.request->id() << " [";
-      const auto& hs = r.request->block_hashes();
-      for (std::size_t i = 0; i < hs.size(); ++i) out_ << (i ? "," : "") << hs[i].hex();
-      out_ << "]\n";
-    }
-    return {};
+    return cmd_request_query(cmd, w[1]);
   }
   if (cmd == "append") {
     if (w.size() < 2) return Status::error("append needs a request id");
@@ -325,25 +462,7 @@ Status OpsInterpreter::dispatch(const std::vector<std::string_view>& w, bool* ch
     return {};
   }
   if (Status s = no_args(1); !s.ok()) return s;
-  if (cmd == "queue") {
-    out_ << "queue " << join_ids(manager_->pool().policy().order()) << "\n";
-  } else if (cmd == "num_free") {
-    out_ << "num_free " << manager_->num_free_blocks() << "\n";
-  } else if (cmd == "stats") {
-    const PrefixCacheStats& st = manager_->stats();
-    out_ << "stats lookups=" << st.lookups << " queries=" << st.queries << " hits=" << st.hits << "\n";
-  } else if (cmd == "reset") {
-    out_ << "reset " << (manager_->reset_prefix_cache() ? "ok" : "fail") << "\n";
-  } else if (cmd == "check") {
-    std::string why;
-    if (!manager_->check_invariants(&why)) {
-      out_ << "check failed: " << why << "\n";
-      *check_failed = true;
-      return Status::error("check failed: " + why);
-    }
-    out_ << "check ok\n";
-  }
-  return {};
+  return cmd_pool_query(cmd, check_failed);
 }
 
 OpsInterpreter::Outcome OpsInterpreter::execute(std::string_view line, int line_no) {

@@ -13,11 +13,16 @@
 #include <string_view>
 #include <vector>
 
+#include "model/kv_cache_groups.h"
 #include "model/kv_cache_manager.h"
 #include "model/status.h"
+#include "ops/ops_cache.h"
 
 namespace kv {
 
+// Parses a `layers=` LIST (§6.5): comma-separated `full`, `sliding_window:W`, `chunked_local:C`,
+// each optionally `*COUNT`; the layers are named layer.0, layer.1, ... in order.
+StatusOr<std::vector<LayerKvCacheSpec>> parse_layers_spec(std::string_view spec, int block_size);
 // Parses a token SPEC: comma-separated `7`, `3*16` (token 3 sixteen times), `10:20` (10..19).
 StatusOr<std::vector<TokenId>> parse_token_spec(std::string_view spec);
 // `ID@OFFSET+LENGTH[,ID@OFFSET+LENGTH...]`: multimodal items of a request, in offset order.
@@ -38,25 +43,30 @@ class OpsInterpreter {
   // and writes the error, if any, to `err`.
   static int run_script(std::istream& in, std::ostream& out, std::ostream& err);
 
-  const KvCacheManager* manager() const { return manager_.get(); }
+  // The single-group manager, or null before a config line or with `layers=`.
+  const KvCacheManager* manager() const { return cache_ ? cache_->single_group_manager() : nullptr; }
 
  private:
   struct OpsRequest {
     std::unique_ptr<Request> request;
-    std::optional<CacheHit> pending_hit;  // from `lookup`, consumed by the next `alloc`
+    std::optional<ops::OpsHit> pending_hit;  // from `lookup`, consumed by the next `alloc`
   };
 
   Status dispatch(const std::vector<std::string_view>& words, bool* check_failed);
   Status cmd_config(const std::vector<std::string_view>& words);
   Status cmd_request(const std::vector<std::string_view>& words);
   Status cmd_alloc(const std::vector<std::string_view>& words);
+  Status cmd_table(const std::vector<std::string_view>& words);
+  Status cmd_request_query(std::string_view cmd, std::string_view id);
+  Status cmd_pool_query(std::string_view cmd, bool* check_failed);
   StatusOr<OpsRequest*> find(std::string_view id);
 
   std::ostream& out_;
   std::string error_;
   KvCacheConfig config_;
   std::unique_ptr<BlockHasher> hasher_;
-  std::unique_ptr<KvCacheManager> manager_;
+  std::unique_ptr<ops::OpsCache> cache_;
+  std::vector<KvCacheGroupSpec> groups_;  // from layers=; empty for the single-group manager
   std::map<std::string, OpsRequest, std::less<>> requests_;
 };
 

@@ -199,7 +199,7 @@ void bind_manager(py::module_& m) {
       .def("block_hashes", &PyKvCacheManager::block_hashes, py::arg("id"))
       .def("reset_prefix_cache", [](PyKvCacheManager& p) { return p.manager().reset_prefix_cache(); })
       .def("take_events", [](PyKvCacheManager& p) { return events_list(p.manager().take_events()); })
-      .def("cached_hashes", [](PyKvCacheManager& p) { return replay::cached_block_hashes(p.manager()); })
+      .def("cached_hashes", [](PyKvCacheManager& p) { return replay::cached_block_hashes(p.manager().pool()); })
       .def("check_invariants", [](PyKvCacheManager& p) {
         std::string why;
         if (!p.manager().check_invariants(&why)) throw std::runtime_error(why);
@@ -327,7 +327,7 @@ class PyReplay {
   }
 
   py::dict metrics() const { return metrics_dict(metrics_); }
-  std::vector<std::string> cached_hashes() const { return replay::cached_block_hashes(run_.scheduler->kv_cache()); }
+  std::vector<std::string> cached_hashes() const { return replay::cached_block_hashes(*run_.scheduler); }
   std::string decision_log() const { return replayer_->log().text(); }
   std::vector<std::pair<std::string, std::string>> config() const { return run_.description; }
 

@@ -59,6 +59,7 @@ void DecisionLog::record(const StepPlan& plan, std::int64_t new_evictions, std::
     s += r.id;
     s += " +" + std::to_string(r.token_ids.size());
     if (r.is_new) s += " new@" + std::to_string(r.num_computed_tokens) + " hit=" + std::to_string(r.num_cached_tokens);
+    if (r.num_external_tokens > 0) [[unlikely]] s += " tier=" + std::to_string(r.num_external_tokens);
     s += " blocks=";
     put_list(s, r.block_ids);
     if (!r.group_block_ids.empty()) [[unlikely]] {  // hybrid: never for one group

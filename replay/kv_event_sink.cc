@@ -49,7 +49,7 @@ void pack_event(Packer& p, const BlockStored& e) {
   if (e.lora_name.empty()) p.pack_nil();
   else pack_str(p, e.lora_name);
   p.pack_nil();  // extra_keys: none (no multimodal inputs, salts or prompt embeddings)
-  p.pack(0);     // group_idx: the one full-attention group
+  p.pack(static_cast<std::uint32_t>(e.group_idx));
 }
 
 // BlockRemoved: block_hashes, medium, group_idx.
@@ -58,7 +58,7 @@ void pack_event(Packer& p, const BlockRemoved& e) {
   pack_str(p, "BlockRemoved");
   pack_hashes(p, e.block_hashes);
   pack_str(p, e.medium);
-  p.pack(0);
+  p.pack(static_cast<std::uint32_t>(e.group_idx));
 }
 
 void pack_event(Packer& p, const AllBlocksCleared&) {
@@ -87,10 +87,10 @@ nlohmann::ordered_json event_json(const KvEvent& event) {
                   {"medium", e.medium},
                   {"lora_name", e.lora_name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.lora_name)},
                   {"extra_keys", nullptr},
-                  {"group_idx", 0}};
+                  {"group_idx", e.group_idx}};
         } else if constexpr (std::is_same_v<E, BlockRemoved>) {
           return {{"type", "BlockRemoved"}, {"block_hashes", hashes_json(e.block_hashes)},
-                  {"medium", e.medium}, {"group_idx", 0}};
+                  {"medium", e.medium}, {"group_idx", e.group_idx}};
         } else {
           return {{"type", "AllBlocksCleared"}};
         }

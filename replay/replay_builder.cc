@@ -1,6 +1,7 @@
 #include "replay/replay_builder.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "model/check.h"
 #include "replay/arrivals.h"
@@ -26,6 +27,11 @@ StatusOr<std::unique_ptr<Device>> make_gpu_device(const ReplayConfig& c, std::in
   if (!gpu::cuda_device_available(&why)) return Status::error("--device gpu: " + why);
   gpu::CudaDeviceOptions g;
   g.model = c.model.name;
+  if (const ModelShape model = c.effective_model(); model.is_hybrid()) {
+    auto groups = model.kv_cache_groups(c.block_size);  // validate() checked it
+    if (!groups.ok()) return groups.status().with_context("--model: ");
+    g.kv_cache_groups = std::move(*groups);
+  }
   g.seed = c.seed + 1;
   g.block_size = c.block_size;
   g.num_gpu_blocks = num_blocks;
@@ -108,7 +114,26 @@ sim::SimOptions sim_options(const ReplayConfig& c, CudaGraphMode mode, sim::Veri
   so.max_num_seqs = c.max_num_seqs;
   so.max_num_batched_tokens = c.max_num_batched_tokens;
   so.verify = verify;
+  if (c.tiers_enabled()) {
+    so.tier.enabled = true;
+    so.tier.load = c.tier_load;
+    so.tier.host_link = c.host_link;
+    so.tier.disk_bytes_per_s = static_cast<std::int64_t>(std::llround(c.disk_read_gbps * 1e9));
+    so.tier.disk_latency_ns = c.disk_latency_us * 1000;
+    so.tier.bytes_per_block = c.model.kv_bytes_per_token() * c.block_size;
+  }
   return so;
+}
+
+std::unique_ptr<KvConnector> make_tier_connector(const ReplayConfig& c) {
+  if (!c.tiers_enabled()) return nullptr;
+  TierConnectorConfig tc;
+  tc.block_size = c.block_size;
+  tc.bytes_per_block = c.model.kv_bytes_per_token() * c.block_size;
+  tc.host_capacity_blocks = c.host_cache_bytes / tc.bytes_per_block;
+  tc.disk_capacity_blocks = c.disk_cache_bytes / tc.bytes_per_block;
+  tc.store = c.tier_store;
+  return std::make_unique<TierConnector>(tc);
 }
 
 SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks, const std::string& hash_seed) {
@@ -190,14 +215,22 @@ StatusOr<std::unique_ptr<KvEventSink>> make_event_sink(const ReplayConfig& c) {
   return make_fanout_event_sink(std::move(sinks));
 }
 
-std::vector<std::string> cached_block_hashes(const KvCacheManager& cache) {
+std::vector<std::string> cached_block_hashes(const BlockPool& pool, bool with_group) {
   std::vector<std::string> out;
-  const BlockPool& pool = cache.pool();
   for (BlockId id = 1; id < pool.num_blocks(); ++id) {
-    if (!pool.block(id).hash.empty()) out.push_back(pool.block(id).hash.hex());
+    const Block& b = pool.block(id);
+    if (b.hash.empty()) continue;
+    out.push_back(with_group ? b.hash.hex() + " " + std::to_string(b.group) : b.hash.hex());
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+std::vector<std::string> cached_block_hashes(const Scheduler& scheduler) {
+  if (const HybridKvCacheManager* h = scheduler.hybrid_kv_cache()) {
+    return cached_block_hashes(h->pool(), /*with_group=*/true);
+  }
+  return cached_block_hashes(scheduler.kv_cache().pool());
 }
 
 ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const {
@@ -232,6 +265,7 @@ StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<Req
   if (Status s = make_device(config, blocks, run); !s.ok()) return s;
   const SchedulerConfig sc = scheduler_config(config, blocks, hash_seed);
   run.scheduler = std::make_unique<Scheduler>(sc);
+  if (config.tiers_enabled()) run.scheduler->set_connector(make_tier_connector(config));
   run.description = describe_run(config, run, blocks, sizing, sc.hash_seed, trace_source);
   auto sink = make_event_sink(config);
   if (!sink.ok()) return sink.status();

@@ -50,15 +50,21 @@ StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<Req
 // The simulator's options for `config`, with the given graph mode and verification.
 sim::SimOptions sim_options(const ReplayConfig& config, CudaGraphMode mode, sim::VerifyMode verify);
 
+// The second-tier connector `config` asks for (--host-cache-bytes), or null.
+std::unique_ptr<KvConnector> make_tier_connector(const ReplayConfig& config);
+
 // The scheduler's configuration for `config` with a pool of `num_blocks` blocks.
 SchedulerConfig scheduler_config(const ReplayConfig& config, std::int64_t num_blocks, const std::string& hash_seed);
 
 // The event sink `config` asks for (JSONL file, ZeroMQ publisher, or both), or null.
 StatusOr<std::unique_ptr<KvEventSink>> make_event_sink(const ReplayConfig& config);
 
-// The hashes of every block cached in `cache` at this moment, lowercase hex, sorted (a hash
-// cached under two blocks is listed twice): what a subscriber rebuilds from the events.
-std::vector<std::string> cached_block_hashes(const KvCacheManager& cache);
+// The hashes of every block cached in `pool` at this moment, lowercase hex, sorted (a hash
+// cached under two blocks is listed twice): what a subscriber rebuilds from the events. With
+// `with_group` each entry is "HEX GROUP", the KV-cache group it is cached for (hybrid models).
+std::vector<std::string> cached_block_hashes(const BlockPool& pool, bool with_group = false);
+// The same for the manager a scheduler runs (the group is listed for a hybrid model).
+std::vector<std::string> cached_block_hashes(const Scheduler& scheduler);
 
 // The pool size `config` asks for, and how it was decided ("--num-blocks", "--kv-cache-tokens",
 // "gpu memory").

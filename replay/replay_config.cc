@@ -284,6 +284,45 @@ Status set_fault(ReplayConfig& c, const std::string& t) {
   return {};
 }
 
+Status set_host_link(ReplayConfig& c, const std::string& t) {
+  auto link = sim::parse_link(t);
+  if (!link.ok()) return link.status().with_context("--host-link: ");
+  c.host_link = *link;
+  return {};
+}
+
+// The rows of the "KV tiers" group (docs/tiers.md).
+void add_tier_rows(std::vector<ConfigOption>& t) {
+  using C = ReplayConfig;
+  const std::string_view tiers = "KV tiers";
+  t.push_back(int_option("host-cache-bytes", tiers,
+                         "host-memory tier for blocks evicted from GPU memory, in bytes (0: none)",
+                         &C::host_cache_bytes, 0, 1LL << 60));
+  t.push_back(int_option("disk-cache-bytes", tiers, "disk tier below the host tier, in bytes (0: none)",
+                         &C::disk_cache_bytes, 0, 1LL << 60));
+  t.push_back({"host-link", tiers,
+               "GPU-host link: pcie4 (31.5 GB/s, 10 us), pcie5 (63 GB/s, 10 us), nvlink-c2c (450 GB/s, 2 us), or "
+               "GBPS:LATENCY_US",
+               false, set_host_link, [](const C& c) { return c.host_link.name; }});
+  t.push_back(positive_option("disk-read-gbps", tiers, "disk tier's read bandwidth in GB/s", &C::disk_read_gbps,
+                              false, false));
+  t.push_back(int_option("disk-latency-us", tiers, "disk tier's latency per batched read, in microseconds",
+                         &C::disk_latency_us, 0, 1LL << 30));
+  t.push_back(enum_option("tier-store", tiers,
+                          "on-evict: save a block when GPU memory evicts it; every-full-block: save each block "
+                          "once computed",
+                          &C::tier_store,
+                          std::vector<std::pair<std::string, TierStorePolicy>>{
+                              {"on-evict", TierStorePolicy::kOnEvict},
+                              {"every-full-block", TierStorePolicy::kEveryFullBlock}}));
+  t.push_back(enum_option("tier-load", tiers,
+                          "overlap: a load runs beside the step's compute, layer by layer; stall: the step waits "
+                          "for it",
+                          &C::tier_load,
+                          std::vector<std::pair<std::string, sim::TierLoadMode>>{
+                              {"overlap", sim::TierLoadMode::kOverlap}, {"stall", sim::TierLoadMode::kStall}}));
+}
+
 // The rows of the "Scheduler" and "Run" groups.
 void add_scheduler_and_run_rows(std::vector<ConfigOption>& t) {
   using C = ReplayConfig;
@@ -382,6 +421,7 @@ std::vector<ConfigOption> make_table() {
   t.push_back(enum_option("hash", kv, "sha256_cbor | xxhash_cbor", &C::hash,
                           std::vector<std::pair<std::string, HashAlgo>>{{"sha256_cbor", HashAlgo::kSha256Cbor},
                                                                         {"xxhash_cbor", HashAlgo::kXxhashCbor}}));
+  add_tier_rows(t);
   add_scheduler_and_run_rows(t);
   add_load_rows(t);
   add_event_options(t);
@@ -393,7 +433,28 @@ std::vector<ConfigOption> make_table() {
 ReplayConfig::ReplayConfig() {
   model = find_model_shape("llama3-8b").value();
   gpu = sim::find_gpu_spec("h100-sxm").value();
+  host_link = sim::parse_link("pcie5").value();
 }
+
+namespace {
+Status validate_tiers(const ReplayConfig& c) {
+  if (!c.tiers_enabled()) {
+    return c.disk_cache_bytes > 0 ? bad("disk-cache-bytes", "needs --host-cache-bytes (the disk tier is below it)")
+                                  : Status();
+  }
+  if (c.device != DeviceKind::kSim) return bad("host-cache-bytes", "needs --device sim");
+  if (!c.prefix_caching) return bad("host-cache-bytes", "needs --prefix-caching on (tier entries are block hashes)");
+  if (c.model.is_hybrid()) return bad("host-cache-bytes", "runs with one KV-cache group; " + c.model.name + " is hybrid");
+  const std::int64_t block_bytes = c.model.kv_bytes_per_token() * c.block_size;
+  if (c.host_cache_bytes < block_bytes) {
+    return bad("host-cache-bytes", "holds less than one block (" + std::to_string(block_bytes) + " bytes)");
+  }
+  if (c.disk_cache_bytes > 0 && c.disk_cache_bytes < block_bytes) {
+    return bad("disk-cache-bytes", "holds less than one block (" + std::to_string(block_bytes) + " bytes)");
+  }
+  return {};
+}
+}  // namespace
 
 ModelShape ReplayConfig::effective_model() const { return with_sliding_window(model, sliding_window); }
 
@@ -430,8 +491,6 @@ Status ReplayConfig::validate() const {
       return bad("eviction-policy", std::string(to_string(eviction_policy)) + " is not supported for hybrid model " +
                                         model.name + ": its groups share vLLM's LRU queue (use lru)");
     }
-    if (device == DeviceKind::kGpu) return bad("device", "the CUDA device runs one KV-cache group; " + model.name +
-                                                             " is hybrid (use --device sim)");
     auto groups = effective_model().kv_cache_groups(block_size);
     if (!groups.ok()) return groups.status().with_context("--model: ");
     for (const KvCacheGroupSpec& g : *groups) {
@@ -441,6 +500,7 @@ Status ReplayConfig::validate() const {
       }
     }
   }
+  if (Status s = validate_tiers(*this); !s.ok()) return s;
   if (inject_fault && device != DeviceKind::kSim) return bad("inject-fault", "needs --device sim");
   if (inject_fault && verify == sim::VerifyMode::kOff) {
     return bad("inject-fault", "needs --verify fast or full (with off nothing checks the KV memory)");

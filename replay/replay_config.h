@@ -27,12 +27,14 @@
 #include "model/eviction_policy.h"
 #include "model/model_shape.h"
 #include "model/scheduler.h"
+#include "model/tier_connector.h"
 #include "model/status.h"
 #include "replay/replayer.h"
 #include "replay/serving_metrics.h"
 #include "sim/fault_injection.h"
 #include "sim/hardware_specs.h"
 #include "sim/shadow_kv.h"
+#include "sim/tier_links.h"
 
 namespace kv::replay {
 
@@ -71,6 +73,15 @@ struct ReplayConfig {
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
   int lookahead = 0;
   bool full_sequence_gate = true;
+  // Second KV-cache tiers (docs/tiers.md): blocks evicted from GPU memory kept in host memory
+  // (and on disk) and loaded back on a prefix hit. 0 bytes: no such tier.
+  std::int64_t host_cache_bytes = 0;
+  std::int64_t disk_cache_bytes = 0;
+  sim::LinkSpec host_link;           // GPU <-> host memory (sim/tier_links.h presets)
+  double disk_read_gbps = 7;         // a PCIe 4.0 NVMe SSD's sequential read
+  std::int64_t disk_latency_us = 100;
+  TierStorePolicy tier_store = TierStorePolicy::kOnEvict;
+  sim::TierLoadMode tier_load = sim::TierLoadMode::kOverlap;
   // Load (replay/arrivals.h) and results (replay/serving_metrics.h).
   double request_rate = 0;           // requests/s; 0: the trace's timestamps; infinity: all at once
   double burstiness = 1;             // gamma shape of the gaps (1: Poisson)
@@ -102,6 +113,7 @@ struct ReplayConfig {
   bool kv_events_enabled() const {
     return kv_events_observed || !kv_events_file.empty() || !kv_events_zmq.empty();
   }
+  bool tiers_enabled() const { return host_cache_bytes > 0; }
   Status validate() const;
   // The model as the run uses it: `model` with --sliding-window applied.
   ModelShape effective_model() const;

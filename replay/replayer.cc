@@ -81,6 +81,7 @@ void Replayer::request_done(Run& r, const RequestMetrics& m) {
   if (m.status == "rejected") return;
   r.sum.admitted_prompt_tokens += m.prompt_tokens;
   r.sum.admitted_hit_tokens += std::max<std::int64_t>(m.cached_tokens, 0);
+  r.sum.admitted_tier_tokens += m.tier_tokens;
   if (m.first_token_us >= 0) {
     r.ttft.push_back(m.first_token_us - m.arrival_us);
     r.arrival_ttft.emplace_back(m.arrival_us, m.first_token_us - m.arrival_us);
@@ -133,6 +134,7 @@ void Replayer::note_first_schedule(Run& r, const StepPlan& plan) {
     const Request* q = scheduler_.find(s.id);
     if (it == r.live.end() || q == nullptr) continue;
     it->second.cached_tokens = q->num_cached_tokens;
+    if (q->num_preemptions == 0) it->second.tier_tokens = s.num_external_tokens;
     it->second.preemptions = q->num_preemptions;
   }
 }
@@ -165,6 +167,8 @@ StepRecord Replayer::execute(Run& r, const StepPlan& plan, bool* stop) {
   rec.predicted_ns = predicted;
   rec.counters = result.counters;
   r.sum.prompt_tokens_computed += result.counters.prompt_tokens_computed;
+  r.sum.tier_load_ns += result.counters.tier_load_ns;
+  r.sum.tier_stall_ns += result.counters.tier_stall_ns;
 
   rec.evictions_total = scheduler_.num_evictions();
   log_.record(plan, rec.evictions_total - r.evictions_before,
@@ -234,6 +238,11 @@ void Replayer::finish(Run& r) {
   sum.cache = scheduler_.cache_stats();
   sum.hit_rate = ratio(sum.cache.hits, sum.cache.queries);
   sum.request_hit_rate = ratio(sum.admitted_hit_tokens, sum.admitted_prompt_tokens);
+  if (const KvConnector* connector = scheduler_.connector()) {
+    sum.tiers = connector->figures();
+    sum.tier_hit_rate = ratio(sum.admitted_tier_tokens, sum.admitted_prompt_tokens);
+    sum.combined_hit_rate = ratio(sum.admitted_hit_tokens + sum.admitted_tier_tokens, sum.admitted_prompt_tokens);
+  }
   sum.sim_time_us = r.now_ns / 1000;
   sum.measured_total_ns = r.any_measured ? r.measured_total : -1;
   sum.ttft_us = summarize(r.ttft);
@@ -277,7 +286,7 @@ void Replayer::serving_metrics(Run& r) {
 
 Status Replayer::publish_events(const Run& r, std::int64_t step) {
   if (event_sink_ == nullptr) return {};
-  const std::vector<KvEvent> events = scheduler_.mutable_kv_cache().take_events();
+  const std::vector<KvEvent> events = scheduler_.take_kv_events();
   if (events.empty()) return {};
   return event_sink_->publish(step, static_cast<double>(r.now_ns) / 1e9, events);
 }

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "model/device.h"
+#include "model/kv_connector.h"
 #include "model/request_source.h"
 #include "model/scheduler.h"
 #include "model/status.h"
@@ -40,6 +41,7 @@ struct RequestMetrics {
   std::int64_t prompt_tokens = 0;
   std::int64_t output_tokens = 0;
   std::int64_t cached_tokens = 0;  // prefix-cache hits at first scheduling
+  std::int64_t tier_tokens = 0;    // second-tier hits at first scheduling (docs/tiers.md)
   int preemptions = 0;
   std::string status;              // finished_length, finished_max_model_len, rejected, ...
   std::string reject_reason;
@@ -109,6 +111,13 @@ struct ReplaySummary {
   std::vector<std::string> violations;
   std::string digest;
   std::vector<GroupFigures> groups;     // hybrid runs only, in group order
+  // Second KV-cache tiers (docs/tiers.md); empty without --host-cache-bytes.
+  std::vector<TierFigures> tiers;       // host, then disk
+  std::int64_t admitted_tier_tokens = 0;  // per request once: tier hits when first scheduled
+  double tier_hit_rate = 0;             // admitted_tier_tokens / admitted_prompt_tokens
+  double combined_hit_rate = 0;         // (admitted hit + tier tokens) / admitted prompt tokens
+  std::int64_t tier_load_ns = 0;        // copy time of every load
+  std::int64_t tier_stall_ns = 0;       // what loads and saves added to the steps' durations
 };
 
 class Replayer {

@@ -268,7 +268,30 @@ struct ReportWriter {
            "every lookup (a waiting request is looked up again at every attempt). docs/results.md defines both. "
            "Latencies are in device time: simulated for sim runs, the replay clock for GPU runs. Throughput: "
            "output tokens per second of that clock.");
+  tiers();
   configuration();
+  }
+
+  // Second KV-cache tiers (docs/tiers.md), for runs that had them.
+  void tiers() {
+    std::vector<std::vector<std::string>> rows;
+    for (const RunData& r : runs) {
+      for (const TierRow& t : r.tiers) {
+        rows.push_back({r.label, t.tier, fmt("%.1f", static_cast<double>(t.capacity_bytes) / 1e9), pct(t.hit_rate),
+                        fmt("%.1f", static_cast<double>(t.loaded_bytes) / 1e6),
+                        fmt("%.1f", static_cast<double>(t.stored_bytes) / 1e6), std::to_string(t.dropped_blocks),
+                        pct(r.combined_hit_rate), fmt("%.3f", static_cast<double>(r.tier_load_ns) / 1e6),
+                        fmt("%.3f", static_cast<double>(r.tier_stall_ns) / 1e6)});
+      }
+    }
+    if (rows.empty()) return;
+    doc.heading(2, "KV-cache tiers");
+    doc.table({"run", "tier", "capacity GB", "hit rate", "loaded MB", "stored MB", "dropped blocks",
+               "GPU + tiers hit rate", "load ms", "stall ms"},
+              rows);
+    doc.para("Hit rate: prompt tokens loaded from the tier when each request was first scheduled, over all prompt "
+             "tokens. Load ms: copy time of every load; stall ms: what loads and saves added to the steps' "
+             "durations (with --tier-load overlap, only the part the compute did not hide). docs/tiers.md.");
   }
 
   // Every setting of every run, one row per setting.

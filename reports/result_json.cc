@@ -47,6 +47,22 @@ ordered_json kvsim_block(const RunConfig& config, const replay::ReplaySummary& s
   k["overloaded"] = s.overload.overloaded;
   k["overload_reason"] = s.overload.reason;
   k["decision_log_sha256"] = s.digest;
+  if (!s.tiers.empty()) {  // docs/tiers.md
+    ordered_json tiers = ordered_json::array();
+    for (const TierFigures& t : s.tiers) {
+      tiers.push_back({{"tier", t.name},
+                       {"hit_rate", s.admitted_prompt_tokens > 0 ? static_cast<double>(t.first_hit_tokens) /
+                                                                       static_cast<double>(s.admitted_prompt_tokens)
+                                                                 : 0.0},
+                       {"hit_tokens", t.first_hit_tokens},
+                       {"loaded_bytes", t.loaded_bytes},
+                       {"stored_bytes", t.stored_bytes}});
+    }
+    k["kv_tiers"] = tiers;
+    k["combined_hit_rate"] = s.combined_hit_rate;
+    k["tier_load_ms"] = static_cast<double>(s.tier_load_ns) / 1e6;
+    k["tier_stall_ms"] = static_cast<double>(s.tier_stall_ns) / 1e6;
+  }
   return k;
 }
 

@@ -97,6 +97,27 @@ void RunFolder::add_request(const RequestMetrics& m) {
                m.preemptions, m.status.c_str(), csv_field(m.reject_reason).c_str());
 }
 
+namespace {
+// Second-tier figures (docs/tiers.md): per tier, then the totals.
+nlohmann::ordered_json tiers_json(const ReplaySummary& s) {
+  const auto rate = [&](std::int64_t tokens) {
+    return s.admitted_prompt_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(s.admitted_prompt_tokens) : 0.0;
+  };
+  nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
+  for (const TierFigures& t : s.tiers) {
+    tiers.push_back({{"tier", t.name}, {"capacity_blocks", t.capacity_blocks}, {"capacity_bytes", t.capacity_bytes},
+                     {"hit_rate", rate(t.first_hit_tokens)}, {"first_hit_tokens", t.first_hit_tokens},
+                     {"hit_tokens", t.hit_tokens}, {"loaded_blocks", t.loaded_blocks},
+                     {"loaded_bytes", t.loaded_bytes}, {"stored_blocks", t.stored_blocks},
+                     {"stored_bytes", t.stored_bytes}, {"dropped_blocks", t.dropped_blocks},
+                     {"peak_blocks", t.peak_blocks}});
+  }
+  return {{"tiers", tiers}, {"gpu_hit_rate", s.request_hit_rate}, {"tier_hit_rate", s.tier_hit_rate},
+          {"combined_hit_rate", s.combined_hit_rate}, {"admitted_tier_tokens", s.admitted_tier_tokens},
+          {"load_ns", s.tier_load_ns}, {"stall_ns", s.tier_stall_ns}};
+}
+}  // namespace
+
 std::string summary_json(const RunConfig& config, const ReplaySummary& s, double wall_seconds) {
   nlohmann::ordered_json j;
   nlohmann::ordered_json cfg = nlohmann::ordered_json::object();
@@ -135,6 +156,7 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
     }
     j["kv_cache_groups"] = groups;
   }
+  if (!s.tiers.empty()) j["kv_tiers"] = tiers_json(s);
   return j.dump(2) + "\n";
 }
 
@@ -179,6 +201,21 @@ std::string format_summary(const std::string& title, const ReplaySummary& s, dou
     row("group " + std::to_string(g) + " " + f.spec,
         "blocks in use peak " + std::to_string(f.peak_blocks_in_use) + fmt(", mean %.1f", f.mean_blocks_in_use) +
             "; hit tokens " + std::to_string(f.hit_tokens));
+  }
+  for (const TierFigures& t : s.tiers) {
+    const double rate = s.admitted_prompt_tokens > 0
+                            ? static_cast<double>(t.first_hit_tokens) / static_cast<double>(s.admitted_prompt_tokens)
+                            : 0.0;
+    row(t.name + " tier hit rate", fmt("%.2f%%", 100.0 * rate) + " of prompt tokens (" +
+                                       std::to_string(t.first_hit_tokens) + "); loaded " +
+                                       fmt("%.1f MB", static_cast<double>(t.loaded_bytes) / 1e6) + ", stored " +
+                                       fmt("%.1f MB", static_cast<double>(t.stored_bytes) / 1e6) + ", dropped " +
+                                       std::to_string(t.dropped_blocks) + " blocks");
+  }
+  if (!s.tiers.empty()) {
+    row("GPU + tiers hit rate", fmt("%.2f%%", 100.0 * s.combined_hit_rate) + " of prompt tokens");
+    row("tier load / stall time", fmt("%.3f ms", static_cast<double>(s.tier_load_ns) / 1e6) + " / " +
+                                      fmt("%.3f ms", static_cast<double>(s.tier_stall_ns) / 1e6));
   }
   row("decision log sha256", s.digest);
   return o.str();

@@ -130,6 +130,22 @@ bool RunData::measured() const {
   return false;
 }
 
+namespace {
+
+// summary.json's "kv_tiers" (docs/tiers.md).
+void read_tiers(const nlohmann::json& k, RunData& run) {
+  for (const auto& t : k.at("tiers")) {
+    run.tiers.push_back({t.value("tier", std::string()), t.value("hit_rate", 0.0), t.value("loaded_bytes", std::int64_t{0}),
+                         t.value("stored_bytes", std::int64_t{0}), t.value("dropped_blocks", std::int64_t{0}),
+                         t.value("capacity_bytes", std::int64_t{0})});
+  }
+  run.combined_hit_rate = k.value("combined_hit_rate", 0.0);
+  run.tier_load_ns = k.value("load_ns", std::int64_t{0});
+  run.tier_stall_ns = k.value("stall_ns", std::int64_t{0});
+}
+
+}  // namespace
+
 StatusOr<RunData> load_run(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::error(dir + ": not a directory (expected a run folder of kvsim replay)");
@@ -192,6 +208,7 @@ StatusOr<RunData> load_run(const std::string& dir) {
     }
     if (j.contains("verification")) run.violations = j["verification"].value("violations", std::int64_t{0});
     run.digest = j.value("decision_log_sha256", std::string());
+    if (j.contains("kv_tiers")) read_tiers(j["kv_tiers"], run);
   } catch (const nlohmann::json::exception& e) {
     return Status::error(summary_path + ": unexpected content: " + e.what());
   }

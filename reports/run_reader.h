@@ -36,6 +36,13 @@ struct KernelRow {
   std::int64_t launches = 0, total_ns = 0;
 };
 
+// One second KV-cache tier of a run (summary.json "kv_tiers"; docs/tiers.md).
+struct TierRow {
+  std::string tier;
+  double hit_rate = 0;  // first-scheduling hits over admitted prompt tokens
+  std::int64_t loaded_bytes = 0, stored_bytes = 0, dropped_blocks = 0, capacity_bytes = 0;
+};
+
 struct Percentiles {
   std::int64_t p50 = 0, p90 = 0, p99 = 0, max = 0;
   double mean = 0;  // microseconds; 0 in run folders written before means were recorded
@@ -58,6 +65,9 @@ struct RunData {
   std::vector<RequestRow> request_rows;
   bool has_kernels = false;
   std::vector<KernelRow> kernels;
+  std::vector<TierRow> tiers;  // empty: the run had no second tier
+  double combined_hit_rate = 0;
+  std::int64_t tier_load_ns = 0, tier_stall_ns = 0;
 
   // The config value of `key`, or "" when absent.
   std::string config_value(const std::string& key) const;

@@ -62,14 +62,16 @@ StepShape summarize(const StepPlan& plan, std::int64_t window) {
     }
     uniform = uniform && q == 1;
   }
+  for (const TierTransfer& t : plan.tier_loads) (t.tier == 0 ? s.tier_host_loads : s.tier_disk_loads) += 1;
+  s.tier_stores_before = static_cast<std::int64_t>(plan.tier_stores_before.size());
   s.uniform_decode = uniform;
   s.cascade = plan.num_common_prefix_blocks > 0;
   return s;
 }
 
 CostModel::CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
-                     const ProfileTable* profile)
-    : model_(model), gpu_(gpu), dispatcher_(graphs), profile_(profile) {
+                     const ProfileTable* profile, const TierCostOptions& tier)
+    : model_(model), gpu_(gpu), dispatcher_(graphs), profile_(profile), tier_(tier) {
   KV_CHECK(gpu_.clock_mhz > 0 && gpu_.peak_flops > 0 && gpu_.hbm_bytes_per_s > 0 &&
            gpu_.compute_efficiency_pct > 0 && gpu_.bandwidth_efficiency_pct > 0 &&
            gpu_.h2d_bytes_per_s > 0, "bad gpu spec " << gpu_.name);
@@ -91,6 +93,19 @@ CostModel::CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGrap
   for (int n = id(StepNode::kInputNorm); n < id(StepNode::kD2hSampled); ++n) {
     dag_.add_edge(n, n + 1);  // stream order
   }
+  if (tier_.enabled) add_tier_nodes();
+}
+
+// Invariant 6: the copy stream's loads and saves beside the forward.
+void CostModel::add_tier_nodes() {
+  KV_CHECK(tier_.host_link.bytes_per_s > 0 && tier_.bytes_per_block > 0, "bad tier link " << tier_.host_link.name);
+  tier_load_node_ = dag_.add_node("tier_load");
+  tier_store_node_ = dag_.add_node("tier_store");
+  const bool stall = tier_.load == TierLoadMode::kStall;
+  dag_.add_edge(id(StepNode::kHostSchedule), tier_load_node_);
+  dag_.add_edge(id(StepNode::kHostSchedule), tier_store_node_);
+  dag_.add_edge(tier_load_node_, id(stall ? StepNode::kInputNorm : StepNode::kFinalNorm));
+  dag_.add_edge(tier_store_node_, id(stall ? StepNode::kInputNorm : StepNode::kCacheWrite));
 }
 
 std::int64_t CostModel::ns_to_cycles(std::int64_t ns) const {
@@ -235,8 +250,23 @@ StepCost CostModel::cost(const StepShape& shape) {
   }
   for (int n = 0; n < kNumStepNodes; ++n) dag_.set_cycles(n, w[n]);
   out.cycles = dag_.critical_path_cycles();
+  if (tier_.enabled) cost_tier(shape, out);
   out.duration_ns = cycles_to_ns(out.cycles);
   return out;
+}
+
+// The tier nodes' weights, the critical path with them, and what they add to it.
+void CostModel::cost_tier(const StepShape& shape, StepCost& out) {
+  out.tier_load_cycles = ns_to_cycles(tier_.load_ns(shape.tier_host_loads, shape.tier_disk_loads));
+  out.tier_store_cycles = ns_to_cycles(tier_.store_ns(shape.tier_stores_before));
+  if (out.tier_load_cycles == 0 && out.tier_store_cycles == 0) return;
+  dag_.set_cycles(tier_load_node_, out.tier_load_cycles);
+  dag_.set_cycles(tier_store_node_, out.tier_store_cycles);
+  const std::int64_t with = dag_.critical_path_cycles();
+  out.tier_stall_cycles = with - out.cycles;
+  out.cycles = with;
+  dag_.set_cycles(tier_load_node_, 0);
+  dag_.set_cycles(tier_store_node_, 0);
 }
 
 }  // namespace kv::sim

@@ -16,6 +16,11 @@
 //   5. Windowed layers (sliding window w; chunked local c, costed as a window of c): their
 //      attention reads min(context, w) keys per query, not the whole context; the attention
 //      node is full layers * full attention + windowed layers * windowed attention.
+//   6. Second-tier transfers (TierCostOptions::enabled): two more nodes after host_schedule,
+//      tier_load and tier_store (evicted blocks saved before reuse). Overlap: the load ends
+//      before final_norm (layer by layer, ahead of each layer's attention) and the store
+//      before cache_write; stall: both end before the forward starts. Without a tier the
+//      DAG is exactly the 18 nodes above.
 // Not thread-safe (cost() re-weights a member DAG).
 #pragma once
 
@@ -29,6 +34,7 @@
 #include "sim/kernels.h"
 #include "sim/profile_table.h"
 #include "sim/step_dag.h"
+#include "sim/tier_links.h"
 
 namespace kv::sim {
 
@@ -47,6 +53,9 @@ struct StepShape {
   std::int64_t window = 0;
   std::int64_t window_kv_tokens_read = 0;
   std::int64_t window_attended_pairs = 0;
+  // Second-tier transfers of the plan (StepPlan invariant 5).
+  std::int64_t tier_host_loads = 0, tier_disk_loads = 0;  // blocks loaded from each tier
+  std::int64_t tier_stores_before = 0;                     // evicted blocks saved before reuse
 };
 
 // `window`: the reach of the model's windowed layers (model_window(); 0 = none).
@@ -91,13 +100,15 @@ struct StepCost {
   DispatchResult dispatch;       // the CUDA-graph decision for the batch
   std::int64_t kernels = 0;      // kernel executions (graph replays count their kernels)
   std::array<std::int64_t, kNumStepNodes> node_cycles{};
+  std::int64_t tier_load_cycles = 0, tier_store_cycles = 0;
+  std::int64_t tier_stall_cycles = 0;  // what the tier nodes add to the critical path
 };
 
 class CostModel {
  public:
   // `profile` may be null (roofline only); it must outlive the model.
   CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
-            const ProfileTable* profile);
+            const ProfileTable* profile, const TierCostOptions& tier = {});
 
   StepCost cost(const StepShape& shape);
 
@@ -118,11 +129,16 @@ class CostModel {
   const StepDag& dag() const { return dag_; }
 
  private:
+  void add_tier_nodes();
+  void cost_tier(const StepShape& shape, StepCost& out);
+
   ModelShape model_;
   GpuSpec gpu_;
   CudaGraphDispatcher dispatcher_;
   const ProfileTable* profile_;
+  TierCostOptions tier_;
   StepDag dag_;  // fixed structure, re-weighted by cost()
+  StepDag::NodeId tier_load_node_ = -1, tier_store_node_ = -1;  // set when tier_.enabled
 };
 
 }  // namespace kv::sim

@@ -4,6 +4,7 @@
 #include <cctype>
 #include <cstdio>
 
+#include "model/attention_window.h"
 #include "model/check.h"
 
 namespace kv::sim {
@@ -190,10 +191,7 @@ bool ShadowKv::add_blocks(std::int32_t h, const ScheduledRequest& r, std::vector
 
 std::int64_t ShadowKv::reach_begin(int g, std::int64_t query) const {
   if (windows_.empty()) return 0;
-  const std::int64_t w = windows_[static_cast<std::size_t>(g)];
-  if (w > 0) return std::max<std::int64_t>(0, query - w + 1);  // sliding: (query - w, query]
-  if (w < 0) return query / -w * -w;                            // chunked: query's chunk
-  return 0;
+  return attention_begin(windows_[static_cast<std::size_t>(g)], query);  // model/attention_window.h
 }
 
 std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* out) {
@@ -478,8 +476,12 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
   for (const RequestId& id : plan.preempted) {
     if (std::int32_t h = find(id); h >= 0) release(h, out);
   }
+  tier_store(plan.tier_stores_before);
   set_up_tables(plan, out);
+  tier_load(plan.tier_loads, out);
   write_step(plan, out);
+  tier_store(plan.tier_stores_after);
+  for (const BlockHash& h : plan.tier_dropped) tier_.erase(h);
 
   // Prefix-cache hits of the requests admitted in this step, now that every write is done.
   for (std::size_t k = 0; k < plan.requests.size(); ++k) {
@@ -496,6 +498,67 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
       std::int32_t h = scratch_handles_[k];
       if (h >= 0) verify_groups(h, plan.requests[k].num_computed_tokens, live_[h].num_computed, "read", out);
     }
+  }
+}
+
+// Invariant 6: each stored block's fingerprints, kept under its hash.
+void ShadowKv::tier_store(const std::vector<TierTransfer>& stores) {
+  const auto bs = static_cast<std::size_t>(block_size_);
+  for (const TierTransfer& t : stores) {
+    if (t.block <= 0) continue;  // a bad plan; the load that relies on it reports it
+    ensure_block(t.block);
+    const auto first = slots_.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(t.block) * bs);
+    tier_[t.hash].assign(first, first + static_cast<std::ptrdiff_t>(bs));
+  }
+}
+
+void ShadowKv::tier_load(const std::vector<TierTransfer>& loads, std::vector<Violation>* out) {
+  for (const TierTransfer& t : loads) tier_load_one(t, out);
+}
+
+// Writes the kept fingerprints into the block and compares them with what the request
+// expects at those positions (its context, known since admission).
+void ShadowKv::tier_load_one(const TierTransfer& t, std::vector<Violation>* out) {
+  const std::int32_t h = find(t.request);
+  auto kept = tier_.find(t.hash);
+  if (h < 0 || kept == tier_.end() || t.index < 0 || t.block <= 0) {
+    out->push_back(bad_plan(t.request, "tier load of block " + std::to_string(t.block) + " (hash " +
+                                           t.hash.hex().substr(0, 16) + ") " +
+                                           (kept == tier_.end() ? "that no tier store kept" : "for no live table")));
+    return;
+  }
+  Live& l = live_[h];
+  const std::int64_t bs = block_size_;
+  const std::span<const BlockId> table = l.table.group(0);
+  if (static_cast<std::size_t>(t.index) >= table.size() || table[static_cast<std::size_t>(t.index)] != t.block ||
+      (t.index + 1) * bs > static_cast<std::int64_t>(l.expected.size())) {
+    out->push_back(bad_plan(t.request, "tier load into block " + std::to_string(t.block) + " at table index " +
+                                           std::to_string(t.index) + ", which the request's context does not cover"));
+    return;
+  }
+  ensure_block(t.block);
+  Violation* first = nullptr;
+  for (std::int64_t j = 0; j < bs; ++j) {
+    const std::int64_t s = slot_in_block(t.block, bs, t.index * bs + j);
+    const std::uint64_t want = l.expected[static_cast<std::size_t>(t.index * bs + j)];
+    slots_[static_cast<std::size_t>(s)] = kept->second[static_cast<std::size_t>(j)];
+    ++stats_.slots_written;
+    if (slots_[static_cast<std::size_t>(s)] == want) continue;
+    if (first != nullptr) {
+      ++first->more;
+      continue;
+    }
+    Violation v;
+    v.step = step_;
+    v.request = l.id;
+    v.position = t.index * bs + j;
+    v.block = t.block;
+    v.slot = s;
+    v.expected = want;
+    v.found = slots_[static_cast<std::size_t>(s)];
+    v.when = "tier load";
+    out->push_back(std::move(v));
+    first = &out->back();
   }
 }
 

@@ -21,6 +21,11 @@
 //      w, chunked c) relies on, and reads, only the positions its next query attends
 //      (reach_begin); a read there through the null block is a violation. Violations of a
 //      hybrid run name the group. One group: exactly the behaviour above.
+//   6. Second-tier copies (StepPlan invariant 5): a store keeps the block's fingerprints
+//      under its hash (stores_before before the step's writes, stores_after after them); a
+//      load writes the kept fingerprints into the new request's block and compares them, at
+//      once, with the fingerprints the request expects there ("tier load" mismatches); a
+//      drop forgets the kept copy. A load of a hash never stored is a bad plan.
 // Not thread-safe.
 #pragma once
 
@@ -32,6 +37,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "model/block_hash.h"
 #include "model/block_table.h"
 #include "model/step_plan.h"
 
@@ -95,6 +101,7 @@ class ShadowKv {
 
   const ShadowStats& stats() const { return stats_; }
   std::size_t num_live() const { return handle_of_.size(); }
+  std::size_t num_tier_copies() const { return tier_.size(); }
 
   static std::uint64_t chain_seed(std::string_view lora_name, std::string_view cache_salt = {});
   static std::uint64_t fingerprint(std::uint64_t prev, TokenId token, std::int64_t position);
@@ -146,6 +153,9 @@ class ShadowKv {
   int num_groups() const { return windows_.empty() ? 1 : static_cast<int>(windows_.size()); }
   int named(int g) const { return windows_.empty() ? -1 : g; }
   void ensure_block(BlockId b);
+  void tier_store(const std::vector<TierTransfer>& stores);
+  void tier_load(const std::vector<TierTransfer>& loads, std::vector<Violation>* out);
+  void tier_load_one(const TierTransfer& t, std::vector<Violation>* out);
   Violation bad_plan(const RequestId& id, std::string detail) const;
 
   VerifyMode mode_;
@@ -161,6 +171,8 @@ class ShadowKv {
   std::vector<std::int32_t> scratch_handles_;               // per plan request, -1 = skipped
   std::vector<CacheWriteFault> write_faults_;
   std::vector<TableSwapFault> swap_faults_;
+  // Invariant 6: each second-tier entry's fingerprints, block_size of them (lookup only).
+  std::unordered_map<BlockHash, std::vector<std::uint64_t>, BlockHashHasher> tier_;
   ShadowStats stats_;
 };
 

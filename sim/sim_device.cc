@@ -42,7 +42,7 @@ StatusOr<std::unique_ptr<SimDevice>> SimDevice::create(const SimOptions& options
 SimDevice::SimDevice(const SimOptions& options, std::unique_ptr<ProfileTable> profile)
     : options_(options),
       profile_(std::move(profile)),
-      cost_(options.model, options.gpu, graph_config(options), profile_.get()),
+      cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.tier),
       shadow_(options.verify) {}
 
 StatusOr<std::unique_ptr<CostPredictor>> CostPredictor::create(const SimOptions& options) {
@@ -85,6 +85,14 @@ StepResult SimDevice::execute(const StepPlan& plan) {
   }
 
   DeviceCounters& c = result.counters;
+  if (last_cost_.tier_load_cycles > 0 || last_cost_.tier_store_cycles > 0) [[unlikely]] {
+    c.tier_load_ns = cost_.cycles_to_ns(last_cost_.tier_load_cycles);
+    c.tier_stall_ns = result.duration_ns - cost_.cycles_to_ns(last_cost_.cycles - last_cost_.tier_stall_cycles);
+    tier_load_ns_ += c.tier_load_ns;
+    tier_store_ns_ += cost_.cycles_to_ns(last_cost_.tier_store_cycles);
+    tier_loads_ += last_cost_.tier_load_cycles > 0 ? 1 : 0;
+    tier_stores_ += last_cost_.tier_store_cycles > 0 ? 1 : 0;
+  }
   c.tokens_computed = shape.num_tokens;
   c.kv_slots_read = shape.kv_tokens_read;
   c.kernels = last_cost_.kernels;
@@ -114,6 +122,10 @@ std::vector<KernelTime> SimDevice::kernel_times() const {
   for (int n = 0; n < kNumStepNodes; ++n) {
     const auto i = static_cast<std::size_t>(n);
     out.push_back({kNames[n], node_launches_[i], node_ns_[i]});
+  }
+  if (options_.tier.enabled) {  // copies on the copy stream, beside the kernels
+    out.push_back({"tier_load", tier_loads_, tier_load_ns_});
+    out.push_back({"tier_store", tier_stores_, tier_store_ns_});
   }
   return out;
 }

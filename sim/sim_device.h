@@ -22,6 +22,7 @@
 #include "sim/hardware_specs.h"
 #include "sim/profile_table.h"
 #include "sim/shadow_kv.h"
+#include "sim/tier_links.h"
 
 namespace kv::sim {
 
@@ -36,6 +37,7 @@ struct SimOptions {
   std::int64_t max_num_batched_tokens = 0;  // clamps the default capture sizes (0: no clamp)
   VerifyMode verify = VerifyMode::kFast;
   int max_violations_per_step = 16;  // further ones are summarized in one line
+  TierCostOptions tier;              // second-tier transfers (docs/tiers.md); off by default
 };
 
 class SimDevice final : public Device {
@@ -75,6 +77,8 @@ class SimDevice final : public Device {
   std::int64_t last_step_ = 0;
   std::array<std::int64_t, kNumStepNodes> node_ns_{};        // summed over executed steps
   std::array<std::int64_t, kNumStepNodes> node_launches_{};
+  std::int64_t tier_load_ns_ = 0, tier_store_ns_ = 0;        // summed over executed steps
+  std::int64_t tier_loads_ = 0, tier_stores_ = 0;            // steps with each
 };
 
 StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options);

@@ -352,16 +352,44 @@ TEST_P(BlockPoolTest, CheckInvariantsNamesEachCorruption) {
   }
 }
 
+TEST_P(BlockPoolTest, GroupEventsNameTheGroupAndSkipNullBlocks) {
+  // A windowed group's table [null, 2, 3]: one event for blocks 0..2 of the chain, listing only
+  // the two real blocks, with the parent and tokens of the whole range (as vLLM sends them).
+  auto pool = make_pool(8, true, /*events=*/true);
+  EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
+  const std::vector<BlockHash> hashes{tag_hash(1), tag_hash(2), tag_hash(3)};
+  pool->cache_full_blocks(std::vector<BlockId>{0, 2, 3}, hashes, 0, 3, KvCacheGroupId{1}, 4,
+                          token_range(0, 12), "");
+  pool->cache_full_blocks(std::vector<BlockId>{1}, hashes, 0, 1, KvCacheGroupId{0}, 4,
+                          token_range(0, 12), "");
+  pool->evict_blocks(std::vector<BlockId>{3});
+  const std::vector<KvEvent> events = pool->take_events();
+  ASSERT_EQ(events.size(), 3u);
+  const auto& windowed = std::get<BlockStored>(events[0]);
+  EXPECT_EQ(windowed.group_idx, 1);
+  EXPECT_EQ(windowed.block_hashes, (std::vector<BlockHash>{tag_hash(2), tag_hash(3)}));
+  EXPECT_FALSE(windowed.parent_block_hash.has_value());
+  EXPECT_EQ(windowed.token_ids, token_range(0, 12));
+  EXPECT_EQ(std::get<BlockStored>(events[1]).group_idx, 0);
+  const auto& removed = std::get<BlockRemoved>(events[2]);
+  EXPECT_EQ(removed.group_idx, 1);
+  EXPECT_EQ(removed.block_hashes, std::vector<BlockHash>{tag_hash(3)});
+}
+
 TEST_P(BlockPoolTest, EachGroupCachesItsOwnBlockUnderOneHash) {
   // Several KV-cache groups share the pool: the key is (hash, group).
   auto pool = make_pool(8);
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
   const std::vector<BlockHash> hashes = {tag_hash(7)};
-  pool->cache_full_blocks(std::vector<BlockId>{0}, hashes, 0, 1, KvCacheGroupId{0});  // null: skipped
+  pool->cache_full_blocks(std::vector<BlockId>{0}, hashes, 0, 1, KvCacheGroupId{0}, 4,
+                          token_range(0, 4), "");  // null: skipped
   EXPECT_EQ(pool->num_cached_blocks(), 0u);
-  pool->cache_full_blocks(std::vector<BlockId>{1}, hashes, 0, 1, KvCacheGroupId{0});
-  pool->cache_full_blocks(std::vector<BlockId>{2}, hashes, 0, 1, KvCacheGroupId{1});
-  pool->cache_full_blocks(std::vector<BlockId>{3}, hashes, 0, 1, KvCacheGroupId{1});  // a duplicate
+  pool->cache_full_blocks(std::vector<BlockId>{1}, hashes, 0, 1, KvCacheGroupId{0}, 4,
+                          token_range(0, 4), "");
+  pool->cache_full_blocks(std::vector<BlockId>{2}, hashes, 0, 1, KvCacheGroupId{1}, 4,
+                          token_range(0, 4), "");
+  pool->cache_full_blocks(std::vector<BlockId>{3}, hashes, 0, 1, KvCacheGroupId{1}, 4,
+                          token_range(0, 4), "");  // a duplicate
   EXPECT_EQ(pool->get_cached_block(tag_hash(7)), 1);
   EXPECT_EQ(pool->get_cached_block(tag_hash(7), 1), 2);
   EXPECT_EQ(pool->get_cached_block(tag_hash(7), 2), kNoBlock);

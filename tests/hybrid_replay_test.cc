@@ -164,11 +164,28 @@ TEST(HybridReplay, SlidingWindowOptionIsInTheTable) {
   EXPECT_TRUE(set_option(c, "model", "gpt-oss-20b").ok());
   EXPECT_EQ(c.effective_model().sliding_window, 512);
   EXPECT_TRUE(c.validate().ok());
-  c.device = DeviceKind::kGpu;
-  EXPECT_EQ(c.validate().message(), "--device: the CUDA device runs one KV-cache group; gpt-oss-20b is hybrid (use --device sim)");
+  c.device = DeviceKind::kGpu;  // the CUDA backend runs hybrid models (per-group block tables)
+  EXPECT_TRUE(c.validate().ok()) << c.validate().message();
   c.device = DeviceKind::kSim;
   EXPECT_TRUE(set_option(c, "model", "llama3-8b").ok());
   EXPECT_EQ(c.validate().message(), "--sliding-window: model llama3-8b has no sliding-window layer");
+}
+
+// A hybrid model on the CUDA device: without a GPU (or without CUDA in this build) the run
+// stops with one clear error and a normal non-zero exit, never a crash; with one it runs.
+TEST(HybridReplay, CliHybridOnTheGpuDeviceRunsOrSaysWhyNot) {
+  const fs::path out = fs::temp_directory_path() / ("kvsim_hybrid_gpu_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  Outcome o = run_kvsim("replay --model gpt-oss-20b --device gpu --limit 3 --trace " + std::string(kTrace) +
+                        " --progress off --out " + out.string());
+  const bool no_gpu = o.output.find("--device gpu: no CUDA device: ") != std::string::npos;
+  const bool no_cuda = o.output.find("this kvsim was built without CUDA") != std::string::npos;
+  if (no_gpu || no_cuda) {
+    EXPECT_GT(o.status, 0) << o.output;  // an exit code, not a signal (-1)
+  } else {
+    EXPECT_EQ(o.status, 0) << o.output;
+  }
+  fs::remove_all(out);
 }
 
 }  // namespace

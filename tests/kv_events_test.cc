@@ -7,11 +7,13 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
 #include "replay/kv_event_sink.h"
 #include "replay/replay_builder.h"
+#include "replay/replay_config.h"
 
 namespace kv::replay {
 namespace {
@@ -72,8 +74,9 @@ struct Outcome {
   std::vector<std::string> cached;
 };
 
-Outcome replay_with(const std::string& events_file) {
+Outcome replay_with(const std::string& events_file, const std::string& model) {
   ReplayConfig c;
+  EXPECT_TRUE(set_option(c, "model", model).ok());
   c.num_blocks = 400;  // small: blocks are evicted
   c.limit = 60;
   c.keep_decision_text = false;
@@ -85,41 +88,64 @@ Outcome replay_with(const std::string& events_file) {
   if (run->events) {
     EXPECT_TRUE(run->events->close().ok());
   }
-  return {summary->digest, summary->evictions, cached_block_hashes(run->scheduler->kv_cache())};
+  return {summary->digest, summary->evictions, cached_block_hashes(*run->scheduler)};
 }
 
-TEST(KvEventsTest, EventsChangeNoDecisionAndRebuildTheCache) {
-  const fs::path file = fs::temp_directory_path() / ("kvsim_events_" + std::to_string(::getpid()) + ".jsonl");
-  const Outcome off = replay_with("");
-  const Outcome on = replay_with(file.string());
-  EXPECT_EQ(off.digest, on.digest);
-  EXPECT_GT(on.evictions, 0);
-  EXPECT_EQ(off.cached, on.cached);
-
-  std::map<std::string, int> cache;  // hash -> blocks cached under it
+// Replays the events of a JSONL file into the multiset of cached blocks, keyed as
+// cached_block_hashes lists them ("HEX GROUP" when `with_group`).
+std::vector<std::string> rebuild_from_jsonl(const fs::path& file, bool with_group, int* batches) {
+  std::map<std::string, int> cache;  // key -> blocks cached under it
   std::ifstream in(file);
   std::string line;
   double last_ts = -1;
-  int batches = 0;
   while (std::getline(in, line)) {
     const auto batch = nlohmann::json::parse(line);
     EXPECT_GE(batch["ts"].get<double>(), last_ts);
     last_ts = batch["ts"].get<double>();
-    ++batches;
+    ++*batches;
     for (const auto& e : batch["events"]) {
       const std::string type = e["type"];
       if (type == "AllBlocksCleared") cache.clear();
+      const std::string group = with_group ? " " + std::to_string(e.value("group_idx", -1)) : "";
       for (const auto& h : e.value("block_hashes", nlohmann::json::array())) {
-        if (type == "BlockStored") ++cache[h.get<std::string>()];
-        else if (--cache[h.get<std::string>()] == 0) cache.erase(h.get<std::string>());
+        const std::string key = h.get<std::string>() + group;
+        if (type == "BlockStored") ++cache[key];
+        else if (--cache[key] == 0) cache.erase(key);
       }
     }
   }
-  EXPECT_GT(batches, 10);
   std::vector<std::string> rebuilt;
   for (const auto& [h, n] : cache) rebuilt.insert(rebuilt.end(), static_cast<std::size_t>(n), h);
-  EXPECT_EQ(rebuilt, on.cached);
+  return rebuilt;
+}
+
+void check_events_rebuild_the_cache(const std::string& model, bool hybrid) {
+  const fs::path file = fs::temp_directory_path() /
+                        ("kvsim_events_" + model + "_" + std::to_string(::getpid()) + ".jsonl");
+  const Outcome off = replay_with("", model);
+  const Outcome on = replay_with(file.string(), model);
+  EXPECT_EQ(off.digest, on.digest);
+  EXPECT_GT(on.evictions, 0);
+  EXPECT_EQ(off.cached, on.cached);
+  int batches = 0;
+  EXPECT_EQ(rebuild_from_jsonl(file, hybrid, &batches), on.cached);
+  EXPECT_GT(batches, 10);
+  if (hybrid) {  // blocks of every group are cached, each listed with its group
+    std::set<std::string> groups;
+    for (const std::string& entry : on.cached) groups.insert(entry.substr(entry.find(' ') + 1));
+    EXPECT_EQ(groups, (std::set<std::string>{"0", "1"}));
+  }
   fs::remove(file);
+}
+
+TEST(KvEventsTest, EventsChangeNoDecisionAndRebuildTheCache) {
+  check_events_rebuild_the_cache("llama3-8b", /*hybrid=*/false);
+}
+
+// gpt-oss-20b: a full-attention group and a sliding-window group; every event names its group
+// and no null block is ever listed.
+TEST(KvEventsTest, HybridEventsCarryTheGroupAndRebuildTheCache) {
+  check_events_rebuild_the_cache("gpt-oss-20b", /*hybrid=*/true);
 }
 
 TEST(KvEventsTest, BadOptionsNameTheOption) {

@@ -212,6 +212,66 @@ TEST(OpsParseTest, TokenSpecForms) {
   EXPECT_EQ((*mm)[1].length, 1);
 }
 
+// ---- Several KV-cache groups (layers=, docs/semantics.md §6.5) ----
+
+// A full-attention layer and a sliding-window layer of 4 tokens: two groups sharing the pool.
+// The second request hits the full group's three blocks, and in the windowed group only the
+// last block (its window of 4 tokens needs one block); the two skipped positions are null.
+TEST(OpsHybridTest, TwoGroupsShareOnePoolAndTheWindowSkipsBlocks) {
+  const RunResult r = run(
+      "config blocks=16 block_size=4 layers=full,sliding_window:4\n"
+      "groups\n"
+      "request a tokens=0:13\n"
+      "lookup a\n"
+      "alloc a rest\n"
+      "request b tokens=0:13\n"
+      "lookup b\n"
+      "table a group=1\n"
+      "alloc b rest\n"
+      "table b\n"
+      "num_free\n"
+      "stats\n"
+      "check\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "groups full[0] sliding_window:4[1]\n"
+            "hit a blocks=[]/[] tokens=0\n"
+            "alloc a new=[1,2,3,4]/[5,6,7,8]\n"
+            "hit b blocks=[1,2,3]/[0,0,7] tokens=12\n"
+            "table a group=1 [5,6,7,8]\n"
+            "alloc b new=[9]/[10]\n"
+            "table b [1,2,3,9]/[0,0,7,10]\n"
+            "num_free 5\n"
+            "stats lookups=2 queries=26 hits=12\n"
+            "check ok\n");
+}
+
+// vLLM's grouping: layers of one spec split into groups of the smallest bucket's size.
+TEST(OpsHybridTest, LayersFormVllmsGroups) {
+  const RunResult r = run(
+      "config blocks=16 block_size=4 layers=full*2,sliding_window:128*4\n"
+      "groups\n"
+      "config blocks=16 block_size=4\n"
+      "groups\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "groups full[0,1] sliding_window:128[2,4] sliding_window:128[3,5]\n"
+                   "groups full[all]\n");
+}
+
+TEST(OpsHybridTest, BadLayersAndGroupsAreNamed) {
+  expect_bad_line("config blocks=16 block_size=4 layers=full,window:4\n",
+                  "line 1: layers: layer 'window:4' is not full, sliding_window:W or chunked_local:C "
+                  "(W, C from 1 to 16777216)");
+  expect_bad_line("config blocks=16 block_size=4 layers=full*0\n",
+                  "line 1: layers: layer count in 'full*0' must be from 1 to 1024");
+  expect_bad_line("config blocks=16 block_size=4 eagle=on layers=full\n",
+                  "line 1: eagle=on is not supported with layers=");
+  expect_bad_line("config blocks=16 block_size=4 layers=full,sliding_window:8\n"
+                  "request a tokens=0:4\ntable a group=2\n",
+                  "line 3: group must be from 0 to 1, got '2'");
+  expect_bad_line(std::string(kConfig) + "table\n", "line 2: table needs a request id");
+}
+
 TEST(OpsCheckTest, BrokenStateIsACheckFailureNotABadLine) {
   std::ostringstream out;
   OpsInterpreter ops(out);

@@ -1,5 +1,6 @@
 // Cost model and profile table: presets, roofline numbers checked by hand, monotonicity,
-// CUDA-graph effects, profile interpolation and the messages of bad profile CSVs.
+// CUDA-graph effects, profile interpolation, the messages of bad profile CSVs, and the
+// second-tier transfer nodes.
 #include "sim/cost_model.h"
 
 #include <gtest/gtest.h>
@@ -319,6 +320,62 @@ TEST(ProfileTableTest, LoadsFromFile) {
   std::remove(path.c_str());
   EXPECT_EQ(ProfileTable::load("/nonexistent/p.csv").status().message(),
             "/nonexistent/p.csv: cannot open profile");
+}
+
+}  // namespace
+}  // namespace kv::sim
+
+namespace kv::sim {
+namespace {
+
+// Second-tier transfers (cost model invariant 6; docs/tiers.md).
+TierCostOptions tier_costs(TierLoadMode mode) {
+  TierCostOptions t;
+  t.enabled = true;
+  t.load = mode;
+  t.host_link = *parse_link("pcie5");
+  t.disk_bytes_per_s = 7'000'000'000;
+  t.disk_latency_ns = 100'000;
+  t.bytes_per_block = 2'097'152;  // llama3-8b, 16 tokens
+  return t;
+}
+
+TEST(TierCostTest, TransfersAreLatencyPlusBytesOverBandwidth) {
+  const TierCostOptions t = tier_costs(TierLoadMode::kOverlap);
+  EXPECT_EQ(t.load_ns(0, 0), 0);
+  // 10 blocks over 63 GB/s: ceil(20971520 * 1e9 / 63e9) = 332882 ns, plus 10 us.
+  EXPECT_EQ(t.load_ns(10, 0), 10'000 + 332'882);
+  // Disk: its latency and the link's, at the disk's 7 GB/s: ceil(20971520 / 7) = 2995932 ns.
+  EXPECT_EQ(t.load_ns(0, 10), 100'000 + 10'000 + 2'995'932);
+  EXPECT_EQ(t.store_ns(10), t.load_ns(10, 0));
+  EXPECT_EQ(parse_link("25:2.5")->bytes_per_s, 25'000'000'000);
+  EXPECT_EQ(parse_link("25:2.5")->latency_ns, 2'500);
+  EXPECT_FALSE(parse_link("pcie9").ok());
+  EXPECT_FALSE(parse_link("0:1").ok());
+}
+
+TEST(TierCostTest, OverlappedLoadHidesBehindComputeAndAStalledOneDoesNot) {
+  const ModelShape m = model("llama3-8b");
+  const GpuSpec g = gpu("h100-sxm");
+  CostModel plain(m, g, graphs(CudaGraphMode::kNone), nullptr);
+  CostModel overlap(m, g, graphs(CudaGraphMode::kNone), nullptr, tier_costs(TierLoadMode::kOverlap));
+  CostModel stall(m, g, graphs(CudaGraphMode::kNone), nullptr, tier_costs(TierLoadMode::kStall));
+  StepShape s = prefill(4096, 0);
+  const StepCost base = plain.cost(s);
+  EXPECT_EQ(overlap.cost(s).cycles, base.cycles);  // no transfer: the same step
+  s.tier_host_loads = 8;  // 16 MiB: far shorter than a 4096-token prefill
+  const StepCost hidden = overlap.cost(s);
+  EXPECT_EQ(hidden.cycles, base.cycles);
+  EXPECT_EQ(hidden.tier_stall_cycles, 0);
+  EXPECT_EQ(hidden.tier_load_cycles, plain.ns_to_cycles(tier_costs(TierLoadMode::kOverlap).load_ns(8, 0)));
+  const StepCost stalled = stall.cost(s);
+  EXPECT_GT(stalled.tier_stall_cycles, 0);
+  EXPECT_EQ(stalled.cycles, base.cycles + stalled.tier_stall_cycles);
+  EXPECT_LE(stalled.tier_stall_cycles, stalled.tier_load_cycles);
+  s.tier_host_loads = 100'000;  // 200 GB: longer than any compute, even overlapped
+  EXPECT_GT(overlap.cost(s).tier_stall_cycles, 0);
+  s.tier_host_loads = 0;
+  EXPECT_EQ(overlap.cost(s).cycles, base.cycles);  // the tier nodes are re-weighted every step
 }
 
 }  // namespace

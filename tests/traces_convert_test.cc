@@ -19,7 +19,8 @@ using testing::scratch_path;
 using testing::write_bytes;
 
 // Converts `text` (written to a scratch input file); returns the output path or the error.
-StatusOr<std::string> convert(SourceFormat f, const std::string& text, const ConvertOptions& c = {}) {
+StatusOr<std::string> convert(SourceFormat f, const std::string& text, const ConvertOptions& c = {},
+                              ConvertStats* stats = nullptr) {
   const std::string in = scratch_path("input.txt");
   const std::string out = scratch_path("out.kvtrace");
   write_bytes(in, text);
@@ -32,6 +33,7 @@ StatusOr<std::string> convert(SourceFormat f, const std::string& text, const Con
     return s.status();
   }
   if (Status st = w->close(); !st.ok()) return st;
+  if (stats != nullptr) *stats = *s;
   return out;
 }
 
@@ -193,6 +195,90 @@ TEST(ConvertSharegpt, BadJsonAndUnknownRoles) {
                {"input.txt: conversation 0: field conversations[0].from: unknown role 'robot'"});
   expect_error(convert(SourceFormat::kShareGpt, "[{\"conversations\": [{\"from\": \"human\"}]}]"),
                {"conversation 0: field conversations[0]: missing field \"value\""});
+}
+
+TEST(ConvertSharegpt, MessagesSystemAndUnansweredTurns) {
+  const std::string json = R"([
+    {"id": "m1", "system": "Be brief.", "messages": [
+      {"role": "user", "content": "Hi"},
+      {"role": "assistant", "content": "Hello"},
+      {"role": "user", "content": "Bye"}]},
+    {"messages": [
+      {"role": "system", "content": "Inner."},
+      {"role": "user", "content": "Q"},
+      {"role": "assistant", "content": "A"}], "system": "Outer."}
+  ])";
+  ConvertStats stats;
+  StatusOr<std::string> out = convert(SourceFormat::kShareGpt, json, {}, &stats);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(stats.requests, 2);
+  EXPECT_EQ(stats.unanswered, 1);  // "Bye"
+  std::map<std::string, const TraceRequest*> by_session;
+  const std::vector<TraceRequest> r = read_all(*out);
+  for (const TraceRequest& q : r) by_session[q.session_id] = &q;
+  ASSERT_EQ(by_session.size(), 2u);
+  std::vector<TokenId> expect;
+  tokenize_words("Be brief.", expect);
+  tokenize_words("Hi", expect);
+  EXPECT_EQ(by_session["c0:m1"]->prompt, expect);
+  expect.clear();
+  tokenize_words("Outer.", expect);  // the top-level system text comes first, wherever it stands
+  tokenize_words("Inner.", expect);
+  tokenize_words("Q", expect);
+  EXPECT_EQ(by_session["c1"]->prompt, expect);
+  expect_error(convert(SourceFormat::kShareGpt, "[{\"system\": 3, \"messages\": []}]"),
+               {"conversation 0: field system:"});
+  expect_error(convert(SourceFormat::kShareGpt, "[{\"id\": \"x\"}]"),
+               {"conversation 0: missing field \"conversations\" (or \"messages\")"});
+}
+
+TEST(ConvertTokens, RequestsAsGiven) {
+  const std::string jsonl =
+      "{\"prompt_token_ids\": [1, 2, 3], \"output_len\": 5, \"timestamp\": 0.5}\n"
+      "\n"
+      "{\"timestamp\": 1.25, \"prompt_token_ids\": [1, 2, 4, 128255], \"output_len\": 0, \"id\": \"r\", \"session_id\": \"s\"}\n";
+  ConvertOptions c;
+  c.vocab_size = 128256;
+  StatusOr<std::string> out = convert(SourceFormat::kTokens, jsonl, c);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  const std::vector<TraceRequest> r = read_all(*out);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].id, "tk1");
+  EXPECT_EQ(r[0].prompt, (std::vector<TokenId>{1, 2, 3}));
+  EXPECT_EQ(r[0].output_length, 5);
+  EXPECT_EQ(r[0].arrival_time_us, 500000);
+  EXPECT_EQ(r[1].id, "r");
+  EXPECT_EQ(r[1].session_id, "s");
+  EXPECT_EQ(r[1].prompt, (std::vector<TokenId>{1, 2, 4, 128255}));
+  EXPECT_EQ(r[1].arrival_time_us, 1250000);
+  StatusOr<TraceReader> reader = TraceReader::open(*out);
+  ASSERT_TRUE(reader.ok());
+  EXPECT_EQ(reader->header().vocab_size, 128256);
+  EXPECT_NE(reader->header().tokenizer.find("pre-tokenized"), std::string::npos);
+  // Without timestamps every request arrives at 0.
+  out = convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [7], \"output_len\": 1}\n{\"prompt_token_ids\": [7, 8], \"output_len\": 1}\n");
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(read_all(*out)[1].arrival_time_us, 0);
+}
+
+TEST(ConvertTokens, BadLinesNameLineAndField) {
+  ConvertOptions c;
+  c.vocab_size = 100;
+  const std::string ok = "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 2}\n";
+  expect_error(convert(SourceFormat::kTokens, ok + "{\"prompt_token_ids\": [1, 100], \"output_len\": 1, \"timestamp\": 3}\n", c),
+               {"input.txt: line 2: field prompt_token_ids: element 1: id 100 is not below --vocab-size 100"});
+  expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [-1], \"output_len\": 1}\n"),
+               {"line 1: field prompt_token_ids: element 0: id -1 is negative"});
+  expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [], \"output_len\": 1}\n"),
+               {"line 1: field prompt_token_ids: empty"});
+  expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1]}\n"), {"line 1: missing field output_len"});
+  expect_error(convert(SourceFormat::kTokens, ok + "{\"prompt_token_ids\": [1], \"output_len\": 1}\n"),
+               {"line 2: field timestamp: missing, but the first request had one"});
+  expect_error(convert(SourceFormat::kTokens, ok + "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 1}\n"),
+               {"line 2: field timestamp: arrivals go backwards"});
+  expect_error(convert(SourceFormat::kTokens, ok + "[1, 2]\n"), {"line 2: bad JSON"});
+  expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": -2}\n"),
+               {"line 1: field output_len: negative"});
 }
 
 TEST(ConvertAzure, TimestampsAndUniquePrompts) {

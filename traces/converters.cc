@@ -34,18 +34,28 @@ bool is_assistant_role(std::string_view r) {
   return r == "gpt" || r == "assistant" || r == "chatgpt" || r == "bing" || r == "bard" || r == "model";
 }
 
+// The conversation being read: its pending user text and what has been kept so far.
+struct ShareGptConversation {
+  std::vector<TokenId> user;    // user text not answered yet
+  std::vector<TokenId> system;  // the top-level "system" text and system messages before the first turn
+  std::int64_t context = 0;     // tokens of the kept turns
+  bool closed = false;          // max_model_len reached: later turns are dropped
+};
+
 // Holds the parser state of one ShareGPT file; never moved once iteration has begun.
 struct ShareGptSource {
   std::string path;
   int max_model_len = 0;
+  const TextTokenizer* tokenizer = nullptr;
   simdjson::padded_string json;
   simdjson::ondemand::parser parser;
   simdjson::ondemand::document doc;
   simdjson::ondemand::array conversations;
   simdjson::ondemand::array_iterator it;
   simdjson::ondemand::array_iterator end;
-  std::int64_t index = 0;     // conversations consumed
-  std::int64_t skipped = 0;   // turns dropped (empty answers, over max_model_len)
+  std::int64_t index = 0;       // conversations consumed
+  std::int64_t skipped = 0;     // turns dropped (empty answers, over max_model_len)
+  std::int64_t unanswered = 0;  // conversations whose last user message has no answer
 
   Status open() {
     if (auto e = simdjson::padded_string::load(path).get(json)) {
@@ -61,6 +71,75 @@ struct ShareGptSource {
     return Status();
   }
 
+  Status encode(std::string_view text, std::vector<TokenId>& out, const std::string& where) const {
+    return tokenizer->encode(text, out).with_context(where + ": ");
+  }
+
+  // One message: a user message waits for its answer; an answer closes a turn.
+  Status add_message(const std::string& from, std::string_view value, const std::string& where, Session* s,
+                     ShareGptConversation& c) {
+    if (is_user_role(from)) return encode(value, c.user, where);
+    if (from == "system") {
+      if (s->turns.empty() && c.user.empty()) return encode(value, c.system, where);
+      return Status();
+    }
+    if (!is_assistant_role(from)) return Status::error(where + ".from: unknown role '" + from + "'");
+    std::vector<TokenId> reply;
+    if (Status st = encode(value, reply, where); !st.ok()) return st;
+    if (c.user.empty() && s->turns.empty() && c.system.empty()) {
+      ++skipped;  // an answer with nothing before it
+      return Status();
+    }
+    if (reply.empty() || c.closed) {
+      ++skipped;
+      return Status();
+    }
+    const auto added = static_cast<std::int64_t>(c.user.size() + reply.size());
+    if (max_model_len > 0 && c.context + static_cast<std::int64_t>(c.system.size()) + added > max_model_len) {
+      c.closed = true;
+      ++skipped;
+      return Status();
+    }
+    c.context += added;
+    s->turns.push_back(Turn{PromptSegment::literal(std::move(c.user)), PromptSegment::literal(std::move(reply))});
+    c.user.clear();
+    return Status();
+  }
+
+  // The message list of one conversation ("conversations" or "messages").
+  Status read_messages(simdjson::ondemand::value value, const std::string& where, Session* s,
+                       ShareGptConversation& c) {
+    simdjson::ondemand::array messages;
+    if (auto e = value.get_array().get(messages)) return Status::error(where + ": " + json_error(e));
+    std::int64_t m = 0;
+    for (auto message : messages) {
+      const std::string mwhere = where + "[" + std::to_string(m++) + "]";
+      simdjson::ondemand::object mo;
+      if (auto e = message.get_object().get(mo)) return Status::error(mwhere + ": " + json_error(e));
+      std::string from;
+      std::string_view text;
+      bool have_value = false;
+      for (auto mf : mo) {
+        std::string_view k;
+        if (auto e = mf.unescaped_key().get(k)) return Status::error(mwhere + ": " + json_error(e));
+        if (k == "from" || k == "role") {
+          std::string_view f;
+          if (auto e = mf.value().get_string().get(f)) return Status::error(mwhere + "." + std::string(k) + ": " + json_error(e));
+          from = std::string(f);
+        } else if (k == "value" || k == "content") {
+          if (auto e = mf.value().get_string().get(text)) {
+            return Status::error(mwhere + "." + std::string(k) + ": " + json_error(e) + " (the text must be a string)");
+          }
+          have_value = true;  // the view stays valid while the document is being read
+        }
+      }
+      if (from.empty()) return Status::error(mwhere + ": missing field \"from\" (or \"role\")");
+      if (!have_value) return Status::error(mwhere + ": missing field \"value\" (or \"content\")");
+      if (Status st = add_message(from, text, mwhere, s, c); !st.ok()) return st;
+    }
+    return Status();
+  }
+
   StatusOr<bool> next(Session* s) {
     if (it == end) return false;
     const std::string where = path + ": conversation " + std::to_string(index) + ": ";
@@ -69,10 +148,8 @@ struct ShareGptSource {
     s->id.clear();
     s->preamble.clear();
     s->turns.clear();
-    std::vector<TokenId> user;       // the pending user message
-    std::vector<TokenId> system;     // system text before the first turn
-    std::int64_t context = 0;
-    bool closed = false;             // max_model_len reached: later turns are dropped
+    ShareGptConversation c;
+    if (Status st = read_system(conv, where, c); !st.ok()) return st;
     bool seen_messages = false;
     for (auto field : conv) {
       std::string_view key;
@@ -80,74 +157,37 @@ struct ShareGptSource {
       if (key == "id") {
         std::string_view id;
         if (field.value().get_string().get(id) == simdjson::SUCCESS) s->id = std::string(id);
-        continue;
-      }
-      if (key != "conversations") continue;
-      seen_messages = true;
-      simdjson::ondemand::array messages;
-      if (auto e = field.value().get_array().get(messages)) {
-        return Status::error(where + "field conversations: " + json_error(e));
-      }
-      std::int64_t m = 0;
-      for (auto message : messages) {
-        const std::string mwhere = where + "field conversations[" + std::to_string(m++) + "]";
-        simdjson::ondemand::object mo;
-        if (auto e = message.get_object().get(mo)) return Status::error(mwhere + ": " + json_error(e));
-        std::string from;
-        std::string_view value;
-        bool have_value = false;
-        for (auto mf : mo) {
-          std::string_view k;
-          if (auto e = mf.unescaped_key().get(k)) return Status::error(mwhere + ": " + json_error(e));
-          if (k == "from" || k == "role") {
-            std::string_view f;
-            if (auto e = mf.value().get_string().get(f)) return Status::error(mwhere + ".from: " + json_error(e));
-            from = std::string(f);
-          } else if (k == "value" || k == "content") {
-            if (auto e = mf.value().get_string().get(value)) {
-              return Status::error(mwhere + ".value: " + json_error(e));
-            }
-            have_value = true;  // the view stays valid while the document is being read
-          }
-        }
-        if (from.empty()) return Status::error(mwhere + ": missing field \"from\"");
-        if (!have_value) return Status::error(mwhere + ": missing field \"value\"");
-        if (is_user_role(from)) {
-          tokenize_words(value, user);
-        } else if (from == "system") {
-          if (s->turns.empty() && user.empty()) tokenize_words(value, system);
-        } else if (is_assistant_role(from)) {
-          std::vector<TokenId> reply;
-          tokenize_words(value, reply);
-          if (user.empty() && s->turns.empty() && system.empty()) {
-            ++skipped;  // an answer with nothing before it
-            continue;
-          }
-          if (reply.empty() || closed) {
-            ++skipped;
-            continue;
-          }
-          const auto added = static_cast<std::int64_t>(user.size() + reply.size());
-          if (max_model_len > 0 && context + static_cast<std::int64_t>(system.size()) + added > max_model_len) {
-            closed = true;
-            ++skipped;
-            continue;
-          }
-          context += added;
-          s->turns.push_back(Turn{PromptSegment::literal(std::move(user)), PromptSegment::literal(std::move(reply))});
-          user.clear();
-        } else {
-          return Status::error(mwhere + ".from: unknown role '" + from + "'");
-        }
+      } else if (key == "conversations" || key == "messages") {
+        seen_messages = true;
+        simdjson::ondemand::value v;
+        if (auto e = field.value().get(v)) return Status::error(where + "field " + std::string(key) + ": " + json_error(e));
+        if (Status st = read_messages(v, where + "field " + std::string(key), s, c); !st.ok()) return st;
       }
     }
-    if (!seen_messages) return Status::error(where + "missing field \"conversations\"");
-    if (!system.empty()) s->preamble.push_back(PromptSegment::literal(std::move(system)));
+    if (!seen_messages) return Status::error(where + "missing field \"conversations\" (or \"messages\")");
+    if (!c.user.empty() && !c.closed) ++unanswered;
+    if (!c.system.empty()) s->preamble.push_back(PromptSegment::literal(std::move(c.system)));
     if (s->id.empty()) s->id = "c" + std::to_string(index);
     else s->id = "c" + std::to_string(index) + ":" + s->id;
     ++index;
     ++it;
     return true;
+  }
+
+  // The top-level "system" text, wherever it stands in the object; leaves `conv` at its start.
+  Status read_system(simdjson::ondemand::object& conv, const std::string& where, ShareGptConversation& c) {
+    simdjson::ondemand::value v;
+    const simdjson::error_code found = conv.find_field_unordered("system").get(v);
+    bool is_null = false;
+    if (found == simdjson::SUCCESS && v.is_null().get(is_null) == simdjson::SUCCESS && !is_null) {
+      std::string_view text;
+      if (auto e = v.get_string().get(text)) return Status::error(where + "field system: " + json_error(e));
+      if (Status st = encode(text, c.system, where + "field system"); !st.ok()) return st;
+    } else if (found != simdjson::SUCCESS && found != simdjson::NO_SUCH_FIELD) {
+      return Status::error(where + "bad JSON: " + json_error(found));
+    }
+    if (auto e = conv.reset().error()) return Status::error(where + "bad JSON: " + json_error(e));
+    return Status();
   }
 };
 
@@ -155,6 +195,8 @@ StatusOr<ConvertStats> convert_sharegpt(const std::string& input, const ConvertO
   auto src = std::make_unique<ShareGptSource>();
   src->path = input;
   src->max_model_len = o.max_model_len;
+  const TextTokenizer word_hash;
+  src->tokenizer = o.tokenizer != nullptr ? o.tokenizer : &word_hash;
   if (Status s = src->open(); !s.ok()) return s;
   ArrivalOptions a;
   a.rate = o.rate;
@@ -164,7 +206,7 @@ StatusOr<ConvertStats> convert_sharegpt(const std::string& input, const ConvertO
   a.seed = o.seed;
   StatusOr<std::int64_t> n = write_sessions(a, [&](Session* s) { return src->next(s); }, writer);
   if (!n.ok()) return n.status();
-  return ConvertStats{*n, src->skipped};
+  return ConvertStats{*n, src->skipped, src->unanswered};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -248,6 +290,99 @@ StatusOr<ConvertStats> convert_mooncake(const std::string& input, const ConvertO
     r.output_length = output_length;
     if (Status s = writer.write(r); !s.ok()) return s.with_context(where);
     prev_ms = ts;
+    if (++stats.requests == o.max_requests) break;
+  }
+  if (in.bad()) return Status::error(input + ": read error");
+  return stats;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pre-tokenized JSONL
+
+// One line of a tokens file; `have_timestamp` says whether the line had one.
+struct TokensLine {
+  TraceRequest request;
+  bool have_timestamp = false;
+};
+
+Status read_token_ids(simdjson::ondemand::value v, std::int64_t vocab_size, std::vector<TokenId>& out) {
+  simdjson::ondemand::array ids;
+  if (auto e = v.get_array().get(ids)) return Status::error(json_error(e));
+  for (auto x : ids) {
+    std::int64_t id = 0;
+    if (auto e = x.get_int64().get(id)) return Status::error("element " + std::to_string(out.size()) + ": " + json_error(e));
+    if (id < 0 || (vocab_size > 0 && id >= vocab_size)) {
+      return Status::error("element " + std::to_string(out.size()) + ": id " + std::to_string(id) +
+                           (id < 0 ? " is negative" : " is not below --vocab-size " + std::to_string(vocab_size)));
+    }
+    out.push_back(id);
+  }
+  return Status();
+}
+
+StatusOr<TokensLine> parse_tokens_line(simdjson::ondemand::object obj, const ConvertOptions& o) {
+  TokensLine line;
+  bool have_prompt = false, have_output = false;
+  for (auto field : obj) {
+    std::string_view key;
+    if (auto e = field.unescaped_key().get(key)) return Status::error("bad JSON: " + json_error(e));
+    const std::string where = "field " + std::string(key) + ": ";
+    Status st;
+    if (key == "prompt_token_ids") {
+      st = read_token_ids(field.value(), o.vocab_size, line.request.prompt);
+      have_prompt = true;
+    } else if (key == "output_len") {
+      if (auto e = field.value().get_int64().get(line.request.output_length)) st = Status::error(json_error(e));
+      else if (line.request.output_length < 0) st = Status::error("negative");
+      have_output = true;
+    } else if (key == "timestamp") {
+      double t = 0;
+      if (auto e = field.value().get_double().get(t)) st = Status::error(json_error(e));
+      else if (!std::isfinite(t) || t < 0) st = Status::error("must be a number of seconds >= 0");
+      line.request.arrival_time_us = std::llround(t * 1e6);
+      line.have_timestamp = true;
+    } else if (key == "id" || key == "session_id") {
+      std::string_view text;
+      if (auto e = field.value().get_string().get(text)) st = Status::error(json_error(e));
+      (key == "id" ? line.request.id : line.request.session_id) = std::string(text);
+    }
+    if (!st.ok()) return st.with_context(where);
+  }
+  if (!have_prompt) return Status::error("missing field prompt_token_ids");
+  if (line.request.prompt.empty()) return Status::error("field prompt_token_ids: empty");
+  if (!have_output) return Status::error("missing field output_len");
+  return line;
+}
+
+StatusOr<ConvertStats> convert_tokens(const std::string& input, const ConvertOptions& o, TraceWriter& writer) {
+  std::ifstream in(input);
+  if (!in) return Status::error(input + ": cannot open");
+  simdjson::ondemand::parser parser;
+  std::string text;
+  std::int64_t line_no = 0, prev_us = 0;
+  std::optional<bool> timed;  // whether lines carry timestamps, fixed by the first line
+  ConvertStats stats;
+  while (std::getline(in, text)) {
+    ++line_no;
+    if (text.find_first_not_of(" \t\r") == std::string::npos) continue;
+    const std::string where = input + ": line " + std::to_string(line_no) + ": ";
+    simdjson::padded_string padded(text);
+    simdjson::ondemand::document doc;
+    simdjson::ondemand::object obj;
+    if (auto e = parser.iterate(padded).get(doc)) return Status::error(where + "bad JSON: " + json_error(e));
+    if (auto e = doc.get_object().get(obj)) return Status::error(where + "bad JSON: " + json_error(e));
+    StatusOr<TokensLine> line = parse_tokens_line(obj, o);
+    if (!line.ok()) return line.status().with_context(where);
+    if (!timed) timed = line->have_timestamp;
+    if (*timed != line->have_timestamp) {
+      return Status::error(where + "field timestamp: " + (*timed ? "missing" : "present") +
+                           ", but the first request " + (*timed ? "had one" : "had none") + " (all or none)");
+    }
+    TraceRequest& r = line->request;
+    if (r.arrival_time_us < prev_us) return Status::error(where + "field timestamp: arrivals go backwards");
+    prev_us = r.arrival_time_us;
+    if (r.id.empty()) r.id = "tk" + std::to_string(line_no);
+    if (Status s = writer.write(r); !s.ok()) return s.with_context(where);
     if (++stats.requests == o.max_requests) break;
   }
   if (in.bad()) return Status::error(input + ": read error");
@@ -379,6 +514,7 @@ std::optional<SourceFormat> parse_source_format(std::string_view name) {
   if (name == "mooncake") return SourceFormat::kMooncake;
   if (name == "azure") return SourceFormat::kAzure;
   if (name == "burstgpt") return SourceFormat::kBurstGpt;
+  if (name == "tokens") return SourceFormat::kTokens;
   return std::nullopt;
 }
 
@@ -388,6 +524,7 @@ const char* to_string(SourceFormat f) {
     case SourceFormat::kMooncake: return "mooncake";
     case SourceFormat::kAzure: return "azure";
     case SourceFormat::kBurstGpt: return "burstgpt";
+    case SourceFormat::kTokens: return "tokens";
   }
   return "?";
 }
@@ -401,7 +538,10 @@ TraceHeader convert_header(SourceFormat format, const std::string& input, const 
     case SourceFormat::kShareGpt:
       src << " --rate " << o.rate << " --arrival-cv " << o.arrival_cv << " --sessions "
           << o.concurrent_sessions << " --max-model-len " << o.max_model_len;
-      h.tokenizer = kWordHashTokenizerDescription;
+      if (o.tokenizer != nullptr && o.tokenizer->name() != kWordHashTokenizerName) {
+        src << " --tokenizer " << o.tokenizer->name();
+      }
+      h.tokenizer = o.tokenizer != nullptr ? o.tokenizer->description() : kWordHashTokenizerDescription;
       h.notes = "ShareGPT conversations: each prompt is the conversation so far; outputs are the "
                 "recorded answers";
       break;
@@ -415,10 +555,20 @@ TraceHeader convert_header(SourceFormat format, const std::string& input, const 
       h.notes = "no prefix information in the source: prompts share nothing";
       if (!o.model.empty()) src << " --model " << o.model;
       break;
+    case SourceFormat::kTokens:
+      break;
   }
   if (o.max_requests > 0) src << " --max-requests " << o.max_requests;
   h.source = src.str();
   h.vocab_size = kBlockTokenVocab;
+  if (format == SourceFormat::kShareGpt && o.tokenizer != nullptr) h.vocab_size = o.tokenizer->vocab_size();
+  if (format == SourceFormat::kTokens) {
+    h.tokenizer = "pre-tokenized: prompt_token_ids as given in the source";
+    h.notes = "requests read from a JSONL of token ids; outputs are generated at replay";
+    h.vocab_size = o.vocab_size;
+    if (o.vocab_size > 0) src << " --vocab-size " << o.vocab_size;
+    h.source = src.str();
+  }
   return h;
 }
 
@@ -429,6 +579,7 @@ StatusOr<ConvertStats> convert_trace(SourceFormat format, const std::string& inp
     case SourceFormat::kMooncake: return convert_mooncake(input, options, writer);
     case SourceFormat::kAzure: return convert_azure(input, options, writer);
     case SourceFormat::kBurstGpt: return convert_burstgpt(input, options, writer);
+    case SourceFormat::kTokens: return convert_tokens(input, options, writer);
   }
   return Status::error("unknown format");
 }

@@ -1,9 +1,17 @@
 // Converters from public trace formats to kvsim traces.
 //
-//   sharegpt  JSON array of {"id", "conversations": [{"from": "human"|"gpt"|..., "value": text}]}
-//             (simdjson). Text is tokenized by tokenizer.h; each human message followed by an
-//             answer becomes one request whose prompt is the conversation so far; sessions are
-//             interleaved and timed as in generators.h (rate, arrival_cv, concurrent_sessions).
+//   sharegpt  JSON array of {"id", "system"?, "conversations": [{"from": "human"|"gpt"|...,
+//             "value": text}]} or with "messages": [{"role", "content"}] (simdjson). Text is
+//             encoded by ConvertOptions::tokenizer (text_tokenizer.h; word-hash when null), each
+//             message on its own, no chat template or special tokens added. The top-level
+//             "system" text and "system" messages before the first turn form the preamble; each
+//             user message followed by an answer becomes one request whose prompt is the
+//             conversation so far; a last user message with no answer is counted (unanswered),
+//             not replayed. Sessions are interleaved and timed as in generators.h (rate,
+//             arrival_cv, concurrent_sessions).
+//   tokens    JSONL, one request a line (docs/tokenizers.md): {"prompt_token_ids": [ids],
+//             "output_len": n, "timestamp"?: seconds, "id"?: text, "session_id"?: text}. Either
+//             every line has a timestamp (non-decreasing) or none has (all arrive at 0).
 //   mooncake  JSONL {"timestamp" (ms), "input_length", "output_length", "hash_ids"} (simdjson).
 //             hash_id h expands to expand_block_tokens(h, 512), the last block truncated so the
 //             prompt has exactly input_length tokens; stored compactly as block references.
@@ -21,12 +29,13 @@
 #include <string_view>
 
 #include "model/status.h"
+#include "traces/text_tokenizer.h"
 #include "traces/trace.h"
 #include "traces/trace_io.h"
 
 namespace kv::trace {
 
-enum class SourceFormat { kShareGpt, kMooncake, kAzure, kBurstGpt };
+enum class SourceFormat { kShareGpt, kMooncake, kAzure, kBurstGpt, kTokens };
 
 std::optional<SourceFormat> parse_source_format(std::string_view name);
 const char* to_string(SourceFormat format);
@@ -39,11 +48,14 @@ struct ConvertOptions {
   int max_model_len = 0;           // sharegpt only: end a conversation before exceeding (0 = no limit)
   std::int64_t max_requests = 0;   // stop after this many requests (0 = all)
   std::string model;               // burstgpt only: keep rows of this Model (empty = all)
+  const TextTokenizer* tokenizer = nullptr;  // sharegpt only: text -> ids (null = word-hash)
+  std::int64_t vocab_size = 0;     // tokens only: ids must be below this (0 = not checked)
 };
 
 struct ConvertStats {
   std::int64_t requests = 0;      // written
   std::int64_t skipped = 0;       // input records skipped (failed requests, empty turns)
+  std::int64_t unanswered = 0;    // sharegpt: conversations ending in a user message with no answer
 };
 
 TraceHeader convert_header(SourceFormat format, const std::string& input, const ConvertOptions& options);

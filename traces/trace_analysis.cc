@@ -311,6 +311,7 @@ std::string analysis_to_text(const TraceAnalysis& a) {
     s << buf;
   };
   s << "source:   " << a.header.source << "\n";
+  if (!a.header.tokenizer.empty()) s << "tokenizer: " << a.header.tokenizer << "\n";
   s << "requests: " << a.requests << "  sessions: " << a.sessions << "  with output tokens: "
     << a.requests_with_output_tokens << "\n";
   s << "tokens:   prompt " << a.prompt_tokens << "  output " << a.output_tokens << "\n";

@@ -1,20 +1,26 @@
-// BlockTables: the device-side view of every live request's block table (model/block_table.h), kept up to date
-// from StepPlan deltas exactly as vLLM's InputBatch/BlockTable does (add_row for a new or
-// resumed request, append_row for a running one, drop on finished/preempted). Plain C++: the
-// CPU reference uses it directly and the CUDA device mirrors it on the GPU by applying the
-// (row, column, block) updates that apply() returns.
+// BlockTables: the device-side view of every live request's block tables (model/block_table.h, one
+// list per KV-cache group), kept up to date from StepPlan deltas exactly as vLLM's
+// InputBatch/MultiGroupBlockTable does (add_row for a new or resumed request, append_row for a
+// running one, drop on finished/preempted). Plain C++: the CPU reference uses it directly and the
+// CUDA device mirrors it on the GPU by applying the (group, row, column, block) updates that
+// apply() returns. One group of full attention reads StepPlan::block_ids; several groups (or a
+// windowed one) read group_block_ids, and the plan's group_windows must be the tables' windows.
 // Invariants:
-//   1. A request id owns at most one row; rows are reused lowest-first (deterministic).
-//   2. A row's entries [0, num_blocks(row)) are the request's blocks in logical order.
+//   1. A request id owns at most one row, the same in every group; rows are reused
+//      lowest-first (deterministic).
+//   2. A row's entries [0, num_blocks(row, g)) are the request's blocks of group g in logical
+//      order.
 //   3. Every stored block id is in [0, num_blocks) and a row never exceeds max_blocks_per_row.
-// Bad input (unknown running request, too many rows or blocks, block id out of range) is a
-// Status and leaves the tables as they were before the plan.
+//      With group lists, block 0 is the null block and only a windowed group may hold it.
+// Bad input (unknown running request, too many rows or blocks, block id out of range, lists
+// that do not match the groups) is a Status and leaves the tables as they were before the plan.
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <set>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "model/block_table.h"
@@ -27,19 +33,27 @@ struct BlockTableUpdate {
   std::int32_t row = 0;
   std::int32_t column = 0;
   std::int32_t block = 0;
+  std::int32_t group = 0;
 };
 
 class BlockTables {
  public:
-  BlockTables(int max_rows, int max_blocks_per_row, std::int64_t num_blocks);
+  // group_windows: per KV-cache group, StepPlan::group_windows' convention; {0} is one group of
+  // full attention (plans carry block_ids).
+  BlockTables(int max_rows, int max_blocks_per_row, std::int64_t num_blocks,
+              std::vector<std::int64_t> group_windows = {0});
 
   // Drops finished and preempted requests, then adds/extends the scheduled ones. Appends the
   // entries that changed to *updates (may be null).
   Status apply(const StepPlan& plan, std::vector<BlockTableUpdate>* updates);
 
   int row_of(const RequestId& id) const;  // -1 when the request has no row
-  int num_blocks(int row) const { return static_cast<int>(rows_[static_cast<std::size_t>(row)].size()); }
-  std::span<const BlockId> row(int row) const { return rows_[static_cast<std::size_t>(row)].group(); }
+  int num_blocks(int row, int g = 0) const { return static_cast<int>(rows_[static_cast<std::size_t>(row)].size(g)); }
+  std::span<const BlockId> row(int row, int g = 0) const { return rows_[static_cast<std::size_t>(row)].group(g); }
+  int num_groups() const { return static_cast<int>(windows_.size()); }
+  std::int64_t window(int g) const { return windows_[static_cast<std::size_t>(g)]; }
+  // One full-attention group: plans carry block_ids, and block 0 is an ordinary block.
+  bool plain() const { return windows_.size() == 1 && windows_[0] == 0; }
   int max_rows() const { return max_rows_; }
   int max_blocks_per_row() const { return max_blocks_per_row_; }
   std::size_t num_live() const { return row_of_.size(); }
@@ -48,6 +62,11 @@ class BlockTables {
   int max_rows_;
   int max_blocks_per_row_;
   std::int64_t num_blocks_;
+  std::vector<std::int64_t> windows_;
+  // r's block lists of this plan, one per group (check_lists validates them first).
+  std::vector<std::span<const BlockId>> lists(const ScheduledRequest& r) const;
+  // row: the row r extends (-1 when r starts a fresh table).
+  Status check_lists(const ScheduledRequest& r, int row, const std::string& where) const;
   std::map<RequestId, int> row_of_;               // live requests only
   std::set<int> free_rows_;                       // every row not in row_of_
   std::vector<BlockTable> rows_;                  // empty for a free row

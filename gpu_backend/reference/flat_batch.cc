@@ -1,11 +1,42 @@
 #include "gpu_backend/reference/flat_batch.h"
 
+#include "model/attention_window.h"
 #include "model/slot.h"
 
 #include <algorithm>
 #include <string>
 
 namespace kv::gpuref {
+
+namespace {
+
+// Every group's table covers the positions r computes, and, with group lists, every key its
+// queries read (model/attention_window.h) lies in a real block, never the null block.
+Status check_reach(const StepPlan& plan, const ScheduledRequest& r, const BlockTables& tables, int row) {
+  const std::int64_t end = r.num_computed_tokens + static_cast<std::int64_t>(r.token_ids.size());
+  const std::int64_t blocks_needed = (end + plan.block_size - 1) / plan.block_size;
+  const std::string who = "step " + std::to_string(plan.step) + ": request '" + r.id + "'";
+  for (int g = 0; g < tables.num_groups(); ++g) {
+    const std::string in = tables.plain() ? "" : " in group " + std::to_string(g);
+    if (r.num_computed_tokens < 0 || blocks_needed > tables.num_blocks(row, g)) {
+      return Status::error(who + " computes positions up to " + std::to_string(end - 1) + " but its block table" + in +
+                           " has " + std::to_string(tables.num_blocks(row, g)) + " blocks of " +
+                           std::to_string(plan.block_size));
+    }
+    if (tables.plain()) continue;
+    const auto table = tables.row(row, g);
+    const std::int64_t first = attention_begin(tables.window(g), r.num_computed_tokens);
+    for (std::int64_t i = block_index(first, plan.block_size); i < blocks_needed; ++i) {
+      if (table[static_cast<std::size_t>(i)] == kNullBlock) {
+        return Status::error(who + " reads or writes positions from " + std::to_string(first) + in +
+                             ", but its block " + std::to_string(i) + " there is the null block");
+      }
+    }
+  }
+  return Status();
+}
+
+}  // namespace
 
 StatusOr<FlatBatch> build_flat_batch(const StepPlan& plan, const BlockTables& tables, int vocab) {
   FlatBatch b;
@@ -18,13 +49,7 @@ StatusOr<FlatBatch> build_flat_batch(const StepPlan& plan, const BlockTables& ta
     }
     if (r.token_ids.empty()) continue;
     const std::int64_t end = r.num_computed_tokens + static_cast<std::int64_t>(r.token_ids.size());
-    const std::int64_t blocks_needed = (end + plan.block_size - 1) / plan.block_size;
-    if (r.num_computed_tokens < 0 || blocks_needed > tables.num_blocks(row)) {
-      return Status::error("step " + std::to_string(plan.step) + ": request '" + r.id + "' computes positions up to " +
-                           std::to_string(end - 1) + " but its block table has " +
-                           std::to_string(tables.num_blocks(row)) + " blocks of " +
-                           std::to_string(plan.block_size));
-    }
+    if (Status st = check_reach(plan, r, tables, row); !st.ok()) return st;
     for (std::size_t j = 0; j < r.token_ids.size(); ++j) {
       const std::int64_t pos = r.num_computed_tokens + static_cast<std::int64_t>(j);
       const TokenId t = r.token_ids[j];
@@ -53,13 +78,14 @@ void pad_flat_batch(FlatBatch* batch, std::int64_t num_tokens) {
 }
 
 std::vector<std::int64_t> host_slot_mapping(const FlatBatch& batch, const BlockTables& tables,
-                                            int block_size) {
+                                            int block_size, int group) {
   std::vector<std::int64_t> slots(batch.token_ids.size(), -1);
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const int row = batch.rows[i];
     if (row < 0) continue;
     const std::int32_t pos = batch.positions[i];
-    const std::int64_t block = tables.row(row)[static_cast<std::size_t>(block_index(pos, block_size))];
+    const std::int64_t block = tables.row(row, group)[static_cast<std::size_t>(block_index(pos, block_size))];
+    if (block == kNullBlock && !tables.plain()) continue;  // the null block: never written
     slots[i] = slot_in_block(block, block_size, pos);
   }
   return slots;

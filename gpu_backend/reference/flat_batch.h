@@ -37,14 +37,16 @@ struct FlatBatch {
 };
 
 // Flattens plan (whose block tables were already applied to tables). Checks that every
-// position's block exists in its row.
+// position's block exists in its row in every group and, with group lists, that no key a query
+// reads (model/attention_window.h) and no position it writes is in the null block.
 StatusOr<FlatBatch> build_flat_batch(const StepPlan& plan, const BlockTables& tables, int vocab);
 
 // Pads to num_tokens (>= current size) with padding tokens (invariant 3).
 void pad_flat_batch(FlatBatch* batch, std::int64_t num_tokens);
 
-// vLLM's slot mapping on the host: block_table[row][pos / B] * B + pos % B, -1 for padding.
+// vLLM's slot mapping of one group on the host: block_table[row][pos / B] * B + pos % B, -1
+// for padding and (with group lists) for the null block.
 std::vector<std::int64_t> host_slot_mapping(const FlatBatch& batch, const BlockTables& tables,
-                                            int block_size);
+                                            int block_size, int group = 0);
 
 }  // namespace kv::gpuref

@@ -1,5 +1,7 @@
 #include "gpu_backend/reference/kernels.h"
 
+#include "model/attention_window.h"
+#include "model/check.h"
 #include "model/slot.h"
 
 #include <algorithm>
@@ -15,11 +17,12 @@ RefKvCache::RefKvCache(std::int64_t blocks, int bs, int heads, int dim, float fi
 
 std::vector<std::int64_t> slot_mapping(const std::vector<std::int32_t>& rows,
                                        const std::vector<std::int32_t>& positions,
-                                       const RefBlockTable& table, int block_size) {
+                                       const RefBlockTable& table, int block_size, bool null_block) {
   std::vector<std::int64_t> slots(rows.size(), -1);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0) continue;
     const std::int64_t block = table.at(rows[i], static_cast<int>(block_index(positions[i], block_size)));
+    if (null_block && block == 0) continue;
     slots[i] = slot_in_block(block, block_size, positions[i]);
   }
   return slots;
@@ -68,7 +71,8 @@ void attend_one(const float* q, int len, int head_dim, float scale, KeyAt key_at
 
 void paged_attention(const float* q, std::int64_t q_stride, const std::vector<std::int32_t>& rows,
                      const std::vector<std::int32_t>& positions, const RefBlockTable& table,
-                     const RefKvCache& cache, int num_heads, float scale, DType round, float* out) {
+                     const RefKvCache& cache, int num_heads, float scale, DType round, float* out,
+                     AttentionMask mask) {
   const int d = cache.head_dim;
   const int group = num_heads / cache.kv_heads;
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -78,14 +82,21 @@ void paged_attention(const float* q, std::int64_t q_stride, const std::vector<st
       continue;
     }
     const int row = rows[i];
-    auto slot_of = [&](int j) {
-      return static_cast<std::int64_t>(table.at(row, j / cache.block_size)) * cache.block_size +
-             j % cache.block_size;
+    const int p = positions[i];
+    const auto first = static_cast<int>(attention_begin(mask.window, p));
+    auto slot_of = [&](int j) {  // key j of the window: position first + j
+      const int pos = first + j;
+      KV_CHECK(pos >= first && pos <= p, "attention of position " << p << " reads position " << pos
+                                                                  << " outside its window " << mask.window);
+      const std::int32_t block = table.at(row, pos / cache.block_size);
+      KV_CHECK(!mask.null_block || block != 0, "attention of position " << p << " (row " << row << ") reads position "
+                                                                        << pos << " through the null block");
+      return static_cast<std::int64_t>(block) * cache.block_size + pos % cache.block_size;
     };
     for (int h = 0; h < num_heads; ++h) {
       const int kvh = h / group;
       attend_one(
-          q + static_cast<std::int64_t>(i) * q_stride + h * d, positions[i] + 1, d, scale,
+          q + static_cast<std::int64_t>(i) * q_stride + h * d, p + 1 - first, d, scale,
           [&](int j) { return cache.k.data() + cache.offset(slot_of(j), kvh); },
           [&](int j) { return cache.v.data() + cache.offset(slot_of(j), kvh); }, o + h * d);
       for (int x = 0; x < d; ++x) o[h * d + x] = round_to(round, o[h * d + x]);
@@ -96,15 +107,31 @@ void paged_attention(const float* q, std::int64_t q_stride, const std::vector<st
 std::vector<float> dense_causal_attention(const std::vector<float>& q, const std::vector<float>& k,
                                           const std::vector<float>& v, int len, int num_heads,
                                           int kv_heads, int head_dim, float scale) {
-  std::vector<float> out(static_cast<std::size_t>(len * num_heads * head_dim));
+  std::vector<std::uint8_t> allowed(static_cast<std::size_t>(len) * static_cast<std::size_t>(len), 0);
+  for (int t = 0; t < len; ++t) {
+    for (int j = 0; j <= t; ++j) allowed[static_cast<std::size_t>(t) * static_cast<std::size_t>(len) + static_cast<std::size_t>(j)] = 1;
+  }
+  return dense_masked_attention(q, k, v, len, num_heads, kv_heads, head_dim, scale, allowed);
+}
+
+std::vector<float> dense_masked_attention(const std::vector<float>& q, const std::vector<float>& k,
+                                          const std::vector<float>& v, int len, int num_heads,
+                                          int kv_heads, int head_dim, float scale,
+                                          const std::vector<std::uint8_t>& allowed) {
+  std::vector<float> out(static_cast<std::size_t>(len * num_heads * head_dim), 0.0f);
   const int group = num_heads / kv_heads;
   for (int t = 0; t < len; ++t) {
+    std::vector<int> keys;
+    for (int j = 0; j < len; ++j) {
+      if (allowed[static_cast<std::size_t>(t) * static_cast<std::size_t>(len) + static_cast<std::size_t>(j)]) keys.push_back(j);
+    }
+    if (keys.empty()) continue;
     for (int h = 0; h < num_heads; ++h) {
       const int kvh = h / group;
       auto at = [&](const std::vector<float>& x, int j) {
-        return x.data() + (static_cast<std::size_t>(j) * kv_heads + kvh) * head_dim;
+        return x.data() + (static_cast<std::size_t>(keys[static_cast<std::size_t>(j)]) * kv_heads + kvh) * head_dim;
       };
-      attend_one(q.data() + (static_cast<std::size_t>(t) * num_heads + h) * head_dim, t + 1,
+      attend_one(q.data() + (static_cast<std::size_t>(t) * num_heads + h) * head_dim, static_cast<int>(keys.size()),
                  head_dim, scale, [&](int j) { return at(k, j); }, [&](int j) { return at(v, j); },
                  out.data() + (static_cast<std::size_t>(t) * num_heads + h) * head_dim);
     }

@@ -38,28 +38,48 @@ struct RefBlockTable {
   }
 };
 
-// slot = table[row][pos / B] * B + pos % B; -1 where row < 0 (padding).
+// Which keys a query of a layer reads, and whether block 0 is the null block (hybrid layouts,
+// gpu_backend/reference/kv_layout.h).
+struct AttentionMask {
+  std::int64_t window = 0;  // model/attention_window.h: 0 full, w > 0 sliding, -c chunked
+  bool null_block = false;  // block 0 is the null block: slot -1, and reading it aborts
+};
+
+// slot = table[row][pos / B] * B + pos % B; -1 where row < 0 (padding) and, with null_block,
+// where the entry is block 0.
 std::vector<std::int64_t> slot_mapping(const std::vector<std::int32_t>& rows,
                                        const std::vector<std::int32_t>& positions,
-                                       const RefBlockTable& table, int block_size);
+                                       const RefBlockTable& table, int block_size,
+                                       bool null_block = false);
 
 // Copies each token's K and V (kv_heads * head_dim values at k_src + i * src_stride) to its
 // slot; skips slot -1.
 void cache_write(const float* k_src, const float* v_src, std::int64_t src_stride,
                  const std::vector<std::int64_t>& slots, RefKvCache* cache);
 
-// Causal paged attention: query token i (row rows[i], position positions[i]) attends to
-// positions [0, positions[i]] of its row, read through the block table. q is [n, q_stride]
-// with heads at h * head_dim; GQA maps head h to kv head h / (num_heads / kv_heads).
-// out is [n, num_heads * head_dim]; padding tokens (row < 0) get zeros.
+// Causal paged attention: query token i (row rows[i], position p = positions[i]) attends to
+// positions [attention_begin(mask.window, p), p] of its row (model/attention_window.h; [0, p]
+// for full attention), read through the block table; blocks wholly before the window are never
+// looked at. q is [n, q_stride] with heads at h * head_dim; GQA maps head h to kv head
+// h / (num_heads / kv_heads). out is [n, num_heads * head_dim]; padding tokens (row < 0) get
+// zeros. Aborts (KV_CHECK) if it ever reads a position outside the window or, with
+// mask.null_block, a slot of block 0.
 void paged_attention(const float* q, std::int64_t q_stride, const std::vector<std::int32_t>& rows,
                      const std::vector<std::int32_t>& positions, const RefBlockTable& table,
-                     const RefKvCache& cache, int num_heads, float scale, DType round, float* out);
+                     const RefKvCache& cache, int num_heads, float scale, DType round, float* out,
+                     AttentionMask mask = {});
 
 // Plain causal attention over dense q [len, num_heads, head_dim], k/v [len, kv_heads, head_dim].
 std::vector<float> dense_causal_attention(const std::vector<float>& q, const std::vector<float>& k,
                                           const std::vector<float>& v, int len, int num_heads,
                                           int kv_heads, int head_dim, float scale);
+
+// The same with an explicit mask: query t attends to the keys j (ascending) with
+// allowed[t * len + j] != 0; a query with no allowed key gets zeros.
+std::vector<float> dense_masked_attention(const std::vector<float>& q, const std::vector<float>& k,
+                                          const std::vector<float>& v, int len, int num_heads,
+                                          int kv_heads, int head_dim, float scale,
+                                          const std::vector<std::uint8_t>& allowed);
 
 // out[r] = round(x[r] / sqrt(mean(x[r]^2) + eps) * weight).
 void rmsnorm(const float* x, std::int64_t rows, int dim, const float* weight, float eps,

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "gpu_backend/reference/seeded_init.h"
+#include "model/check.h"
 
 
 namespace kv::gpuref {
@@ -43,22 +44,33 @@ RefModel RefModel::generate(const ModelConfig& c, std::uint64_t seed, DType dtyp
   return m;
 }
 
+namespace {
+
+KvLayout layout_of(const RefEngineOptions& o) {
+  StatusOr<KvLayout> layout = make_kv_layout(o.kv_cache_groups, o.model.num_layers);
+  KV_CHECK(layout.ok(), layout.status().message());
+  return *layout;
+}
+
+}  // namespace
+
 RefEngine::RefEngine(const RefEngineOptions& options)
     : options_(options),
       model_(RefModel::generate(options.model, options.seed, options.dtype)),
-      tables_(options.max_rows, options.max_blocks_per_row, options.num_blocks) {
-  for (int l = 0; l < options.model.num_layers; ++l) {
+      layout_(layout_of(options)),
+      tables_(options.max_rows, options.max_blocks_per_row, options.num_blocks, layout_.group_windows) {
+  for (int t = 0; t < layout_.num_tensors; ++t) {
     caches_.emplace_back(options.num_blocks, options.block_size, options.model.num_kv_heads,
                          options.model.head_dim);
   }
 }
 
-RefBlockTable RefEngine::dense_table() const {
+RefBlockTable RefEngine::dense_table(int group) const {
   RefBlockTable t;
   t.row_stride = tables_.max_blocks_per_row();
   t.table.assign(static_cast<std::size_t>(tables_.max_rows()) * static_cast<std::size_t>(t.row_stride), 0);
   for (int r = 0; r < tables_.max_rows(); ++r) {
-    const auto& row = tables_.row(r);
+    const auto& row = tables_.row(r, group);
     for (std::size_t i = 0; i < row.size(); ++i) {
       t.table[static_cast<std::size_t>(r) * static_cast<std::size_t>(t.row_stride) + i] = row[i];
     }
@@ -78,12 +90,15 @@ StatusOr<RefStepOutput> RefEngine::execute(const StepPlan& plan) {
   if (!batch.ok()) return batch.status();
   RefStepOutput out;
   out.batch = std::move(batch.value());
-  out.slots = slot_mapping(out.batch.rows, out.batch.positions, dense_table(), options_.block_size);
+  for (int g = 0; g < layout_.num_groups(); ++g) {
+    out.slots.push_back(slot_mapping(out.batch.rows, out.batch.positions, dense_table(g), options_.block_size,
+                                     !layout_.plain()));
+  }
   out.final_hidden = forward(out.batch, out.slots);
   return out;
 }
 
-std::vector<float> RefEngine::forward(const FlatBatch& batch, const std::vector<std::int64_t>& slots) {
+std::vector<float> RefEngine::forward(const FlatBatch& batch, const std::vector<std::vector<std::int64_t>>& slots) {
   const ModelConfig& c = options_.model;
   const DType dt = options_.dtype;
   const std::int64_t n = batch.num_tokens();
@@ -94,19 +109,22 @@ std::vector<float> RefEngine::forward(const FlatBatch& batch, const std::vector<
   std::vector<float> attn(sz(n, c.q_dim()));
   std::vector<float> gu(sz(n, 2LL * c.intermediate));
   std::vector<float> act(sz(n, c.intermediate));
-  const RefBlockTable table = dense_table();
+  std::vector<RefBlockTable> tables;
+  for (int g = 0; g < layout_.num_groups(); ++g) tables.push_back(dense_table(g));
   const float scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
   embedding(batch.token_ids, model_.embedding.data(), c.hidden, resid.data());
   for (int l = 0; l < c.num_layers; ++l) {
     const RefLayerWeights& w = model_.layers[static_cast<std::size_t>(l)];
+    const auto g = static_cast<std::size_t>(layout_.layer_group[static_cast<std::size_t>(l)]);
+    RefKvCache& cache = caches_[static_cast<std::size_t>(layout_.layer_tensor[static_cast<std::size_t>(l)])];
+    const AttentionMask mask{layout_.layer_window(l), !layout_.plain()};
     rmsnorm(resid.data(), n, c.hidden, w.attn_norm.data(), c.rms_eps, dt, x.data());
     linear(x.data(), n, c.hidden, w.qkv.data(), c.qkv_dim(), qkv.data(), dt, false);
     rotary(qkv.data(), c.qkv_dim(), batch.positions, c.num_heads, c.num_kv_heads, c.head_dim,
            model_.inv_freq, dt);
-    cache_write(qkv.data() + c.q_dim(), qkv.data() + c.q_dim() + c.kv_dim(), c.qkv_dim(), slots,
-                &caches_[static_cast<std::size_t>(l)]);
-    paged_attention(qkv.data(), c.qkv_dim(), batch.rows, batch.positions, table,
-                    caches_[static_cast<std::size_t>(l)], c.num_heads, scale, dt, attn.data());
+    cache_write(qkv.data() + c.q_dim(), qkv.data() + c.q_dim() + c.kv_dim(), c.qkv_dim(), slots[g], &cache);
+    paged_attention(qkv.data(), c.qkv_dim(), batch.rows, batch.positions, tables[g], cache, c.num_heads, scale, dt,
+                    attn.data(), mask);
     linear(attn.data(), n, c.q_dim(), w.o_proj.data(), c.hidden, resid.data(), dt, true);
     rmsnorm(resid.data(), n, c.hidden, w.mlp_norm.data(), c.rms_eps, dt, x.data());
     linear(x.data(), n, c.hidden, w.gate_up.data(), 2 * c.intermediate, gu.data(), dt, false);

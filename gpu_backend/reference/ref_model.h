@@ -1,7 +1,9 @@
 // RefModel and RefEngine: the whole synthetic transformer on the CPU, the oracle of the CUDA
 // backend. RefModel holds the seeded weights (the values the GPU generates, rounded to the
 // model dtype); RefEngine executes StepPlans over a paged KV cache exactly as CudaDevice does:
-// block tables from plan deltas, flattening, slot mapping, and per layer
+// block tables from plan deltas (one per KV-cache group), flattening, slot mapping per group,
+// and per layer, through its group's table and slots and its tensor of the KV cache
+// (kv_layout.h), with its group's attention window:
 //   x = rmsnorm(h); qkv = x Wqkv^T; rotary(q, k); cache_write(k, v); a = paged_attention(q);
 //   h += a Wo^T; x = rmsnorm(h); gu = x Wgu^T; m = silu(g) * u; h += m Wdown^T
 // then final = rmsnorm(h). The residual stream h stays fp32; every other stored tensor is
@@ -15,6 +17,7 @@
 #include "gpu_backend/reference/block_tables.h"
 #include "gpu_backend/reference/flat_batch.h"
 #include "gpu_backend/reference/kernels.h"
+#include "gpu_backend/reference/kv_layout.h"
 #include "gpu_backend/reference/model_config.h"
 #include "model/status.h"
 #include "model/step_plan.h"
@@ -48,11 +51,14 @@ struct RefEngineOptions {
   std::int64_t num_blocks = 256;
   int max_rows = 16;             // max_num_seqs
   int max_blocks_per_row = 64;   // max_model_len / block_size
+  // KV-cache groups over layers "layers.0" ..; empty: one full-attention group (dense). A
+  // layout make_kv_layout refuses is a bug of the caller (KV_CHECK).
+  std::vector<KvCacheGroupSpec> kv_cache_groups;
 };
 
 struct RefStepOutput {
   FlatBatch batch;
-  std::vector<std::int64_t> slots;
+  std::vector<std::vector<std::int64_t>> slots;  // per group
   std::vector<float> final_hidden;  // [batch.num_tokens(), hidden], after the final norm
 };
 
@@ -63,16 +69,21 @@ class RefEngine {
   StatusOr<RefStepOutput> execute(const StepPlan& plan);
 
   const RefModel& model() const { return model_; }
-  const std::vector<RefKvCache>& caches() const { return caches_; }  // one per layer
+  const std::vector<RefKvCache>& caches() const { return caches_; }  // one per KV tensor
+  const RefKvCache& layer_cache(int layer) const {
+    return caches_[static_cast<std::size_t>(layout_.layer_tensor[static_cast<std::size_t>(layer)])];
+  }
   const BlockTables& tables() const { return tables_; }
-  RefBlockTable dense_table() const;
+  const KvLayout& layout() const { return layout_; }
+  RefBlockTable dense_table(int group = 0) const;
 
-  // Runs the layers over an already-flattened batch (slots given), updating the caches.
-  std::vector<float> forward(const FlatBatch& batch, const std::vector<std::int64_t>& slots);
+  // Runs the layers over an already-flattened batch (slots given per group), updating the caches.
+  std::vector<float> forward(const FlatBatch& batch, const std::vector<std::vector<std::int64_t>>& slots);
 
  private:
   RefEngineOptions options_;
   RefModel model_;
+  KvLayout layout_;
   BlockTables tables_;
   std::vector<RefKvCache> caches_;
 };

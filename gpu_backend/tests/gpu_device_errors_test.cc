@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu_backend/cuda_device.h"
+#include "model/model_shape.h"
 
 namespace kv::gpu {
 namespace {
@@ -30,6 +31,30 @@ TEST(GpuDeviceErrors, NoDeviceOrBadOptionsIsAClearStatus) {
   if (cuda_device_available(&why)) GTEST_SKIP() << "a CUDA device is present: the no-device path is not reachable";
   EXPECT_EQ(why.rfind("no CUDA device", 0), 0u) << why;
   StatusOr<std::unique_ptr<Device>> none = make_cuda_device(scenario_options());
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().message().rfind("no CUDA device", 0), 0u) << none.status().message();
+}
+
+// Hybrid options: groups that do not fit the model are a Status naming the layer; a good
+// hybrid layout without a GPU fails like a dense one, with "no CUDA device".
+TEST(GpuDeviceErrors, HybridGroupsAreCheckedAndNeedADeviceLikeDenseOnes) {
+  const std::vector<KvCacheGroupSpec> gpt_oss = find_model_shape("gpt-oss-20b")->kv_cache_groups(4).value();
+  CudaDeviceOptions o = scenario_options();
+  o.kv_cache_groups = gpt_oss;  // 24 layers for the 2-layer tiny model
+  StatusOr<std::unique_ptr<Device>> bad = make_cuda_device(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("layers.2"), std::string::npos) << bad.status().message();
+  o = scenario_options();
+  o.model = "gpt-oss-20b";
+  o.kv_cache_groups = gpt_oss;
+  o.block_size = 16;  // the groups' block size is 4
+  bad = make_cuda_device(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("block size"), std::string::npos) << bad.status().message();
+  std::string why;
+  if (cuda_device_available(&why)) GTEST_SKIP() << "a CUDA device is present: the no-device path is not reachable";
+  o.block_size = 4;
+  StatusOr<std::unique_ptr<Device>> none = make_cuda_device(o);
   ASSERT_FALSE(none.ok());
   EXPECT_EQ(none.status().message().rfind("no CUDA device", 0), 0u) << none.status().message();
 }

@@ -1,7 +1,10 @@
 // CudaDevice end to end; skips without a GPU (gpu_device_errors_test covers that case). With a GPU: the hand-made prefix-sharing plans (reference/prefix_scenario.h)
 // with prefix caching on and off give the same final hidden states, both match the CPU
 // reference engine, prompt tokens computed equal what the plans say, CUDA-graph replay agrees
-// with eager execution, and profiling writes the simulator's CSV.
+// with eager execution, and profiling writes the simulator's CSV. Hybrid layouts (the real
+// scheduler's plans for the tiny model with gpt-oss-20b's pattern, reference/hybrid_scenario.h):
+// per-group block tables with null blocks, sliding-window and chunked layers, against the CPU
+// reference, caching on against off, graphs against eager.
 // Tolerance on hidden states: relative RMS difference <= 2^-5 and max abs difference <= 0.25
 // on unit-RMS vectors. Each layer stores ~8 intermediate tensors in bf16 (2^-9 relative
 // rounding each) and cuBLAS may pick different kernels (summation orders) for different batch
@@ -13,6 +16,7 @@
 #include <sstream>
 
 #include "gpu_backend/cuda_device.h"
+#include "gpu_backend/reference/hybrid_scenario.h"
 #include "gpu_backend/reference/prefix_scenario.h"
 #include "gpu_backend/reference/ref_model.h"
 #include "gpu_backend/tests/gpu_test_util.h"
@@ -190,6 +194,83 @@ TEST(GpuDevice, ProfilingWritesTheSimulatorsCsv) {
   }
   EXPECT_EQ(kernels, (std::vector<std::string>{"slot_mapping", "rmsnorm", "qkv_proj", "rotary", "cache_write", "attention",
                                                "o_proj", "gate_up_proj", "silu_mul", "down_proj", "lm_head"}));
+}
+
+HiddenLog reference_hidden(const std::vector<StepPlan>& plans, const std::vector<KvCacheGroupSpec>& groups) {
+  gpuref::RefEngineOptions ro;
+  ro.block_size = gpuref::scenario::kHybridBlockSize;
+  ro.num_blocks = gpuref::scenario::kHybridNumBlocks;
+  ro.max_rows = gpuref::scenario::kHybridMaxSeqs;
+  ro.max_blocks_per_row = gpuref::scenario::kHybridMaxModelLen / gpuref::scenario::kHybridBlockSize;
+  ro.kv_cache_groups = groups;
+  gpuref::RefEngine ref(ro);
+  HiddenLog hidden;
+  const auto h = static_cast<std::size_t>(ro.model.hidden);
+  for (const StepPlan& p : plans) {
+    StatusOr<gpuref::RefStepOutput> out = ref.execute(p);
+    EXPECT_TRUE(out.ok()) << out.status().message();
+    if (!out.ok()) return hidden;
+    std::size_t t = 0;
+    for (const auto& r : p.requests) {
+      for (std::size_t j = 0; j < r.token_ids.size(); ++j, ++t) {
+        hidden[{r.id, r.num_computed_tokens + static_cast<std::int64_t>(j)}] =
+            std::vector<float>(out->final_hidden.begin() + static_cast<std::ptrdiff_t>(t * h),
+                               out->final_hidden.begin() + static_cast<std::ptrdiff_t>((t + 1) * h));
+      }
+    }
+  }
+  return hidden;
+}
+
+CudaDeviceOptions hybrid_options(const std::vector<KvCacheGroupSpec>& groups) {
+  CudaDeviceOptions o = scenario_options();
+  o.kv_cache_groups = groups;
+  o.num_gpu_blocks = gpuref::scenario::kHybridNumBlocks;
+  o.max_model_len = gpuref::scenario::kHybridMaxModelLen;
+  o.cudagraph_capture_sizes = {1, 2, 4, 8};
+  return o;
+}
+
+class GpuDeviceHybrid : public ::testing::TestWithParam<int> {};
+
+TEST_P(GpuDeviceHybrid, MatchesTheReferenceWithCachingOnAndOffAndGraphs) {
+  KV_SKIP_WITHOUT_GPU();
+  const std::vector<KvCacheGroupSpec> groups = gpuref::scenario::tiny_hybrid_groups(GetParam());
+  const std::vector<StepPlan> on_plans = gpuref::scenario::hybrid_plans(groups, true);
+  const DeviceRun on = run_device(on_plans, hybrid_options(groups));
+  const DeviceRun off = run_device(gpuref::scenario::hybrid_plans(groups, false), hybrid_options(groups));
+  CudaDeviceOptions eager_options = hybrid_options(groups);
+  eager_options.cudagraph_mode = "NONE";
+  const DeviceRun eager = run_device(on_plans, eager_options);
+  const HiddenLog ref = reference_hidden(on_plans, groups);
+  ASSERT_FALSE(on.hidden.empty());
+  ASSERT_EQ(on.hidden.size(), ref.size());
+  for (const auto& [key, h] : on.hidden) {
+    const std::string at = key.first + "@" + std::to_string(key.second);
+    ASSERT_TRUE(off.hidden.count(key) && eager.hidden.count(key) && ref.count(key)) << at;
+    expect_close_hidden(h, ref.at(key), at + " GPU vs CPU reference");
+    expect_close_hidden(h, off.hidden.at(key), at + " caching on vs off");
+    expect_close_hidden(h, eager.hidden.at(key), at + " graphs vs eager");
+  }
+  std::int64_t graph_steps = 0;  // a graph replay is 1 launch (2 with a block-table update)
+  for (const StepResult& r : on.results) graph_steps += r.counters.tokens_computed > 0 && r.counters.kernels <= 2 ? 1 : 0;
+  EXPECT_GT(graph_steps, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Reaches, GpuDeviceHybrid, ::testing::Values(8, 6, -8, -6),
+                         [](const ::testing::TestParamInfo<int>& i) {
+                           return (i.param > 0 ? "sliding" : "chunked") + std::to_string(i.param > 0 ? i.param : -i.param);
+                         });
+
+TEST(GpuDevice, HybridPlansOnADenseDeviceAreViolationsNotCrashes) {
+  KV_SKIP_WITHOUT_GPU();
+  const std::vector<KvCacheGroupSpec> groups = gpuref::scenario::tiny_hybrid_groups(8);
+  CudaDeviceOptions dense = hybrid_options({});
+  StatusOr<std::unique_ptr<Device>> d = make_cuda_device(dense);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  const StepResult r = (*d)->execute(gpuref::scenario::hybrid_plans(groups, true).front());
+  ASSERT_EQ(r.violations.size(), 1u);
+  EXPECT_NE(r.violations[0].find("KV-cache groups"), std::string::npos) << r.violations[0];
 }
 
 }  // namespace

@@ -164,6 +164,73 @@ void run_attention_case(int num_splits) {
 TEST_F(GpuKernels, PagedAttentionPrefillDecodeAndPadding) { run_attention_case(1); }
 TEST_F(GpuKernels, PagedAttentionSplitK) { run_attention_case(5); }
 
+// A hybrid layout's windowed layer: every block wholly before the window of a row's first query
+// is the null block (block 0, NaN in the cache: reading it would poison the output), the slot
+// mapping gives -1 there, and attention over the window matches the reference (which aborts
+// if it ever reads the null block).
+void run_windowed_case(std::int64_t window, int num_splits) {
+  PagedCase c(6);
+  int nulls = 0;
+  for (int r = 0; r < c.rows; ++r) {
+    std::int32_t first_query = 1 << 30;
+    for (std::size_t i = 0; i < c.token_rows.size(); ++i) {
+      if (c.token_rows[i] == r) first_query = std::min(first_query, c.positions[i]);
+    }
+    const std::int64_t first_key = attention_begin(window, first_query);
+    for (int i = 0; (i + 1) * c.block_size <= first_key; ++i, ++nulls) c.table.table[static_cast<std::size_t>(r * c.row_stride + i)] = 0;
+  }
+  ASSERT_GT(nulls, 0);
+  std::mt19937 rng(7);
+  const auto n = static_cast<std::int32_t>(c.token_rows.size());
+  const int q_stride = c.heads * c.dim;
+  gpuref::RefKvCache cache(c.num_blocks, c.block_size, c.kv_heads, c.dim);
+  cache.k = random_bf16_values(c.cache_values(), rng);
+  cache.v = random_bf16_values(c.cache_values(), rng);
+  const std::size_t block_values = static_cast<std::size_t>(c.block_size * c.kv_heads * c.dim);
+  std::fill_n(cache.k.begin(), block_values, std::nanf(""));  // block 0, the null block
+  std::fill_n(cache.v.begin(), block_values, std::nanf(""));
+  const std::vector<float> q = random_bf16_values(static_cast<std::size_t>(n * q_stride), rng, 2.0f);
+  const float scale = 0.125f;
+  std::vector<float> ref(static_cast<std::size_t>(n * q_stride));
+  gpuref::paged_attention(q.data(), q_stride, c.token_rows, c.positions, c.table, cache, c.heads, scale,
+                          gpuref::DType::kFp32, ref.data(), gpuref::AttentionMask{window, true});
+
+  DeviceBuffer<std::uint16_t> q_d(q.size()), out_d(ref.size()), k(c.cache_values()), v(c.cache_values());
+  DeviceBuffer<std::int32_t> rows(c.token_rows.size()), pos(c.positions.size()), table(c.table.table.size());
+  DeviceBuffer<std::int64_t> slots(c.token_rows.size());
+  const std::size_t partials = static_cast<std::size_t>(n) * c.heads * kMaxAttentionSplits;
+  DeviceBuffer<float> p_out(partials * static_cast<std::size_t>(c.dim)), p_max(partials), p_sum(partials);
+  q_d.upload(to_bf16_bits(q));
+  k.upload(to_bf16_bits(cache.k));
+  v.upload(to_bf16_bits(cache.v));
+  rows.upload(c.token_rows);
+  pos.upload(c.positions);
+  table.upload(c.table.table);
+  const BlockTableView tv{table.get(), c.row_stride, c.block_size, 0};
+  ASSERT_EQ(launch_slot_mapping(SlotMappingView{{rows.get(), pos.get(), n}, tv, slots.get()}, nullptr), cudaSuccess);
+  AttentionView<bf16> view{as_bf16(q_d.get()), q_stride, as_bf16(out_d.get()), {rows.get(), pos.get(), n}, tv,
+                           {as_bf16(k.get()), as_bf16(v.get()), c.num_blocks, c.block_size, c.kv_heads, c.dim},
+                           c.heads, scale, num_splits, p_out.get(), p_max.get(), p_sum.get()};
+  view.window = window;
+  ASSERT_EQ(launch_paged_attention(view, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  EXPECT_EQ(slots.download(), gpuref::slot_mapping(c.token_rows, c.positions, c.table, c.block_size, true));
+  const std::string what = "window " + std::to_string(window) + " splits " + std::to_string(num_splits);
+  expect_close_bf16(from_bf16_bits(out_d.download()), ref, 1e-3f, what);
+}
+
+TEST_F(GpuKernels, SlidingWindowAttentionSkipsNullBlocks) {
+  for (const int splits : {1, 5}) {
+    for (const std::int64_t w : {1, 37, 128, 300}) run_windowed_case(w, splits);
+  }
+}
+
+TEST_F(GpuKernels, ChunkedLocalAttentionSkipsNullBlocks) {
+  for (const int splits : {1, 5}) {
+    for (const std::int64_t c : {-24, -64, -256}) run_windowed_case(c, splits);
+  }
+}
+
 TEST_F(GpuKernels, RmsnormRotarySiluMulEmbedding) {
   std::mt19937 rng(6);
   const int rows = 37, dim = 256, heads = 4, kv_heads = 2, head_dim = 64, inter = 96, vocab = 50;

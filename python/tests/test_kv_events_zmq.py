@@ -65,7 +65,13 @@ def request_replay(ctx, endpoint, start):
     return out
 
 
-def rebuild(batches):
+def key(block_hash, group, hybrid):
+    return f"{block_hash.hex()} {group}" if hybrid else block_hash.hex()
+
+
+def rebuild(batches, hybrid=False):
+    """The cached blocks the events describe, keyed as --dump-cache writes them ("HEX GROUP"
+    for a hybrid model, whose events carry the KV-cache group as group_idx)."""
     cache = collections.Counter()
     last_ts = -1.0
     for seq in sorted(batches):
@@ -77,16 +83,17 @@ def rebuild(batches):
             if tag == "BlockStored":
                 hashes, parent, tokens, block_size, lora_id, medium, lora_name, extra, group = ev[1:]
                 assert block_size == 16 and len(tokens) == 16 * len(hashes)
-                assert medium == "GPU" and lora_id is None and group == 0
+                assert medium == "GPU" and lora_id is None
+                assert group in ((0, 1) if hybrid else (0,))
                 assert parent is None or isinstance(parent, bytes)
                 for h in hashes:
                     assert isinstance(h, bytes) and len(h) == 32
-                    cache[h.hex()] += 1
+                    cache[key(h, group, hybrid)] += 1
             elif tag == "BlockRemoved":
                 hashes, medium, group = ev[1:]
                 for h in hashes:
-                    assert cache[h.hex()] > 0, "removed a hash never stored"
-                    cache[h.hex()] -= 1
+                    assert cache[key(h, group, hybrid)] > 0, "removed a hash never stored"
+                    cache[key(h, group, hybrid)] -= 1
             else:
                 assert ev == ["AllBlocksCleared"]
                 cache.clear()
@@ -94,6 +101,16 @@ def rebuild(batches):
 
 
 def test_subscriber_rebuilds_the_cache(tmp_path):
+    check_subscriber_rebuilds_the_cache(tmp_path, "llama3-8b", hybrid=False)
+
+
+def test_subscriber_rebuilds_a_hybrid_cache_with_group_ids(tmp_path):
+    """gpt-oss-20b: a full-attention and a sliding-window group share the pool; every event
+    names its group, and the subscriber's (hash, group) set equals the cache's."""
+    check_subscriber_rebuilds_the_cache(tmp_path, "gpt-oss-20b", hybrid=True)
+
+
+def check_subscriber_rebuilds_the_cache(tmp_path, model, hybrid):
     pub, rep = free_port(), free_port()
     dump = tmp_path / "cache.txt"
     jsonl = tmp_path / "events.jsonl"
@@ -102,7 +119,7 @@ def test_subscriber_rebuilds_the_cache(tmp_path):
     sub.setsockopt(zmq.SUBSCRIBE, b"kvsim")
     sub.setsockopt(zmq.RCVHWM, 0)  # keep every batch however fast the replay runs
     sub.connect(f"tcp://127.0.0.1:{pub}")
-    cmd = [KVSIM, "replay", "--trace", TRACE, "--num-blocks", "400", "--limit", "80",
+    cmd = [KVSIM, "replay", "--trace", TRACE, "--model", model, "--num-blocks", "400", "--limit", "80",
            "--progress", "off", "--decision-log", "digest", "--out", str(tmp_path / "run"),
            "--kv-events-zmq", f"tcp://*:{pub}", "--kv-events-replay", f"tcp://127.0.0.1:{rep}",
            "--kv-events-topic", "kvsim", "--kv-events-linger-ms", "5000", "--kv-events-startup-ms", "1000",
@@ -120,8 +137,10 @@ def test_subscriber_rebuilds_the_cache(tmp_path):
     assert live == replayed
     evictions = json.loads((tmp_path / "run" / "summary.json").read_text())["prefix_cache"]["evictions"]
     assert evictions > 0
-    expected = dump.read_text().split()
-    assert rebuild(replayed) == expected and len(expected) > 0
+    expected = dump.read_text().splitlines()
+    assert rebuild(replayed, hybrid) == expected and len(expected) > 0
+    if hybrid:
+        assert {line.split()[1] for line in expected} == {"0", "1"}
     # The JSONL file tells the same story, batch for batch.
     lines = [json.loads(l) for l in jsonl.read_text().splitlines()]
     assert len(lines) == len(replayed)
