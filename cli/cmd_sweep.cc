@@ -83,13 +83,15 @@ int run_sweep(int argc, char** argv) {
   std::string capacity_text, policy_text = "lru", block_text = "16", mode = "sequence", out_dir, progress = "auto";
   std::string title;
   int jobs = 0;
-  bool force = false, no_plot = false;
+  bool force = false, no_plot = false, no_optimum = false;
   po::options_description opts(
       "kvsim sweep --trace T --capacity LIST [options]\n\n"
       "Prefix-cache hit rate against KV-cache capacity (in tokens) for each trace, policy and block\n"
       "size. sequence mode: every request in arrival order is looked up, allocated (whole prompt)\n"
       "and freed on a cache of that capacity -- the cache alone, as the Mooncake paper's Figure 9.\n"
       "serving mode: a full replay on the simulator per configuration (TTFT, TPOT, throughput).\n"
+      "Sequence mode also writes rows of policy 'optimum', the offline Belady bound no policy can\n"
+      "beat (docs/policies.md; --no-optimum leaves them out); --limit N takes the first N requests.\n"
       "Writes DIR/sweep.csv and, with gnuplot, DIR/hit_rate.png and .svg (serving: ttft_p50.*,\n"
       "throughput.*). The CSV is the same bytes whatever --jobs is.\n"
       "With --vary OPTION=V1,V2 (any kvsim replay option): a grid of full replays instead\n"
@@ -102,7 +104,10 @@ int run_sweep(int argc, char** argv) {
        "capacities in tokens: a list 1e4,3e4,1M,... or a log range FROM:TO:POINTS_PER_DECADE (1e4:1e9:3)")
       ("mode", po::value(&mode)->default_value(mode), "sequence | serving")
       ("policy", po::value(&policy_text)->default_value(policy_text),
-       "eviction policies, comma-separated: lru (vLLM's free queue), lru-unhashed-first")
+       "eviction policies, comma-separated: lru (vLLM's free queue), lru-unhashed-first, lfu, slru, leaf-lru, "
+       "priority (docs/policies.md)")
+      ("no-optimum", po::bool_switch(&no_optimum),
+       "sequence mode: leave out the rows of policy 'optimum' (the offline Belady bound, docs/policies.md)")
       ("block-size", po::value(&block_text)->default_value(block_text), "block sizes in tokens, comma-separated")
       ("jobs,j", po::value(&jobs)->default_value(0), "configurations run at once (0: one per core)")
       ("out", po::value(&out_dir), "output directory (default: runs/sweep-<first trace>)")
@@ -138,15 +143,22 @@ int run_sweep(int argc, char** argv) {
   if (!blocks.ok()) return fail("--block-size: " + blocks.status().message());
   so.block_sizes = *blocks;
   so.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  so.optimum = !no_optimum;
   if (mode == "serving") {
     so.serving.verify = sim::VerifyMode::kOff;
     if (Status s = apply_config_options(vm, so.serving, kServingOptions); !s.ok()) return fail(s.message());
   } else {
     for (const std::string& name : kServingOptions) {  // the cache alone: no model, no device
+      if (name == "limit") continue;  // sequence mode takes the first N requests too
       if (vm.count(name) && !vm[name].defaulted()) {
         return fail("--" + name + " applies to --mode serving; sequence mode runs the prefix cache alone "
                     "(one full-attention group, no model or device)");
       }
+    }
+    if (vm.count("limit") != 0 && !vm["limit"].defaulted()) {  // the first N requests of each trace
+      replay::ReplayConfig limits;
+      if (Status s = apply_config_options(vm, limits, {"limit"}); !s.ok()) return fail(s.message());
+      so.limit = limits.limit;
     }
   }
 

@@ -21,6 +21,7 @@ BlockPool::BlockPool(int num_blocks, bool enable_caching, FreeOrder free_order, 
   policy_ = make_policy ? make_policy(blocks_, free_order, enable_caching)
                         : make_lru_policy(blocks_, free_order, enable_caching);
   KV_CHECK(policy_->size() == blocks_.size(), "a new policy must queue every block in id order");
+  hooks_ = policy_->wants_hooks();
   // vLLM pops block 0 from the fresh queue and keeps it as the null block.
   std::vector<Block*> null_block;
   policy_->pop_n(1, null_block);
@@ -43,13 +44,23 @@ bool BlockPool::evict_cached(Block& b) {
   if (events_enabled_) events_.emplace_back(BlockRemoved{{b.hash}, "GPU", b.group});
   b.hash = BlockHash{};
   b.group = 0;
+  if (hooks_) policy_->on_uncached(&b);
   return true;
 }
 
 void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
   KV_CHECK(n <= num_free_blocks(), "asked for " << n << " blocks, " << num_free_blocks() << " free");
   scratch_.clear();
-  policy_->pop_n(n, scratch_);
+  if (hooks_) {
+    // A policy that hears of evictions (leaf-lru: a parent becomes a leaf) sees each one before
+    // it picks the next victim; the loop below then finds these blocks already uncached.
+    for (std::size_t i = 0; i < n; ++i) {
+      policy_->pop_n(1, scratch_);
+      if (caching_ && evict_cached(*scratch_.back())) ++num_evictions_;
+    }
+  } else {
+    policy_->pop_n(n, scratch_);
+  }
   const std::size_t popped = scratch_.size();
   if (caching_) {
     for (std::size_t i = 0; i < std::min(kPrefetchDistance, popped); ++i) {
@@ -77,11 +88,12 @@ void BlockPool::touch(std::span<const BlockId> ids) {
   for (BlockId id : ids) {
     Block& b = mut(id);
     if (b.ref_cnt == 0 && !b.is_null) policy_->remove(&b);
+    if (hooks_ && !b.is_null) policy_->on_hit(&b);
     ++b.ref_cnt;
   }
 }
 
-void BlockPool::free_blocks(std::span<const BlockId> ordered_ids) {
+void BlockPool::free_blocks(std::span<const BlockId> ordered_ids, const BlockRetention& retention) {
   scratch_.clear();
   for (BlockId id : ordered_ids) {
     Block& b = mut(id);
@@ -89,7 +101,7 @@ void BlockPool::free_blocks(std::span<const BlockId> ordered_ids) {
     if (b.is_null) continue;
     if (--b.ref_cnt == 0) scratch_.push_back(&b);
   }
-  policy_->on_freed(scratch_);
+  policy_->on_freed(scratch_, retention);
 }
 
 BlockStored* BlockPool::begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached,
@@ -131,6 +143,11 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
     index_.insert(b);
     if (stored) stored->block_hashes.push_back(b.hash);
   }
+  if (hooks_) {
+    scratch_.clear();
+    for (std::size_t i = num_cached; i < num_full; ++i) scratch_.push_back(&mut(blocks[i]));
+    policy_->on_cached(num_cached > 0 ? &mut(blocks[num_cached - 1]) : nullptr, scratch_);
+  }
 }
 
 void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
@@ -165,8 +182,10 @@ bool BlockPool::reset_prefix_cache() {
   if (num_free_blocks() != blocks_.size() - 1) return false;
   index_.clear();
   for (Block& b : blocks_) {
+    const bool had = !b.hash.empty();
     b.hash = BlockHash{};
     b.group = 0;
+    if (hooks_ && had) policy_->on_uncached(&b);
   }
   if (events_enabled_) events_.emplace_back(AllBlocksCleared{});
   return true;

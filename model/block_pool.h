@@ -60,7 +60,8 @@ class BlockPool {
 
   // Decrements each block's ref_cnt and hands those that reach 0 to the free queue, in the
   // given order (the manager passes a request's blocks last first).
-  void free_blocks(std::span<const BlockId> ordered_ids);
+  // `retention` is the releasing request's (only the priority policy reads it).
+  void free_blocks(std::span<const BlockId> ordered_ids, const BlockRetention& retention = {});
 
   // Caches blocks[num_cached .. num_full) under hashes[num_cached .. num_full).
   // `tokens` are the request's tokens (for the stored event).
@@ -115,6 +116,7 @@ class BlockPool {
   bool events_enabled_;
   std::vector<KvEvent> events_;
   std::vector<Block*> scratch_;
+  bool hooks_ = false;  // policy_->wants_hooks(): call its on_hit/on_cached/on_uncached
 };
 
 }  // namespace kv

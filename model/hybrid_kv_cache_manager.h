@@ -45,6 +45,8 @@ struct HybridCacheHit {
   std::int64_t num_tokens = 0;
 };
 
+// Its pool always runs vLLM's LRU queue: the Scheduler (and ReplayConfig::validate) refuse any
+// other eviction policy for a hybrid model.
 class HybridKvCacheManager {
  public:
   // The groups must come from get_kv_cache_groups (valid specs, at least one group).

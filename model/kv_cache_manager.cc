@@ -10,7 +10,12 @@ namespace kv {
 KvCacheManager::KvCacheManager(const KvCacheConfig& config, EvictionPolicyFactory make_policy)
     : config_(config),
       pool_(config.num_blocks, config.enable_caching, config.free_order, config.enable_kv_events,
-            std::move(make_policy)) {
+            make_policy || config.eviction_policy == EvictionPolicyKind::kLru
+                ? std::move(make_policy)
+                : EvictionPolicyFactory([kind = config.eviction_policy](std::span<Block> blocks, FreeOrder order,
+                                                                        bool caching) {
+                    return make_eviction_policy(kind, blocks, order, caching);
+                  })) {
   KV_CHECK(config.block_size > 0, "block_size must be positive");
   KV_CHECK(config.max_model_len > 0, "max_model_len must be positive");
 }
@@ -123,7 +128,7 @@ void KvCacheManager::free(const Request& request) {
   if (it == req_blocks_.end()) return;
   std::vector<BlockId>& blocks = it->second.blocks;
   std::reverse(blocks.begin(), blocks.end());
-  pool_.free_blocks(blocks);
+  pool_.free_blocks(blocks, request.retention);
   req_blocks_.erase(it);
 }
 

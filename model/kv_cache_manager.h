@@ -35,6 +35,9 @@ struct KvCacheConfig {
   // Blocks kept free when admitting a request (vLLM v0's watermark; 0 as in v1).
   int watermark_blocks = 0;
   bool enable_kv_events = false;
+  // Which free block is evicted next (docs/policies.md); kLru is vLLM's queue in free_order.
+  // Ignored when the constructor is given a policy factory.
+  EvictionPolicyKind eviction_policy = EvictionPolicyKind::kLru;
   bool log_stats = true;
 };
 

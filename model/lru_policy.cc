@@ -16,7 +16,7 @@ class LruPolicy final : public EvictionPolicy {
   }
   std::size_t size() const override { return queue_.size(); }
 
-  void on_freed(std::span<Block* const> blocks) override {
+  void on_freed(std::span<Block* const> blocks, const BlockRetention&) override {
     if (order_ == FreeOrder::kClassic || !caching_) {
       queue_.append_n(blocks);
       return;

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "model/block_hasher.h"
+#include "model/block_retention.h"
 #include "model/types.h"
 
 namespace kv {
@@ -59,6 +60,7 @@ class Request {
   std::int64_t max_output_tokens = 0;  // finish after this many outputs
   int num_preemptions = 0;
   std::int64_t num_cached_tokens = -1;  // prefix-cache hit tokens when first scheduled
+  BlockRetention retention;          // how long its blocks should stay cached (priority policy)
 
  private:
   RequestId id_;

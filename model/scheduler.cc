@@ -23,6 +23,10 @@ Status SchedulerConfig::validate() const {
                           at_least("num_lookahead_tokens", num_lookahead_tokens, 0)}) {
     if (!s.ok()) return s;
   }
+  if (is_hybrid() && cache.eviction_policy != EvictionPolicyKind::kLru) {
+    return Status::error(std::string("eviction policy ") + to_string(cache.eviction_policy) +
+                         " is not supported for hybrid models (their groups share vLLM's LRU queue)");
+  }
   if (!enable_chunked_prefill && max_num_batched_tokens < max_len) {
     return Status::error("max_num_batched_tokens (" + num(max_num_batched_tokens) +
                          ") is smaller than max_model_len (" + num(max_len) +
@@ -82,6 +86,9 @@ Scheduler::Scheduler(const SchedulerConfig& config)
   KV_CHECK(config.max_num_batched_tokens > 0, "max_num_batched_tokens must be positive");
   KV_CHECK(config.max_num_seqs > 0, "max_num_seqs must be positive");
   if (config.is_hybrid()) {
+    KV_CHECK(config.cache.eviction_policy == EvictionPolicyKind::kLru,
+             "eviction policy " << to_string(config.cache.eviction_policy)
+                                << " is not supported for hybrid models (only lru)");
     for (const KvCacheGroupSpec& g : config.kv_cache_groups) {
       KV_CHECK(g.spec.block_size == config.cache.block_size,
                "group block size " << g.spec.block_size << " differs from " << config.cache.block_size);
@@ -134,6 +141,7 @@ Status Scheduler::add_request(RequestSpec spec) {
                                            config_.cache.enable_caching ? &hasher_ : nullptr,
                                            config_.cache.block_size);
   request->priority = spec.priority;
+  request->retention = spec.retention;
   request->arrival_time_us = spec.arrival_time_us;
   request->max_output_tokens = static_cast<std::int64_t>(spec.outputs.size());
   Request* r = request.get();

@@ -85,6 +85,7 @@ struct RequestSpec {
   HashExtras extras;
   int priority = 0;
   std::int64_t arrival_time_us = 0;
+  BlockRetention retention;  // for the priority eviction policy
 };
 
 // One output token produced by a step.

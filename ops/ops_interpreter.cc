@@ -209,7 +209,7 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
   Args a;
   Status s = parse_args(words, 1,
                         {"blocks", "block_size", "hash", "seed", "free_order", "caching", "eagle",
-                         "max_model_len", "layers"},
+                         "max_model_len", "layers", "policy"},
                         {}, &a);
   if (!s.ok()) return s;
   for (const char* required : {"blocks", "block_size"}) {
@@ -235,6 +235,10 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
   if (a.kv.count("free_order") && !parse_free_order(a.kv["free_order"], &c.free_order)) {
     return Status::error("free_order must be classic or unhashed_first, got '" + a.kv["free_order"] + "'");
   }
+  if (a.kv.count("policy") && !parse_eviction_policy(a.kv["policy"], &c.eviction_policy)) {
+    return Status::error("policy must be one of " + std::string(eviction_policy_names()) + ", got '" +
+                         a.kv["policy"] + "'");
+  }
   if (s = on_off(a, "caching", &c.enable_caching); !s.ok()) return s;
   if (s = on_off(a, "eagle", &c.use_eagle); !s.ok()) return s;
   if (a.kv.count("max_model_len")) {
@@ -246,6 +250,9 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
   std::vector<KvCacheGroupSpec> groups;
   if (a.kv.count("layers")) {
     if (c.use_eagle) return Status::error("eagle=on is not supported with layers=");
+    if (c.eviction_policy != EvictionPolicyKind::kLru) {
+      return Status::error("policy=" + a.kv["policy"] + " is not supported with layers= (hybrid groups run lru)");
+    }
     auto layers = parse_layers_spec(a.kv["layers"], c.block_size);
     if (!layers.ok()) return layers.status().with_context("layers: ");
     auto built = get_kv_cache_groups(*layers);
@@ -276,7 +283,7 @@ Status OpsInterpreter::cmd_request(const std::vector<std::string_view>& words) {
   if (id.find('=') != std::string::npos) return Status::error("request needs an id before its arguments");
   if (requests_.count(id)) return Status::error("request id '" + id + "' already used");
   Args a;
-  if (Status s = parse_args(words, 2, {"tokens", "salt", "lora", "mm"}, {}, &a); !s.ok()) return s;
+  if (Status s = parse_args(words, 2, {"tokens", "salt", "lora", "mm", "retention"}, {}, &a); !s.ok()) return s;
   if (!a.kv.count("tokens")) return Status::error("request needs tokens=");
   auto tokens = parse_token_spec(a.kv["tokens"]);
   if (!tokens.ok()) return tokens.status();
@@ -288,10 +295,23 @@ Status OpsInterpreter::cmd_request(const std::vector<std::string_view>& words) {
     if (!mm.ok()) return mm.status();
     extras.mm_items = std::move(mm.value());
   }
+  BlockRetention retention;
+  if (a.kv.count("retention")) {  // PRIORITY/DURATION, for the priority eviction policy
+    const std::string& text = a.kv["retention"];
+    const std::size_t slash = text.find('/');
+    std::int64_t p = 0, d = 0;
+    if (slash == std::string::npos || !parse_nonneg(text.substr(0, slash), &p) ||
+        !parse_nonneg(text.substr(slash + 1), &d) || p > BlockRetention::kMaxPriority) {
+      return Status::error("retention must be PRIORITY/DURATION (priority 0..100, duration >= 0 releases), got '" +
+                           text + "'");
+    }
+    retention = BlockRetention{static_cast<int>(p), d};
+  }
   OpsRequest r;
   r.request = std::make_unique<Request>(id, std::move(tokens.value()), std::move(extras),
                                         config_.enable_caching ? hasher_.get() : nullptr,
                                         config_.block_size);
+  r.request->retention = retention;
   requests_.emplace(id, std::move(r));
   return {};
 }

@@ -28,6 +28,7 @@ std::string ModelConfig::ops_config_line() const {
   os << "config blocks=" << num_blocks << " block_size=" << block_size << " hash=" << to_string(algo)
      << " seed=" << seed << " free_order=" << to_string(free_order)
      << " caching=" << (caching ? "on" : "off") << " eagle=" << (eagle ? "on" : "off");
+  if (policy != EvictionPolicyKind::kLru) os << " policy=" << to_string(policy);
   if (max_model_len != (1 << 20)) os << " max_model_len=" << max_model_len;
   return os.str();
 }
@@ -38,6 +39,14 @@ ManagerModel::ManagerModel(const ModelConfig& config)
       blocks_(static_cast<std::size_t>(config.num_blocks)) {
   // Blocks 1..N-1 start free in id order; block 0 is the null block, never queued.
   for (BlockId b = 1; b < config.num_blocks; ++b) queue_.push_back(b);
+  if (config.policy != EvictionPolicyKind::kLru) policy_.emplace(config.policy, config.num_blocks);
+}
+
+void ManagerModel::sync_queue() {
+  if (!policy_) return;
+  std::vector<bool> hashed(blocks_.size());
+  for (std::size_t b = 0; b < blocks_.size(); ++b) hashed[b] = blocks_[b].hash.has_value();
+  queue_ = policy_->order(hashed);
 }
 
 void ManagerModel::begin_command() {
@@ -100,9 +109,10 @@ void ManagerModel::print_queries() {
 }
 
 void ManagerModel::add_request(const std::string& id, std::vector<TokenId> tokens, const std::string& salt,
-                               const std::string& lora, std::vector<MultiModalItem> mm) {
+                               const std::string& lora, std::vector<MultiModalItem> mm, BlockRetention retention) {
   ModelRequest r;
   r.id = id;
+  r.retention = retention;
   r.tokens = std::move(tokens);
   r.salt = salt;
   r.lora = lora;
@@ -180,11 +190,14 @@ void ManagerModel::uncache(BlockId b) {
   e.hashes.push_back(*blk.hash);
   events_.push_back(std::move(e));
   blk.hash.reset();
+  if (policy_) policy_->uncached(b);
 }
 
 void ManagerModel::pop_free_block_into(ModelRequest& r, std::vector<BlockId>& fresh) {
+  sync_queue();
   const BlockId b = queue_.front();
   queue_.erase(queue_.begin());
+  if (policy_) policy_->popped(b, blocks_[static_cast<std::size_t>(b)].hash.has_value());
   uncache(b);  // lazy eviction: the reused block loses its cached hash now
   blocks_[static_cast<std::size_t>(b)].ref_cnt = 1;
   r.table.push_back(b);
@@ -219,6 +232,7 @@ ModelAlloc ManagerModel::alloc(const std::string& id, std::int64_t n, std::int64
     for (BlockId b : hit.blocks) {
       ModelBlock& blk = blocks_[static_cast<std::size_t>(b)];
       if (blk.ref_cnt == 0) remove_from_queue(b);  // keeps its hash
+      if (policy_) policy_->hit(b, blk.ref_cnt == 0);
       ++blk.ref_cnt;
     }
     r.table = hit.blocks;
@@ -254,9 +268,15 @@ ModelAlloc ManagerModel::alloc(const std::string& id, std::int64_t n, std::int64
         e.hashes.push_back(h);
       }
       events_.push_back(std::move(e));
+      if (policy_) {
+        policy_->cached(r.num_cached > 0 ? r.table[r.num_cached - 1] : kNoBlock,
+                        std::vector<BlockId>(r.table.begin() + static_cast<std::ptrdiff_t>(r.num_cached),
+                                             r.table.begin() + static_cast<std::ptrdiff_t>(full)));
+      }
       r.num_cached = full;
     }
   }
+  sync_queue();
   r.computed += hit.tokens + n;
   printed_.push_back("alloc " + id + " new=" + ids_text(out.fresh));
   return out;
@@ -269,7 +289,12 @@ void ManagerModel::free(const std::string& id) {
   for (auto it = r.table.rbegin(); it != r.table.rend(); ++it) {  // last block first
     if (--blocks_[static_cast<std::size_t>(*it)].ref_cnt == 0) reached_zero.push_back(*it);
   }
-  if (config_.free_order == FreeOrder::kClassic || !config_.caching) {
+  if (policy_) {
+    std::vector<bool> hashed(blocks_.size());
+    for (std::size_t b = 0; b < blocks_.size(); ++b) hashed[b] = blocks_[b].hash.has_value();
+    policy_->released(reached_zero, hashed, r.retention);
+    sync_queue();
+  } else if (config_.free_order == FreeOrder::kClassic || !config_.caching) {
     queue_.insert(queue_.end(), reached_zero.begin(), reached_zero.end());
   } else {
     std::vector<BlockId> unhashed, hashed;
@@ -287,7 +312,12 @@ bool ManagerModel::reset() {
   const bool ok = !any_block_in_use();
   if (ok) {
     map_.clear();
-    for (ModelBlock& b : blocks_) b.hash.reset();
+    for (std::size_t b = 0; b < blocks_.size(); ++b) {
+      const bool had = blocks_[b].hash.has_value();
+      blocks_[b].hash.reset();
+      if (policy_ && had) policy_->uncached(static_cast<BlockId>(b));
+    }
+    sync_queue();
     ModelEvent e;
     e.kind = ModelEvent::kCleared;
     events_.push_back(std::move(e));

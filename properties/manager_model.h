@@ -4,8 +4,10 @@
 // apart from kv::BlockHasher.
 // Each operation also records what `kvsim ops` prints for it, so a command sequence can be
 // written out as an ops script with its expected output.
+// With an eviction policy other than lru, the free queue's order comes from ModelPolicy
+// (properties/model_policy.h), the policy's naive reference, recomputed after every change.
 // Invariants of the model itself (it is the oracle, so they hold by construction):
-//   1. queue holds exactly the non-null blocks with ref_cnt == 0, head first.
+//   1. queue holds exactly the non-null blocks with ref_cnt == 0, head first (next victim).
 //   2. map lists each hashed block once, under its own hash, oldest insertion first.
 //   3. A request's table is the blocks it holds, in allocation order; held == !table.empty().
 #pragma once
@@ -17,6 +19,8 @@
 #include <vector>
 
 #include "model/block_hasher.h"
+#include "model/eviction_policy.h"
+#include "properties/model_policy.h"
 #include "properties/reference_hasher.h"
 #include "model/types.h"
 
@@ -26,6 +30,7 @@ struct ModelConfig {
   int num_blocks = 8;  // including the null block
   int block_size = 2;
   FreeOrder free_order = FreeOrder::kClassic;
+  EvictionPolicyKind policy = EvictionPolicyKind::kLru;
   bool caching = true;
   bool eagle = false;
   std::int64_t max_model_len = 1 << 20;
@@ -50,6 +55,7 @@ struct ModelRequest {
   std::vector<TokenId> tokens;
   std::string salt, lora;
   std::vector<MultiModalItem> mm;  // in offset order
+  BlockRetention retention;
   std::vector<BlockHash> hashes;  // one per full block (none with caching off)
   std::int64_t computed = 0;
   std::vector<BlockId> table;     // blocks held, in allocation order
@@ -89,7 +95,7 @@ class ManagerModel {
   // The operations of docs/semantics.md §3. Each adds to events() and printed(); a command calls
   // begin_command() once before its operations.
   void add_request(const std::string& id, std::vector<TokenId> tokens, const std::string& salt,
-                   const std::string& lora, std::vector<MultiModalItem> mm = {});
+                   const std::string& lora, std::vector<MultiModalItem> mm = {}, BlockRetention retention = {});
   ModelHit lookup(const std::string& id);
   // n < 0 means `rest`.
   ModelAlloc alloc(const std::string& id, std::int64_t n, std::int64_t lookahead, bool fullfit);
@@ -125,11 +131,13 @@ class ManagerModel {
   void pop_free_block_into(ModelRequest& r, std::vector<BlockId>& fresh);
   void uncache(BlockId b);
   void remove_from_queue(BlockId b);
+  void sync_queue();  // queue_ from policy_ (non-lru policies only)
 
   ModelConfig config_;
   std::shared_ptr<const ReferenceHasher> hasher_;
   std::vector<ModelBlock> blocks_;
   std::vector<BlockId> queue_;
+  std::optional<ModelPolicy> policy_;  // set for every policy but lru
   std::vector<std::pair<BlockHash, std::vector<BlockId>>> map_;
   std::vector<ModelRequest> requests_;
   ModelStats stats_;

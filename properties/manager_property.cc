@@ -38,6 +38,7 @@ ManagerSut::ManagerSut(const ModelConfig& c) {
   config.block_size = c.block_size;
   config.enable_caching = c.caching;
   config.free_order = c.free_order;
+  config.eviction_policy = c.policy;
   config.use_eagle = c.eagle;
   config.max_model_len = c.max_model_len;
   config.enable_kv_events = true;
@@ -187,13 +188,16 @@ struct NewRequest final : ManagerCommand {
   std::vector<TokenId> tokens;
   std::string salt, lora;
   std::vector<MultiModalItem> mm;
-  NewRequest(std::string i, std::vector<TokenId> t, std::string s, std::string l, std::vector<MultiModalItem> items)
-      : id(std::move(i)), tokens(std::move(t)), salt(std::move(s)), lora(std::move(l)), mm(std::move(items)) {}
+  BlockRetention retention;
+  NewRequest(std::string i, std::vector<TokenId> t, std::string s, std::string l, std::vector<MultiModalItem> items,
+             BlockRetention r)
+      : id(std::move(i)), tokens(std::move(t)), salt(std::move(s)), lora(std::move(l)), mm(std::move(items)),
+        retention(r) {}
   void checkPreconditions(const ManagerModel& m) const override {
     require(m.find(id) == nullptr);
     require(!tokens.empty() && static_cast<std::int64_t>(tokens.size()) <= m.config().max_model_len);
   }
-  void do_apply(ManagerModel& m) const override { m.add_request(id, tokens, salt, lora, mm); }
+  void do_apply(ManagerModel& m) const override { m.add_request(id, tokens, salt, lora, mm, retention); }
   void do_run(const ManagerModel&, const ManagerModel& after, ManagerSut& sut) const override {
     HashExtras extras;
     extras.cache_salt = salt;
@@ -202,6 +206,7 @@ struct NewRequest final : ManagerCommand {
     const bool caching = after.config().caching;
     sut.requests[id] = std::make_unique<Request>(id, tokens, extras, caching ? sut.hasher.get() : nullptr,
                                                  after.config().block_size);
+    sut.requests[id]->retention = retention;
   }
   std::vector<std::string> ops_lines(const ManagerModel&) const override {
     std::string line = "request " + id + " tokens=" + tokens_text(tokens);
@@ -210,6 +215,9 @@ struct NewRequest final : ManagerCommand {
     for (std::size_t i = 0; i < mm.size(); ++i) {
       line += (i == 0 ? " mm=" : ",") + mm[i].identifier + "@" + std::to_string(mm[i].offset) + "+" +
               std::to_string(mm[i].length);
+    }
+    if (retention != BlockRetention{}) {
+      line += " retention=" + std::to_string(retention.priority) + "/" + std::to_string(retention.duration);
     }
     return {line};
   }
@@ -429,8 +437,13 @@ std::shared_ptr<const ManagerCommand> gen_new_request(const ManagerModel& m) {
     from = item.offset + item.length;
     mm.push_back(std::move(item));
   }
+  BlockRetention retention;  // drawn for the priority policy only; shrinks to the default
+  if (m.config().policy == EvictionPolicyKind::kPriority && *rc::gen::inRange(0, 3) != 0) {
+    retention.priority = *rc::gen::element(0, 20, 35, 60, 100);
+    retention.duration = *rc::gen::inRange<std::int64_t>(0, 4);
+  }
   return std::make_shared<NewRequest>("r" + std::to_string(m.requests().size()), std::move(tokens), salt, lora,
-                                      std::move(mm));
+                                      std::move(mm), retention);
 }
 
 std::shared_ptr<const ManagerCommand> gen_alloc(const ModelRequest& r) {
@@ -494,9 +507,10 @@ rc::Gen<std::shared_ptr<const ManagerCommandBase>> gen_manager_command(const Man
   });
 }
 
-ModelConfig gen_config(FreeOrder order, ManagerVariant variant) {
+ModelConfig gen_config(FreeOrder order, ManagerVariant variant, EvictionPolicyKind policy) {
   ModelConfig c;
   c.free_order = order;
+  c.policy = policy;
   c.caching = variant != ManagerVariant::kNoCaching;
   c.eagle = variant == ManagerVariant::kCachingEagle;
   c.num_blocks = *rc::gen::inRange(2, 13);
@@ -524,8 +538,8 @@ CaseOutcome replay_through_ops(const ManagerScript& script) {
 
 }  // namespace
 
-void manager_property(FreeOrder order, ManagerVariant variant) {
-  const ModelConfig config = gen_config(order, variant);
+void manager_property(FreeOrder order, ManagerVariant variant, EvictionPolicyKind policy) {
+  const ModelConfig config = gen_config(order, variant, policy);
   const ManagerModel initial(config);
   const auto commands = *rc::state::gen::commands(initial, &gen_manager_command);
   const CaseOutcome o = run_isolated([&] {

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "model/eviction_policy.h"
 #include "model/types.h"
 
 namespace kv::props {
@@ -19,7 +20,10 @@ enum class ManagerVariant {
   kNoCaching,     // prefix caching off
 };
 const char* to_string(ManagerVariant v);
-void manager_property(FreeOrder order, ManagerVariant variant);
+// `policy`: the eviction policy under test; ManagerModel follows it through ModelPolicy, so
+// every check (free queue order included) applies to every policy.
+void manager_property(FreeOrder order, ManagerVariant variant,
+                      EvictionPolicyKind policy = EvictionPolicyKind::kLru);
 
 // Level (b'): HybridKvCacheManager on random layouts of full, sliding and chunked groups,
 // against brute-force hit lengths and each group type's invariants.

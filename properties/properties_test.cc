@@ -22,7 +22,7 @@ TEST_P(Property, Holds) {
 std::string test_name(const ::testing::TestParamInfo<std::size_t>& info) {
   std::string name = all_properties()[info.param].name;
   for (char& c : name) {
-    if (c == '/') c = '_';
+    if (c == '/' || c == '-') c = '_';
   }
   return name;
 }

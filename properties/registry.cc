@@ -26,6 +26,14 @@ const std::vector<PropertyDef>& all_properties() {
                      [order, v] { manager_property(order, v); }, scaled(v == ManagerVariant::kNoCaching ? 150 : 300)});
       }
     }
+    // The other eviction policies (their free order is their own: classic is just a label).
+    for (EvictionPolicyKind p : {EvictionPolicyKind::kLfu, EvictionPolicyKind::kSlru, EvictionPolicyKind::kLeafLru,
+                                 EvictionPolicyKind::kPriority}) {
+      for (ManagerVariant v : {ManagerVariant::kCaching, ManagerVariant::kCachingEagle}) {
+        d.push_back({std::string("manager/") + to_string(p) + "/" + to_string(v), "manager",
+                     [p, v] { manager_property(FreeOrder::kClassic, v, p); }, scaled(v == ManagerVariant::kCaching ? 150 : 50)});
+      }
+    }
     d.push_back({"hybrid", "hybrid", [] { hybrid_property(); }, scaled(200)});
     for (FreeOrder order : {FreeOrder::kClassic, FreeOrder::kUnhashedFirst}) {
       d.push_back({std::string("scheduler/") + to_string(order), "scheduler", [order] { scheduler_property(order); },

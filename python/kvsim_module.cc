@@ -94,7 +94,7 @@ py::dict stats_dict(const PrefixCacheStats& s) {
 class PyKvCacheManager {
  public:
   PyKvCacheManager(int num_blocks, int block_size, bool enable_caching, bool enable_kv_events,
-                   const std::string& hash, const std::string& free_order) {
+                   const std::string& hash, const std::string& free_order, const std::string& eviction_policy) {
     if (num_blocks < 2) raise("num_blocks: the pool needs at least 2 blocks (the null block and one more)");
     if (block_size < 1 || block_size > 1024) raise("block_size: must be 1..1024");
     KvCacheConfig c;
@@ -105,6 +105,9 @@ class PyKvCacheManager {
     if (free_order == "classic") c.free_order = FreeOrder::kClassic;
     else if (free_order == "unhashed_first") c.free_order = FreeOrder::kUnhashedFirst;
     else raise("free_order: must be one of classic, unhashed_first, got '" + free_order + "'");
+    if (!parse_eviction_policy(eviction_policy, &c.eviction_policy)) {
+      raise("eviction_policy: must be one of " + std::string(eviction_policy_names()) + ", got '" + eviction_policy + "'");
+    }
     HashAlgo algo = HashAlgo::kSha256Cbor;
     if (hash == "xxhash_cbor") algo = HashAlgo::kXxhashCbor;
     else if (hash != "sha256_cbor") raise("hash: must be one of sha256_cbor, xxhash_cbor, got '" + hash + "'");
@@ -182,9 +185,10 @@ class PyKvCacheManager {
 void bind_manager(py::module_& m) {
   py::class_<PyKvCacheManager>(m, "KvCacheManager",
                                "vLLM v1's KVCacheManager for one full-attention group (model/kv_cache_manager.h)")
-      .def(py::init<int, int, bool, bool, const std::string&, const std::string&>(), py::arg("num_blocks"),
-           py::arg("block_size") = 16, py::arg("enable_caching") = true, py::arg("enable_kv_events") = false,
-           py::arg("hash") = "sha256_cbor", py::arg("free_order") = "classic")
+      .def(py::init<int, int, bool, bool, const std::string&, const std::string&, const std::string&>(),
+           py::arg("num_blocks"), py::arg("block_size") = 16, py::arg("enable_caching") = true,
+           py::arg("enable_kv_events") = false, py::arg("hash") = "sha256_cbor", py::arg("free_order") = "classic",
+           py::arg("eviction_policy") = "lru")
       .def("add_request", &PyKvCacheManager::add_request, py::arg("id"), py::arg("tokens"))
       .def("lookup", &PyKvCacheManager::lookup, py::arg("id"), "(hit block ids, hit tokens)")
       .def("allocate", &PyKvCacheManager::allocate, py::arg("id"), py::arg("num_new_tokens"),

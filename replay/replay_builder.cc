@@ -143,6 +143,7 @@ SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks,
   sc.cache.block_size = c.block_size;
   sc.cache.enable_caching = c.prefix_caching;
   sc.cache.free_order = c.free_order;
+  sc.cache.eviction_policy = c.eviction_policy;
   sc.cache.max_model_len = c.max_model_len;
   sc.hash_algo = c.hash;
   sc.hash_seed = hash_seed.empty() ? std::string(kDefaultHashSeed) : hash_seed;

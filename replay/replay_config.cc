@@ -506,6 +506,13 @@ std::vector<ConfigOption> make_table() {
   t.push_back(enum_option("free-order", kv, "classic | unhashed_first", &C::free_order,
                           std::vector<std::pair<std::string, FreeOrder>>{{"classic", FreeOrder::kClassic},
                                                                          {"unhashed_first", FreeOrder::kUnhashedFirst}}));
+  t.push_back(enum_option("eviction-policy", kv,
+                          "lru | lfu | slru | leaf-lru | priority (docs/policies.md; non-lru ignores --free-order)",
+                          &C::eviction_policy,
+                          std::vector<std::pair<std::string, EvictionPolicyKind>>{
+                              {"lru", EvictionPolicyKind::kLru}, {"lfu", EvictionPolicyKind::kLfu},
+                              {"slru", EvictionPolicyKind::kSlru}, {"leaf-lru", EvictionPolicyKind::kLeafLru},
+                              {"priority", EvictionPolicyKind::kPriority}}));
   t.push_back(enum_option("hash", kv, "sha256_cbor | xxhash_cbor", &C::hash,
                           std::vector<std::pair<std::string, HashAlgo>>{{"sha256_cbor", HashAlgo::kSha256Cbor},
                                                                         {"xxhash_cbor", HashAlgo::kXxhashCbor}}));
@@ -636,6 +643,10 @@ Status ReplayConfig::validate() const {
     return bad("kv-cache-dtype", "fp4 pages of a hybrid model are not supported (half-byte page sizes); use fp8");
   }
   if (model.is_hybrid()) {
+    if (eviction_policy != EvictionPolicyKind::kLru) {
+      return bad("eviction-policy", std::string(to_string(eviction_policy)) + " is not supported for hybrid model " +
+                                        model.name + ": its groups share vLLM's LRU queue (use lru)");
+    }
     auto groups = effective_model().kv_cache_groups(block_size);
     if (!groups.ok()) return groups.status().with_context("--model: ");
     for (const KvCacheGroupSpec& g : *groups) {

@@ -25,6 +25,7 @@
 
 #include "model/block_hasher.h"
 #include "model/cuda_graph_dispatcher.h"
+#include "model/eviction_policy.h"
 #include "model/model_shape.h"
 #include "model/scheduler.h"
 #include "model/tier_connector.h"
@@ -77,6 +78,7 @@ struct ReplayConfig {
   std::int64_t kv_cache_tokens = 0;
   double gpu_memory_utilization = 0.9;
   FreeOrder free_order = FreeOrder::kClassic;
+  EvictionPolicyKind eviction_policy = EvictionPolicyKind::kLru;  // docs/policies.md
   HashAlgo hash = HashAlgo::kSha256Cbor;
   // Scheduler.
   std::int64_t max_num_batched_tokens = 8192;

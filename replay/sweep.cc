@@ -14,6 +14,7 @@
 #include "replay/parallel_indices.h"
 #include "replay/pool_sizing.h"
 #include "replay/replay_builder.h"
+#include "traces/prefix_optimum.h"
 #include "traces/trace_io.h"
 
 namespace kv::replay {
@@ -22,10 +23,19 @@ namespace fs = std::filesystem;
 
 namespace {
 
-StatusOr<FreeOrder> policy_order(const std::string& policy) {
-  if (policy == "lru") return FreeOrder::kClassic;
-  if (policy == "lru-unhashed-first") return FreeOrder::kUnhashedFirst;
-  return Status::error("unknown policy '" + policy + "' (valid: lru, lru-unhashed-first)");
+struct PolicySpec {
+  EvictionPolicyKind kind = EvictionPolicyKind::kLru;
+  FreeOrder order = FreeOrder::kClassic;
+};
+
+StatusOr<PolicySpec> policy_spec(const std::string& policy) {
+  if (policy == "lru-unhashed-first") return PolicySpec{EvictionPolicyKind::kLru, FreeOrder::kUnhashedFirst};
+  PolicySpec s;
+  if (parse_eviction_policy(policy, &s.kind)) return s;
+  if (policy == "optimum") {
+    return Status::error("policy 'optimum' is not a policy to run: sequence sweeps add its rows by default");
+  }
+  return Status::error("unknown policy '" + policy + "' (valid: " + sweep_policy_names() + ")");
 }
 
 std::string fmt(const char* f, double v) {
@@ -35,6 +45,10 @@ std::string fmt(const char* f, double v) {
 }
 
 }  // namespace
+
+std::string sweep_policy_names() {
+  return "lru, lru-unhashed-first, lfu, slru, leaf-lru, priority";
+}
 
 std::string trace_label(const std::string& path) { return fs::path(path).stem().string(); }
 
@@ -50,12 +64,12 @@ std::vector<SweepConfig> sweep_configs(const SweepOptions& o) {
   return out;
 }
 
-StatusOr<TraceBlockTotals> trace_block_totals(const std::string& trace, int block_size) {
+StatusOr<TraceBlockTotals> trace_block_totals(const std::string& trace, int block_size, std::int64_t limit) {
   auto reader = trace::TraceReader::open(trace);
   if (!reader.ok()) return reader.status();
   TraceBlockTotals t;
   trace::TraceRequest r;
-  for (;;) {
+  for (std::int64_t n = 0; limit <= 0 || n < limit; ++n) {
     auto got = reader->next(&r);
     if (!got.ok()) return got.status();
     if (!*got) break;
@@ -66,11 +80,11 @@ StatusOr<TraceBlockTotals> trace_block_totals(const std::string& trace, int bloc
   return t;
 }
 
-StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_blocks) {
+StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_blocks, std::int64_t limit) {
   if (config.block_size < 1) return Status::error("block size must be positive");
   if (config.capacity_tokens < 1) return Status::error("capacity must be positive");
-  auto order = policy_order(config.policy);
-  if (!order.ok()) return order.status();
+  auto spec = policy_spec(config.policy);
+  if (!spec.ok()) return spec.status();
   auto reader = trace::TraceReader::open(config.trace);
   if (!reader.ok()) return reader.status();
   const trace::TraceHeader& header = reader->header();
@@ -89,12 +103,13 @@ StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_b
   KvCacheConfig kc;
   kc.num_blocks = static_cast<int>(p.pool_blocks);
   kc.block_size = config.block_size;
-  kc.free_order = *order;
+  kc.free_order = spec->order;
+  kc.eviction_policy = spec->kind;
   kc.max_model_len = std::int64_t{1} << 40;
   KvCacheManager kv(kc);
 
   trace::TraceRequest t;
-  for (;;) {
+  while (limit <= 0 || p.requests < limit) {
     auto got = reader->next(&t);
     if (!got.ok()) return got.status();
     if (!*got) break;
@@ -102,6 +117,7 @@ StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_b
     extras.cache_salt = std::move(t.cache_salt);
     extras.lora_name = std::move(t.lora_name);
     Request r(std::move(t.id), std::move(t.prompt), std::move(extras), &hasher, config.block_size);
+    r.retention = BlockRetention{t.retention_priority, t.retention_duration};
     const CacheHit hit = kv.lookup(r);
     ++p.requests;
     if (kv.allocate(r, r.num_tokens() - hit.num_tokens, hit)) {
@@ -125,9 +141,10 @@ StatusOr<SweepPoint> run_serving(const ReplayConfig& base, const SweepConfig& c,
   config.block_size = c.block_size;
   config.num_blocks = pool_blocks;
   config.keep_decision_text = false;
-  auto order = policy_order(c.policy);
-  if (!order.ok()) return order.status();
-  config.free_order = *order;
+  auto spec = policy_spec(c.policy);
+  if (!spec.ok()) return spec.status();
+  config.free_order = spec->order;
+  config.eviction_policy = spec->kind;
   auto run = build_replay(config, c.trace);
   if (!run.ok()) return run.status();
   auto summary = run->make_replayer(config)->run();
@@ -172,8 +189,10 @@ Status check_options(const SweepOptions& o) {
     return Status::error("a sweep needs at least one trace, capacity, policy and block size");
   }
   for (const std::string& p : o.policies) {
-    if (auto ok = policy_order(p); !ok.ok()) return ok.status();
+    if (auto ok = policy_spec(p); !ok.ok()) return ok.status();
   }
+  if (o.limit < 0) return Status::error("limit must be >= 0");
+  if (o.mode == "serving" && o.limit > 0) return Status::error("serving mode takes --limit from its replay options");
   for (int b : o.block_sizes) {
     if (b < 1 || b > 4096) return Status::error("block size " + std::to_string(b) + " is not in 1..4096");
   }
@@ -189,7 +208,7 @@ StatusOr<std::vector<std::int64_t>> pool_sizes(const SweepOptions& o, const std:
   std::map<std::pair<std::string, int>, TraceBlockTotals> totals;
   for (const std::string& t : o.traces) {
     for (int b : o.block_sizes) {
-      auto tot = trace_block_totals(t, b);
+      auto tot = trace_block_totals(t, b, o.mode == "sequence" ? o.limit : 0);
       if (!tot.ok()) return tot.status();
       totals[{t, b}] = *tot;
     }
@@ -211,7 +230,7 @@ std::vector<StatusOr<SweepPoint>> run_all(const SweepOptions& o, const std::vect
   for_each_index(
       configs.size(), o.jobs,
       [&](std::size_t i) {
-        results[i] = o.mode == "sequence" ? run_sequence(configs[i], pools[i])
+        results[i] = o.mode == "sequence" ? run_sequence(configs[i], pools[i], o.limit)
                                           : run_serving(o.serving, configs[i], pools[i]);
       },
       o.on_progress);
@@ -234,6 +253,34 @@ StatusOr<std::vector<SweepPoint>> run_sweep(const SweepOptions& o) {
                                               " (" + c.policy + ", block size " + std::to_string(c.block_size) + "): ");
     }
     out.push_back(std::move(*results[i]));
+    const bool trace_ends = i + 1 == results.size() || configs[i + 1].trace != configs[i].trace;
+    if (!trace_ends || o.mode != "sequence" || !o.optimum) continue;
+    for (int b : o.block_sizes) {  // invariant 4: the optimum after the trace's policy rows
+      auto opt = optimum_points(configs[i].trace, b, o.capacities, o.limit);
+      if (!opt.ok()) return opt.status().with_context(configs[i].trace + " (optimum): ");
+      for (SweepPoint& p : *opt) out.push_back(std::move(p));
+    }
+  }
+  return out;
+}
+
+StatusOr<std::vector<SweepPoint>> optimum_points(const std::string& trace, int block_size,
+                                                 const std::vector<std::int64_t>& capacities, std::int64_t limit) {
+  auto chains = trace::load_prefix_chains(trace, block_size, limit);
+  if (!chains.ok()) return chains.status();
+  std::vector<SweepPoint> out;
+  for (std::int64_t c : capacities) {
+    SweepPoint p;
+    p.config = SweepConfig{trace, c, "optimum", block_size};
+    p.mode = "sequence";
+    p.pool_blocks = blocks_for_tokens(c, block_size);
+    const trace::OptimumResult r = trace::prefix_optimum(*chains, p.pool_blocks - 1);
+    p.lookups = r.lookups;
+    p.queries = r.queries;
+    p.hits = r.hits;
+    p.requests = r.lookups;
+    p.hit_rate = r.hit_rate;
+    out.push_back(std::move(p));
   }
   return out;
 }

@@ -13,6 +13,9 @@
 //   2. Each configuration streams its trace (one request in memory at a time per worker).
 //   3. A pool larger than every block the trace ever allocates behaves as an infinite cache:
 //      the pool is capped at that size (pool_blocks), which changes no decision or counter.
+//   4. Sequence mode adds, unless told not to, one row per (trace, block size, capacity) with
+//      policy "optimum": the offline Belady bound (traces/prefix_optimum.h) for a cache of the
+//      pool's usable blocks, after the trace's policy rows. No policy's hit rate exceeds it.
 // A capacity of C tokens gives ceil(C / block_size) + 1 blocks (the null block), as
 // `kvsim replay --kv-cache-tokens C` sizes its pool.
 #pragma once
@@ -30,7 +33,9 @@ namespace kv::replay {
 struct SweepConfig {
   std::string trace;
   std::int64_t capacity_tokens = 0;
-  std::string policy = "lru";  // lru | lru-unhashed-first (the free order of vLLM's LRU queue)
+  // lru | lru-unhashed-first (vLLM's queue in either free order) | lfu | slru | leaf-lru |
+  // priority (docs/policies.md); "optimum" only in result rows (invariant 4).
+  std::string policy = "lru";
   int block_size = 16;
 };
 
@@ -59,6 +64,8 @@ struct SweepOptions {
   std::vector<std::string> policies = {"lru"};
   std::vector<int> block_sizes = {16};
   std::string mode = "sequence";
+  bool optimum = true;                   // sequence mode: add the "optimum" rows (invariant 4)
+  std::int64_t limit = 0;                // sequence mode: the first `limit` requests only (0: all)
   int jobs = 1;
   ReplayConfig serving;                  // serving mode: every other replay setting
   // Called (from worker threads, serialized) after each configuration.
@@ -71,7 +78,14 @@ std::vector<SweepConfig> sweep_configs(const SweepOptions& options);
 StatusOr<std::vector<SweepPoint>> run_sweep(const SweepOptions& options);
 
 // One sequence-mode configuration. pool_blocks == 0: sized from the capacity alone.
-StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_blocks = 0);
+StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_blocks = 0, std::int64_t limit = 0);
+
+// The "optimum" row of `trace` at a capacity of capacity_tokens (invariant 4).
+StatusOr<std::vector<SweepPoint>> optimum_points(const std::string& trace, int block_size,
+                                                 const std::vector<std::int64_t>& capacities, std::int64_t limit = 0);
+
+// The sweep's policy names ("lru, lru-unhashed-first, lfu, ...").
+std::string sweep_policy_names();
 
 // One serving-mode configuration: a replay on the simulator of `base` with this
 // configuration's trace, block size, free order and a pool of `pool_blocks` blocks.
@@ -85,7 +99,7 @@ std::string trace_label(const std::string& path);
 struct TraceBlockTotals {
   std::int64_t prompt_blocks = 0, sequence_blocks = 0;
 };
-StatusOr<TraceBlockTotals> trace_block_totals(const std::string& trace, int block_size);
+StatusOr<TraceBlockTotals> trace_block_totals(const std::string& trace, int block_size, std::int64_t limit = 0);
 
 // "1e4,3e4,1M,2.5G" (suffixes k, M, G) or a log range "1e4:1e9:3" (points per decade).
 StatusOr<std::vector<std::int64_t>> parse_capacities(const std::string& text);

@@ -26,12 +26,16 @@ std::string fmt(const char* f, double v) {
 Status plot_sweep(const std::vector<replay::SweepPoint>& points, const std::string& out_dir, const std::string& title) {
   // One curve per (trace, policy, block size), in first-appearance order.
   std::vector<std::string> keys;
+  std::vector<bool> bound;  // by key: the optimum's curve, drawn as a dashed black line
   std::map<std::string, std::vector<const SweepPoint*>> curves;
   bool serving = false;
   for (const SweepPoint& p : points) {
     std::string key = trace_label(p.config.trace) + ", " + p.config.policy + ", block " +
                       std::to_string(p.config.block_size);
-    if (!curves.count(key)) keys.push_back(key);
+    if (!curves.count(key)) {
+      keys.push_back(key);
+      bound.push_back(p.config.policy == "optimum");
+    }
     curves[key].push_back(&p);
     serving = serving || p.has_serving;
   }
@@ -57,7 +61,8 @@ Status plot_sweep(const std::vector<replay::SweepPoint>& points, const std::stri
       << extra << "plot ";
     for (std::size_t i = 0; i < keys.size(); ++i) {
       b << (i ? ", \\\n     " : "") << gnuplot_quote((dir / dat).string()) << " index " << i
-        << " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title " << gnuplot_quote(keys[i]) << " noenhanced";
+        << (bound[i] ? " using 1:2 with linespoints dt 2 lw 3 lc rgb 'black' pt 6 ps 0.8 title "
+                     : " using 1:2 with linespoints lw 2 pt 7 ps 0.6 title ") << gnuplot_quote(keys[i]) << " noenhanced";
     }
     b << "\n";
     return b.str();
@@ -65,7 +70,7 @@ Status plot_sweep(const std::vector<replay::SweepPoint>& points, const std::stri
   if (Status s = write_dat("hit_rate.dat", [](const SweepPoint& p) { return fmt("%.6f", p.hit_rate); }); !s.ok()) return s;
   if (Status s = render_plot((dir / "hit_rate").string(),
                              plot_body("hit_rate.dat", "prefix-cache hit rate (hit tokens / prompt tokens)", title,
-                                       "set yrange [0:1]\nset ytics 0.1\nset key inside right bottom opaque box\n"),
+                                       "set yrange [0:1]\nset ytics 0.1\nset key inside left top opaque box\n"),
                              1000, 640);
       !s.ok()) {
     return s;

@@ -1,5 +1,6 @@
 // Sweep plots: renders the points of a capacity sweep (replay/sweep.h) with gnuplot.
-// Hit rate against capacity (log scale), one curve per trace, policy and block size; in
+// Hit rate against capacity (log scale), one curve per trace, policy and block size (the
+// optimum's, when the sweep has one, dashed black: every other curve lies on or below it); in
 // serving mode also TTFT p50 and output throughput. Writes <out_dir>/hit_rate.{png,svg,gp,dat}
 // (and ttft_p50.*, throughput.* in serving mode). Needs gnuplot (reports/gnuplot.h).
 #pragma once

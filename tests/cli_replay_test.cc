@@ -137,6 +137,26 @@ TEST_F(CliReplayTest, BadOptionsAreNamed) {
   EXPECT_FALSE(fs::exists(dir_ / "r"));  // nothing written on bad input
 }
 
+TEST_F(CliReplayTest, EvictionPoliciesRunAndHybridModelsRefuseThem) {
+  for (const char* policy : {"lfu", "slru", "leaf-lru", "priority"}) {
+    // 11 usable blocks for prompts of 5 to 6 blocks: every policy has to evict.
+    Outcome o = run("replay --trace " + trace_ + " --model tiny --num-blocks 12 --verify full --eviction-policy " +
+                    policy + " --progress off --out " + (dir_ / policy).string());
+    EXPECT_EQ(o.status, 0) << policy << ": " << o.output;
+  }
+  Outcome bad = run("replay " + small_args() + "--eviction-policy mru --out " + (dir_ / "r").string());
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_NE(bad.output.find("--eviction-policy: must be one of lru, lfu, slru, leaf-lru, priority, got 'mru'"),
+            std::string::npos) << bad.output;
+  Outcome hybrid = run("replay --trace " + trace_ + " --model gemma-3-27b --eviction-policy slru --out " +
+                       (dir_ / "h").string());
+  EXPECT_EQ(hybrid.status, 2);
+  EXPECT_NE(hybrid.output.find("--eviction-policy: slru is not supported for hybrid model gemma-3-27b"),
+            std::string::npos) << hybrid.output;
+  EXPECT_FALSE(fs::exists(dir_ / "r"));
+  EXPECT_FALSE(fs::exists(dir_ / "h"));
+}
+
 TEST_F(CliReplayTest, APoolTooSmallForEveryRequestIsAnError) {
   // 80-token prompts need 5 blocks of 16; a pool of 3 usable blocks can hold none of them.
   Outcome o = run("replay --trace " + trace_ + " --model tiny --num-blocks 4 --out " + (dir_ / "r").string());

@@ -502,7 +502,7 @@ class CountingPolicy final : public EvictionPolicy {
   CountingPolicy(std::unique_ptr<EvictionPolicy> inner, int* pops) : inner_(std::move(inner)), pops_(pops) {}
   const char* name() const override { return "counting-lru"; }
   std::size_t size() const override { return inner_->size(); }
-  void on_freed(std::span<Block* const> blocks) override { inner_->on_freed(blocks); }
+  void on_freed(std::span<Block* const> blocks, const BlockRetention& r) override { inner_->on_freed(blocks, r); }
   void remove(Block* b) override { inner_->remove(b); }
   void pop_n(std::size_t n, std::vector<Block*>& out) override {
     *pops_ += static_cast<int>(n);

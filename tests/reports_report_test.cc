@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -277,6 +278,25 @@ TEST(ReportCli, ExitsTwoOnBadInput) {
   ASSERT_TRUE(WIFEXITED(s2));
   EXPECT_EQ(WEXITSTATUS(s2), 2);
   EXPECT_NE(read(d / "err2.txt").find("unknown policy 'mru'"), std::string::npos);
+}
+
+TEST(SweepCli, SequenceModeAddsTheOptimumUnlessToldNot) {
+  const fs::path d = scratch();
+  const std::string base = std::string(KVSIM_BIN) + " sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 2e4 "
+                           "--policy lru,slru --limit 200 --jobs 2 --no-plot --progress off --out ";
+  ASSERT_EQ(std::system((base + (d / "with").string() + " >/dev/null").c_str()), 0);
+  ASSERT_EQ(std::system((base + (d / "without").string() + " --no-optimum >/dev/null").c_str()), 0);
+  std::istringstream with(read(d / "with" / "sweep.csv"));
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(with, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_EQ(lines[1].rfind("sharegpt_sample,20000,lru,16,sequence,", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[2].rfind("sharegpt_sample,20000,slru,16,sequence,", 0), 0u) << lines[2];
+  EXPECT_EQ(lines[3].rfind("sharegpt_sample,20000,optimum,16,sequence,", 0), 0u) << lines[3];
+  EXPECT_NE(lines[3].find(",200,0,1251,"), std::string::npos) << "200 requests, pool of 1251 blocks: " << lines[3];
+  const std::string without = read(d / "without" / "sweep.csv");
+  EXPECT_EQ(std::count(without.begin(), without.end(), '\n'), 3);
+  EXPECT_EQ(without.find("optimum"), std::string::npos);
 }
 
 TEST(SweepCli, ServingModeFillsLatencyColumns) {

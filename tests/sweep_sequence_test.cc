@@ -77,6 +77,7 @@ TEST(SweepSequence, LargePoolsAreCappedWithoutChangingCounts) {
   o.traces = {t};
   o.capacities = {1000, 1000000};
   o.block_sizes = {4};
+  o.optimum = false;
   auto points = run_sweep(o);
   ASSERT_TRUE(points.ok()) << points.status().message();
   ASSERT_EQ(points->size(), 2u);
@@ -104,7 +105,11 @@ TEST(SweepSequence, CsvIsTheSameBytesWhateverTheJobs) {
   const std::string csv = sweep_csv(*one);
   EXPECT_EQ(csv, sweep_csv(*two));
   EXPECT_EQ(csv, sweep_csv(*seven));
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 7);  // header + 6 configurations
+  // header + 6 configurations + the optimum at each of the 3 capacities, after them
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 10);
+  EXPECT_NE(csv.find("\nsharegpt_sample,80000,lru-unhashed-first,16,sequence,"), std::string::npos);
+  EXPECT_NE(csv.find("\nsharegpt_sample,5000,optimum,16,sequence,"), std::string::npos);
+  EXPECT_LT(csv.find(",lru-unhashed-first,"), csv.find(",optimum,"));
   EXPECT_EQ(csv.rfind("trace,capacity_tokens,policy,block_size,mode,hit_rate,", 0), 0u);
 }
 
@@ -113,6 +118,7 @@ TEST(SweepSequence, LruHitRateGrowsWithCapacity) {
   o.traces = {"traces/data/sharegpt_sample.kvtrace"};
   o.capacities = {1000, 3000, 10000, 30000, 100000, 300000, 1000000};
   o.jobs = 2;
+  o.optimum = false;
   auto points = run_sweep(o);
   ASSERT_TRUE(points.ok()) << points.status().message();
   for (std::size_t i = 1; i < points->size(); ++i) {
@@ -145,6 +151,10 @@ TEST(SweepBadInput, NamesWhatIsWrong) {
   auto bad_policy = run_sweep(o);
   ASSERT_FALSE(bad_policy.ok());
   EXPECT_NE(bad_policy.status().message().find("unknown policy 'fifo'"), std::string::npos);
+  o.policies = {"optimum"};
+  auto optimum = run_sweep(o);
+  ASSERT_FALSE(optimum.ok());
+  EXPECT_NE(optimum.status().message().find("'optimum' is not a policy to run"), std::string::npos);
   o.policies = {"lru"};
   o.traces = {scratch("missing.kvtrace")};
   auto missing = run_sweep(o);

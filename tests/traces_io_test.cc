@@ -43,6 +43,8 @@ std::string write_small(const std::string& name) {
   a.lora_name = "lora";
   a.priority = -2;
   a.session_id = "s1";
+  a.retention_priority = 0;  // the lowest, and not the default 35 that an absent field reads as
+  a.retention_duration = 5;
   EXPECT_TRUE(w->write(a).ok());
   TraceRequest b = make_request("b", 10, {});
   b.prompt_segments = {PromptSegment::literal({5, 6}), PromptSegment::block(77, 20)};
@@ -72,7 +74,12 @@ TEST(TraceIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(q.lora_name, "lora");
   EXPECT_EQ(q.priority, -2);
   EXPECT_EQ(q.session_id, "s1");
+  EXPECT_EQ(q.retention_priority, 0);
+  EXPECT_EQ(q.retention_duration, 5);
+  q = TraceRequest{};
   ASSERT_TRUE(*r->next(&q));
+  EXPECT_EQ(q.retention_priority, 35);
+  EXPECT_EQ(q.retention_duration, 0);
   std::vector<TokenId> expected = {5, 6};
   expand_block_tokens(77, 20, expected);
   EXPECT_EQ(q.prompt, expected);  // the compact form is expanded on read
@@ -141,6 +148,14 @@ TEST(TraceIo, WriterRejectsBadRequests) {
   EXPECT_NE(dup.message().find("duplicate request id 'a'"), std::string::npos) << dup.message();
   Status neg = w->write(make_request("n", -1, {1}));
   EXPECT_NE(neg.message().find("negative arrival time"), std::string::npos) << neg.message();
+  TraceRequest high = make_request("p", 7, {1});
+  high.retention_priority = 101;
+  Status prio = w->write(high);
+  EXPECT_NE(prio.message().find("field retention_priority: 101 is not in 0..100"), std::string::npos) << prio.message();
+  TraceRequest back_in_time = make_request("q", 7, {1});
+  back_in_time.retention_duration = -1;
+  Status dur = w->write(back_in_time);
+  EXPECT_NE(dur.message().find("field retention_duration: negative"), std::string::npos) << dur.message();
   w->abandon();
 }
 

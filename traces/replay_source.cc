@@ -41,6 +41,7 @@ StatusOr<bool> TraceRequestSource::next(kv::RequestSpec* out) {
   out->extras.cache_salt = std::move(t.cache_salt);
   out->extras.lora_name = std::move(t.lora_name);
   out->priority = t.priority;
+  out->retention = BlockRetention{t.retention_priority, t.retention_duration};
   out->arrival_time_us = t.arrival_time_us;
   if (!t.output_tokens.empty()) {
     out->outputs = std::move(t.output_tokens);

@@ -61,6 +61,8 @@ struct TraceRequest {
   std::string lora_name;
   std::int32_t priority = 0;
   std::string session_id;
+  std::int32_t retention_priority = 35;  // BlockRetention::kDefaultPriority; 0..100
+  std::int64_t retention_duration = 0;   // releases; 0: until evicted
 };
 
 // Appends the expansion of `segments` to `out`.

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <utility>
 
+#include "model/block_retention.h"
 #include "model/check.h"
 #include "files/output_file.h"
 #include "traces/block_tokens.h"
@@ -97,6 +98,14 @@ Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_
   }
   if (Status s = check_tokens("output_tokens", r.output_tokens, vocab_size); !s.ok()) {
     return s.with_context("request '" + r.id + "': ");
+  }
+  if (r.retention_priority < BlockRetention::kMinPriority || r.retention_priority > BlockRetention::kMaxPriority) {
+    return Status::error("field retention_priority: " + std::to_string(r.retention_priority) +
+                         " is not in 0..100 (request '" + r.id + "')");
+  }
+  if (r.retention_duration < 0) {
+    return Status::error("field retention_duration: negative (" + std::to_string(r.retention_duration) +
+                         ", request '" + r.id + "')");
   }
   if (!ids.insert(r.id)) return Status::error("field id: duplicate request id '" + r.id + "'");
   return Status();
@@ -226,6 +235,8 @@ Status TraceWriter::write(const TraceRequest& r) {
   m.set_lora_name(r.lora_name);
   m.set_priority(r.priority);
   m.set_session_id(r.session_id);
+  if (r.retention_priority != BlockRetention::kDefaultPriority) m.set_retention_priority(r.retention_priority);
+  m.set_retention_duration(r.retention_duration);
   if (Status s = write_frame(m.SerializeAsString()); !s.ok()) return s;
   last_arrival_us_ = r.arrival_time_us;
   ++num_written_;
@@ -400,6 +411,8 @@ StatusOr<bool> TraceReader::next(TraceRequest* out) {
   out->lora_name = m.lora_name();
   out->priority = m.priority();
   out->session_id = m.session_id();
+  out->retention_priority = m.has_retention_priority() ? m.retention_priority() : BlockRetention::kDefaultPriority;
+  out->retention_duration = m.retention_duration();
   if (Status s = check_request(*out, static_cast<std::int64_t>(out->prompt.size()), num_read_ > 0,
                                last_arrival_us_, header_.vocab_size, ids_);
       !s.ok()) {
