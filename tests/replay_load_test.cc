@@ -321,7 +321,7 @@ class AtTimes final : public RequestSource {
     *out = RequestSpec{};
     out->id = i_ == 0 ? "late" : "late" + std::to_string(i_);
     out->prompt = {1, 2, 3};
-    out->outputs = {4};
+    out->outputs = std::vector<TokenId>{4};
     out->arrival_time_us = us_[i_++];
     return true;
   }
