@@ -341,6 +341,15 @@ TEST(ConvertBurstgpt, SkipsFailedRequestsAndKeepsSessions) {
   expect_error(convert(SourceFormat::kBurstGpt, "Timestamp,Model\n"), {"missing column 'Request tokens'"});
 }
 
+// Found by fuzzing: a Session ID that is not UTF-8 was written, and protobuf then refused to read
+// the record back ("corrupt record"). The writer refuses it, naming the line and the field.
+TEST(ConvertBurstgpt, SessionIdThatIsNotUtf8IsAnError) {
+  expect_error(convert(SourceFormat::kBurstGpt,
+                       "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type,Session ID\n"
+                       "5,ChatGPT,4,1,5,x,ok\n6,ChatGPT,4,1,5,x,\xff\xfe\n"),
+               {"input.txt: line 3: ", "request 1: field session_id: not valid UTF-8"});
+}
+
 // Found by fuzzing: timestamp 18446744073709552 ms wrapped in the conversion to microseconds
 // (* 1000 = 2^64 + 384: the request arrived at 384 us) and the conversion succeeded.
 TEST(ConvertMooncake, HugeTimestampsAreErrorsNotWrapped) {

@@ -159,6 +159,28 @@ TEST(TraceIo, WriterRejectsBadRequests) {
   w->abandon();
 }
 
+// Protobuf parses only UTF-8 string fields back, so the writer refuses the others by name.
+TEST(TraceIo, StringFieldsMustBeUtf8) {
+  StatusOr<TraceWriter> w = TraceWriter::create(scratch_path("utf8.kvtrace"), TraceHeader());
+  ASSERT_TRUE(w.ok());
+  Status id = w->write(make_request("a\xc3", 0, {1}));
+  EXPECT_NE(id.message().find("request 0: field id: not valid UTF-8"), std::string::npos) << id.message();
+  TraceRequest salted = make_request("b", 0, {1});
+  salted.cache_salt = "\xff";
+  Status salt = w->write(salted);
+  EXPECT_NE(salt.message().find("field cache_salt: not valid UTF-8"), std::string::npos) << salt.message();
+  TraceRequest fine = make_request("c", 0, {1});
+  fine.session_id = "s\xc3\xa9";  // "se" with an acute accent: valid
+  EXPECT_TRUE(w->write(fine).ok());
+  w->abandon();
+  TraceHeader h;
+  h.notes = "\xe2\x82";  // a truncated three-byte sequence
+  StatusOr<TraceWriter> bad = TraceWriter::create(scratch_path("utf8h.kvtrace"), h);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("header: field notes: not valid UTF-8"), std::string::npos)
+      << bad.status().message();
+}
+
 void expect_open_error(const std::string& path, const std::string& fragment) {
   StatusOr<TraceReader> r = TraceReader::open(path);
   ASSERT_FALSE(r.ok());

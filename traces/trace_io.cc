@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl.h>
+#include <simdjson.h>
 #include <unistd.h>
 
 #include <array>
@@ -56,7 +57,18 @@ Status check_tokens(const char* field, const std::vector<TokenId>& ids, std::int
 }
 
 // The header's rules (trace.h), for the writer and the reader alike.
+// Protobuf refuses to parse a string field that is not UTF-8, so the writer refuses to write one.
+Status check_utf8(const char* field, const std::string& text) {
+  if (simdjson::validate_utf8(text.data(), text.size())) return Status();
+  return Status::error(std::string("field ") + field + ": not valid UTF-8");
+}
+
 Status check_header(const TraceHeader& h) {
+  for (const auto& [field, text] : {std::pair<const char*, const std::string*>{"source", &h.source},
+                                    {"hash_seed", &h.hash_seed}, {"tokenizer", &h.tokenizer},
+                                    {"notes", &h.notes}}) {
+    if (Status s = check_utf8(field, *text); !s.ok()) return s;
+  }
   if (!h.hash_algo.empty() && !parse_hash_algo(h.hash_algo)) {
     return Status::error("field hash_algo: unknown '" + h.hash_algo + "' (valid: sha256_cbor, xxhash_cbor)");
   }
@@ -69,6 +81,11 @@ Status check_header(const TraceHeader& h) {
 Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_prev,
                      std::int64_t prev_arrival_us, std::int64_t vocab_size, RequestIdSet& ids) {
   if (r.id.empty()) return Status::error("field id: empty request id");
+  for (const auto& [field, text] : {std::pair<const char*, const std::string*>{"id", &r.id},
+                                    {"cache_salt", &r.cache_salt}, {"lora_name", &r.lora_name},
+                                    {"session_id", &r.session_id}}) {
+    if (Status s = check_utf8(field, *text); !s.ok()) return s;
+  }
   if (prompt_size == 0) return Status::error("field prompt: empty prompt (request '" + r.id + "')");
   if (prompt_size > kMaxPromptTokens) {
     return Status::error("field prompt: " + std::to_string(prompt_size) + " tokens, more than " +
