@@ -107,11 +107,11 @@ void BlockPool::free_blocks(std::span<const BlockId> ordered_ids, const BlockRet
 BlockStored* BlockPool::begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached,
                                            std::size_t num_full, int block_size,
                                            std::span<const TokenId> tokens,
-                                           const std::string& lora_name, KvCacheGroupId group) {
+                                           const HashExtras& extras, KvCacheGroupId group) {
   if (!events_enabled_) return nullptr;
   auto* stored = &std::get<BlockStored>(events_.emplace_back(BlockStored{}));
   stored->block_size = block_size;
-  stored->lora_name = lora_name;
+  stored->lora_name = extras.lora_name;
   stored->group_idx = group;
   if (num_cached > 0) stored->parent_block_hash = hashes[num_cached - 1];
   const auto bs = static_cast<std::size_t>(block_size);
@@ -122,15 +122,22 @@ BlockStored* BlockPool::begin_stored_event(std::span<const BlockHash> hashes, st
   return stored;
 }
 
+void BlockPool::add_stored_block(BlockStored& stored, const BlockHash& hash, std::size_t index,
+                                 const HashExtras& extras) {
+  stored.block_hashes.push_back(hash);
+  const auto start = static_cast<std::int64_t>(index) * stored.block_size;
+  stored.extra_keys.push_back(block_extra_keys(extras, start, start + stored.block_size));
+}
+
 void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
                                   std::size_t num_cached, std::size_t num_full, int block_size,
-                                  std::span<const TokenId> tokens, const std::string& lora_name) {
+                                  std::span<const TokenId> tokens, const HashExtras& extras) {
   if (num_cached >= num_full) return;
   KV_CHECK(num_full <= blocks.size() && num_full <= hashes.size(),
            "caching " << num_full << " blocks with " << blocks.size() << " blocks and "
                       << hashes.size() << " hashes");
   BlockStored* stored =
-      begin_stored_event(hashes, num_cached, num_full, block_size, tokens, lora_name, 0);
+      begin_stored_event(hashes, num_cached, num_full, block_size, tokens, extras, 0);
   for (std::size_t i = num_cached; i < std::min(num_cached + kPrefetchDistance, num_full); ++i) {
     index_.prefetch(hashes[i]);
   }
@@ -141,7 +148,7 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
     KV_CHECK(!b.is_null, "the null block cannot be cached");
     b.hash = hashes[i];
     index_.insert(b);
-    if (stored) stored->block_hashes.push_back(b.hash);
+    if (stored) add_stored_block(*stored, b.hash, i, extras);
   }
   if (hooks_) {
     scratch_.clear();
@@ -153,13 +160,13 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
 void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
                                   std::size_t num_cached, std::size_t num_full,
                                   KvCacheGroupId group, int block_size,
-                                  std::span<const TokenId> tokens, const std::string& lora_name) {
+                                  std::span<const TokenId> tokens, const HashExtras& extras) {
   if (num_cached >= num_full) return;
   KV_CHECK(num_full <= blocks.size() && num_full <= hashes.size(),
            "group " << group << ": caching " << num_full << " blocks with " << blocks.size()
                     << " blocks and " << hashes.size() << " hashes");
   BlockStored* stored =
-      begin_stored_event(hashes, num_cached, num_full, block_size, tokens, lora_name, group);
+      begin_stored_event(hashes, num_cached, num_full, block_size, tokens, extras, group);
   for (std::size_t i = num_cached; i < num_full; ++i) {
     Block& b = mut(blocks[i]);
     if (b.is_null) continue;
@@ -167,7 +174,7 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
     b.hash = hashes[i];
     b.group = group;
     index_.insert(b);
-    if (stored) stored->block_hashes.push_back(b.hash);
+    if (stored) add_stored_block(*stored, b.hash, i, extras);
   }
 }
 

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "model/block.h"
+#include "model/block_hasher.h"
 #include "model/cached_block_index.h"
 #include "model/eviction_policy.h"
 #include "model/kv_events.h"
@@ -64,10 +65,11 @@ class BlockPool {
   void free_blocks(std::span<const BlockId> ordered_ids, const BlockRetention& retention = {});
 
   // Caches blocks[num_cached .. num_full) under hashes[num_cached .. num_full).
-  // `tokens` are the request's tokens (for the stored event).
+  // `tokens` and `extras` are the request's (for the stored event: its tokens, LoRA name and
+  // the extra keys of each block).
   void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
                          std::size_t num_cached, std::size_t num_full, int block_size,
-                         std::span<const TokenId> tokens, const std::string& lora_name);
+                         std::span<const TokenId> tokens, const HashExtras& extras);
 
   // The same for one group of a hybrid model: caches the non-null blocks of
   // blocks[num_cached .. num_full) under (hashes[i], group); null entries are skipped (and not
@@ -75,7 +77,7 @@ class BlockPool {
   void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
                          std::size_t num_cached, std::size_t num_full, KvCacheGroupId group,
                          int block_size, std::span<const TokenId> tokens,
-                         const std::string& lora_name);
+                         const HashExtras& extras);
 
   // Drops the cached hash of each given block that has one (they stay where they are).
   void evict_blocks(std::span<const BlockId> ids);
@@ -100,11 +102,14 @@ class BlockPool {
   Block& mut(BlockId id) { return blocks_[static_cast<std::size_t>(id)]; }
   bool evict_cached(Block& b);  // removes b from the map; true if it was cached
   // Queues an empty BlockStored for blocks [num_cached, num_full) (null when events are off);
-  // the caller appends the hashes it caches.
+  // the caller appends, with add_stored_block, each block it caches.
   BlockStored* begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached,
                                   std::size_t num_full, int block_size,
-                                  std::span<const TokenId> tokens, const std::string& lora_name,
+                                  std::span<const TokenId> tokens, const HashExtras& extras,
                                   KvCacheGroupId group);
+  // Lists block `index` of the request (hash `hash`) in `stored` with its extra keys.
+  static void add_stored_block(BlockStored& stored, const BlockHash& hash, std::size_t index,
+                               const HashExtras& extras);
 
   std::vector<Block> blocks_;
   std::unique_ptr<EvictionPolicy> policy_;

@@ -116,7 +116,7 @@ std::optional<std::vector<BlockId>> KvCacheManager::allocate(const Request& requ
     const std::size_t num_full = static_cast<std::size_t>(to_cache / config_.block_size);
     if (num_full > held->num_cached) {
       pool_.cache_full_blocks(held->blocks, request.block_hashes(), held->num_cached, num_full,
-                              config_.block_size, request.tokens(), request.extras().lora_name);
+                              config_.block_size, request.tokens(), request.extras());
       held->num_cached = num_full;
     }
   }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "model/block.h"
+#include "model/block_extra_keys.h"
 #include "model/block_hash.h"
 #include "model/types.h"
 
@@ -23,6 +24,9 @@ struct BlockStored {
   int block_size = 0;
   std::string lora_name;                       // empty = none
   std::string medium = "GPU";
+  // One entry per block of block_hashes: the extra keys its hash was computed with (nullopt:
+  // none). Empty only when block_hashes is (vLLM then sends None for the whole field).
+  std::vector<BlockExtraKeys> extra_keys;
   KvCacheGroupId group_idx = 0;                // the KV-cache group the blocks were cached for
 };
 

@@ -106,7 +106,7 @@ void SingleTypeKvCacheManager::cache_blocks(const Request& request, std::int64_t
   if (num_full <= table.num_cached) return;
   pool_.cache_full_blocks(table.blocks, request.block_hashes(), table.num_cached, num_full,
                           group_id_, spec_.block_size, request.tokens(),
-                          request.extras().lora_name);
+                          request.extras());
   table.num_cached = num_full;
 }
 

@@ -41,6 +41,26 @@ py::list hashes_list(const std::vector<BlockHash>& hashes) {
   return out;
 }
 
+// As vLLM's BlockStored.extra_keys: None, or per block None or a tuple of its keys (a LoRA name
+// or salt as str, a multimodal item as (identifier, offset)).
+py::object extra_keys_object(const std::vector<BlockExtraKeys>& extra_keys) {
+  if (extra_keys.empty()) return py::none();
+  py::list out;
+  for (const BlockExtraKeys& block : extra_keys) {
+    if (!block) {
+      out.append(py::none());
+      continue;
+    }
+    py::list keys;
+    for (const ExtraKey& key : *block) {
+      if (const auto* text = std::get_if<std::string>(&key)) keys.append(py::str(*text));
+      else keys.append(py::make_tuple(std::get<MultiModalKey>(key).identifier, std::get<MultiModalKey>(key).offset));
+    }
+    out.append(py::tuple(keys));
+  }
+  return out;
+}
+
 py::dict event_dict(const KvEvent& event) {
   return std::visit(
       [](const auto& e) {
@@ -54,6 +74,7 @@ py::dict event_dict(const KvEvent& event) {
           d["block_size"] = e.block_size;
           d["medium"] = e.medium;
           d["lora_name"] = e.lora_name.empty() ? py::object(py::none()) : py::object(py::str(e.lora_name));
+          d["extra_keys"] = extra_keys_object(e.extra_keys);
         } else if constexpr (std::is_same_v<E, BlockRemoved>) {
           d["type"] = "BlockRemoved";
           d["block_hashes"] = hashes_list(e.block_hashes);

@@ -33,6 +33,33 @@ void pack_str(Packer& p, const std::string& s) {
   p.pack_str_body(s.data(), static_cast<std::uint32_t>(s.size()));
 }
 
+// extra_keys: None when no block is listed; else one entry per block, None or a tuple (an array)
+// of its keys: a LoRA name or salt as a str, a multimodal item as the tuple (identifier, offset).
+void pack_extra_keys(Packer& p, const std::vector<BlockExtraKeys>& extra_keys) {
+  if (extra_keys.empty()) {
+    p.pack_nil();
+    return;
+  }
+  p.pack_array(static_cast<std::uint32_t>(extra_keys.size()));
+  for (const BlockExtraKeys& block : extra_keys) {
+    if (!block) {
+      p.pack_nil();
+      continue;
+    }
+    p.pack_array(static_cast<std::uint32_t>(block->size()));
+    for (const ExtraKey& key : *block) {
+      if (const auto* text = std::get_if<std::string>(&key)) {
+        pack_str(p, *text);
+      } else {
+        const auto& mm = std::get<MultiModalKey>(key);
+        p.pack_array(2);
+        pack_str(p, mm.identifier);
+        p.pack(mm.offset);
+      }
+    }
+  }
+}
+
 // BlockStored: block_hashes, parent_block_hash, token_ids, block_size, lora_id, medium,
 // lora_name, extra_keys, group_idx.
 void pack_event(Packer& p, const BlockStored& e) {
@@ -48,7 +75,7 @@ void pack_event(Packer& p, const BlockStored& e) {
   pack_str(p, e.medium);
   if (e.lora_name.empty()) p.pack_nil();
   else pack_str(p, e.lora_name);
-  p.pack_nil();  // extra_keys: none (no multimodal inputs, salts or prompt embeddings)
+  pack_extra_keys(p, e.extra_keys);
   p.pack(static_cast<std::uint32_t>(e.group_idx));
 }
 
@@ -73,6 +100,25 @@ nlohmann::ordered_json hashes_json(const std::vector<BlockHash>& hashes) {
   return out;
 }
 
+// As msgspec's JSON encoder writes them: null, or per block null or an array of keys.
+nlohmann::ordered_json extra_keys_json(const std::vector<BlockExtraKeys>& extra_keys) {
+  if (extra_keys.empty()) return nullptr;
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const BlockExtraKeys& block : extra_keys) {
+    if (!block) {
+      out.push_back(nullptr);
+      continue;
+    }
+    nlohmann::ordered_json keys = nlohmann::ordered_json::array();
+    for (const ExtraKey& key : *block) {
+      if (const auto* text = std::get_if<std::string>(&key)) keys.push_back(*text);
+      else keys.push_back({std::get<MultiModalKey>(key).identifier, std::get<MultiModalKey>(key).offset});
+    }
+    out.push_back(std::move(keys));
+  }
+  return out;
+}
+
 nlohmann::ordered_json event_json(const KvEvent& event) {
   return std::visit(
       [](const auto& e) -> nlohmann::ordered_json {
@@ -86,7 +132,7 @@ nlohmann::ordered_json event_json(const KvEvent& event) {
                   {"lora_id", nullptr},
                   {"medium", e.medium},
                   {"lora_name", e.lora_name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.lora_name)},
-                  {"extra_keys", nullptr},
+                  {"extra_keys", extra_keys_json(e.extra_keys)},
                   {"group_idx", e.group_idx}};
         } else if constexpr (std::is_same_v<E, BlockRemoved>) {
           return {{"type", "BlockRemoved"}, {"block_hashes", hashes_json(e.block_hashes)},

@@ -80,7 +80,7 @@ TEST_P(BlockPoolTest, CachedBlocksStayHittableAfterFreeUntilReused) {
   // Tokens 0..11 in blocks of 4: the first two are full and cached, the third is partial.
   const std::vector<BlockId> blocks{1, 2, 3};
   const std::vector<BlockHash> hashes{tag_hash(0xa), tag_hash(0xb)};
-  pool->cache_full_blocks(blocks, hashes, 0, 2, 4, token_range(0, 11), "");
+  pool->cache_full_blocks(blocks, hashes, 0, 2, 4, token_range(0, 11), HashExtras{});
   expect_ok(*pool);
   EXPECT_EQ(pool->block(1).hash, tag_hash(0xa));
   EXPECT_EQ(pool->block(2).hash, tag_hash(0xb));
@@ -121,7 +121,7 @@ TEST_P(BlockPoolTest, ReuseEvictsTheHashOfEachPoppedBlock) {
   auto pool = make_pool(4, true, /*events=*/true);
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
   const std::vector<BlockHash> hashes{tag_hash(1), tag_hash(2), tag_hash(3)};
-  pool->cache_full_blocks(std::vector<BlockId>{1, 2, 3}, hashes, 0, 3, 2, token_range(0, 6), "");
+  pool->cache_full_blocks(std::vector<BlockId>{1, 2, 3}, hashes, 0, 3, 2, token_range(0, 6), HashExtras{});
   pool->free_blocks(std::vector<BlockId>{3, 2, 1});
   EXPECT_EQ(queue(*pool), (std::vector<BlockId>{3, 2, 1}));  // all hashed: same in both orders
   pool->take_events();
@@ -157,8 +157,8 @@ TEST_P(BlockPoolTest, DuplicatesUnderOneHashAreNeverMerged) {
   EXPECT_EQ(take(*pool, 1), (std::vector<BlockId>{1}));
   EXPECT_EQ(take(*pool, 1), (std::vector<BlockId>{2}));
   const std::vector<BlockHash> same{tag_hash(7)};
-  pool->cache_full_blocks(std::vector<BlockId>{1}, same, 0, 1, 4, token_range(0, 4), "");
-  pool->cache_full_blocks(std::vector<BlockId>{2}, same, 0, 1, 4, token_range(0, 4), "");
+  pool->cache_full_blocks(std::vector<BlockId>{1}, same, 0, 1, 4, token_range(0, 4), HashExtras{});
+  pool->cache_full_blocks(std::vector<BlockId>{2}, same, 0, 1, 4, token_range(0, 4), HashExtras{});
   expect_ok(*pool);
   EXPECT_EQ(pool->num_cached_blocks(), 2u);
   EXPECT_EQ(pool->get_cached_block(tag_hash(7)), 1);  // the oldest
@@ -179,7 +179,7 @@ TEST_P(BlockPoolTest, YoungerDuplicateEvictedFirstLeavesTheOldestInPlace) {
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
   const std::vector<BlockHash> same{tag_hash(9)};
   for (BlockId b : {1, 2, 3}) {
-    pool->cache_full_blocks(std::vector<BlockId>{b}, same, 0, 1, 4, token_range(0, 4), "");
+    pool->cache_full_blocks(std::vector<BlockId>{b}, same, 0, 1, 4, token_range(0, 4), HashExtras{});
   }
   pool->evict_blocks(std::vector<BlockId>{2});
   expect_ok(*pool);
@@ -196,9 +196,11 @@ TEST_P(BlockPoolTest, StoredEventsCarryHashesParentAndTokens) {
   const std::vector<BlockId> blocks{1, 2, 3};
   const std::vector<BlockHash> hashes{tag_hash(1), tag_hash(2), tag_hash(3)};
   const std::vector<TokenId> tokens = token_range(100, 112);
-  pool->cache_full_blocks(blocks, hashes, 0, 2, 4, tokens, "adapter1");
-  pool->cache_full_blocks(blocks, hashes, 2, 3, 4, tokens, "adapter1");
-  pool->cache_full_blocks(blocks, hashes, 3, 3, 4, tokens, "adapter1");  // nothing new: no event
+  HashExtras lora;
+  lora.lora_name = "adapter1";
+  pool->cache_full_blocks(blocks, hashes, 0, 2, 4, tokens, lora);
+  pool->cache_full_blocks(blocks, hashes, 2, 3, 4, tokens, lora);
+  pool->cache_full_blocks(blocks, hashes, 3, 3, 4, tokens, lora);  // nothing new: no event
 
   const std::vector<KvEvent> events = pool->take_events();
   ASSERT_EQ(events.size(), 2u);
@@ -216,11 +218,41 @@ TEST_P(BlockPoolTest, StoredEventsCarryHashesParentAndTokens) {
   EXPECT_EQ(second.token_ids, token_range(108, 112));
 }
 
+// As vLLM's cache_full_blocks: one entry per stored block, the salt on block 0 only, the
+// LoRA name on every block, and None (not an empty list) for a block without extra keys.
+TEST_P(BlockPoolTest, StoredEventsCarryTheExtraKeysOfEachBlock) {
+  auto pool = make_pool(8, true, /*events=*/true);
+  EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
+  const std::vector<BlockId> blocks{1, 2, 3};
+  const std::vector<BlockHash> hashes{tag_hash(1), tag_hash(2), tag_hash(3)};
+  const std::vector<TokenId> tokens = token_range(0, 12);
+  HashExtras extras;
+  extras.lora_name = "l1";
+  extras.cache_salt = "s1";
+  extras.mm_items = {{"img", 6, 4}};  // tokens [6, 10): blocks 1 (at 2) and 2 (at -2)
+  pool->cache_full_blocks(blocks, hashes, 0, 2, 4, tokens, extras);
+  pool->cache_full_blocks(blocks, hashes, 2, 3, 4, tokens, extras);
+  const std::vector<KvEvent> events = pool->take_events();
+  ASSERT_EQ(events.size(), 2u);
+  const std::vector<BlockExtraKeys> first = {std::vector<ExtraKey>{"l1", "s1"},
+                                             std::vector<ExtraKey>{"l1", MultiModalKey{"img", 2}}};
+  EXPECT_EQ(std::get<BlockStored>(events[0]).extra_keys, first);
+  const std::vector<BlockExtraKeys> second = {std::vector<ExtraKey>{"l1", MultiModalKey{"img", -2}}};
+  EXPECT_EQ(std::get<BlockStored>(events[1]).extra_keys, second);
+
+  EXPECT_EQ(take(*pool, 2), (std::vector<BlockId>{4, 5}));
+  pool->cache_full_blocks(std::vector<BlockId>{4, 5}, std::vector<BlockHash>{tag_hash(4), tag_hash(5)},
+                          0, 2, 4, tokens, HashExtras{});
+  const std::vector<KvEvent> plain = pool->take_events();
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(std::get<BlockStored>(plain[0]).extra_keys, (std::vector<BlockExtraKeys>{std::nullopt, std::nullopt}));
+}
+
 TEST_P(BlockPoolTest, NoEventsUnlessEnabled) {
   auto pool = make_pool(4);
   take(*pool, 1);
   pool->cache_full_blocks(std::vector<BlockId>{1}, std::vector<BlockHash>{tag_hash(1)}, 0, 1, 4,
-                          token_range(0, 4), "");
+                          token_range(0, 4), HashExtras{});
   pool->evict_blocks(std::vector<BlockId>{1});
   pool->free_blocks(std::vector<BlockId>{1});
   EXPECT_TRUE(pool->reset_prefix_cache());
@@ -232,7 +264,7 @@ TEST_P(BlockPoolTest, EvictBlocksDropsHashesInPlace) {
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
   pool->cache_full_blocks(std::vector<BlockId>{1, 2, 3},
                           std::vector<BlockHash>{tag_hash(1), tag_hash(2)}, 0, 2, 4,
-                          token_range(0, 10), "");
+                          token_range(0, 10), HashExtras{});
   pool->free_blocks(std::vector<BlockId>{3, 2, 1});
   const auto before = queue(*pool);
   pool->take_events();
@@ -256,7 +288,7 @@ TEST_P(BlockPoolTest, ResetFailsWhileABlockIsInUseThenClearsEveryHash) {
   EXPECT_EQ(take(*pool, 2), (std::vector<BlockId>{1, 2}));
   pool->cache_full_blocks(std::vector<BlockId>{1, 2},
                           std::vector<BlockHash>{tag_hash(1), tag_hash(2)}, 0, 2, 4,
-                          token_range(0, 8), "");
+                          token_range(0, 8), HashExtras{});
   pool->free_blocks(std::vector<BlockId>{2});
   pool->take_events();
 
@@ -332,7 +364,7 @@ TEST_P(BlockPoolTest, CheckInvariantsNamesEachCorruption) {
     auto pool = make_pool(5);
     take(*pool, 1);
     pool->cache_full_blocks(std::vector<BlockId>{1}, std::vector<BlockHash>{tag_hash(1)}, 0, 1, 4,
-                            token_range(0, 4), "");
+                            token_range(0, 4), HashExtras{});
     corrupt(*pool, 1).hash = BlockHash{};
     EXPECT_FALSE(pool->check_invariants(&why));
     EXPECT_EQ(why, "hash map lists block 1 under a hash it does not have");
@@ -358,10 +390,12 @@ TEST_P(BlockPoolTest, GroupEventsNameTheGroupAndSkipNullBlocks) {
   auto pool = make_pool(8, true, /*events=*/true);
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
   const std::vector<BlockHash> hashes{tag_hash(1), tag_hash(2), tag_hash(3)};
+  HashExtras salted;
+  salted.cache_salt = "s1";
   pool->cache_full_blocks(std::vector<BlockId>{0, 2, 3}, hashes, 0, 3, KvCacheGroupId{1}, 4,
-                          token_range(0, 12), "");
+                          token_range(0, 12), salted);
   pool->cache_full_blocks(std::vector<BlockId>{1}, hashes, 0, 1, KvCacheGroupId{0}, 4,
-                          token_range(0, 12), "");
+                          token_range(0, 12), HashExtras{});
   pool->evict_blocks(std::vector<BlockId>{3});
   const std::vector<KvEvent> events = pool->take_events();
   ASSERT_EQ(events.size(), 3u);
@@ -370,6 +404,8 @@ TEST_P(BlockPoolTest, GroupEventsNameTheGroupAndSkipNullBlocks) {
   EXPECT_EQ(windowed.block_hashes, (std::vector<BlockHash>{tag_hash(2), tag_hash(3)}));
   EXPECT_FALSE(windowed.parent_block_hash.has_value());
   EXPECT_EQ(windowed.token_ids, token_range(0, 12));
+  // One entry per listed block: the salted block 0 was null, so neither carries the salt.
+  EXPECT_EQ(windowed.extra_keys, (std::vector<BlockExtraKeys>{std::nullopt, std::nullopt}));
   EXPECT_EQ(std::get<BlockStored>(events[1]).group_idx, 0);
   const auto& removed = std::get<BlockRemoved>(events[2]);
   EXPECT_EQ(removed.group_idx, 1);
@@ -382,14 +418,14 @@ TEST_P(BlockPoolTest, EachGroupCachesItsOwnBlockUnderOneHash) {
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
   const std::vector<BlockHash> hashes = {tag_hash(7)};
   pool->cache_full_blocks(std::vector<BlockId>{0}, hashes, 0, 1, KvCacheGroupId{0}, 4,
-                          token_range(0, 4), "");  // null: skipped
+                          token_range(0, 4), HashExtras{});  // null: skipped
   EXPECT_EQ(pool->num_cached_blocks(), 0u);
   pool->cache_full_blocks(std::vector<BlockId>{1}, hashes, 0, 1, KvCacheGroupId{0}, 4,
-                          token_range(0, 4), "");
+                          token_range(0, 4), HashExtras{});
   pool->cache_full_blocks(std::vector<BlockId>{2}, hashes, 0, 1, KvCacheGroupId{1}, 4,
-                          token_range(0, 4), "");
+                          token_range(0, 4), HashExtras{});
   pool->cache_full_blocks(std::vector<BlockId>{3}, hashes, 0, 1, KvCacheGroupId{1}, 4,
-                          token_range(0, 4), "");  // a duplicate
+                          token_range(0, 4), HashExtras{});  // a duplicate
   EXPECT_EQ(pool->get_cached_block(tag_hash(7)), 1);
   EXPECT_EQ(pool->get_cached_block(tag_hash(7), 1), 2);
   EXPECT_EQ(pool->get_cached_block(tag_hash(7), 2), kNoBlock);
@@ -408,8 +444,8 @@ TEST_P(BlockPoolTest, MisuseAborts) {
   EXPECT_DEATH(pool->free_blocks(std::vector<BlockId>{2}), "freeing block 2 with ref_cnt 0");
   take(*pool, 1);
   const std::vector<BlockHash> h{tag_hash(1)};
-  pool->cache_full_blocks(std::vector<BlockId>{1}, h, 0, 1, 4, token_range(0, 4), "");
-  EXPECT_DEATH(pool->cache_full_blocks(std::vector<BlockId>{1}, h, 0, 1, 4, token_range(0, 4), ""),
+  pool->cache_full_blocks(std::vector<BlockId>{1}, h, 0, 1, 4, token_range(0, 4), HashExtras{});
+  EXPECT_DEATH(pool->cache_full_blocks(std::vector<BlockId>{1}, h, 0, 1, 4, token_range(0, 4), HashExtras{}),
                "block 1 cached twice");
   EXPECT_DEATH(BlockPool(1, true, GetParam(), false), "at least one usable block");
 }

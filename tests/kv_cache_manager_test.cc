@@ -477,6 +477,44 @@ TEST_P(KvCacheManagerTest, SaltedAndLoraRequestsOnlyHitTheirOwnKind) {
   EXPECT_EQ(lookup(*adapted_again).blocks, Ids({7, 8}));
 }
 
+// The stored events carry, per block, the extra keys the block was hashed with: the salt on
+// block 0 only, the LoRA name on every block, None for a plain request's blocks. Decoding
+// continues the chain: the salted request's later blocks still carry none but the LoRA's.
+TEST_P(KvCacheManagerTest, StoredEventsCarryEachBlocksExtraKeys) {
+  KvCacheConfig c;
+  c.enable_kv_events = true;
+  start(16, 4, c);
+  HashExtras salt_a;
+  salt_a.cache_salt = "a";
+  HashExtras lora;
+  lora.lora_name = "adapter1";
+  auto salted = request("salted", token_range(0, 9), salt_a);
+  auto adapted = request("adapted", token_range(0, 9), lora);
+  auto plain = request("plain", token_range(0, 9));
+  ASSERT_TRUE(prefill(*salted).has_value());
+  ASSERT_TRUE(prefill(*adapted).has_value());
+  ASSERT_TRUE(prefill(*plain).has_value());
+  const std::vector<KvEvent> events = manager_->take_events();
+  ASSERT_EQ(events.size(), 3u);
+  const auto& s = std::get<BlockStored>(events[0]);
+  EXPECT_EQ(s.block_hashes, salted->block_hashes());
+  EXPECT_EQ(s.extra_keys, (std::vector<BlockExtraKeys>{std::vector<ExtraKey>{"a"}, std::nullopt}));
+  const auto& l = std::get<BlockStored>(events[1]);
+  EXPECT_EQ(l.lora_name, "adapter1");
+  EXPECT_EQ(l.extra_keys, (std::vector<BlockExtraKeys>{std::vector<ExtraKey>{"adapter1"},
+                                                       std::vector<ExtraKey>{"adapter1"}}));
+  EXPECT_EQ(std::get<BlockStored>(events[2]).extra_keys,
+            (std::vector<BlockExtraKeys>{std::nullopt, std::nullopt}));
+  // Decoding on: the third block of the salted request is stored alone, without the salt.
+  salted->append_tokens(token_range(9, 12));
+  ASSERT_TRUE(allocate(*salted, 3).has_value());
+  const std::vector<KvEvent> more = manager_->take_events();
+  ASSERT_EQ(more.size(), 1u);
+  const auto& third = std::get<BlockStored>(more[0]);
+  EXPECT_EQ(third.block_hashes.size(), 1u);
+  EXPECT_EQ(third.extra_keys, std::vector<BlockExtraKeys>{std::nullopt});
+}
+
 TEST_P(KvCacheManagerTest, EverythingFreedLeavesAFullQueueAndAResettableCache) {
   start(11, 4);
   std::vector<std::unique_ptr<Request>> live;

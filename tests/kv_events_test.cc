@@ -35,6 +35,7 @@ TEST(KvEventsTest, BatchIsVllmsArrayLikeTaggedLayout) {
   stored.parent_block_hash = hash_of(9);
   stored.token_ids = {1, 2, 3, 4};
   stored.block_size = 2;
+  stored.extra_keys = {std::nullopt, std::nullopt};  // a plain request: None per block
   const std::vector<KvEvent> events = {stored, BlockRemoved{{hash_of(1)}, "GPU"}, AllBlocksCleared{}};
   const std::string bytes = encode_kv_event_batch(1.5, events, 0);
   msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
@@ -57,7 +58,10 @@ TEST(KvEventsTest, BatchIsVllmsArrayLikeTaggedLayout) {
   EXPECT_TRUE(s.via.array.ptr[5].is_nil());                    // lora_id
   EXPECT_EQ(s.via.array.ptr[6].as<std::string>(), "GPU");      // medium
   EXPECT_TRUE(s.via.array.ptr[7].is_nil());                    // lora_name
-  EXPECT_TRUE(s.via.array.ptr[8].is_nil());                    // extra_keys
+  ASSERT_EQ(s.via.array.ptr[8].type, msgpack::type::ARRAY);   // extra_keys: one per block
+  ASSERT_EQ(s.via.array.ptr[8].via.array.size, 2u);
+  EXPECT_TRUE(s.via.array.ptr[8].via.array.ptr[0].is_nil());
+  EXPECT_TRUE(s.via.array.ptr[8].via.array.ptr[1].is_nil());
   EXPECT_EQ(s.via.array.ptr[9].as<int>(), 0);                  // group_idx
   const msgpack::object& r = evs.via.array.ptr[1];
   ASSERT_EQ(r.via.array.size, 4u);
@@ -66,6 +70,50 @@ TEST(KvEventsTest, BatchIsVllmsArrayLikeTaggedLayout) {
   const msgpack::object& c = evs.via.array.ptr[2];
   ASSERT_EQ(c.via.array.size, 1u);
   EXPECT_EQ(c.via.array.ptr[0].as<std::string>(), "AllBlocksCleared");
+}
+
+// extra_keys as msgspec encodes list[tuple | None] | None: per block nil or an array whose
+// strings are LoRA names and salts and whose pairs are (identifier, offset); nil as a whole
+// when no block is listed. The JSONL sink writes the same structure.
+TEST(KvEventsTest, ExtraKeysArePerBlockTuplesOrNil) {
+  BlockStored stored;
+  stored.block_hashes = {hash_of(1), hash_of(2), hash_of(3)};
+  stored.block_size = 4;
+  stored.lora_name = "l1";
+  stored.extra_keys = {std::vector<ExtraKey>{"l1", MultiModalKey{"img", 3}, "s1"},
+                       std::vector<ExtraKey>{"l1", MultiModalKey{"img", -1}}, std::nullopt};
+  BlockStored empty;  // a hybrid group whose new blocks were all null
+  empty.block_size = 4;
+  const std::string bytes = encode_kv_event_batch(0, {stored, empty}, 0);
+  msgpack::object_handle oh = msgpack::unpack(bytes.data(), bytes.size());
+  const msgpack::object& evs = oh.get().via.array.ptr[1];
+  const msgpack::object& keys = evs.via.array.ptr[0].via.array.ptr[8];
+  ASSERT_EQ(keys.via.array.size, 3u);
+  const msgpack::object& first = keys.via.array.ptr[0];
+  ASSERT_EQ(first.via.array.size, 3u);
+  EXPECT_EQ(first.via.array.ptr[0].as<std::string>(), "l1");
+  EXPECT_EQ(first.via.array.ptr[1].via.array.ptr[0].as<std::string>(), "img");
+  EXPECT_EQ(first.via.array.ptr[1].via.array.ptr[1].as<int>(), 3);
+  EXPECT_EQ(first.via.array.ptr[2].as<std::string>(), "s1");
+  const msgpack::object& second = keys.via.array.ptr[1];
+  ASSERT_EQ(second.via.array.size, 2u);
+  EXPECT_EQ(second.via.array.ptr[1].via.array.ptr[1].as<int>(), -1);
+  EXPECT_TRUE(keys.via.array.ptr[2].is_nil());
+  EXPECT_TRUE(evs.via.array.ptr[1].via.array.ptr[8].is_nil());
+
+  const fs::path file = fs::temp_directory_path() / ("kvsim_extra_keys_" + std::to_string(::getpid()) + ".jsonl");
+  auto sink = make_jsonl_event_sink(file.string());
+  ASSERT_TRUE(sink.ok()) << sink.status().message();
+  ASSERT_TRUE((*sink)->publish(0, 0.0, {stored, empty}).ok());
+  ASSERT_TRUE((*sink)->close().ok());
+  std::ifstream in(file);
+  std::string line;
+  ASSERT_TRUE(std::getline(in, line));
+  const auto batch = nlohmann::json::parse(line);
+  EXPECT_EQ(batch["events"][0]["extra_keys"],
+            nlohmann::json::parse(R"([["l1", ["img", 3], "s1"], ["l1", ["img", -1]], null])"));
+  EXPECT_TRUE(batch["events"][1]["extra_keys"].is_null());
+  fs::remove(file);
 }
 
 struct Outcome {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "model/block_extra_keys.h"
 #include "model/block_hasher.h"
 
 namespace kv::props {
@@ -36,6 +37,28 @@ std::vector<TokenId> iota_tokens(TokenId from, TokenId to) {
   return t;
 }
 
+// block_extra_keys() as CBOR (short strings and offsets only, as in these vectors), to hold the
+// extra keys the KV events publish to the bytes the hash was computed over.
+std::string cbor_hex(const BlockExtraKeys& keys) {
+  if (!keys) return "f6";
+  std::vector<std::uint8_t> out{static_cast<std::uint8_t>(0x80 + keys->size())};
+  const auto text = [&](const std::string& s) {
+    out.push_back(static_cast<std::uint8_t>(0x60 + s.size()));
+    out.insert(out.end(), s.begin(), s.end());
+  };
+  for (const ExtraKey& key : *keys) {
+    if (const auto* s = std::get_if<std::string>(&key)) {
+      text(*s);
+      continue;
+    }
+    const auto& mm = std::get<MultiModalKey>(key);
+    out.push_back(0x82);
+    text(mm.identifier);
+    out.push_back(static_cast<std::uint8_t>(mm.offset >= 0 ? mm.offset : 0x20 + (-1 - mm.offset)));
+  }
+  return hex(out);
+}
+
 // The extra keys of every block of `tokens` (B = 4, tokens below 24): the CBOR after the
 // parent (2 + 32 bytes), the array head and 4 one-byte tokens. The project's hasher must
 // produce the same bytes and the same hashes.
@@ -54,6 +77,8 @@ std::vector<std::string> extra_keys_hex(const std::vector<TokenId>& tokens, cons
     EXPECT_EQ(hex(project.cbor_block(parent, block, extras, static_cast<std::int64_t>(4 * i))), hex(bytes))
         << "block " << i;
     out.push_back(hex(bytes).substr(2 * (1 + 34 + 1 + 4)));
+    const auto start = static_cast<std::int64_t>(4 * i);
+    EXPECT_EQ(cbor_hex(block_extra_keys(extras, start, start + 4)), out.back()) << "block " << i;
   }
   return out;
 }

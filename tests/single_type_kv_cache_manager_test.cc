@@ -38,7 +38,7 @@ class SingleTypeManagerTest : public ::testing::Test {
       table[static_cast<std::size_t>(i)] = b[0];
       const std::vector<TokenId> tokens(hashes_.size() * 16, 0);  // 16-token blocks (spec_of)
       pool_.cache_full_blocks(table, hashes_, static_cast<std::size_t>(i),
-                              static_cast<std::size_t>(i) + 1, group, 16, tokens, "");
+                              static_cast<std::size_t>(i) + 1, group, 16, tokens, HashExtras{});
       pool_.free_blocks(b);
       ids[static_cast<std::size_t>(i)] = b[0];
     }

@@ -238,7 +238,8 @@ TEST(ConvertTokens, RequestsAsGiven) {
   const std::string jsonl =
       "{\"prompt_token_ids\": [1, 2, 3], \"output_len\": 5, \"timestamp\": 0.5}\n"
       "\n"
-      "{\"timestamp\": 1.25, \"prompt_token_ids\": [1, 2, 4, 128255], \"output_len\": 0, \"id\": \"r\", \"session_id\": \"s\"}\n";
+      "{\"timestamp\": 1.25, \"prompt_token_ids\": [1, 2, 4, 128255], \"output_len\": 0, \"id\": \"r\", \"session_id\": \"s\", "
+      "\"cache_salt\": \"tenant\", \"lora_name\": \"adapter1\"}\n";
   ConvertOptions c;
   c.vocab_size = 128256;
   StatusOr<std::string> out = convert(SourceFormat::kTokens, jsonl, c);
@@ -251,6 +252,9 @@ TEST(ConvertTokens, RequestsAsGiven) {
   EXPECT_EQ(r[0].arrival_time_us, 500000);
   EXPECT_EQ(r[1].id, "r");
   EXPECT_EQ(r[1].session_id, "s");
+  EXPECT_EQ(r[1].cache_salt, "tenant");
+  EXPECT_EQ(r[1].lora_name, "adapter1");
+  EXPECT_TRUE(r[0].cache_salt.empty() && r[0].lora_name.empty());
   EXPECT_EQ(r[1].prompt, (std::vector<TokenId>{1, 2, 4, 128255}));
   EXPECT_EQ(r[1].arrival_time_us, 1250000);
   StatusOr<TraceReader> reader = TraceReader::open(*out);

@@ -361,10 +361,14 @@ StatusOr<TokensLine> parse_tokens_line(simdjson::ondemand::object obj, const Con
       }
       if (st.ok()) line.request.arrival_time_us = std::llround(t * 1e6);
       line.have_timestamp = true;
-    } else if (key == "id" || key == "session_id") {
+    } else if (std::string* target = key == "id"           ? &line.request.id
+                                     : key == "session_id" ? &line.request.session_id
+                                     : key == "cache_salt" ? &line.request.cache_salt
+                                     : key == "lora_name"  ? &line.request.lora_name
+                                                           : nullptr) {
       std::string_view text;
       if (auto e = field.value().get_string().get(text)) st = Status::error(json_error(e));
-      (key == "id" ? line.request.id : line.request.session_id) = std::string(text);
+      *target = std::string(text);
     }
     if (!st.ok()) return st.with_context(where);
   }

@@ -10,7 +10,8 @@
 //             not replayed. Sessions are interleaved and timed as in generators.h (rate,
 //             arrival_cv, concurrent_sessions).
 //   tokens    JSONL, one request a line (docs/tokenizers.md): {"prompt_token_ids": [ids],
-//             "output_len": n, "timestamp"?: seconds, "id"?: text, "session_id"?: text}. Either
+//             "output_len": n, "timestamp"?: seconds, "id"?: text, "session_id"?: text,
+//             "cache_salt"?: text, "lora_name"?: text}. Either
 //             every line has a timestamp (non-decreasing) or none has (all arrive at 0).
 //   mooncake  JSONL {"timestamp" (ms), "input_length", "output_length", "hash_ids"} (simdjson).
 //             hash_id h expands to expand_block_tokens(h, 512), the last block truncated so the

@@ -149,3 +149,71 @@ def check_subscriber_rebuilds_the_cache(tmp_path, model, hybrid):
         assert line["ts"] == ts and [e["type"] for e in line["events"]] == [e[0] for e in events]
     sub.close(0)
     ctx.term()
+
+
+def extras_trace(tmp_path):
+    """A kvtrace of requests with a cache salt, a LoRA adapter, both, or neither. Request k's
+    prompt tokens are 1000 * k + position, so a block's first token names its request and index."""
+    kinds = [("tenant-a", ""), ("", "adapter1"), ("tenant-b", "adapter2"), ("", "")]
+    lines = []
+    for k in range(12):
+        salt, lora = kinds[k % len(kinds)]
+        tokens = [1000 * (k + 1) + i for i in range(16 * (2 + k % 3) + 5)]
+        lines.append(json.dumps({"prompt_token_ids": tokens, "output_len": 2, "timestamp": 0.05 * k,
+                                 "cache_salt": salt, "lora_name": lora}))
+    src = tmp_path / "extras.jsonl"
+    src.write_text("\n".join(lines) + "\n")
+    trace = tmp_path / "extras.kvtrace"
+    subprocess.run([KVSIM, "convert", "--from", "tokens", "--input", str(src), "-o", str(trace)], check=True)
+    return trace, kinds
+
+
+def test_subscriber_reads_the_extra_keys_of_each_block(tmp_path):
+    """vLLM's BlockStored.extra_keys: one entry per stored block, None or a tuple of the keys
+    the block was hashed with: the LoRA name on every block, the salt on block 0 only."""
+    trace, kinds = extras_trace(tmp_path)
+    pub, rep = free_port(), free_port()
+    dump = tmp_path / "cache.txt"
+    jsonl = tmp_path / "events.jsonl"
+    ctx = zmq.Context()
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"kvsim")
+    sub.setsockopt(zmq.RCVHWM, 0)
+    sub.connect(f"tcp://127.0.0.1:{pub}")
+    try:
+        cmd = [KVSIM, "replay", "--trace", str(trace), "--model", "llama3-8b", "--progress", "off",
+               "--decision-log", "digest", "--out", str(tmp_path / "run"), "--kv-events-zmq", f"tcp://*:{pub}",
+               "--kv-events-replay", f"tcp://127.0.0.1:{rep}", "--kv-events-topic", "kvsim",
+               "--kv-events-startup-ms", "1000", "--kv-events-linger-ms", "5000",
+               "--kv-events", str(jsonl), "--dump-cache", str(dump)]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            live = collect_live(sub, proc, dump, time.time() + 120)
+        finally:
+            out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0, err.decode()
+        assert sorted(live) == list(range(len(live))) and live
+        seen = collections.Counter()
+        for seq in sorted(live):
+            _, events, _ = msgpack.unpackb(live[seq], raw=False)
+            for ev in events:
+                if ev[0] != "BlockStored":
+                    continue
+                hashes, _, tokens, block_size, _, _, lora_name, extra, _ = ev[1:]
+                assert isinstance(extra, list) and len(extra) == len(hashes)
+                for j, keys in enumerate(extra):
+                    first = tokens[j * block_size]
+                    k, index = first // 1000 - 1, (first % 1000) // block_size
+                    salt, lora = kinds[k % len(kinds)]
+                    expected = ([lora] if lora else []) + ([salt] if salt and index == 0 else [])
+                    assert keys == (expected or None), (k, index, keys)
+                    assert lora_name == (lora or None)
+                    seen[(bool(salt), bool(lora), index == 0)] += 1
+        # Every kind of block was stored: salted first blocks, LoRA blocks, plain blocks.
+        assert {(True, False, True), (True, False, False), (False, True, True), (True, True, True),
+                (True, True, False), (False, False, False)} <= set(seen)
+        # The JSONL file carries the same extra keys.
+        stored = [e for l in jsonl.read_text().splitlines() for e in json.loads(l)["events"] if e["type"] == "BlockStored"]
+        assert any(e["extra_keys"] and e["extra_keys"][0] == ["tenant-a"] for e in stored)
+    finally:  # a failed assertion must not leave the context waiting on an open socket
+        ctx.destroy(linger=0)

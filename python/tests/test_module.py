@@ -19,6 +19,7 @@ def test_manager_hits_block_tables_and_events():
     assert [e["type"] for e in events] == ["BlockStored"]
     assert events[0]["block_hashes"] == m.block_hashes("a") and len(events[0]["block_hashes"]) == 2
     assert events[0]["token_ids"].tolist() == list(range(8)) and events[0]["parent_block_hash"] is None
+    assert events[0]["extra_keys"] == [None, None]  # no LoRA, salt or multimodal input
     m.free("a")
     m.add_request("b", list(range(9)))
     assert m.lookup("b") == ([1, 2], 8)
