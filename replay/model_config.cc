@@ -216,6 +216,10 @@ StatusOr<ModelShape> parse_model_config(const std::string& name, std::string_vie
     top = Json::parse(json_text.begin(), json_text.end());
   } catch (const Json::parse_error& e) {
     return Status::error(name + ": not valid JSON (byte " + std::to_string(e.byte) + ")");
+  } catch (const Json::exception& e) {  // out_of_range: a number beyond a double (1e400)
+    std::string what = e.what();
+    what.erase(0, what.find("] ") == std::string::npos ? 0 : what.find("] ") + 2);  // "[json.exception...] "
+    return Status::error(name + ": not valid JSON: " + what);
   }
   if (!top.is_object()) return Status::error(name + ": the top level must be a JSON object");
   const Json* text = &top;

@@ -109,6 +109,10 @@ TEST(ModelConfigTest, ErrorsNameTheFileAndField) {
                 .status().message(),
             "c.json: layer_types: must be a list of num_hidden_layers (2) names");
   EXPECT_EQ(parse_model_config("c.json", "{\"hidden_size\": ").status().message(), "c.json: not valid JSON (byte 17)");
+  // Found by fuzzing (fuzz/regressions/model_config/number-1e28001-overflows-double-uncaught.json):
+  // a number beyond a double threw nlohmann's out_of_range, which nothing caught.
+  EXPECT_EQ(parse_model_config("c.json", R"({"eos_token_id": [1e28001], "hidden_size": 64})").status().message(),
+            "c.json: not valid JSON: number overflow parsing '1e28001'");
   EXPECT_EQ(load_model_config("/nonexistent/config.json").status().message(),
             "cannot open model config /nonexistent/config.json");
 }
