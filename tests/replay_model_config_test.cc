@@ -117,8 +117,8 @@ TEST(ModelConfigTest, ErrorsNameTheFileAndField) {
             "cannot open model config /nonexistent/config.json");
 }
 
-// Sizes up to 2^30 each were accepted, so 2 * layers * kv_heads * head_dim (bytes per token)
-// and experts_per_tok * expert width (an int) overflowed; a no_rope_layers entry of 2^32 was
+// Sizes up to 2^30 each were accepted, so the parameter count (layers * hidden * heads *
+// head_dim) and experts_per_tok * expert width (an int) overflowed; a no_rope_layers entry of 2^32 was
 // read as 0. The inputs are in fuzz/regressions/model_config/.
 TEST(ModelConfigTest, HugeSizesNameTheFieldAndBound) {
   const std::string base = R"("hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100)";
