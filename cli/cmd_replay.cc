@@ -61,10 +61,10 @@ int verdict(const replay::ReplaySummary& summary, const std::string& trace_path)
   return 0;
 }
 
-Status write_cache_dump(const std::string& path, const Scheduler& scheduler) {
+Status write_cache_dump(const std::string& path, const Scheduler& scheduler, bool force) {
   std::string text;
   for (const std::string& h : replay::cached_block_hashes(scheduler)) text += h + "\n";
-  return files::write_file_atomically(path, text).with_context("--dump-cache: ");
+  return files::write_file_atomically(path, text, force).with_context("--dump-cache: ");
 }
 
 }  // namespace
@@ -83,7 +83,9 @@ int run_replay(int argc, char** argv) {
   opts.add_options()("help,h", "show this help")
       ("trace", po::value(&trace_path), "trace file (.kvtrace; see kvsim gen / convert)")
       ("out", po::value(&out_dir), "run folder to write (default: runs/<trace>-<device>-caching-<on|off>)")
-      ("force", po::bool_switch(&force), "replace an existing non-empty run folder (as a whole, once the run is done)")
+      ("force", po::bool_switch(&force),
+       "replace an existing non-empty run folder (as a whole, once the run is done), and existing --kv-events and "
+       "--dump-cache files")
       ("decision-log", po::value(&decision_log)->default_value("full"),
        "full: write decisions.log; digest: keep only its SHA-256 (long traces)")
       ("progress", po::value(&progress)->default_value("auto"), "auto (on a terminal) | on | off")
@@ -101,9 +103,14 @@ int run_replay(int argc, char** argv) {
   if (progress != "auto" && progress != "on" && progress != "off") {
     return fail("--progress must be auto, on or off, got '" + progress + "'");
   }
+  std::error_code ec;
+  if (!dump_cache.empty() && !force && std::filesystem::exists(dump_cache, ec)) {  // before the run, not after
+    return fail("--dump-cache: " + dump_cache + " exists (use --force to replace it)");
+  }
   replay::ReplayConfig config;
   if (Status s = apply_config_options(vm, config); !s.ok()) return fail(s.message());
   config.keep_decision_text = false;  // decisions.log is streamed to the run folder
+  config.overwrite_outputs = force;
   auto run = replay::build_replay(config, trace_path);
   if (!run.ok()) return fail(run.status().message());
 
@@ -142,7 +149,7 @@ int run_replay(int argc, char** argv) {
               << "; the latencies reflect an ever-growing queue (lower --request-rate, or add capacity)\n";
   }
   if (!dump_cache.empty()) {
-    if (Status st = write_cache_dump(dump_cache, *run->scheduler); !st.ok()) return fail(st.message());
+    if (Status st = write_cache_dump(dump_cache, *run->scheduler, force); !st.ok()) return fail(st.message());
   }
   if (run->events) {
     if (Status st = run->events->close(); !st.ok()) return fail(st.message());

@@ -2,7 +2,8 @@
 // as the rest of the backend: y[M, N] = x[M, K] W[N, K]^T. With accumulate, y is the fp32
 // residual stream and gets y += x W^T (beta = 1) in the same call. One cuBLAS handle bound to
 // one stream, with its own workspace so that calls can be captured into CUDA graphs.
-// Internal to gpu_backend/.
+// Invariant: cuBLAS is loaded (dlopen) by the first init() or cublas_load_error(), never at
+// process start. Internal to gpu_backend/.
 #pragma once
 
 #include <cstddef>
@@ -37,5 +38,9 @@ class Gemm {
 };
 
 std::string cublas_error_string(cublasStatus_t status);
+
+// Loads cuBLAS on first use (it is never linked: see gemm.cc); "" once every entry point the
+// backend calls is resolved, else why not. Needs no GPU.
+std::string cublas_load_error();
 
 }  // namespace kv::gpu

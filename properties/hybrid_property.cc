@@ -409,17 +409,7 @@ void hybrid_property() {
   HybridModel m0;
   m0.c = gen_hybrid_case();
   const auto commands = *rc::state::gen::commands(m0, &gen_hybrid_command);
-  const CaseOutcome o = run_isolated([&] {
-    CaseOutcome r;
-    try {
-      HybridSut sut(m0.c);
-      r = run_commands(commands, m0, sut);
-    } catch (const rc::detail::CaseResult& e) {
-      r.passed = false;
-      r.message = e.description;
-    }
-    return r;
-  });
+  const CaseOutcome o = run_isolated([&] { return run_on_new_sut<HybridSut>(commands, m0, m0.c); });
   if (!o.passed) {
     std::ostringstream os;
     os << o.message << "\n---- hybrid script ----\n" << m0.c.line() << "\n";

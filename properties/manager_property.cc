@@ -461,14 +461,17 @@ using ManagerCommandBase = rc::state::Command<ManagerModel, ManagerSut>;
 rc::Gen<std::shared_ptr<const ManagerCommandBase>> gen_manager_command(const ManagerModel& m) {
   return rc::gen::exec([m]() -> std::shared_ptr<const ManagerCommandBase> {
     if (const ModelRequest* p = m.pending_request()) return gen_alloc(*p);
-    std::vector<const ModelRequest*> lookupable, allocatable, appendable;
-    for (const ModelRequest& r : m.requests()) {
+    // Indices, not pointers: RapidCheck keeps the drawn elements for shrinking, after this copy
+    // of the model is gone.
+    std::vector<std::size_t> lookupable, allocatable, appendable;
+    for (std::size_t i = 0; i < m.requests().size(); ++i) {
+      const ModelRequest& r = m.requests()[i];
       if (r.retired) continue;
-      allocatable.push_back(&r);
-      if (r.computed == 0) lookupable.push_back(&r);
+      allocatable.push_back(i);
+      if (r.computed == 0) lookupable.push_back(i);
       if (r.held && r.computed == static_cast<std::int64_t>(r.tokens.size()) &&
           static_cast<std::int64_t>(r.tokens.size()) < m.config().max_model_len) {
-        appendable.push_back(&r);
+        appendable.push_back(i);
       }
     }
     enum Kind { kNew, kLookup, kAlloc, kAppend, kFree, kReset, kDrain };
@@ -493,10 +496,10 @@ rc::Gen<std::shared_ptr<const ManagerCommandBase>> gen_manager_command(const Man
     }
     switch (kind) {
       case kNew: return gen_new_request(m);
-      case kLookup: return std::make_shared<Lookup>((*rc::gen::elementOf(lookupable))->id);
-      case kAlloc: return gen_alloc(**rc::gen::elementOf(allocatable));
+      case kLookup: return std::make_shared<Lookup>(m.requests()[*rc::gen::elementOf(lookupable)].id);
+      case kAlloc: return gen_alloc(m.requests()[*rc::gen::elementOf(allocatable)]);
       case kAppend: {
-        const ModelRequest& r = **rc::gen::elementOf(appendable);
+        const ModelRequest& r = m.requests()[*rc::gen::elementOf(appendable)];
         const std::int64_t room = m.config().max_model_len - static_cast<std::int64_t>(r.tokens.size());
         return std::make_shared<Append>(r.id, gen_tokens(1, static_cast<std::size_t>(std::min<std::int64_t>(room, 3))));
       }

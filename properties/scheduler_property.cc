@@ -342,17 +342,7 @@ void scheduler_property(FreeOrder order) {
   m0.c = gen_sched_case(order);
   const auto commands = *rc::state::gen::commands(m0, &gen_sched_command);
   const SchedulerConfig config = m0.c.config;
-  const CaseOutcome o = run_isolated([&] {
-    CaseOutcome r;
-    try {
-      SchedSut sut(config);
-      r = run_commands(commands, m0, sut);
-    } catch (const rc::detail::CaseResult& e) {
-      r.passed = false;
-      r.message = e.description;
-    }
-    return r;
-  });
+  const CaseOutcome o = run_isolated([&] { return run_on_new_sut<SchedSut>(commands, m0, config); });
   if (!o.passed) {
     std::ostringstream os;
     const std::size_t shown =

@@ -1,7 +1,10 @@
 // Running a generated command sequence against a system under test, step by step, with the
 // verdict in a CaseOutcome (so it can cross a fork) instead of an exception.
-// Invariant: run_commands() runs exactly the prefix of `commands` up to and including the first
-// failing one; failed_step names it.
+// Invariants:
+//   1. run_commands() runs exactly the prefix of `commands` up to and including the first
+//      failing one; failed_step names it.
+//   2. run_on_new_sut() also turns a failure while building the system under test (an RC_ASSERT
+//      in its constructor) into a failed outcome, with failed_step -1.
 #pragma once
 
 #include <rapidcheck.h>
@@ -43,6 +46,20 @@ CaseOutcome run_commands(const Cmds& commands, const Model& initial, Sut& sut) {
     o.message = std::string("exception: ") + e.what();
   }
   return o;
+}
+
+// Builds a Sut from `args` and runs the commands against it.
+template <typename Sut, typename Cmds, typename Model, typename... Args>
+CaseOutcome run_on_new_sut(const Cmds& commands, const Model& initial, const Args&... args) {
+  try {
+    Sut sut(args...);
+    return run_commands(commands, initial, sut);
+  } catch (const rc::detail::CaseResult& e) {
+    CaseOutcome o;
+    o.passed = false;
+    o.message = e.description;
+    return o;
+  }
 }
 
 }  // namespace kv::props

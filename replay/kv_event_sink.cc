@@ -1,9 +1,10 @@
 #include "replay/kv_event_sink.h"
 
-#include <fstream>
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 #include <type_traits>
+
+#include "files/output_file.h"
 
 namespace kv::replay {
 
@@ -144,29 +145,29 @@ nlohmann::ordered_json event_json(const KvEvent& event) {
       event);
 }
 
+// Written to PATH.tmp-<pid> and renamed onto PATH by close(): a run that fails or is killed
+// never leaves a partial events file under PATH, nor replaces the one there.
 class JsonlSink : public KvEventSink {
  public:
-  JsonlSink(std::ofstream out, std::string path) : out_(std::move(out)), path_(std::move(path)) {}
+  explicit JsonlSink(files::AtomicFile file) : file_(std::move(file)) {}
 
   Status publish(std::int64_t step, double ts_seconds, const std::vector<KvEvent>& events) override {
-    if (!out_.is_open()) return Status::error("--kv-events: " + path_ + " is closed");
+    if (closed_) return Status::error("--kv-events: " + file_.path() + " is closed");
     nlohmann::ordered_json batch = {{"step", step}, {"ts", ts_seconds}, {"events", nlohmann::ordered_json::array()}};
     for (const KvEvent& e : events) batch["events"].push_back(event_json(e));
-    out_ << batch.dump() << '\n';
-    if (!out_) return Status::error("--kv-events: cannot write " + path_);
-    return {};
+    file_.out().write(batch.dump() + "\n");
+    return file_.out().status().with_context("--kv-events: ");
   }
 
   Status close() override {
-    if (!out_.is_open()) return {};
-    out_.close();
-    if (out_.fail()) return Status::error("--kv-events: cannot write " + path_);
-    return {};
+    if (closed_) return {};
+    closed_ = true;
+    return file_.commit().with_context("--kv-events: ");
   }
 
  private:
-  std::ofstream out_;
-  std::string path_;
+  files::AtomicFile file_;  // abandoned (its temporary removed) if never closed
+  bool closed_ = false;
 };
 
 class FanoutSink : public KvEventSink {
@@ -206,10 +207,10 @@ std::string encode_kv_event_batch(double ts_seconds, const std::vector<KvEvent>&
   return std::string(buf.data(), buf.size());
 }
 
-StatusOr<std::unique_ptr<KvEventSink>> make_jsonl_event_sink(const std::string& path) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) return Status::error("--kv-events: cannot open " + path + " for writing");
-  return std::unique_ptr<KvEventSink>(std::make_unique<JsonlSink>(std::move(out), path));
+StatusOr<std::unique_ptr<KvEventSink>> make_jsonl_event_sink(const std::string& path, bool overwrite) {
+  StatusOr<files::AtomicFile> file = files::AtomicFile::create(path, overwrite);
+  if (!file.ok()) return file.status().with_context("--kv-events: ");
+  return std::unique_ptr<KvEventSink>(std::make_unique<JsonlSink>(std::move(file.value())));
 }
 
 std::unique_ptr<KvEventSink> make_fanout_event_sink(std::vector<std::unique_ptr<KvEventSink>> sinks) {

@@ -10,7 +10,8 @@
 // Invariants:
 //   1. A sink only observes: enabling one changes no decision (the digest stays the same).
 //   2. Batches are written in step order; sequence numbers start at 0 and rise by one a batch.
-//   3. close() flushes everything; publish() after close() is an error.
+//   3. close() flushes everything (and puts the JSONL file in place); publish() after close()
+//      is an error.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +33,10 @@ class KvEventSink {
 };
 
 // One JSON object per batch and line: {"step", "ts", "events": [{"type": "BlockStored", ...}]},
-// hashes as lowercase hex.
-StatusOr<std::unique_ptr<KvEventSink>> make_jsonl_event_sink(const std::string& path);
+// hashes as lowercase hex. Written as a files::AtomicFile: PATH appears, whole, only when
+// close() succeeds; a sink destroyed without close() leaves PATH as it was. An existing PATH is
+// refused unless `overwrite` (kvsim replay --force).
+StatusOr<std::unique_ptr<KvEventSink>> make_jsonl_event_sink(const std::string& path, bool overwrite);
 
 struct ZmqSinkOptions {
   std::string endpoint;         // PUB: binds if it holds '*', "::", or is ipc:// / inproc://; else connects

@@ -18,6 +18,11 @@
 //   1. The result satisfies ModelShape's invariants, or the Status names the file and the field
 //      (`config.json: num_key_value_heads: 5 does not divide num_attention_heads 32`).
 //   2. Pure function of the text: the same file gives the same shape.
+//   3. Sizes are bounded far above any real model, so that bytes per token, parameter counts
+//      and a step's FLOPs stay inside int64_t: at most 1024 layers and 1024 heads, hidden_size
+//      and heads * head_dim at most 2^16, an MLP or expert width at most 2^20 and the active
+//      MLP width 2^21, 2^14 experts, a vocabulary of 2^22, windows and chunks of 2^30 tokens.
+//      A larger value is an error naming the field and the bound.
 #pragma once
 
 #include <string>

@@ -199,7 +199,7 @@ StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c
 StatusOr<std::unique_ptr<KvEventSink>> make_event_sink(const ReplayConfig& c) {
   std::vector<std::unique_ptr<KvEventSink>> sinks;
   if (!c.kv_events_file.empty()) {
-    auto jsonl = make_jsonl_event_sink(c.kv_events_file);
+    auto jsonl = make_jsonl_event_sink(c.kv_events_file, c.overwrite_outputs);
     if (!jsonl.ok()) return jsonl.status();
     sinks.push_back(std::move(*jsonl));
   }

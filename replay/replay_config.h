@@ -125,6 +125,7 @@ struct ReplayConfig {
   std::optional<sim::FaultSpec> inject_fault;
 
   bool kv_events_observed = false;   // not an option: a caller's own sink (the Python module)
+  bool overwrite_outputs = false;    // not an option: kvsim replay --force (replace --kv-events FILE)
 
   bool kv_events_enabled() const {
     return kv_events_observed || !kv_events_file.empty() || !kv_events_zmq.empty();

@@ -40,6 +40,22 @@ std::string curve_of(const GridPoint& p) {
   return key.empty() ? "all points" : key;
 }
 
+// The second-tier columns (docs/tiers.md): empty cells for a point without --host-cache-bytes.
+std::string tier_cells(const ReplaySummary& r) {
+  if (r.tiers.empty()) return ",,,,,,,";
+  std::int64_t tier_hits[2] = {0, 0}, loaded = 0, stored = 0;
+  for (std::size_t i = 0; i < r.tiers.size(); ++i) {
+    tier_hits[i < 2 ? i : 1] += r.tiers[i].hit_tokens;
+    loaded += r.tiers[i].loaded_bytes;
+    stored += r.tiers[i].stored_bytes;
+  }
+  std::ostringstream o;
+  o << ',' << num(r.tier_hit_rate) << ',' << num(r.combined_hit_rate) << ',' << tier_hits[0] << ','
+    << (r.tiers.size() > 1 ? std::to_string(tier_hits[1]) : "") << ',' << loaded << ',' << stored << ','
+    << num(static_cast<double>(r.tier_stall_ns) / 1e6);
+  return o.str();
+}
+
 }  // namespace
 
 std::string grid_csv_header(const GridPoint& first) {
@@ -48,7 +64,8 @@ std::string grid_csv_header(const GridPoint& first) {
   for (const auto& [option, value] : first.settings) o << ',' << csv_field(option);
   o << ",completed,failed,duration_s,request_throughput,output_throughput,total_token_throughput,request_goodput,"
        "mean_ttft_ms,median_ttft_ms,p99_ttft_ms,mean_tpot_ms,median_tpot_ms,p99_tpot_ms,mean_itl_ms,p99_itl_ms,"
-       "mean_e2el_ms,p99_e2el_ms,prefix_cache_hit_rate,preemptions,overloaded\n";
+       "mean_e2el_ms,p99_e2el_ms,prefix_cache_hit_rate,preemptions,overloaded,tier_hit_rate,combined_hit_rate,"
+       "host_hit_tokens,disk_hit_tokens,tier_loaded_bytes,tier_stored_bytes,tier_stall_ms\n";
   return o.str();
 }
 
@@ -64,7 +81,7 @@ std::string grid_csv_row(const GridPoint& point, const ReplaySummary& r) {
     << num(m.tpot_ms.median) << ',' << num(percentile_value(m.tpot_ms, 99)) << ',' << num(m.itl_ms.mean) << ','
     << num(percentile_value(m.itl_ms, 99)) << ',' << num(m.e2el_ms.mean) << ','
     << num(percentile_value(m.e2el_ms, 99)) << ',' << num(r.request_hit_rate) << ',' << r.preemptions << ','
-    << (r.overload.overloaded ? "yes" : "no") << '\n';
+    << (r.overload.overloaded ? "yes" : "no") << tier_cells(r) << '\n';
   return o.str();
 }
 

@@ -125,11 +125,14 @@ void CostModel::add_tier_nodes() {
   KV_CHECK(tier_.host_link.bytes_per_s > 0 && tier_.bytes_per_block > 0, "bad tier link " << tier_.host_link.name);
   tier_load_node_ = dag_.add_node("tier_load");
   tier_store_node_ = dag_.add_node("tier_store");
+  tier_save_node_ = dag_.add_node("tier_save");
   const bool stall = tier_.load == TierLoadMode::kStall;
   dag_.add_edge(id(StepNode::kHostSchedule), tier_load_node_);
   dag_.add_edge(id(StepNode::kHostSchedule), tier_store_node_);
   dag_.add_edge(tier_load_node_, id(stall ? StepNode::kInputNorm : StepNode::kFinalNorm));
   dag_.add_edge(tier_store_node_, id(stall ? StepNode::kInputNorm : StepNode::kCacheWrite));
+  dag_.add_edge(id(StepNode::kHostSchedule), tier_save_node_);
+  dag_.add_edge(tier_save_node_, id(StepNode::kD2hSampled));
 }
 
 std::int64_t CostModel::ns_to_cycles(std::int64_t ns) const {
@@ -303,15 +306,19 @@ std::int64_t CostModel::critical_path(std::int64_t host_cycles) {
 // The tier nodes' weights, the critical path with them, and what they add to it.
 void CostModel::cost_tier(const StepShape& shape, StepCost& out, std::int64_t host_cycles) {
   out.tier_load_cycles = ns_to_cycles(tier_.load_ns(shape.tier_host_loads, shape.tier_disk_loads));
-  out.tier_store_cycles = ns_to_cycles(tier_.store_ns(shape.tier_stores_before));
+  const std::int64_t store = ns_to_cycles(tier_.store_ns(shape.tier_stores_before));
+  const std::int64_t save = ns_to_cycles(tier_.store_ns(shape.tier_saves_carried));
+  out.tier_store_cycles = store + save;
   if (out.tier_load_cycles == 0 && out.tier_store_cycles == 0) return;
   dag_.set_cycles(tier_load_node_, out.tier_load_cycles);
-  dag_.set_cycles(tier_store_node_, out.tier_store_cycles);
+  dag_.set_cycles(tier_store_node_, store);
+  dag_.set_cycles(tier_save_node_, save);
   const std::int64_t with = critical_path(host_cycles);
   out.tier_stall_cycles = with - out.cycles;
   out.cycles = with;
   dag_.set_cycles(tier_load_node_, 0);
   dag_.set_cycles(tier_store_node_, 0);
+  dag_.set_cycles(tier_save_node_, 0);
 }
 
 }  // namespace kv::sim

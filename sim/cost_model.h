@@ -32,8 +32,11 @@
 //   9. Second-tier transfers (TierCostOptions::enabled): two more nodes after host_schedule,
 //      tier_load and tier_store (evicted blocks saved before reuse). Overlap: the load ends
 //      before final_norm (layer by layer, ahead of each layer's attention) and the store
-//      before cache_write; stall: both end before the forward starts. Without a tier the
-//      DAG is exactly the nodes of StepNode.
+//      before cache_write; stall: both end before the forward starts. A third node, tier_save,
+//      copies the blocks the previous step filled (every-full-block) out beside the whole
+//      forward: it ends before d2h_sampled (the same copy direction), so it delays a step only
+//      when it takes longer than the step's forward. Without a tier the DAG is exactly the
+//      nodes of StepNode.
 // Not thread-safe (cost() re-weights a member DAG).
 #pragma once
 
@@ -69,6 +72,7 @@ struct StepShape {
   // Second-tier transfers of the plan (StepPlan invariant 5).
   std::int64_t tier_host_loads = 0, tier_disk_loads = 0;  // blocks loaded from each tier
   std::int64_t tier_stores_before = 0;                     // evicted blocks saved before reuse
+  std::int64_t tier_saves_carried = 0;  // blocks the previous step filled, saved during this one
 };
 
 // `window`: the reach of the model's windowed layers (model_window(); 0 = none).
@@ -161,7 +165,7 @@ class CostModel {
   bool async_scheduling_;
   TierCostOptions tier_;
   StepDag dag_;  // fixed structure, re-weighted by cost()
-  StepDag::NodeId tier_load_node_ = -1, tier_store_node_ = -1;  // set when tier_.enabled
+  StepDag::NodeId tier_load_node_ = -1, tier_store_node_ = -1, tier_save_node_ = -1;  // when tier_.enabled
 };
 
 }  // namespace kv::sim

@@ -2,6 +2,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
+#include <utility>
+
+#include "model/parse_number.h"
 
 namespace kv::sim {
 
@@ -106,31 +110,57 @@ struct GpuField {
   const char* key;
   std::int64_t GpuSpec::*wide;
   int GpuSpec::*narrow;
+  std::int64_t max;  // the largest value a preset file may give (far above any real GPU)
+  const char* unit;
 };
+
+constexpr std::int64_t kMaxFlops = 1'000'000'000'000'000'000;  // 1 EFLOP/s
+constexpr std::int64_t kMaxBytesPerS = 1'000'000'000'000'000;   // 1 PB/s
+constexpr std::int64_t kMaxMemory = std::int64_t{1} << 50;      // 1 PiB
+constexpr std::int64_t kMaxNs = 1'000'000'000'000;              // 1000 s, as profiles' time_ns
 
 const std::vector<GpuField>& gpu_fields() {
   static const std::vector<GpuField> fields = {
-      {"peak_flops", &GpuSpec::peak_flops, nullptr},
-      {"peak_fp8_flops", &GpuSpec::peak_fp8_flops, nullptr},
-      {"peak_fp4_flops", &GpuSpec::peak_fp4_flops, nullptr},
-      {"hbm_bytes_per_s", &GpuSpec::hbm_bytes_per_s, nullptr},
-      {"memory_bytes", &GpuSpec::memory_bytes, nullptr},
-      {"sm_count", nullptr, &GpuSpec::sm_count},
-      {"clock_mhz", nullptr, &GpuSpec::clock_mhz},
-      {"compute_efficiency_pct", nullptr, &GpuSpec::compute_efficiency_pct},
-      {"bandwidth_efficiency_pct", nullptr, &GpuSpec::bandwidth_efficiency_pct},
-      {"launch_overhead_ns", &GpuSpec::launch_overhead_ns, nullptr},
-      {"graph_launch_ns", &GpuSpec::graph_launch_ns, nullptr},
-      {"h2d_bytes_per_s", &GpuSpec::h2d_bytes_per_s, nullptr},
-      {"copy_latency_ns", &GpuSpec::copy_latency_ns, nullptr},
-      {"host_step_ns", &GpuSpec::host_step_ns, nullptr},
-      {"host_per_request_ns", &GpuSpec::host_per_request_ns, nullptr},
-      {"host_per_block_ns", &GpuSpec::host_per_block_ns, nullptr},
-      {"host_per_token_ns", &GpuSpec::host_per_token_ns, nullptr},
-      {"interconnect_bytes_per_s", &GpuSpec::interconnect_bytes_per_s, nullptr},
-      {"interconnect_latency_ns", &GpuSpec::interconnect_latency_ns, nullptr},
+      {"peak_flops", &GpuSpec::peak_flops, nullptr, kMaxFlops, "FLOP/s"},
+      {"peak_fp8_flops", &GpuSpec::peak_fp8_flops, nullptr, kMaxFlops, "FLOP/s"},
+      {"peak_fp4_flops", &GpuSpec::peak_fp4_flops, nullptr, kMaxFlops, "FLOP/s"},
+      {"hbm_bytes_per_s", &GpuSpec::hbm_bytes_per_s, nullptr, kMaxBytesPerS, "bytes/s"},
+      {"memory_bytes", &GpuSpec::memory_bytes, nullptr, kMaxMemory, "bytes"},
+      {"sm_count", nullptr, &GpuSpec::sm_count, 1'000'000, "SMs"},
+      {"clock_mhz", nullptr, &GpuSpec::clock_mhz, 100'000, "MHz"},
+      {"compute_efficiency_pct", nullptr, &GpuSpec::compute_efficiency_pct, 100, "percent"},
+      {"bandwidth_efficiency_pct", nullptr, &GpuSpec::bandwidth_efficiency_pct, 100, "percent"},
+      {"launch_overhead_ns", &GpuSpec::launch_overhead_ns, nullptr, kMaxNs, "ns"},
+      {"graph_launch_ns", &GpuSpec::graph_launch_ns, nullptr, kMaxNs, "ns"},
+      {"h2d_bytes_per_s", &GpuSpec::h2d_bytes_per_s, nullptr, kMaxBytesPerS, "bytes/s"},
+      {"copy_latency_ns", &GpuSpec::copy_latency_ns, nullptr, kMaxNs, "ns"},
+      {"host_step_ns", &GpuSpec::host_step_ns, nullptr, kMaxNs, "ns"},
+      {"host_per_request_ns", &GpuSpec::host_per_request_ns, nullptr, kMaxNs, "ns"},
+      {"host_per_block_ns", &GpuSpec::host_per_block_ns, nullptr, kMaxNs, "ns"},
+      {"host_per_token_ns", &GpuSpec::host_per_token_ns, nullptr, kMaxNs, "ns"},
+      {"interconnect_bytes_per_s", &GpuSpec::interconnect_bytes_per_s, nullptr, kMaxBytesPerS, "bytes/s"},
+      {"interconnect_latency_ns", &GpuSpec::interconnect_latency_ns, nullptr, kMaxNs, "ns"},
   };
   return fields;
+}
+
+const GpuField* find_field(const std::string& key) {
+  for (const GpuField& f : gpu_fields()) {
+    if (key == f.key) return &f;
+  }
+  return nullptr;
+}
+
+// One `key = value` of a field: a whole number from 0 to the field's bound.
+Status read_field(const std::string& where, const GpuField& f, const std::string& value, std::int64_t* out) {
+  const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
+  const std::optional<std::uint64_t> v = parse_uint64(value);
+  if (!v.has_value() && !digits) return Status::error(where + f.key + ": '" + value + "' is not a non-negative integer");
+  if (!v.has_value() || *v > static_cast<std::uint64_t>(f.max)) {  // digits past 2^64 too
+    return Status::error(where + f.key + ": " + value + " is above the bound " + std::to_string(f.max) + " " + f.unit);
+  }
+  *out = static_cast<std::int64_t>(*v);
+  return {};
 }
 
 std::string_view trim(std::string_view s) {
@@ -142,8 +172,7 @@ std::string_view trim(std::string_view s) {
 }  // namespace
 
 StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_view text) {
-  std::vector<std::pair<std::string, std::int64_t>> values;
-  std::vector<int> value_lines;
+  std::vector<std::pair<std::string, std::int64_t>> values;  // within their fields' bounds
   std::string name, base = "h100-sxm";
   int line_no = 0;
   while (!text.empty()) {
@@ -167,16 +196,11 @@ StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_
       base = value;
       continue;
     }
-    bool known = false;
-    for (const GpuField& f : gpu_fields()) known = known || key == f.key;
-    if (!known) return Status::error(where + "unknown key '" + key + "'");
-    char* end = nullptr;
-    const long long v = std::strtoll(value.c_str(), &end, 10);
-    if (value.empty() || *end != '\0' || v < 0) {
-      return Status::error(where + key + ": '" + value + "' is not a non-negative integer");
-    }
+    const GpuField* field = find_field(key);
+    if (field == nullptr) return Status::error(where + "unknown key '" + key + "'");
+    std::int64_t v = 0;
+    if (Status s = read_field(where, *field, value, &v); !s.ok()) return s;
     values.emplace_back(key, v);
-    value_lines.push_back(line_no);
   }
   if (name.empty()) return Status::error(file_name + ": no 'name = ...' line");
   for (const GpuSpec& g : gpu_presets()) {
@@ -186,18 +210,10 @@ StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_
   if (!spec.ok()) return spec.status().with_context(file_name + ": ");
   GpuSpec g = *spec;
   g.name = name;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    for (const GpuField& f : gpu_fields()) {
-      if (values[i].first != f.key) continue;
-      if (f.wide != nullptr) {
-        g.*f.wide = values[i].second;
-      } else {
-        if (values[i].second > 1'000'000'000) {
-          return Status::error(file_name + ":" + std::to_string(value_lines[i]) + ": " + f.key + " is too large");
-        }
-        g.*f.narrow = static_cast<int>(values[i].second);
-      }
-    }
+  for (const auto& [key, v] : values) {
+    const GpuField& f = *find_field(key);
+    if (f.wide != nullptr) g.*f.wide = v;
+    else g.*f.narrow = static_cast<int>(v);
   }
   if (g.peak_flops <= 0 || g.hbm_bytes_per_s <= 0 || g.memory_bytes <= 0 || g.clock_mhz <= 0 || g.h2d_bytes_per_s <= 0) {
     return Status::error(file_name + ": peak_flops, hbm_bytes_per_s, memory_bytes, clock_mhz and h2d_bytes_per_s must be > 0");

@@ -68,7 +68,9 @@ StatusOr<GpuSpec> find_gpu_spec(std::string_view name);
 // peak_fp8_flops, peak_fp4_flops, memory_bytes, sm_count, clock_mhz, compute_efficiency_pct, bandwidth_efficiency_pct,
 // launch_overhead_ns, graph_launch_ns, h2d_bytes_per_s, copy_latency_ns, host_step_ns,
 // host_per_request_ns, host_per_block_ns, host_per_token_ns, interconnect_bytes_per_s,
-// interconnect_latency_ns). Errors name the file, line and key.
+// interconnect_latency_ns). Values are whole numbers from 0 up to a bound far above any real
+// GPU: 10^18 FLOP/s, 10^15 bytes/s, 2^50 bytes of memory, 10^6 SMs, 10^5 MHz, 100 percent,
+// 10^12 ns. Errors name the file, line and key.
 StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_view text);
 StatusOr<GpuSpec> load_gpu_spec_file(const std::string& path);
 // The preset file text of `spec` (every field, so it reads back equal); `comment` lines first.

@@ -1,6 +1,7 @@
 #include "sim/sim_device.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace kv::sim {
 
@@ -75,6 +76,7 @@ StepResult SimDevice::execute(const StepPlan& plan) {
   shadow_.apply(plan, &violations_);
 
   StepShape shape = summarize(plan, model_window(model()));
+  shape.tier_saves_carried = std::exchange(saves_carried_, static_cast<std::int64_t>(plan.tier_stores_after.size()));
   last_cost_ = cost_.cost(shape);
   result.duration_ns = last_cost_.duration_ns;
   for (int n = 0; n < kNumStepNodes; ++n) {

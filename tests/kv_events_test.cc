@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <msgpack.hpp>
@@ -204,7 +205,63 @@ TEST(KvEventsTest, BadOptionsNameTheOption) {
   d.kv_events_file = "/nonexistent-dir/x.jsonl";
   auto run = build_replay(d, kTrace);
   ASSERT_FALSE(run.ok());
-  EXPECT_EQ(run.status().message(), "--kv-events: cannot open /nonexistent-dir/x.jsonl for writing");
+  EXPECT_EQ(run.status().message(), "--kv-events: cannot create /nonexistent-dir/x.jsonl.tmp-" +
+                                        std::to_string(::getpid()) + ": No such file or directory");
+}
+
+std::string read_all(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// PATH.tmp-* files beside `file`.
+int temporaries_beside(const fs::path& file) {
+  int n = 0;
+  for (const fs::directory_entry& e : fs::directory_iterator(file.parent_path())) {
+    n += e.path().filename().string().rfind(file.filename().string() + ".tmp-", 0) == 0;
+  }
+  return n;
+}
+
+// The events file is a files::AtomicFile: a run that ends without close() (a failed or aborted
+// replay) leaves nothing under the final name, and an existing file is kept unless the caller
+// asks to overwrite it (kvsim replay --force).
+TEST(KvEventsTest, FileAppearsWholeOnCloseAndIsNeverOverwrittenUnasked) {
+  const fs::path dir = fs::temp_directory_path() / ("kvsim_events_atomic_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const fs::path file = dir / "events.jsonl";
+  ReplayConfig c;
+  c.num_blocks = 400;
+  c.limit = 30;
+  c.keep_decision_text = false;
+  c.kv_events_file = file.string();
+  {  // aborted: the replay runs, the sink is dropped without close()
+    auto run = build_replay(c, kTrace);
+    ASSERT_TRUE(run.ok()) << run.status().message();
+    ASSERT_TRUE(run->make_replayer(c)->run().ok());
+    EXPECT_FALSE(fs::exists(file));
+    EXPECT_EQ(temporaries_beside(file), 1);  // the partial events are under PATH.tmp-<pid> only
+  }
+  EXPECT_FALSE(fs::exists(file));
+  EXPECT_EQ(temporaries_beside(file), 0);
+
+  std::ofstream(file, std::ios::binary) << "the user's file\n";
+  auto refused = build_replay(c, kTrace);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().message(), "--kv-events: " + file.string() + " exists (use --force to replace it)");
+  EXPECT_EQ(read_all(file), "the user's file\n");
+
+  c.overwrite_outputs = true;
+  auto run = build_replay(c, kTrace);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  ASSERT_TRUE(run->make_replayer(c)->run().ok());
+  EXPECT_EQ(read_all(file), "the user's file\n");  // untouched until close()
+  ASSERT_TRUE(run->events->close().ok());
+  const std::string events = read_all(file);
+  EXPECT_EQ(events.rfind("{\"step\":", 0), 0u) << events.substr(0, 80);
+  EXPECT_EQ(events.back(), '\n');
+  EXPECT_EQ(temporaries_beside(file), 0);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -6,7 +6,10 @@
 #      not stop writes, so the test then writes under a regular file);
 #   3. a failed gen or convert with --force keeps the trace that was already at OUT;
 #   4. a second run into a folder that a first run is writing is refused; --force replaces the
-#      folder as a whole (no file of the earlier run survives).
+#      folder as a whole (no file of the earlier run survives);
+#   5. --kv-events FILE: an existing FILE is refused without --force, and a failed run (with or
+#      without --force) leaves FILE as it was, never a partial events file under its name; an
+#      existing --dump-cache FILE is refused without --force before the run.
 # Usage: output_errors_test.sh KVSIM
 set -euo pipefail
 kvsim=$(realpath "$1")
@@ -97,3 +100,27 @@ fi
 wait "$first" || fail "the first run failed: $(cat "$out/first.log")"
 test -f "$out/locked/summary.json" || fail "the first run's folder is missing"
 echo "output_errors_test: runs into a locked folder are refused; --force leaves no earlier file"
+
+# 5. --kv-events FILE is written like gen's and convert's outputs.
+events=(--kv-events "$out/events.jsonl")
+"$kvsim" "${replay[@]}" --out "$out/ev1" "${events[@]}" > /dev/null 2>&1 || fail "replay --kv-events failed"
+test -s "$out/events.jsonl" || fail "replay --kv-events wrote no events"
+cp "$out/events.jsonl" "$out/events.copy"
+expect_failure "events.jsonl exists (use --force" "$kvsim" "${replay[@]}" --out "$out/ev2" "${events[@]}"
+cmp "$out/events.jsonl" "$out/events.copy" || fail "replay without --force changed the events file"
+test ! -e "$out/ev2" || fail "a refused replay created its run folder"
+expect_failure "steps.csv\|requests.csv\|decisions.log\|events.jsonl" limited "$kvsim" "${replay[@]}" --out "$out/ev3" \
+  "${events[@]}" --force
+cmp "$out/events.jsonl" "$out/events.copy" || fail "a failed replay --force changed the events file"
+expect_failure "steps.csv\|requests.csv\|decisions.log\|new-events.jsonl" limited "$kvsim" "${replay[@]}" \
+  --out "$out/ev4" --kv-events "$out/new-events.jsonl"
+test ! -e "$out/new-events.jsonl" || fail "a failed replay left a partial events file"
+ls "$out"/*events.jsonl.tmp-* 2> /dev/null && fail "a failed replay left its temporary events file"
+"$kvsim" replay --trace "$trace" --limit 20 --kv-cache-tokens 20000 --progress off --out "$out/ev5" "${events[@]}" --force > /dev/null 2>&1 || fail "replay --force failed"
+cmp -s "$out/events.jsonl" "$out/events.copy" && fail "replay --kv-events --force did not replace the events file"
+echo mine > "$out/dump.txt"
+expect_failure "dump.txt exists (use --force" "$kvsim" "${replay[@]}" --out "$out/ev6" --dump-cache "$out/dump.txt"
+test "$(cat "$out/dump.txt")" = mine || fail "replay --dump-cache without --force replaced the file"
+test ! -e "$out/ev6" || fail "a replay refused for --dump-cache created its run folder"
+echo "output_errors_test: --kv-events FILE: refused without --force, kept whole by failed runs, replaced by --force;"
+echo "output_errors_test: --dump-cache FILE: refused without --force"

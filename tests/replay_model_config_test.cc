@@ -109,8 +109,40 @@ TEST(ModelConfigTest, ErrorsNameTheFileAndField) {
                 .status().message(),
             "c.json: layer_types: must be a list of num_hidden_layers (2) names");
   EXPECT_EQ(parse_model_config("c.json", "{\"hidden_size\": ").status().message(), "c.json: not valid JSON (byte 17)");
+  // Found by fuzzing (fuzz/regressions/model_config/number-1e28001-overflows-double-uncaught.json):
+  // a number beyond a double threw nlohmann's out_of_range, which nothing caught.
+  EXPECT_EQ(parse_model_config("c.json", R"({"eos_token_id": [1e28001], "hidden_size": 64})").status().message(),
+            "c.json: not valid JSON: number overflow parsing '1e28001'");
   EXPECT_EQ(load_model_config("/nonexistent/config.json").status().message(),
             "cannot open model config /nonexistent/config.json");
+}
+
+// Sizes up to 2^30 each were accepted, so the parameter count (layers * hidden * heads *
+// head_dim) and experts_per_tok * expert width (an int) overflowed; a no_rope_layers entry of 2^32 was
+// read as 0. The inputs are in fuzz/regressions/model_config/.
+TEST(ModelConfigTest, HugeSizesNameTheFieldAndBound) {
+  const std::string base = R"("hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100)";
+  EXPECT_EQ(parse_model_config("c.json", R"({"num_hidden_layers": 1073741824, )" + base + "}").status().message(),
+            "c.json: num_hidden_layers: 1073741824 is above the bound 1024");
+  EXPECT_EQ(parse_model_config("c.json", R"({"num_hidden_layers": 18446744073709551615, )" + base + "}").status().message(),
+            "c.json: num_hidden_layers: 18446744073709551615 is above the bound 1024");
+  EXPECT_EQ(parse_model_config("c.json", R"({"num_hidden_layers": 2, "head_dim": 65536, )" + base + "}").status().message(),
+            "c.json: head_dim: 65536 times 4 heads is above the bound 65536");
+  EXPECT_EQ(parse_model_config("c.json", R"({"num_hidden_layers": 2, "num_local_experts": 16384, "num_experts_per_tok": 16384,
+                                            "moe_intermediate_size": 1048576, )" + base + "}")
+                .status().message(),
+            "c.json: num_experts_per_tok: 16384 experts of width 1048576 make an active MLP of 17179869184, above the "
+            "bound 2097152");
+  EXPECT_EQ(parse_model_config("c.json", R"({"num_hidden_layers": 2, "attention_chunk_size": 8, "no_rope_layers": [1, 4294967296], )" +
+                                             base + "}")
+                .status().message(),
+            "c.json: no_rope_layers[1]: must be 0 (global) or 1 (chunked), got 4294967296");
+  // At the bounds: every size product still fits.
+  auto big = parse_model_config("c.json", R"({"num_hidden_layers": 1024, "hidden_size": 65536, "num_attention_heads": 1024,
+                                             "head_dim": 64, "intermediate_size": 1048576, "vocab_size": 4194304})");
+  ASSERT_TRUE(big.ok()) << big.status().message();
+  EXPECT_EQ(big->kv_bytes_per_token(), 2LL * 1024 * 1024 * 64 * 2);
+  EXPECT_GT(big->weight_bytes(), 0);
 }
 
 }  // namespace

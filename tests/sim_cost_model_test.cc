@@ -519,5 +519,29 @@ TEST(TierCostTest, OverlappedLoadHidesBehindComputeAndAStalledOneDoesNot) {
   EXPECT_EQ(overlap.cost(s).cycles, base.cycles);  // the tier nodes are re-weighted every step
 }
 
+// every-full-block: the blocks one step filled are copied out during the next, beside its
+// whole forward; only a copy longer than the forward delays the step.
+TEST(TierCostTest, CarriedSavesHideBehindTheForwardUnlessLonger) {
+  const ModelShape m = model("llama3-8b");
+  const GpuSpec g = gpu("h100-sxm");
+  const TierCostOptions t = tier_costs(TierLoadMode::kOverlap);
+  CostModel plain(m, g, graphs(CudaGraphMode::kNone), nullptr);
+  CostModel tiered(m, g, graphs(CudaGraphMode::kNone), nullptr, false, t);
+  StepShape s = prefill(4096, 0);
+  const StepCost base = plain.cost(s);
+  s.tier_saves_carried = 256;  // 512 MiB over PCIe 5: shorter than a 4096-token prefill
+  const StepCost hidden = tiered.cost(s);
+  EXPECT_EQ(hidden.cycles, base.cycles);
+  EXPECT_EQ(hidden.tier_stall_cycles, 0);
+  EXPECT_EQ(hidden.tier_store_cycles, plain.ns_to_cycles(t.store_ns(256)));
+  EXPECT_EQ(hidden.tier_load_cycles, 0);
+  s.tier_saves_carried = 20'000;  // 40 GB: longer than the forward
+  const StepCost delayed = tiered.cost(s);
+  EXPECT_GT(delayed.tier_stall_cycles, 0);
+  EXPECT_EQ(delayed.cycles, base.cycles + delayed.tier_stall_cycles);
+  // The save runs beside the forward, so it adds less than its own length.
+  EXPECT_LT(delayed.tier_stall_cycles, delayed.tier_store_cycles);
+}
+
 }  // namespace
 }  // namespace kv::sim

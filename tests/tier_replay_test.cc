@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "replay/replay_builder.h"
+#include "reports/grid_report.h"
 #include "reports/result_json.h"
 #include "reports/run_folder.h"
 #include "sim/shadow_kv.h"
@@ -88,6 +89,21 @@ TEST(TierReplay, FiguresReachTheSummaryAndBothJsonFiles) {
   const ReplaySummary plain = run(base(kSmallGpu));
   EXPECT_EQ(reports::format_summary("replay", plain, 1.0).find("tier"), std::string::npos);
   EXPECT_EQ(reports::result_json({}, plain, "20260101-000000").find("kv_tiers"), std::string::npos);
+  // A --vary sweep's sweep.csv: the tier columns, filled for the tiered point, empty without.
+  GridPoint point;
+  point.settings = {{"host-cache-bytes", "512000000000"}};
+  const std::string csv = reports::grid_csv({point, point}, {s, plain});
+  EXPECT_NE(csv.find(",overloaded,tier_hit_rate,combined_hit_rate,host_hit_tokens,disk_hit_tokens,"
+                     "tier_loaded_bytes,tier_stored_bytes,tier_stall_ms\n"),
+            std::string::npos)
+      << csv;
+  const std::string loaded_stored = "," + std::to_string(s.tiers[0].loaded_bytes + s.tiers[1].loaded_bytes) + "," +
+                                    std::to_string(s.tiers[0].stored_bytes + s.tiers[1].stored_bytes) + ",";
+  EXPECT_NE(csv.find("," + std::to_string(s.tiers[0].hit_tokens) + "," + std::to_string(s.tiers[1].hit_tokens) +
+                     loaded_stored),
+            std::string::npos)
+      << csv;
+  EXPECT_NE(csv.find(",no,,,,,,,\n"), std::string::npos) << csv;
 }
 
 TEST(TierReplay, InfiniteInstantTierGivesTheInfiniteGpuHitRate) {

@@ -1,0 +1,81 @@
+// Fuzz target gpu_preset: any bytes as a GPU preset file (`--gpu-preset-file FILE`,
+// sim/hardware_specs.h), read from disk as the replay reads it, then what a replay does with
+// the spec.
+// Properties: the reader never crashes; a spec it accepts has positive peak FLOPs, bandwidths,
+// memory and clock, efficiencies in 1..100 and every figure within its documented bound; it
+// prints back (gpu_spec_to_text) to a file that reads back equal; the cost model prices steps of
+// every size for llama3-8b on it (no abort in the step DAG, durations >= 0).
+#include <algorithm>
+#include <string>
+
+#include "fuzz/fuzz_target.h"
+#include "model/model_shape.h"
+#include "sim/cost_model.h"
+#include "sim/hardware_specs.h"
+
+namespace {
+
+using kv::sim::GpuSpec;
+
+constexpr std::int64_t kMaxNs = 1'000'000'000'000;
+
+void check_spec(const GpuSpec& g) {
+  const std::string what = g.name;
+  FUZZ_CHECK(g.peak_flops > 0 && g.peak_flops <= 1'000'000'000'000'000'000, what);
+  for (std::int64_t flops : {g.peak_fp8_flops, g.peak_fp4_flops}) {
+    FUZZ_CHECK(flops >= 0 && flops <= 1'000'000'000'000'000'000, what);
+  }
+  for (std::int64_t bw : {g.hbm_bytes_per_s, g.h2d_bytes_per_s}) FUZZ_CHECK(bw > 0 && bw <= 1'000'000'000'000'000, what);
+  FUZZ_CHECK(g.interconnect_bytes_per_s >= 0 && g.interconnect_bytes_per_s <= 1'000'000'000'000'000, what);
+  FUZZ_CHECK(g.memory_bytes > 0 && g.memory_bytes <= (std::int64_t{1} << 50), what);
+  FUZZ_CHECK(g.clock_mhz > 0 && g.clock_mhz <= 100'000 && g.sm_count >= 0 && g.sm_count <= 1'000'000, what);
+  FUZZ_CHECK(g.compute_efficiency_pct >= 1 && g.compute_efficiency_pct <= 100, what);
+  FUZZ_CHECK(g.bandwidth_efficiency_pct >= 1 && g.bandwidth_efficiency_pct <= 100, what);
+  for (std::int64_t ns : {g.launch_overhead_ns, g.graph_launch_ns, g.copy_latency_ns, g.host_step_ns,
+                          g.host_per_request_ns, g.host_per_block_ns, g.host_per_token_ns, g.interconnect_latency_ns}) {
+    FUZZ_CHECK(ns >= 0 && ns <= kMaxNs, what);
+  }
+}
+
+void check_round_trip(const GpuSpec& g) {
+  const std::string text = kv::sim::gpu_spec_to_text(g, "h100-sxm", "round trip");
+  auto again = kv::sim::parse_gpu_spec_text("again.gpu", text);
+  FUZZ_CHECK(again.ok(), again.status().message() + " in\n" + text);
+  FUZZ_CHECK(again->name == g.name, again->name);
+  FUZZ_CHECK(kv::sim::gpu_spec_to_text(*again, "h100-sxm", "round trip") == text, text);
+}
+
+// Steps from one decode token to a full 8192-token prefill over a long context.
+void price_steps(const GpuSpec& gpu) {
+  static const kv::ModelShape model = kv::find_model_shape("llama3-8b").value();
+  kv::CudaGraphConfig graphs;
+  graphs.max_num_batched_tokens = 8192;
+  kv::sim::CostModel cost(model, gpu, graphs, nullptr);
+  for (std::int64_t tokens : {1, 7, 256, 8192}) {
+    kv::sim::StepShape s;
+    s.num_tokens = tokens;
+    s.num_seqs = std::min<std::int64_t>(tokens, 256);
+    s.num_sampled = s.num_seqs;
+    s.kv_tokens_read = tokens * 64;
+    s.attended_pairs = tokens * 64;
+    s.num_block_ids = tokens / 16 + 1;
+    s.uniform_decode = tokens == s.num_seqs;
+    const kv::sim::StepCost c = cost.cost(s);
+    FUZZ_CHECK(c.cycles >= 0 && c.duration_ns >= 0, std::to_string(c.duration_ns));
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string path = kv::fuzz::write_scratch("preset.gpu", kv::fuzz::as_text(data, size));
+  auto spec = kv::sim::load_gpu_spec_file(path);
+  if (!spec.ok()) {
+    FUZZ_CHECK(spec.status().message().rfind(path, 0) == 0, spec.status().message());
+    return 0;
+  }
+  check_spec(*spec);
+  check_round_trip(*spec);
+  price_steps(*spec);
+  return 0;
+}
