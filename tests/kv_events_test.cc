@@ -103,7 +103,7 @@ TEST(KvEventsTest, ExtraKeysArePerBlockTuplesOrNil) {
   EXPECT_TRUE(evs.via.array.ptr[1].via.array.ptr[8].is_nil());
 
   const fs::path file = fs::temp_directory_path() / ("kvsim_extra_keys_" + std::to_string(::getpid()) + ".jsonl");
-  auto sink = make_jsonl_event_sink(file.string());
+  auto sink = make_jsonl_event_sink(file.string(), /*overwrite=*/true);
   ASSERT_TRUE(sink.ok()) << sink.status().message();
   ASSERT_TRUE((*sink)->publish(0, 0.0, {stored, empty}).ok());
   ASSERT_TRUE((*sink)->close().ok());
