@@ -199,7 +199,7 @@ StatusOr<RunData> load_run(const std::string& dir) {
     ss << in.rdbuf();
     try {
       j = nlohmann::json::parse(ss.str());
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e400
       return Status::error(summary_path + ": not valid JSON: " + e.what());
     }
   }

@@ -231,6 +231,13 @@ TEST(ReportBadInput, NamesTheFileAndLine) {
   ASSERT_FALSE(bad_json.ok());
   EXPECT_NE(bad_json.status().message().find("summary.json: not valid JSON"), std::string::npos);
   EXPECT_NE(bad_json.status().message().find("line 3"), std::string::npos) << bad_json.status().message();
+  // A number beyond a double is the JSON library's out_of_range, not a parse_error.
+  std::ofstream(d / "run2" / "summary.json") << "{\"config\": {\"device\": 1e400}}";
+  auto huge = load_run((d / "run2").string());
+  ASSERT_FALSE(huge.ok());
+  EXPECT_NE(huge.status().message().find((d / "run2" / "summary.json").string() + ": not valid JSON: "),
+            std::string::npos)
+      << huge.status().message();
 }
 
 // Found by fuzzing: empty numeric cells of steps.csv, requests.csv and kernels.csv were read as 0.
