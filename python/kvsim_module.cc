@@ -309,13 +309,14 @@ py::dict summary_dict(const replay::ReplaySummary& s) {
 // One replay: configured like `kvsim replay` (option names as on its command line), run once.
 class PyReplay {
  public:
-  PyReplay(const std::string& trace, const py::dict& options, bool collect_events) {
+  PyReplay(const std::string& trace, const py::dict& options, bool collect_events, bool force) {
     for (const auto& [key, value] : options) {
       std::string name = py::str(key).cast<std::string>();
       for (char& c : name) c = c == '_' ? '-' : c;
       if (Status s = replay::set_option(config_, name, option_text(value)); !s.ok()) raise(s.message());
     }
     config_.kv_events_observed = collect_events;
+    config_.overwrite_outputs = force;
     run_ = value_or_raise(replay::build_replay(config_, trace));
     replayer_ = run_.make_replayer(config_);
     if (collect_events) {
@@ -363,8 +364,9 @@ class PyReplay {
 
 void bind_replay(py::module_& m) {
   py::class_<PyReplay>(m, "Replay", "a replay of a trace, configured as `kvsim replay` (replay/replay_config.h)")
-      .def(py::init<const std::string&, const py::dict&, bool>(), py::arg("trace"),
-           py::arg("options") = py::dict(), py::arg("collect_events") = false)
+      .def(py::init<const std::string&, const py::dict&, bool, bool>(), py::arg("trace"),
+           py::arg("options") = py::dict(), py::arg("collect_events") = false, py::arg("force") = false,
+           "force: replace an existing kv_events file, as `kvsim replay --force` does")
       .def("run", &PyReplay::run, "runs the replay; its summary")
       .def_property_readonly("events", &PyReplay::events)
       .def_property_readonly("metrics", &PyReplay::metrics)

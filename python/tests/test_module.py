@@ -75,6 +75,19 @@ def test_replay_events_rebuild_the_cache_after_evictions():
     assert plain["digest"] == s["digest"]
 
 
+def test_replay_events_file_is_replaced_only_with_force(tmp_path):
+    events = tmp_path / "events.jsonl"
+    events.write_text("kept\n")
+    options = {"num_blocks": 400, "limit": 5, "kv_events": str(events)}
+    with pytest.raises(ValueError, match="exists"):
+        kvsim.Replay(TRACE, options)
+    assert events.read_text() == "kept\n"
+    r = kvsim.Replay(TRACE, options, force=True)
+    assert events.read_text() == "kept\n"  # replaced only when the run closes it
+    r.run()
+    assert events.read_text().startswith("{")
+
+
 def test_replay_bad_options_raise_the_command_messages():
     with pytest.raises(ValueError, match=r"^--block-size: must be in 1\.\.1024, got 0$"):
         kvsim.Replay(TRACE, {"block_size": 0})
