@@ -5,12 +5,11 @@
 // memory and clock, efficiencies in 1..100 and every figure within its documented bound; it
 // prints back (gpu_spec_to_text) to a file that reads back equal; the cost model prices steps of
 // every size for llama3-8b on it (no abort in the step DAG, durations >= 0).
-#include <algorithm>
 #include <string>
 
 #include "fuzz/fuzz_target.h"
+#include "fuzz/price_steps.h"
 #include "model/model_shape.h"
-#include "sim/cost_model.h"
 #include "sim/hardware_specs.h"
 
 namespace {
@@ -45,26 +44,6 @@ void check_round_trip(const GpuSpec& g) {
   FUZZ_CHECK(kv::sim::gpu_spec_to_text(*again, "h100-sxm", "round trip") == text, text);
 }
 
-// Steps from one decode token to a full 8192-token prefill over a long context.
-void price_steps(const GpuSpec& gpu) {
-  static const kv::ModelShape model = kv::find_model_shape("llama3-8b").value();
-  kv::CudaGraphConfig graphs;
-  graphs.max_num_batched_tokens = 8192;
-  kv::sim::CostModel cost(model, gpu, graphs, nullptr);
-  for (std::int64_t tokens : {1, 7, 256, 8192}) {
-    kv::sim::StepShape s;
-    s.num_tokens = tokens;
-    s.num_seqs = std::min<std::int64_t>(tokens, 256);
-    s.num_sampled = s.num_seqs;
-    s.kv_tokens_read = tokens * 64;
-    s.attended_pairs = tokens * 64;
-    s.num_block_ids = tokens / 16 + 1;
-    s.uniform_decode = tokens == s.num_seqs;
-    const kv::sim::StepCost c = cost.cost(s);
-    FUZZ_CHECK(c.cycles >= 0 && c.duration_ns >= 0, std::to_string(c.duration_ns));
-  }
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -76,6 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   check_spec(*spec);
   check_round_trip(*spec);
-  price_steps(*spec);
+  static const kv::ModelShape model = kv::find_model_shape("llama3-8b").value();
+  kv::fuzz::price_steps(model, *spec);
   return 0;
 }

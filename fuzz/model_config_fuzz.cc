@@ -6,15 +6,14 @@
 // and far inside int64_t; the shape printed back as a plain config.json reads back equal; its
 // KV-cache groups form or are refused with a Status; the cost model prices steps of every size
 // with it on an H100 (no abort in the step DAG, durations >= 0).
-#include <algorithm>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_target.h"
+#include "fuzz/price_steps.h"
 #include "model/model_shape.h"
 #include "replay/model_config.h"
-#include "sim/cost_model.h"
 #include "sim/hardware_specs.h"
 
 namespace {
@@ -69,30 +68,6 @@ void check_round_trip(const ModelShape& m) {
   FUZZ_CHECK(same, text);
 }
 
-// Steps from one decode token to a full 8192-token prefill over a long context.
-void price_steps(const ModelShape& m) {
-  static const kv::sim::GpuSpec gpu = kv::sim::find_gpu_spec("h100-sxm").value();
-  kv::CudaGraphConfig graphs;
-  graphs.max_num_batched_tokens = 8192;
-  kv::sim::CostModel cost(m, gpu, graphs, nullptr);
-  const std::int64_t window = kv::sim::model_window(m);
-  for (std::int64_t tokens : {1, 7, 256, 8192}) {
-    kv::sim::StepShape s;
-    s.num_tokens = tokens;
-    s.num_seqs = std::min<std::int64_t>(tokens, 256);
-    s.num_sampled = s.num_seqs;
-    s.kv_tokens_read = tokens * 64;
-    s.attended_pairs = tokens * 64;
-    s.num_block_ids = tokens / 16 + 1;
-    s.uniform_decode = tokens == s.num_seqs;
-    s.window = window;
-    s.window_kv_tokens_read = window > 0 ? std::min(s.kv_tokens_read, tokens * window) : 0;
-    s.window_attended_pairs = window > 0 ? std::min(s.attended_pairs, tokens * window) : 0;
-    const kv::sim::StepCost c = cost.cost(s);
-    FUZZ_CHECK(c.cycles >= 0 && c.duration_ns >= 0, std::to_string(c.duration_ns));
-  }
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -104,6 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   check_shape(*shape);
   check_round_trip(*shape);
   (void)shape->kv_cache_groups(16);  // groups or a Status, never an abort
-  price_steps(*shape);
+  static const kv::sim::GpuSpec gpu = kv::sim::find_gpu_spec("h100-sxm").value();
+  kv::fuzz::price_steps(*shape, gpu);
   return 0;
 }

@@ -4,14 +4,13 @@
 // that parses to the same rows; the cost model prices steps of every size with it (no abort in
 // the step DAG, durations >= 0); calibrate() on its rows returns a preset or an error, and a
 // fitted preset prices the same steps.
-#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "fuzz/fuzz_target.h"
+#include "fuzz/price_steps.h"
 #include "model/model_shape.h"
 #include "sim/calibration.h"
-#include "sim/cost_model.h"
 #include "sim/profile_table.h"
 
 namespace {
@@ -23,25 +22,6 @@ std::string to_csv(const std::vector<kv::sim::ProfileRow>& rows) {
            std::to_string(r.num_seqs) + "," + std::to_string(r.context_tokens) + "," + std::to_string(r.time_ns) + "\n";
   }
   return csv;
-}
-
-// Steps from one decode token to a full 8192-token prefill over a long context.
-void price_steps(const kv::ModelShape& model, const kv::sim::GpuSpec& gpu, const kv::sim::ProfileTable* profile) {
-  kv::CudaGraphConfig graphs;
-  graphs.max_num_batched_tokens = 8192;
-  kv::sim::CostModel cost(model, gpu, graphs, profile);
-  for (std::int64_t tokens : {1, 7, 256, 8192}) {
-    kv::sim::StepShape s;
-    s.num_tokens = tokens;
-    s.num_seqs = std::min<std::int64_t>(tokens, 256);
-    s.num_sampled = s.num_seqs;
-    s.kv_tokens_read = tokens * 64;
-    s.attended_pairs = tokens * 64;
-    s.num_block_ids = tokens / 16 + 1;
-    s.uniform_decode = tokens == s.num_seqs;
-    const kv::sim::StepCost c = cost.cost(s);
-    FUZZ_CHECK(c.cycles >= 0 && c.duration_ns >= 0, std::to_string(c.duration_ns));
-  }
 }
 
 }  // namespace
@@ -56,9 +36,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   FUZZ_CHECK(again->all_rows().size() == rows.size(), "round trip");
   static const kv::ModelShape model = kv::find_model_shape("llama3-8b").value();
   static const GpuSpec gpu = find_gpu_spec("h100-sxm").value();
-  price_steps(model, gpu, &*table);
+  kv::fuzz::price_steps(model, gpu, &*table);
   if (rows.empty() || rows.size() > 512) return 0;  // calibrate's fit is slower per row
   auto fit = calibrate(rows, model, gpu, "fuzz-fit");
-  if (fit.ok()) price_steps(model, fit->spec, nullptr);
+  if (fit.ok()) kv::fuzz::price_steps(model, fit->spec);
   return 0;
 }

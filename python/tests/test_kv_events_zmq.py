@@ -110,15 +110,21 @@ def test_subscriber_rebuilds_a_hybrid_cache_with_group_ids(tmp_path):
     check_subscriber_rebuilds_the_cache(tmp_path, "gpt-oss-20b", hybrid=True)
 
 
+def subscribe(ctx, pub):
+    """A SUB socket on topic "kvsim" that keeps every batch however fast the replay runs."""
+    sub = ctx.socket(zmq.SUB)
+    sub.setsockopt(zmq.SUBSCRIBE, b"kvsim")
+    sub.setsockopt(zmq.RCVHWM, 0)
+    sub.connect(f"tcp://127.0.0.1:{pub}")
+    return sub
+
+
 def check_subscriber_rebuilds_the_cache(tmp_path, model, hybrid):
     pub, rep = free_port(), free_port()
     dump = tmp_path / "cache.txt"
     jsonl = tmp_path / "events.jsonl"
     ctx = zmq.Context()
-    sub = ctx.socket(zmq.SUB)
-    sub.setsockopt(zmq.SUBSCRIBE, b"kvsim")
-    sub.setsockopt(zmq.RCVHWM, 0)  # keep every batch however fast the replay runs
-    sub.connect(f"tcp://127.0.0.1:{pub}")
+    sub = subscribe(ctx, pub)
     cmd = [KVSIM, "replay", "--trace", TRACE, "--model", model, "--num-blocks", "400", "--limit", "80",
            "--progress", "off", "--decision-log", "digest", "--out", str(tmp_path / "run"),
            "--kv-events-zmq", f"tcp://*:{pub}", "--kv-events-replay", f"tcp://127.0.0.1:{rep}",
@@ -176,10 +182,7 @@ def test_subscriber_reads_the_extra_keys_of_each_block(tmp_path):
     dump = tmp_path / "cache.txt"
     jsonl = tmp_path / "events.jsonl"
     ctx = zmq.Context()
-    sub = ctx.socket(zmq.SUB)
-    sub.setsockopt(zmq.SUBSCRIBE, b"kvsim")
-    sub.setsockopt(zmq.RCVHWM, 0)
-    sub.connect(f"tcp://127.0.0.1:{pub}")
+    sub = subscribe(ctx, pub)
     try:
         cmd = [KVSIM, "replay", "--trace", str(trace), "--model", "llama3-8b", "--progress", "off",
                "--decision-log", "digest", "--out", str(tmp_path / "run"), "--kv-events-zmq", f"tcp://*:{pub}",
