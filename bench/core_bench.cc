@@ -15,7 +15,7 @@
 // index_bytes_per_block (the prefix-cache hash map, allocated once for the whole pool).
 // A short summary follows the benchmark table.
 //
-// BM_MooncakeConversationHybrid runs the same loop on the HybridKvCacheManager with
+// BM_MooncakeConversationHybrid runs the same loop on the KvCacheManager over
 // gpt-oss-20b's KV-cache groups (sliding window 128 and full attention, one block table each,
 // one shared pool of twice the blocks, so both hold the same tokens per group); the summary
 // prints its throughput next to the one-group manager's (sha256_cbor for both).
@@ -34,7 +34,6 @@
 #include <string>
 #include <vector>
 
-#include "model/hybrid_kv_cache_manager.h"
 #include "model/kv_cache_manager.h"
 #include "model/model_shape.h"
 #include "traces/block_tokens.h"
@@ -152,9 +151,9 @@ void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo) {
       const double start = thread_cpu_seconds();
       {
         kv::Request request(std::move(id), std::move(prompt), {}, &hasher, kBlockSize);
-        const kv::CacheHit hit = manager.lookup(request);
+        const kv::CacheHit hit = manager.get_computed_blocks(request);
         const auto fresh =
-            manager.allocate(request, request.num_tokens() - hit.num_tokens, hit);
+            manager.allocate_slots(request, request.num_tokens() - hit.num_tokens, hit);
         if (fresh) {
           manager.free(request);
         } else {
@@ -200,11 +199,12 @@ void BM_MooncakeConversationHybrid(benchmark::State& state) {
   double timed_seconds = 0;
   std::int64_t tokens = 0, failed = 0, hits = 0, queries = 0;
   for (auto _ : state) {
-    kv::HybridKvCacheConfig config;
+    kv::KvCacheConfig config;
+    config.block_size = kBlockSize;
     config.groups = *groups;
     config.num_blocks = kPoolBlocks * static_cast<int>(groups->size());
     config.free_order = kv::FreeOrder::kClassic;
-    kv::HybridKvCacheManager manager(config);
+    kv::KvCacheManager manager(config);
     double seconds = 0;
     hits = queries = 0;
     for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -213,10 +213,10 @@ void BM_MooncakeConversationHybrid(benchmark::State& state) {
       const double start = thread_cpu_seconds();
       {
         kv::Request request(std::move(id), std::move(prompt), {}, &hasher, kBlockSize);
-        const kv::HybridCacheHit hit = manager.get_computed_blocks(request);
+        const kv::CacheHit hit = manager.get_computed_blocks(request);
         const auto fresh = manager.allocate_slots(request, request.num_tokens() - hit.num_tokens, hit);
         if (fresh) {
-          manager.free(request.id());
+          manager.free(request);
         } else {
           ++failed;
         }

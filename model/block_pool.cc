@@ -48,6 +48,13 @@ bool BlockPool::evict_cached(Block& b) {
   return true;
 }
 
+void BlockPool::evict_for_reuse(Block& b) {
+  if (b.hash.empty()) return;
+  if (record_evictions_) [[unlikely]] evicted_.push_back({b.id, b.hash});
+  evict_cached(b);
+  ++num_evictions_;
+}
+
 void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
   KV_CHECK(n <= num_free_blocks(), "asked for " << n << " blocks, " << num_free_blocks() << " free");
   scratch_.clear();
@@ -56,7 +63,7 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
     // it picks the next victim; the loop below then finds these blocks already uncached.
     for (std::size_t i = 0; i < n; ++i) {
       policy_->pop_n(1, scratch_);
-      if (caching_ && evict_cached(*scratch_.back())) ++num_evictions_;
+      if (caching_) evict_for_reuse(*scratch_.back());
     }
   } else {
     policy_->pop_n(n, scratch_);
@@ -73,11 +80,7 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
       const Block* ahead = scratch_[i + kPrefetchDistance];
       if (!ahead->hash.empty()) index_.prefetch(ahead->hash);
     }
-    if (caching_ && !b->hash.empty()) {
-      if (record_evictions_) [[unlikely]] evicted_.push_back({b->id, b->hash});
-      evict_cached(*b);
-      ++num_evictions_;
-    }
+    if (caching_) evict_for_reuse(*b);
     KV_CHECK(b->ref_cnt == 0, "popped block " << b->id << " has ref_cnt " << b->ref_cnt);
     b->ref_cnt = 1;
     out.push_back(b->id);
@@ -130,34 +133,6 @@ void BlockPool::add_stored_block(BlockStored& stored, const BlockHash& hash, std
 }
 
 void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
-                                  std::size_t num_cached, std::size_t num_full, int block_size,
-                                  std::span<const TokenId> tokens, const HashExtras& extras) {
-  if (num_cached >= num_full) return;
-  KV_CHECK(num_full <= blocks.size() && num_full <= hashes.size(),
-           "caching " << num_full << " blocks with " << blocks.size() << " blocks and "
-                      << hashes.size() << " hashes");
-  BlockStored* stored =
-      begin_stored_event(hashes, num_cached, num_full, block_size, tokens, extras, 0);
-  for (std::size_t i = num_cached; i < std::min(num_cached + kPrefetchDistance, num_full); ++i) {
-    index_.prefetch(hashes[i]);
-  }
-  for (std::size_t i = num_cached; i < num_full; ++i) {
-    if (i + kPrefetchDistance < num_full) index_.prefetch(hashes[i + kPrefetchDistance]);
-    Block& b = mut(blocks[i]);
-    KV_CHECK(b.hash.empty(), "block " << b.id << " cached twice");
-    KV_CHECK(!b.is_null, "the null block cannot be cached");
-    b.hash = hashes[i];
-    index_.insert(b);
-    if (stored) add_stored_block(*stored, b.hash, i, extras);
-  }
-  if (hooks_) {
-    scratch_.clear();
-    for (std::size_t i = num_cached; i < num_full; ++i) scratch_.push_back(&mut(blocks[i]));
-    policy_->on_cached(num_cached > 0 ? &mut(blocks[num_cached - 1]) : nullptr, scratch_);
-  }
-}
-
-void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
                                   std::size_t num_cached, std::size_t num_full,
                                   KvCacheGroupId group, int block_size,
                                   std::span<const TokenId> tokens, const HashExtras& extras) {
@@ -167,7 +142,12 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
                     << " blocks and " << hashes.size() << " hashes");
   BlockStored* stored =
       begin_stored_event(hashes, num_cached, num_full, block_size, tokens, extras, group);
+  for (std::size_t i = num_cached; i < std::min(num_cached + kPrefetchDistance, num_full); ++i) {
+    index_.prefetch(hashes[i]);
+  }
+  if (hooks_) scratch_.clear();
   for (std::size_t i = num_cached; i < num_full; ++i) {
+    if (i + kPrefetchDistance < num_full) index_.prefetch(hashes[i + kPrefetchDistance]);
     Block& b = mut(blocks[i]);
     if (b.is_null) continue;
     KV_CHECK(b.hash.empty(), "block " << b.id << " cached twice (group " << group << ")");
@@ -175,6 +155,12 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
     b.group = group;
     index_.insert(b);
     if (stored) add_stored_block(*stored, b.hash, i, extras);
+    if (hooks_) scratch_.push_back(&b);
+  }
+  if (hooks_ && !scratch_.empty()) {
+    // The chain's parent: the block before the first one cached, unless the group skips it.
+    Block* parent = num_cached > 0 ? &mut(blocks[num_cached - 1]) : nullptr;
+    policy_->on_cached(parent != nullptr && !parent->is_null ? parent : nullptr, scratch_);
   }
 }
 

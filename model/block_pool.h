@@ -64,16 +64,10 @@ class BlockPool {
   // `retention` is the releasing request's (only the priority policy reads it).
   void free_blocks(std::span<const BlockId> ordered_ids, const BlockRetention& retention = {});
 
-  // Caches blocks[num_cached .. num_full) under hashes[num_cached .. num_full).
-  // `tokens` and `extras` are the request's (for the stored event: its tokens, LoRA name and
+  // Caches the non-null blocks of blocks[num_cached .. num_full) under (hashes[i], group);
+  // null entries (positions a windowed group skips) are skipped. `tokens` and `extras` are
+  // the request's (for the stored event: its tokens, LoRA name, the group as group_idx and
   // the extra keys of each block).
-  void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
-                         std::size_t num_cached, std::size_t num_full, int block_size,
-                         std::span<const TokenId> tokens, const HashExtras& extras);
-
-  // The same for one group of a hybrid model: caches the non-null blocks of
-  // blocks[num_cached .. num_full) under (hashes[i], group); null entries are skipped (and not
-  // listed in the stored event, which carries the group as group_idx).
   void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
                          std::size_t num_cached, std::size_t num_full, KvCacheGroupId group,
                          int block_size, std::span<const TokenId> tokens,
@@ -101,6 +95,9 @@ class BlockPool {
  private:
   Block& mut(BlockId id) { return blocks_[static_cast<std::size_t>(id)]; }
   bool evict_cached(Block& b);  // removes b from the map; true if it was cached
+  // A cached block popped for reuse loses its hash: counted, and kept for take_evicted()
+  // when recording.
+  void evict_for_reuse(Block& b);
   // Queues an empty BlockStored for blocks [num_cached, num_full) (null when events are off);
   // the caller appends, with add_stored_block, each block it caches.
   BlockStored* begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached,

@@ -1,176 +1,187 @@
 #include "model/kv_cache_manager.h"
 
 #include <algorithm>
-#include <map>
 
 #include "model/check.h"
 
 namespace kv {
 
+bool KvCacheConfig::is_hybrid() const {
+  return groups.size() > 1 ||
+         (groups.size() == 1 && groups.front().spec.type != AttentionType::kFullAttention);
+}
+
+std::vector<KvCacheGroupSpec> KvCacheConfig::effective_groups() const {
+  if (!groups.empty()) return groups;
+  KvCacheGroupSpec full;
+  full.spec.block_size = block_size;
+  return {full};
+}
+
+Status KvCacheConfig::validate() const {
+  if (block_size < 1) return Status::error("block_size must be at least 1, got " + std::to_string(block_size));
+  if (num_blocks < 2) {
+    return Status::error("num_blocks (with the null block) must be at least 2, got " +
+                         std::to_string(num_blocks));
+  }
+  if (max_model_len < 1) return Status::error("max_model_len must be at least 1");
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const KvCacheSpec& spec = groups[g].spec;
+    if (Status s = validate_spec(spec); !s.ok()) {
+      return s.with_context("KV-cache group " + std::to_string(g) + ": ");
+    }
+    if (spec.block_size != block_size) {
+      return Status::error("KV-cache group " + std::to_string(g) + " has block size " +
+                           std::to_string(spec.block_size) + ", the cache " +
+                           std::to_string(block_size));
+    }
+    if (use_eagle && spec.type == AttentionType::kChunkedLocalAttention) {
+      return Status::error("eagle is not supported with chunked local attention (vLLM refuses "
+                           "it: KV-cache group " + std::to_string(g) + ")");
+    }
+  }
+  return {};
+}
+
+namespace {
+
+EvictionPolicyFactory policy_factory(const KvCacheConfig& config, EvictionPolicyFactory given) {
+  if (given || config.eviction_policy == EvictionPolicyKind::kLru) return given;
+  return [kind = config.eviction_policy](std::span<Block> blocks, FreeOrder order, bool caching) {
+    return make_eviction_policy(kind, blocks, order, caching);
+  };
+}
+
+CoordinatorOptions coordinator_options(const KvCacheConfig& config) {
+  CoordinatorOptions o;
+  o.enable_caching = config.enable_caching;
+  o.use_eagle = config.use_eagle;
+  o.max_model_len = config.max_model_len;
+  o.max_in_flight_tokens = config.max_in_flight_tokens;
+  return o;
+}
+
+// A group's reach as StepPlan::group_windows states it.
+std::int64_t reach_of(const KvCacheSpec& spec) {
+  switch (spec.type) {
+    case AttentionType::kSlidingWindow: return spec.window;
+    case AttentionType::kChunkedLocalAttention: return -std::int64_t{spec.chunk};
+    default: return 0;
+  }
+}
+
+}  // namespace
+
 KvCacheManager::KvCacheManager(const KvCacheConfig& config, EvictionPolicyFactory make_policy)
     : config_(config),
       pool_(config.num_blocks, config.enable_caching, config.free_order, config.enable_kv_events,
-            make_policy || config.eviction_policy == EvictionPolicyKind::kLru
-                ? std::move(make_policy)
-                : EvictionPolicyFactory([kind = config.eviction_policy](std::span<Block> blocks, FreeOrder order,
-                                                                        bool caching) {
-                    return make_eviction_policy(kind, blocks, order, caching);
-                  })) {
-  KV_CHECK(config.block_size > 0, "block_size must be positive");
-  KV_CHECK(config.max_model_len > 0, "max_model_len must be positive");
+            policy_factory(config, std::move(make_policy))) {
+  const Status valid = config.validate();
+  KV_CHECK(valid.ok(), valid.message());
+  const std::vector<KvCacheGroupSpec> groups = config.effective_groups();
+  coordinator_ = make_kv_cache_coordinator(groups, pool_, coordinator_options(config));
+  group_hit_tokens_.assign(groups.size(), 0);
 }
 
-std::size_t KvCacheManager::blocks_for(std::int64_t num_tokens) const {
-  const auto b = static_cast<std::int64_t>(config_.block_size);
-  return static_cast<std::size_t>((num_tokens + b - 1) / b);
-}
-
-CacheHit KvCacheManager::lookup(const Request& request) {
-  CacheHit hit;
-  if (!config_.enable_caching) return hit;
+CacheHit KvCacheManager::get_computed_blocks(const Request& request) {
+  if (!config_.enable_caching) return {};
   KV_CHECK(request.num_computed_tokens == 0, "lookup of " << request.id() << " after it computed "
                                                           << request.num_computed_tokens);
   // The last token is always recomputed to produce logits.
-  const std::size_t max_blocks =
-      static_cast<std::size_t>(std::max<std::int64_t>(request.num_tokens() - 1, 0) /
-                               config_.block_size);
-  const auto& hashes = request.block_hashes();
-  const std::size_t n = std::min(max_blocks, hashes.size());
-  for (std::size_t i = 0; i < n; ++i) {
-    const BlockId b = pool_.get_cached_block(hashes[i]);
-    if (b == kNoBlock) break;
-    hit.blocks.push_back(b);
-  }
-  if (config_.use_eagle && !hit.blocks.empty()) hit.blocks.pop_back();
-  hit.num_tokens = static_cast<std::int64_t>(hit.blocks.size()) * config_.block_size;
-  if (config_.log_stats) {
-    if (request.num_preemptions > 0) {
-      ++stats_.preempted_lookups;
-      stats_.preempted_queries += request.num_tokens();
-      stats_.preempted_hits += hit.num_tokens;
-    } else {
-      ++stats_.lookups;
-      stats_.queries += request.num_tokens();
-      stats_.hits += hit.num_tokens;
-    }
-  }
+  const std::int64_t max_length = std::max<std::int64_t>(request.num_tokens() - 1, 0);
+  CacheHit hit = coordinator_->find_longest_cache_hit(request.block_hashes(), max_length);
+  count_lookup(request, hit);
   return hit;
 }
 
-std::size_t KvCacheManager::blocks_needed(std::int64_t num_tokens, const RequestBlocks* held,
-                                          const CacheHit& hit) const {
-  const std::size_t required = blocks_for(num_tokens);
-  if (held != nullptr) return required > held->blocks.size() ? required - held->blocks.size() : 0;
-  std::size_t n = required > hit.blocks.size() ? required - hit.blocks.size() : 0;
-  // Hit blocks sitting in the free queue leave it, so they count against free capacity.
-  for (BlockId b : hit.blocks) n += pool_.block(b).ref_cnt == 0 ? 1 : 0;
-  return n;
+void KvCacheManager::count_lookup(const Request& request, const CacheHit& hit) {
+  if (!config_.log_stats) return;
+  if (request.num_preemptions > 0) {
+    ++stats_.preempted_lookups;
+    stats_.preempted_queries += request.num_tokens();
+    stats_.preempted_hits += hit.num_tokens;
+  } else {
+    ++stats_.lookups;
+    stats_.queries += request.num_tokens();
+    stats_.hits += hit.num_tokens;
+  }
 }
 
-std::optional<std::vector<BlockId>> KvCacheManager::allocate(const Request& request,
-                                                             std::int64_t num_new_tokens,
-                                                             const CacheHit& hit,
-                                                             std::int64_t lookahead,
-                                                             bool full_sequence_must_fit) {
+void KvCacheManager::count_group_hits(const CacheHit& hit) {
+  for (std::size_t g = 0; g < hit.blocks.size(); ++g) {
+    const auto real = std::count_if(hit.blocks[g].begin(), hit.blocks[g].end(),
+                                    [](BlockId id) { return id != 0; });
+    group_hit_tokens_[g] +=
+        static_cast<std::int64_t>(real) * coordinator_->group(g).spec().block_size;
+  }
+}
+
+std::optional<GroupBlockIds> KvCacheManager::allocate_slots(const Request& request,
+                                                            std::int64_t num_new_tokens,
+                                                            const CacheHit& hit,
+                                                            std::int64_t num_lookahead_tokens,
+                                                            bool full_sequence_must_fit) {
   KV_CHECK(num_new_tokens > 0, "allocate of 0 tokens for " << request.id());
-  auto it = req_blocks_.find(request.id());
-  RequestBlocks* held = it == req_blocks_.end() ? nullptr : &it->second;
-  KV_CHECK(held == nullptr || hit.blocks.empty(),
-           "cache hits given for " << request.id() << ", which already holds blocks");
-
-  const std::int64_t computed =
-      std::min(request.num_computed_tokens + hit.num_tokens, config_.max_model_len);
-  const std::size_t free = pool_.num_free_blocks();
-
+  KV_CHECK(hit.blocks.empty() || hit.blocks.size() == num_groups(),
+           "a hit for " << hit.blocks.size() << " groups, the model has " << num_groups());
+  const RequestId& id = request.id();
+  const bool running = holds_blocks(id);
+  KV_CHECK(!running || hit.num_tokens == 0,
+           "cache hits given for " << id << ", which already holds blocks");
+  const std::int64_t max_len = config_.max_model_len;
+  const std::int64_t total = std::min(request.num_computed_tokens + hit.num_tokens, max_len);
   if (full_sequence_must_fit &&
-      blocks_needed(std::min(request.num_tokens(), config_.max_model_len), held, hit) > free) {
+      coordinator_->num_blocks_to_allocate(id, std::min(request.num_tokens(), max_len), hit,
+                                           total, /*capped=*/true) > num_free_blocks()) {
     return std::nullopt;
   }
-  const std::int64_t slots =
-      std::min(computed + num_new_tokens + lookahead, config_.max_model_len);
-  const std::size_t needed = blocks_needed(slots, held, hit);
+  // Blocks that fell out of a window are freed even if the allocation then fails.
+  coordinator_->remove_skipped_blocks(id, total);
+  const std::int64_t slots = std::min(total + num_new_tokens + num_lookahead_tokens, max_len);
+  const std::size_t free = num_free_blocks();
+  const std::size_t needed =
+      coordinator_->num_blocks_to_allocate(id, slots, hit, total, /*capped=*/false);
   if (needed > free) return std::nullopt;
-  if (held == nullptr && config_.watermark_blocks > 0 &&
+  if (!running && config_.watermark_blocks > 0 &&
       free - needed < static_cast<std::size_t>(config_.watermark_blocks)) {
     return std::nullopt;
   }
-
-  if (held == nullptr) {
-    held = &req_blocks_[request.id()];
-    pool_.touch(hit.blocks);
-    held->blocks = hit.blocks;
-    held->num_cached = hit.blocks.size();
-  }
-  std::vector<BlockId> fresh;
-  const std::size_t required = blocks_for(slots);
-  if (required > held->blocks.size()) {
-    pool_.get_new_blocks(required - held->blocks.size(), fresh);
-    held->blocks.insert(held->blocks.end(), fresh.begin(), fresh.end());
-  }
-
-  if (config_.enable_caching) {
-    // Capped by max_model_len as the slots are, so only held blocks are ever cached (vLLM
-    // rejects longer requests before they reach here; the core must not abort on them).
-    const std::int64_t to_cache =
-        std::min({computed + num_new_tokens, request.num_tokens(), config_.max_model_len});
-    const std::size_t num_full = static_cast<std::size_t>(to_cache / config_.block_size);
-    if (num_full > held->num_cached) {
-      pool_.cache_full_blocks(held->blocks, request.block_hashes(), held->num_cached, num_full,
-                              config_.block_size, request.tokens(), request.extras());
-      held->num_cached = num_full;
-    }
-  }
+  // Every group takes its hit before any group pops a new block.
+  if (!running) coordinator_->save_new_computed_blocks(id, hit, total);
+  GroupBlockIds fresh = coordinator_->allocate_new_blocks(id, slots);
+  // Capped as the slots are, so only held blocks are ever cached; draft tokens never are.
+  coordinator_->cache_blocks(request, std::min({total + num_new_tokens, request.num_tokens(), max_len}));
+  if (!running) count_group_hits(hit);
   return fresh;
 }
 
 void KvCacheManager::free(const Request& request) {
-  auto it = req_blocks_.find(request.id());
-  if (it == req_blocks_.end()) return;
-  std::vector<BlockId>& blocks = it->second.blocks;
-  std::reverse(blocks.begin(), blocks.end());
-  pool_.free_blocks(blocks, request.retention);
-  req_blocks_.erase(it);
-}
-
-bool KvCacheManager::reset_prefix_cache() { return pool_.reset_prefix_cache(); }
-
-std::span<const BlockId> KvCacheManager::blocks_of(const RequestId& id) const {
-  auto it = req_blocks_.find(id);
-  if (it == req_blocks_.end()) return {};
-  return it->second.blocks;
+  coordinator_->free(request.id(), request.retention);
 }
 
 int KvCacheManager::num_common_prefix_blocks(const RequestId& id, int num_running) const {
-  int n = 0;
-  for (BlockId b : blocks_of(id)) {
-    if (pool_.block(b).ref_cnt != num_running) break;
-    ++n;
+  if (tables_per_group()) return 0;
+  return coordinator_->group(0).num_common_prefix_blocks(id, num_running);
+}
+
+std::vector<std::int64_t> KvCacheManager::group_reaches() const {
+  std::vector<std::int64_t> reaches;
+  for (std::size_t g = 0; g < num_groups(); ++g) {
+    reaches.push_back(reach_of(coordinator_->group(g).spec()));
   }
-  return n;
+  return reaches;
+}
+
+std::vector<std::int64_t> KvCacheManager::blocks_in_use_per_group() const {
+  std::vector<std::int64_t> in_use;
+  for (std::size_t g = 0; g < num_groups(); ++g) {
+    in_use.push_back(coordinator_->group(g).num_blocks_in_use());
+  }
+  return in_use;
 }
 
 bool KvCacheManager::check_invariants(std::string* why) const {
-  if (!pool_.check_invariants(why)) return false;
-  // Ordered by block id so the first failure reported is deterministic.
-  std::map<BlockId, int> holders;
-  for (const auto& [id, rb] : req_blocks_) {
-    for (BlockId b : rb.blocks) ++holders[b];
-    if (rb.num_cached > rb.blocks.size()) {
-      *why = "request " + id + " claims more cached blocks than it holds";
-      return false;
-    }
-  }
-  for (BlockId b = 1; b < pool_.num_blocks(); ++b) {
-    auto h = holders.find(b);
-    const int expect = h == holders.end() ? 0 : h->second;
-    if (pool_.block(b).ref_cnt != expect) {
-      *why = "block " + std::to_string(b) + " has ref_cnt " +
-             std::to_string(pool_.block(b).ref_cnt) + " but " + std::to_string(expect) +
-             " live requests hold it";
-      return false;
-    }
-  }
-  return true;
+  return pool_.check_invariants(why) && coordinator_->check(why);
 }
 
 }  // namespace kv

@@ -1,14 +1,17 @@
-// KvCacheManager: vLLM v1's KVCacheManager for one full-attention group (docs/semantics.md §3).
-// Turns requests into block tables over a BlockPool: lookup finds the longest cached prefix,
-// allocate takes hits and new blocks and caches every block that becomes full, free returns a
-// request's blocks last first.
-// Invariants (check_invariants, on top of the pool's):
-//   1. Every block's ref_cnt equals the number of live requests whose block table holds it.
-//   2. A request's block table is append-only between its allocation and its free; its first
-//      num_cached_blocks blocks are cached under its first hashes.
-//   3. A failed allocate changes nothing observable (blocks, queue order, map, statistics).
-//   4. Hits are a contiguous prefix of the request's hashes, at most (num_tokens-1)/block_size
-//      blocks (one fewer with eagle).
+// KvCacheManager: vLLM v1's KVCacheManager, the one facade the scheduler talks to for every
+// model: one full-attention group or several KV-cache groups of any type (docs/semantics.md
+// §3, docs/hybrid-groups.md). It owns the BlockPool and a KvCacheCoordinator (one
+// SingleTypeKvCacheManager per group over that pool), keeps vLLM's prefix-cache statistics,
+// and adds what vLLM's manager adds around the coordinator: the full-sequence gate, the
+// watermark, the rule that a failed allocation changes nothing (beyond freeing blocks that
+// fell out of a window, as vLLM does) and the order of its steps.
+// Invariants (check_invariants, on top of the pool's and the coordinator's):
+//   1. Every block's ref_cnt equals the number of (live request, group) tables holding it.
+//   2. A request's tables grow only at their end between its allocation and its free; their
+//      first num_cached blocks are cached under the request's hashes (nulls excepted).
+//   3. A hit is a prefix of the request's hashes, the same number of tokens in every group,
+//      at most num_tokens - 1 tokens (less with eagle).
+//   4. Statistics count every lookup once (preempted requests apart), whatever the layout.
 // Not thread-safe: one scheduler drives one manager.
 #pragma once
 
@@ -17,21 +20,29 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "model/block_pool.h"
+#include "model/kv_cache_coordinator.h"
+#include "model/kv_cache_groups.h"
 #include "model/request.h"
+#include "model/status.h"
 
 namespace kv {
 
 struct KvCacheConfig {
   int num_blocks = 0;  // including the null block
   int block_size = 16;
+  // The model's KV-cache groups (get_kv_cache_groups). Empty: one full-attention group of
+  // block_size tokens.
+  std::vector<KvCacheGroupSpec> groups;
   bool enable_caching = true;
   FreeOrder free_order = FreeOrder::kClassic;
   bool use_eagle = false;  // speculative decoding with eagle: drop the last hit block
   std::int64_t max_model_len = 1 << 20;
+  // The scheduler's token budget per step: it bounds how many blocks one sliding or chunked
+  // request can hold, for the full-sequence gate.
+  std::int64_t max_in_flight_tokens = 8192;
   // Blocks kept free when admitting a request (vLLM v0's watermark; 0 as in v1).
   int watermark_blocks = 0;
   bool enable_kv_events = false;
@@ -39,6 +50,14 @@ struct KvCacheConfig {
   // Ignored when the constructor is given a policy factory.
   EvictionPolicyKind eviction_policy = EvictionPolicyKind::kLru;
   bool log_stats = true;
+
+  // Several groups, or one that is not full attention (vLLM's hybrid layout).
+  bool is_hybrid() const;
+  // The groups the manager runs: `groups`, or the one full-attention group.
+  std::vector<KvCacheGroupSpec> effective_groups() const;
+  // What no manager can run with, or vLLM refuses: sizes, a group block size other than
+  // block_size, eagle with chunked local attention.
+  Status validate() const;
 };
 
 // Prefix-cache statistics, as vLLM's PrefixCacheStats. Lookups of requests that were
@@ -48,44 +67,64 @@ struct PrefixCacheStats {
   std::int64_t preempted_lookups = 0, preempted_queries = 0, preempted_hits = 0;
 };
 
-// The result of a lookup: cached blocks to reuse and the tokens they cover.
-struct CacheHit {
-  std::vector<BlockId> blocks;
-  std::int64_t num_tokens = 0;
-};
-
 class KvCacheManager {
  public:
   explicit KvCacheManager(const KvCacheConfig& config,
                           EvictionPolicyFactory make_policy = nullptr);
 
   const KvCacheConfig& config() const { return config_; }
+  std::size_t num_groups() const { return coordinator_->num_groups(); }
+  const KvCacheCoordinator& coordinator() const { return *coordinator_; }
+  // The hybrid lookup's sets of group ids (lookup_sets of the groups).
+  std::vector<std::vector<int>> lookup_order() const {
+    return lookup_sets(config_.effective_groups());
+  }
 
-  // vLLM get_computed_blocks. Call only while the request has computed nothing.
-  CacheHit lookup(const Request& request);
-
-  // vLLM allocate_slots. Returns the newly allocated block ids, or nullopt when the pool is
-  // short (and then nothing changed). The caller advances num_computed_tokens by
-  // hit.num_tokens + num_new_tokens on success.
-  std::optional<std::vector<BlockId>> allocate(const Request& request, std::int64_t num_new_tokens,
-                                               const CacheHit& hit = {}, std::int64_t lookahead = 0,
-                                               bool full_sequence_must_fit = false);
-
-  // Returns the request's blocks, last first. Freeing twice, or a request with no blocks, does
+  // vLLM get_computed_blocks (counted in stats()). Call only while the request has computed
   // nothing.
+  CacheHit get_computed_blocks(const Request& request);
+
+  // vLLM allocate_slots. Returns the newly allocated block ids per group, or nullopt when the
+  // pool is short (then nothing changed but the blocks vLLM frees first). The caller advances
+  // num_computed_tokens by hit.num_tokens + num_new_tokens on success.
+  std::optional<GroupBlockIds> allocate_slots(const Request& request, std::int64_t num_new_tokens,
+                                              const CacheHit& hit = {},
+                                              std::int64_t num_lookahead_tokens = 0,
+                                              bool full_sequence_must_fit = false);
+
+  // Returns the request's blocks: group 0 first, each table last block first. Freeing twice,
+  // or a request with no blocks, does nothing.
   void free(const Request& request);
 
-  bool reset_prefix_cache();
+  bool reset_prefix_cache() { return pool_.reset_prefix_cache(); }
 
-  std::span<const BlockId> blocks_of(const RequestId& id) const;
-  bool holds_blocks(const RequestId& id) const { return req_blocks_.count(id) != 0; }
+  std::span<const BlockId> blocks_of(const RequestId& id, std::size_t group = 0) const {
+    return coordinator_->blocks_of(id, group);
+  }
+  bool holds_blocks(const RequestId& id) const { return coordinator_->holds_blocks(id); }
+  // The most blocks a request of num_tokens tokens holds at once (all groups).
+  std::int64_t max_blocks_per_request(std::int64_t num_tokens) const {
+    return coordinator_->max_blocks_per_request(num_tokens);
+  }
 
-  // Leading blocks of `id` held by all `num_running` running requests (cascade attention).
+  // Cascade attention's shared prefix: leading blocks of `id` held by all `num_running`
+  // running requests, for one full-attention group; 0 with several groups (kvsim, as vLLM's
+  // runner, runs no cascade attention there).
   int num_common_prefix_blocks(const RequestId& id, int num_running) const;
+  // A step plan carries one table per group (vLLM's hybrid layout), or one flat table.
+  bool tables_per_group() const { return config_.is_hybrid(); }
+  // Per group, the tokens one of its layers reads before a query position (StepPlan's
+  // group_windows): 0 for all earlier tokens, w for a window, -c for c-token chunks.
+  std::vector<std::int64_t> group_reaches() const;
 
   std::size_t num_free_blocks() const { return pool_.num_free_blocks(); }
   double usage() const { return pool_.usage(); }
   const PrefixCacheStats& stats() const { return stats_; }
+  // Per group, the hit tokens of real (non-null) blocks reused by admitted requests.
+  const std::vector<std::int64_t>& hit_tokens_per_group() const { return group_hit_tokens_; }
+  // Per group, the real blocks all requests hold now.
+  std::vector<std::int64_t> blocks_in_use_per_group() const;
+
   std::vector<KvEvent> take_events() { return pool_.take_events(); }
   void set_record_evictions(bool on) { pool_.set_record_evictions(on); }
   std::vector<EvictedBlock> take_evicted() { return pool_.take_evicted(); }
@@ -98,18 +137,14 @@ class KvCacheManager {
   // pool through this peer (defined in tests only); no production code can.
   friend class KvCacheManagerTestPeer;
 
-  struct RequestBlocks {
-    std::vector<BlockId> blocks;
-    std::size_t num_cached = 0;  // leading blocks already in the hash map
-  };
-  std::size_t blocks_for(std::int64_t num_tokens) const;
-  std::size_t blocks_needed(std::int64_t num_tokens, const RequestBlocks* held,
-                            const CacheHit& hit) const;
+  void count_lookup(const Request& request, const CacheHit& hit);
+  void count_group_hits(const CacheHit& hit);
 
   KvCacheConfig config_;
   BlockPool pool_;
-  std::unordered_map<RequestId, RequestBlocks> req_blocks_;
+  std::unique_ptr<KvCacheCoordinator> coordinator_;
   PrefixCacheStats stats_;
+  std::vector<std::int64_t> group_hit_tokens_;  // index = group id
 };
 
 }  // namespace kv

@@ -67,7 +67,7 @@ struct ModelShape {
   }
   // Layers of one attention type.
   int num_layers_of(AttentionType type) const;
-  // True when some layer is not full attention (the model needs the hybrid manager).
+  // True when some layer is not full attention (its KV-cache groups are vLLM's hybrid layout).
   bool is_hybrid() const { return num_layers_of(AttentionType::kFullAttention) != layers; }
 
   // One spec per layer (named "layers.I"), with this block size.

@@ -23,10 +23,7 @@ Status SchedulerConfig::validate() const {
                           at_least("num_lookahead_tokens", num_lookahead_tokens, 0)}) {
     if (!s.ok()) return s;
   }
-  if (is_hybrid() && cache.eviction_policy != EvictionPolicyKind::kLru) {
-    return Status::error(std::string("eviction policy ") + to_string(cache.eviction_policy) +
-                         " is not supported for hybrid models (their groups share vLLM's LRU queue)");
-  }
+  if (Status s = cache.validate(); !s.ok()) return s;
   if (!enable_chunked_prefill && max_num_batched_tokens < max_len) {
     return Status::error("max_num_batched_tokens (" + num(max_num_batched_tokens) +
                          ") is smaller than max_model_len (" + num(max_len) +
@@ -51,65 +48,19 @@ Status SchedulerConfig::validate() const {
 
 namespace {
 
-// The single-group manager's configuration: a two-block placeholder when the hybrid one runs.
-KvCacheConfig single_group_cache(const SchedulerConfig& config) {
+// The manager's configuration: the cache's, with the scheduler's token budget.
+KvCacheConfig manager_config(const SchedulerConfig& config) {
   KvCacheConfig cache = config.cache;
-  if (config.is_hybrid()) cache.num_blocks = 2;
+  cache.max_in_flight_tokens = config.max_num_batched_tokens;
   return cache;
-}
-
-HybridKvCacheConfig hybrid_cache(const SchedulerConfig& config) {
-  HybridKvCacheConfig h;
-  h.groups = config.kv_cache_groups;
-  h.num_blocks = config.cache.num_blocks;
-  h.enable_caching = config.cache.enable_caching;
-  h.free_order = config.cache.free_order;
-  h.max_model_len = config.cache.max_model_len;
-  h.max_in_flight_tokens = config.max_num_batched_tokens;
-  h.enable_kv_events = config.cache.enable_kv_events;
-  return h;
-}
-
-// A group's reach as StepPlan::group_windows states it.
-std::int64_t reach_of(const KvCacheSpec& spec) {
-  switch (spec.type) {
-    case AttentionType::kSlidingWindow: return spec.window;
-    case AttentionType::kChunkedLocalAttention: return -std::int64_t{spec.chunk};
-    default: return 0;
-  }
 }
 
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerConfig& config)
-    : config_(config), hasher_(config.hash_algo, config.hash_seed), kv_(single_group_cache(config)) {
+    : config_(config), hasher_(config.hash_algo, config.hash_seed), kv_(manager_config(config)) {
   KV_CHECK(config.max_num_batched_tokens > 0, "max_num_batched_tokens must be positive");
   KV_CHECK(config.max_num_seqs > 0, "max_num_seqs must be positive");
-  if (config.is_hybrid()) {
-    KV_CHECK(config.cache.eviction_policy == EvictionPolicyKind::kLru,
-             "eviction policy " << to_string(config.cache.eviction_policy)
-                                << " is not supported for hybrid models (only lru)");
-    for (const KvCacheGroupSpec& g : config.kv_cache_groups) {
-      KV_CHECK(g.spec.block_size == config.cache.block_size,
-               "group block size " << g.spec.block_size << " differs from " << config.cache.block_size);
-    }
-    hybrid_ = std::make_unique<HybridKvCacheManager>(hybrid_cache(config));
-    group_hit_tokens_.assign(config.kv_cache_groups.size(), 0);
-  }
-}
-
-// Blocks one request of `tokens` tokens can need at once: one group's table, or, hybrid, the
-// sum over groups of each group's per-request maximum.
-std::int64_t Scheduler::blocks_to_fit(std::int64_t tokens) const {
-  const std::int64_t b = config_.cache.block_size;
-  const std::int64_t blocks = (tokens + b - 1) / b;
-  if (!hybrid_) return blocks;
-  std::int64_t sum = 0;
-  for (const KvCacheGroupSpec& g : config_.kv_cache_groups) {
-    sum += std::min(blocks, g.spec.max_blocks_per_request(config_.cache.max_model_len,
-                                                          config_.max_num_batched_tokens));
-  }
-  return sum;
 }
 
 Status Scheduler::add_request(RequestSpec spec) {
@@ -132,7 +83,7 @@ Status Scheduler::add_request(RequestSpec spec) {
   }
   const std::int64_t total =
       std::min(prompt_len + static_cast<std::int64_t>(spec.outputs.size()), max_len);
-  const std::int64_t blocks = blocks_to_fit(total);
+  const std::int64_t blocks = kv_.max_blocks_per_request(total);
   if (blocks > config_.cache.num_blocks - 1) {
     return reject("needs " + std::to_string(blocks) + " KV blocks, the pool has " +
                   std::to_string(config_.cache.num_blocks - 1));
@@ -186,7 +137,7 @@ Request* Scheduler::pick_victim() {
 }
 
 void Scheduler::set_connector(std::unique_ptr<KvConnector> connector) {
-  KV_CHECK(!hybrid_ && config_.cache.enable_caching && entries_.empty(),
+  KV_CHECK(!kv_.tables_per_group() && config_.cache.enable_caching && entries_.empty(),
            "a connector needs one full-attention group, prefix caching and no request yet");
   connector_ = std::move(connector);
   kv_.set_record_evictions(connector_ != nullptr);
@@ -198,13 +149,7 @@ void Scheduler::pass_evictions() {
   if (!evicted.empty()) connector_->on_blocks_evicted(evicted);
 }
 
-void Scheduler::free_blocks(Request& r) {
-  if (hybrid_) [[unlikely]] {
-    hybrid_->free(r.id());
-  } else {
-    kv_.free(r);
-  }
-}
+void Scheduler::free_blocks(Request& r) { kv_.free(r); }
 
 void Scheduler::preempt(Request& r, StepPlan& plan) {
   free_blocks(r);
@@ -222,9 +167,7 @@ StepPlan Scheduler::schedule() {
   StepWork work;
   work.plan.step = next_step_++;
   work.plan.block_size = config_.cache.block_size;
-  if (hybrid_) [[unlikely]] {
-    for (const KvCacheGroupSpec& g : config_.kv_cache_groups) work.plan.group_windows.push_back(reach_of(g.spec));
-  }
+  if (kv_.tables_per_group()) [[unlikely]] work.plan.group_windows = kv_.group_reaches();
   work.plan.finished.swap(finished_since_last_step_);
   work.budget = config_.max_num_batched_tokens;
   ++stats_.steps;
@@ -254,7 +197,7 @@ void Scheduler::schedule_running(StepWork& work) {
       ++i;
       continue;
     }
-    Scheduled s{&r, n, {}, {}, 0, false, 0};
+    Scheduled s{&r, n, {}, 0, false, 0};
     if (!allocate_or_preempt(r, n, work, i, s)) break;  // r preempted itself: the requests
                                                          // after it wait for the next step
     work.scheduled.push_back(std::move(s));
@@ -286,34 +229,11 @@ bool Scheduler::allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, 
 }
 
 bool Scheduler::allocate_running(Request& r, std::int64_t n, Scheduled& out) {
-  if (hybrid_) [[unlikely]] {
-    auto blocks = hybrid_->allocate_slots(r, n, {}, config_.num_lookahead_tokens);
-    if (!blocks) return false;
-    out.new_group_blocks = std::move(*blocks);
-    return true;
-  }
-  std::optional<std::vector<BlockId>> blocks = kv_.allocate(r, n, {}, config_.num_lookahead_tokens);
+  std::optional<GroupBlockIds> blocks = kv_.allocate_slots(r, n, {}, config_.num_lookahead_tokens);
   if (!blocks) return false;
   pass_evictions();
   out.new_blocks = std::move(*blocks);
   return true;
-}
-
-// The hybrid lookup with vLLM's prefix-cache statistics (as KvCacheManager::lookup keeps them)
-// and the per-group hit tokens of real blocks. Returns the hit in tokens.
-std::int64_t Scheduler::lookup_hybrid(const Request& r, HybridCacheHit& hit) {
-  if (!config_.cache.enable_caching) return 0;
-  hit = hybrid_->get_computed_blocks(r);
-  if (r.num_preemptions > 0) {
-    ++hybrid_stats_.preempted_lookups;
-    hybrid_stats_.preempted_queries += r.num_tokens();
-    hybrid_stats_.preempted_hits += hit.num_tokens;
-  } else {
-    ++hybrid_stats_.lookups;
-    hybrid_stats_.queries += r.num_tokens();
-    hybrid_stats_.hits += hit.num_tokens;
-  }
-  return hit.num_tokens;
 }
 
 // 2. Waiting requests, head first, while budget and max_num_seqs allow. The first one that
@@ -330,15 +250,10 @@ void Scheduler::schedule_waiting(StepWork& work) {
 bool Scheduler::try_admit(Request& r, StepWork& work) {
   const std::int64_t threshold = config_.long_prefill_token_threshold;
   CacheHit hit;
-  HybridCacheHit group_hit;
   std::int64_t computed = r.num_computed_tokens;
   if (computed == 0) {
-    if (hybrid_) [[unlikely]] {
-      computed = lookup_hybrid(r, group_hit);
-    } else {
-      hit = kv_.lookup(r);
-      computed = hit.num_tokens;
-    }
+    hit = kv_.get_computed_blocks(r);
+    computed = hit.num_tokens;
   }
   // vLLM: the connector's match continues the local hit and counts as computed.
   const std::int64_t external =
@@ -348,12 +263,7 @@ bool Scheduler::try_admit(Request& r, StepWork& work) {
   if (!config_.enable_chunked_prefill && n > work.budget) return false;
   n = std::min(n, work.budget);
   KV_CHECK(n > 0, "request " << r.id() << " has nothing to compute");
-  if (hybrid_) [[unlikely]] {
-    if (!hybrid_->allocate_slots(r, n, group_hit, config_.num_lookahead_tokens, config_.full_sequence_gate)) {
-      return false;
-    }
-    count_group_hits(group_hit);
-  } else if (!kv_.allocate(r, external + n, hit, config_.num_lookahead_tokens, config_.full_sequence_gate)) {
+  if (!kv_.allocate_slots(r, external + n, hit, config_.num_lookahead_tokens, config_.full_sequence_gate)) {
     return false;
   }
   if (connector_) {
@@ -365,7 +275,7 @@ bool Scheduler::try_admit(Request& r, StepWork& work) {
   r.status = RequestStatus::kRunning;
   r.num_computed_tokens = computed + external;
   if (r.num_cached_tokens < 0) r.num_cached_tokens = computed;
-  work.scheduled.push_back({&r, n, {}, {}, hybrid_ ? group_hit.num_tokens : hit.num_tokens, true, external});
+  work.scheduled.push_back({&r, n, {}, hit.num_tokens, true, external});
   work.budget -= n;
   return true;
 }
@@ -376,20 +286,20 @@ ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
   ScheduledRequest sr;
   sr.id = r.id();
   sr.is_new = s.is_new;
-  if (hybrid_) [[unlikely]] {
+  if (kv_.tables_per_group()) [[unlikely]] {
     if (s.is_new) {
-      for (std::size_t g = 0; g < hybrid_->num_groups(); ++g) {
-        const auto table = hybrid_->blocks_of(r.id(), g);
+      for (std::size_t g = 0; g < kv_.num_groups(); ++g) {
+        const auto table = kv_.blocks_of(r.id(), g);
         sr.group_block_ids.emplace_back(table.begin(), table.end());
       }
     } else {
-      sr.group_block_ids = s.new_group_blocks;
+      sr.group_block_ids = s.new_blocks;
     }
   } else if (s.is_new) {
     const auto table = kv_.blocks_of(r.id());
     sr.block_ids.assign(table.begin(), table.end());
-  } else {
-    sr.block_ids = s.new_blocks;
+  } else if (!s.new_blocks.empty()) {
+    sr.block_ids = s.new_blocks.front();
   }
   sr.num_computed_tokens = r.num_computed_tokens;
   sr.num_cached_tokens = s.hit_tokens;
@@ -426,7 +336,7 @@ void Scheduler::build_plan(StepWork& work) {
   // Running requests first, then new ones, each in scheduling order.
   std::stable_partition(plan.requests.begin(), plan.requests.end(),
                         [](const ScheduledRequest& sr) { return !sr.is_new; });
-  if (!running_.empty() && !hybrid_) {  // hybrid: no cascade attention (vLLM has none there)
+  if (!running_.empty()) {
     plan.num_common_prefix_blocks = kv_.num_common_prefix_blocks(
         running_.front()->id(), static_cast<int>(running_.size()));
   }
@@ -496,38 +406,14 @@ const Request* Scheduler::find(const RequestId& id) const {
   return it == entries_.end() ? nullptr : it->second.request.get();
 }
 
-void Scheduler::count_group_hits(const HybridCacheHit& hit) {
-  const std::int64_t b = config_.cache.block_size;
-  for (std::size_t g = 0; g < hit.blocks.size(); ++g) {
-    const auto real = std::count_if(hit.blocks[g].begin(), hit.blocks[g].end(),
-                                    [](BlockId id) { return id != 0; });
-    group_hit_tokens_[g] += static_cast<std::int64_t>(real) * b;
-  }
-}
-
-std::vector<std::int64_t> Scheduler::blocks_in_use_per_group() const {
-  std::vector<std::int64_t> in_use;
-  if (!hybrid_) return in_use;
-  in_use.assign(hybrid_->num_groups(), 0);
-  for (const Request* r : running_) {
-    for (std::size_t g = 0; g < in_use.size(); ++g) {
-      const auto table = hybrid_->blocks_of(r->id(), g);
-      in_use[g] += std::count_if(table.begin(), table.end(), [](BlockId id) { return id != 0; });
-    }
-  }
-  return in_use;
-}
-
 // Every group's table of a running request covers its computed tokens.
 bool Scheduler::check_tables(const Request& r, std::string* why) const {
-  const std::int64_t b = config_.cache.block_size;
-  const std::size_t groups = hybrid_ ? hybrid_->num_groups() : 1;
-  for (std::size_t g = 0; g < groups; ++g) {
-    const auto held = static_cast<std::int64_t>(hybrid_ ? hybrid_->blocks_of(r.id(), g).size()
-                                                        : kv_.blocks_of(r.id()).size());
+  for (std::size_t g = 0; g < kv_.num_groups(); ++g) {
+    const std::int64_t b = kv_.coordinator().group(g).spec().block_size;
+    const auto held = static_cast<std::int64_t>(kv_.blocks_of(r.id(), g).size());
     if (r.status != RequestStatus::kRunning || held * b < r.num_computed_tokens) {
       *why = "scheduler: running request " + r.id() + " holds " + std::to_string(held) +
-             " blocks" + (hybrid_ ? " in group " + std::to_string(g) : std::string()) + " for " +
+             " blocks in group " + std::to_string(g) + " for " +
              std::to_string(r.num_computed_tokens) + " computed tokens";
       return false;
     }
@@ -536,7 +422,7 @@ bool Scheduler::check_tables(const Request& r, std::string* why) const {
 }
 
 bool Scheduler::check_invariants(std::string* why) const {
-  if (hybrid_ ? !hybrid_->check_invariants(why) : !kv_.check_invariants(why)) return false;
+  if (!kv_.check_invariants(why)) return false;
   if (running_.size() + waiting_.size() != entries_.size()) {
     *why = "scheduler: " + std::to_string(entries_.size()) + " live requests but " +
            std::to_string(running_.size()) + " running and " + std::to_string(waiting_.size()) + " waiting";
@@ -546,8 +432,7 @@ bool Scheduler::check_invariants(std::string* why) const {
     if (!check_tables(*r, why)) return false;
   }
   for (const Request* r : waiting_) {
-    const bool holds = hybrid_ ? hybrid_->holds_blocks(r->id()) : kv_.holds_blocks(r->id());
-    if (holds || r->num_computed_tokens != 0) {
+    if (kv_.holds_blocks(r->id()) || r->num_computed_tokens != 0) {
       *why = "scheduler: waiting request " + r->id() + " holds blocks or computed tokens";
       return false;
     }

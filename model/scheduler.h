@@ -1,6 +1,6 @@
-// Scheduler: vLLM v1's Scheduler.schedule() / update_from_output() over one KvCacheManager, or,
-// for a hybrid model (several KV-cache groups, or one that is not full attention), over one
-// HybridKvCacheManager (docs/hybrid-groups.md, "The scheduler over several groups").
+// Scheduler: vLLM v1's Scheduler.schedule() / update_from_output() over one KvCacheManager,
+// whatever the model's KV-cache groups (docs/hybrid-groups.md, "The scheduler over several
+// groups"): the scheduler never asks how many there are.
 // One token budget per step; running requests first, in order, then waiting ones (only if no
 // request was preempted in this step); chunked prefill; preemption by recompute; head-of-line
 // admission (the first waiting request that does not fit stops admission).
@@ -11,12 +11,13 @@
 //      max_num_seqs requests; no new request is admitted in a step that preempted.
 //   3. A preempted request has num_computed_tokens == 0, is at the front of the waiting
 //      queue (FCFS) and resumes by recomputing (with whatever prefix-cache hits remain).
-//   4. Hybrid: every group's table of a running request covers its computed tokens (null
-//      entries included); plans carry per-group block ids (ScheduledRequest::group_block_ids)
-//      and leave block_ids empty. One full-attention group never takes this path.
+//   4. Every group's table of a running request covers its computed tokens (null entries
+//      included); plans carry per-group block ids (ScheduledRequest::group_block_ids) exactly
+//      when the manager's layout is hybrid, one flat table (block_ids) otherwise.
 //   5. Priority policy: the waiting queue is sorted by (priority, arrival time, id as a
 //      string), the order vLLM's heap pops it.
-//   6. With a KvConnector (set_connector; one full-attention group only), an admitted request's
+//   6. With a KvConnector (set_connector; one full-attention group, as vLLM runs connectors
+//      with its hybrid manager off), an admitted request's
 //      computed tokens are its local hit plus the connector's match, which costs no token
 //      budget; without one no connector call is made and every decision is as above.
 // Deterministic: plain vectors and ordered containers only; no clock, no randomness.
@@ -31,10 +32,8 @@
 #include <vector>
 
 #include "model/block_hasher.h"
-#include "model/hybrid_kv_cache_manager.h"
-#include "model/output_tokens.h"
-#include "model/kv_cache_groups.h"
 #include "model/kv_cache_manager.h"
+#include "model/output_tokens.h"
 #include "model/kv_connector.h"
 #include "model/request.h"
 #include "model/status.h"
@@ -45,7 +44,9 @@ namespace kv {
 enum class SchedulingPolicy { kFcfs, kPriority };
 
 struct SchedulerConfig {
-  KvCacheConfig cache;                       // blocks, block size, caching, free order, ...
+  // Blocks, block size, the model's KV-cache groups, caching, free order, ... (its
+  // max_in_flight_tokens is taken from max_num_batched_tokens).
+  KvCacheConfig cache;
   HashAlgo hash_algo = HashAlgo::kSha256Cbor;
   std::string hash_seed = std::string(kDefaultHashSeed);
   std::int64_t max_num_batched_tokens = 8192;
@@ -58,17 +59,6 @@ struct SchedulerConfig {
   // current sequence (prompt and outputs so far) are free (avoids admitting work that must be
   // preempted before its prefill ends).
   bool full_sequence_gate = true;
-  // The model's KV-cache groups (ModelShape::kv_cache_groups). Empty, or one full-attention
-  // group: the KvCacheManager of `cache` runs, unchanged. Otherwise the HybridKvCacheManager
-  // runs over them with cache.num_blocks, enable_caching, free_order and max_model_len; every
-  // group's block size must equal cache.block_size.
-  std::vector<KvCacheGroupSpec> kv_cache_groups;
-
-  bool is_hybrid() const {
-    return kv_cache_groups.size() > 1 ||
-           (kv_cache_groups.size() == 1 && kv_cache_groups[0].spec.type != AttentionType::kFullAttention);
-  }
-
   // vLLM's start-up checks: refuses what vLLM refuses before scheduling anything (chunked
   // prefill off with a budget below max_model_len, a budget below max_num_seqs, a
   // long-prefill threshold above max_model_len, a pool that cannot hold one max_model_len
@@ -135,26 +125,9 @@ class Scheduler {
   const Request* find(const RequestId& id) const;
   const SchedulerStats& stats() const { return stats_; }
   const SchedulerConfig& config() const { return config_; }
-  // The single-group manager (a placeholder of two blocks when hybrid()).
   const KvCacheManager& kv_cache() const { return kv_; }
   KvCacheManager& mutable_kv_cache() { return kv_; }
-  // The hybrid manager, or null for a single full-attention group.
-  const HybridKvCacheManager* hybrid_kv_cache() const { return hybrid_.get(); }
-  bool hybrid() const { return hybrid_ != nullptr; }
-  // Drains the KV events of whichever manager runs (SchedulerConfig::cache.enable_kv_events).
-  std::vector<KvEvent> take_kv_events() { return hybrid_ ? hybrid_->take_events() : kv_.take_events(); }
-
-  // Figures of whichever manager runs.
-  std::size_t num_free_blocks() const { return hybrid_ ? hybrid_->num_free_blocks() : kv_.num_free_blocks(); }
-  double kv_usage() const { return hybrid_ ? hybrid_->pool().usage() : kv_.usage(); }
-  std::int64_t num_evictions() const {
-    return hybrid_ ? hybrid_->pool().num_evictions() : kv_.pool().num_evictions();
-  }
-  const PrefixCacheStats& cache_stats() const { return hybrid_ ? hybrid_stats_ : kv_.stats(); }
-  // Hybrid only: per group, the real (non-null) blocks the running requests hold, and the
-  // hit tokens of real blocks reused so far (a group's nulls are no reuse).
-  std::vector<std::int64_t> blocks_in_use_per_group() const;
-  const std::vector<std::int64_t>& hit_tokens_per_group() const { return group_hit_tokens_; }
+  std::vector<KvEvent> take_kv_events() { return kv_.take_events(); }
 
   bool check_invariants(std::string* why) const;
 
@@ -167,8 +140,7 @@ class Scheduler {
   struct Scheduled {
     Request* request;
     std::int64_t num_tokens;
-    std::vector<BlockId> new_blocks;  // running requests: the blocks allocated in this step
-    std::vector<std::vector<BlockId>> new_group_blocks;  // the same per group, when hybrid
+    GroupBlockIds new_blocks;  // running requests: the blocks allocated in this step, per group
     std::int64_t hit_tokens;
     bool is_new;                      // admitted from the waiting queue in this step
     std::int64_t external_tokens = 0;  // of the computed tokens, the connector's match
@@ -185,11 +157,8 @@ class Scheduler {
   bool allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, std::size_t& index,
                            Scheduled& out);
   bool allocate_running(Request& r, std::int64_t n, Scheduled& out);
-  std::int64_t lookup_hybrid(const Request& r, HybridCacheHit& hit);
-  void count_group_hits(const HybridCacheHit& hit);
   void free_blocks(Request& r);
   void pass_evictions();  // the pool's new evictions to the connector, if any
-  std::int64_t blocks_to_fit(std::int64_t tokens) const;
   bool check_tables(const Request& r, std::string* why) const;
   void schedule_waiting(StepWork& work);
   bool try_admit(Request& r, StepWork& work);
@@ -204,10 +173,7 @@ class Scheduler {
   SchedulerConfig config_;
   BlockHasher hasher_;
   KvCacheManager kv_;
-  std::unique_ptr<HybridKvCacheManager> hybrid_;  // set exactly when config_.is_hybrid()
-  std::unique_ptr<KvConnector> connector_;        // null: no second tier (vLLM's default)
-  PrefixCacheStats hybrid_stats_;                 // the hybrid manager's lookups
-  std::vector<std::int64_t> group_hit_tokens_;    // hybrid: per group, real hit blocks * block
+  std::unique_ptr<KvConnector> connector_;  // null: no second tier (vLLM's default)
   std::map<RequestId, Entry> entries_;  // live requests
   std::deque<Request*> waiting_;        // FCFS: arrival order (preempted at the front);
                                         // priority: sorted by (priority, arrival, id)

@@ -62,7 +62,8 @@ std::size_t SingleTypeKvCacheManager::remove_skipped_blocks(const RequestId& id,
     removed.push_back(blocks[i]);
     blocks[i] = pool_.null_block();
   }
-  pool_.free_blocks(removed);
+  // No call when nothing fell out: a free call is a release on the priority policy's clock.
+  if (!removed.empty()) pool_.free_blocks(removed);
   return removed.size();
 }
 
@@ -110,12 +111,12 @@ void SingleTypeKvCacheManager::cache_blocks(const Request& request, std::int64_t
   table.num_cached = num_full;
 }
 
-void SingleTypeKvCacheManager::free(const RequestId& id) {
+void SingleTypeKvCacheManager::free(const RequestId& id, const BlockRetention& retention) {
   auto it = tables_.find(id);
   if (it == tables_.end()) return;
   std::vector<BlockId>& blocks = it->second.blocks;
   std::reverse(blocks.begin(), blocks.end());
-  pool_.free_blocks(blocks);
+  pool_.free_blocks(blocks, retention);
   tables_.erase(it);
 }
 
@@ -132,6 +133,14 @@ void SingleTypeKvCacheManager::collect_holders(
       if (b != pool_.null_block()) holders[static_cast<std::size_t>(b)].push_back(group_id_);
     }
   }
+}
+
+std::int64_t SingleTypeKvCacheManager::num_blocks_in_use() const {
+  std::int64_t n = 0;
+  for (const auto& entry : tables_) {
+    for (BlockId b : entry.second.blocks) n += b != pool_.null_block() ? 1 : 0;
+  }
+  return n;
 }
 
 bool SingleTypeKvCacheManager::check(std::string* why) const {
@@ -164,24 +173,51 @@ bool SingleTypeKvCacheManager::check(std::string* why) const {
 
 std::vector<std::vector<BlockId>> FullAttentionManager::find_longest_cache_hit(
     std::span<const BlockHash> hashes, std::int64_t max_length,
-    std::span<const KvCacheGroupId> group_ids) const {
+    std::span<const KvCacheGroupId> group_ids, bool drop, std::int64_t alignment) const {
   std::vector<std::vector<BlockId>> hit(group_ids.size());
   const std::size_t n = std::min(static_cast<std::size_t>(max_length / spec_.block_size),
                                  hashes.size());
-  std::vector<BlockId> found;
-  for (std::size_t i = 0; i < n && lookup_all(hashes[i], group_ids, found); ++i) {
-    for (std::size_t k = 0; k < found.size(); ++k) hit[k].push_back(found[k]);
+  if (group_ids.size() == 1) {  // the common case: no per-block scratch list
+    const KvCacheGroupId g = group_ids.front();
+    for (std::size_t i = 0; i < n; ++i) {
+      const BlockId b = pool_.get_cached_block(hashes[i], g);
+      if (b == kNoBlock) break;
+      hit.front().push_back(b);
+    }
+  } else {
+    std::vector<BlockId> found;
+    for (std::size_t i = 0; i < n && lookup_all(hashes[i], group_ids, found); ++i) {
+      for (std::size_t k = 0; k < found.size(); ++k) hit[k].push_back(found[k]);
+    }
+  }
+  const std::int64_t b = spec_.block_size;
+  std::int64_t tokens = static_cast<std::int64_t>(hit.front().size()) * b;
+  if (drop && tokens > 0) tokens -= std::min(alignment, b);
+  tokens -= tokens % alignment;
+  const auto keep = static_cast<std::size_t>(blocks_for(tokens));
+  for (auto& blocks : hit) {
+    if (blocks.size() > keep) blocks.resize(keep);
   }
   return hit;
 }
 
+int FullAttentionManager::num_common_prefix_blocks(const RequestId& id, int num_running) const {
+  int n = 0;
+  for (BlockId b : blocks_of(id)) {
+    if (pool_.block(b).ref_cnt != num_running) break;
+    ++n;
+  }
+  return n;
+}
+
 std::vector<std::vector<BlockId>> SlidingWindowManager::find_longest_cache_hit(
     std::span<const BlockHash> hashes, std::int64_t max_length,
-    std::span<const KvCacheGroupId> group_ids) const {
+    std::span<const KvCacheGroupId> group_ids, bool drop, std::int64_t /*alignment*/) const {
   const std::size_t n = std::min(static_cast<std::size_t>(max_length / spec_.block_size),
                                  hashes.size());
   // The token being computed is inside its own window: window - 1 earlier tokens are read.
-  const std::size_t need = static_cast<std::size_t>(blocks_for(spec_.window - 1));
+  // Eagle needs one block more, the one it drops.
+  const std::size_t need = static_cast<std::size_t>(blocks_for(spec_.window - 1)) + (drop ? 1 : 0);
   std::vector<std::vector<BlockId>> hit(group_ids.size(), std::vector<BlockId>(n, 0));
   std::vector<BlockId> found;
   std::size_t run = 0, length = 0;
@@ -200,13 +236,15 @@ std::vector<std::vector<BlockId>> SlidingWindowManager::find_longest_cache_hit(
   }
   // Without a full window, only a cached run from block 0 is a hit.
   if (!full_run) length = run;
+  if (drop && length > 0) --length;
   for (auto& blocks : hit) blocks.resize(length);
   return hit;
 }
 
 std::vector<std::vector<BlockId>> ChunkedLocalAttentionManager::find_longest_cache_hit(
     std::span<const BlockHash> hashes, std::int64_t max_length,
-    std::span<const KvCacheGroupId> group_ids) const {
+    std::span<const KvCacheGroupId> group_ids, bool drop, std::int64_t /*alignment*/) const {
+  KV_CHECK(!drop, "eagle with chunked local attention (vLLM refuses it; configs are validated)");
   const std::int64_t chunk_start = max_length / spec_.chunk * spec_.chunk;
   const std::size_t first = static_cast<std::size_t>(chunk_start / spec_.block_size);
   const std::size_t n = std::min(static_cast<std::size_t>(max_length / spec_.block_size),

@@ -1,6 +1,6 @@
 // SingleTypeKvCacheManager: the block tables of one KV-cache group, as vLLM's
 // SingleTypeKVCacheManager, with one subclass per attention type (FullAttentionManager,
-// SlidingWindowManager, ChunkedLocalAttentionManager). The HybridKvCacheManager owns one per
+// SlidingWindowManager, ChunkedLocalAttentionManager). The KvCacheCoordinator owns one per
 // group, all over one BlockPool, and calls them in group order.
 // Each type differs in two rules only: the longest cache hit it accepts and the tokens it
 // never reads again (skipped tokens, whose blocks become the null block and are freed).
@@ -39,9 +39,12 @@ class SingleTypeKvCacheManager {
   // vLLM find_longest_cache_hit for the lookup set `group_ids` (groups with this spec): the
   // hit blocks of each group of the set (null = 0 where the type skips), all of one length,
   // at most max_length tokens. A block counts only if cached for every group of the set.
+  // `drop` (eagle): the hit gives up its last block, each type by its own rule; the hit is a
+  // multiple of `alignment` tokens (the coordinator's: the group's block size, or the lcm of
+  // the groups' block sizes).
   virtual std::vector<std::vector<BlockId>> find_longest_cache_hit(
       std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids) const = 0;
+      std::span<const KvCacheGroupId> group_ids, bool drop, std::int64_t alignment) const = 0;
 
   // Blocks this group takes from the free queue to give the request num_tokens slots
   // (required blocks capped at max_required_blocks); `hit` is the fresh hit of a request not
@@ -66,14 +69,22 @@ class SingleTypeKvCacheManager {
   // Caches the table's full non-null blocks from num_cached up to num_tokens / block_size.
   void cache_blocks(const Request& request, std::int64_t num_tokens);
 
-  // Frees the table, last block first (one free_blocks call), and forgets the request.
-  void free(const RequestId& id);
+  // Frees the table, last block first (one free_blocks call, with the request's retention),
+  // and forgets the request.
+  void free(const RequestId& id, const BlockRetention& retention = {});
 
   std::span<const BlockId> blocks_of(const RequestId& id) const;
   bool is_running(const RequestId& id) const { return tables_.count(id) != 0; }
 
   // Adds, for every non-null entry of every table, this group's id to holders[block id].
   void collect_holders(std::vector<std::vector<KvCacheGroupId>>& holders) const;
+  // Real (non-null) blocks in all tables.
+  std::int64_t num_blocks_in_use() const;
+  // vLLM get_num_common_prefix_blocks: leading blocks of `id` held by all `num_running`
+  // requests (cascade attention); 0 for every type but full attention.
+  virtual int num_common_prefix_blocks(const RequestId& /*id*/, int /*num_running*/) const {
+    return 0;
+  }
 
   bool check(std::string* why) const;
 
@@ -100,30 +111,36 @@ class SingleTypeKvCacheManager {
 class FullAttentionManager final : public SingleTypeKvCacheManager {
  public:
   using SingleTypeKvCacheManager::SingleTypeKvCacheManager;
-  // Left to right; stops at the first block missing from any group of the set.
+  // Left to right; stops at the first block missing from any group of the set. Eagle gives
+  // back min(alignment, block) tokens; then the hit is cut down to a multiple of alignment.
   std::vector<std::vector<BlockId>> find_longest_cache_hit(
       std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids) const override;
+      std::span<const KvCacheGroupId> group_ids, bool drop,
+      std::int64_t alignment) const override;
+  int num_common_prefix_blocks(const RequestId& id, int num_running) const override;
 };
 
 class SlidingWindowManager final : public SingleTypeKvCacheManager {
  public:
   using SingleTypeKvCacheManager::SingleTypeKvCacheManager;
-  // Right to left; the first run of ceil((window - 1) / block) cached blocks ends the hit,
-  // with nulls before it. Without such a run, the cached run that reaches block 0.
+  // Right to left; the first run of ceil((window - 1) / block) cached blocks (one more with
+  // eagle) ends the hit, with nulls before it. Without such a run, the cached run that
+  // reaches block 0. Eagle then drops the hit's last block.
   std::vector<std::vector<BlockId>> find_longest_cache_hit(
       std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids) const override;
+      std::span<const KvCacheGroupId> group_ids, bool drop,
+      std::int64_t alignment) const override;
 };
 
 class ChunkedLocalAttentionManager final : public SingleTypeKvCacheManager {
  public:
   using SingleTypeKvCacheManager::SingleTypeKvCacheManager;
   // Blocks before the chunk holding max_length are a hit as nulls, without a lookup; then
-  // left to right within that chunk.
+  // left to right within that chunk. Eagle is refused with this type (as vLLM refuses it).
   std::vector<std::vector<BlockId>> find_longest_cache_hit(
       std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids) const override;
+      std::span<const KvCacheGroupId> group_ids, bool drop,
+      std::int64_t alignment) const override;
 };
 
 // The manager for spec's attention type (the spec must pass validate_spec).

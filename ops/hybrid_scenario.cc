@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/block_hasher.h"
-#include "model/hybrid_kv_cache_manager.h"
+#include "model/kv_cache_manager.h"
 #include "model/kv_cache_groups.h"
 #include "model/request.h"
 
@@ -159,7 +159,7 @@ Json group_to_json(const KvCacheGroupSpec& g) {
 
 struct ScenarioRequest {
   std::unique_ptr<Request> request;
-  std::optional<HybridCacheHit> pending_hit;  // from get_computed, used up by allocate
+  std::optional<CacheHit> pending_hit;  // from get_computed, used up by allocate
 };
 
 class HybridScenario {
@@ -186,7 +186,7 @@ class HybridScenario {
   ScenarioOutcome outcome_;
   int block_size_ = 16;
   std::unique_ptr<BlockHasher> hasher_;
-  std::unique_ptr<HybridKvCacheManager> manager_;
+  std::unique_ptr<KvCacheManager> manager_;
   std::map<std::string, ScenarioRequest> requests_;
 };
 
@@ -233,7 +233,7 @@ Status HybridScenario::load(const Json& config) {
   block_size_ = static_cast<int>(*block_size);
   const std::optional<HashAlgo> algo = parse_hash_algo(*hash);
   if (!algo) return field_error("config.hash", "unknown hash '" + *hash + "'");
-  HybridKvCacheConfig mc;
+  KvCacheConfig mc;
   if (!parse_free_order(*order, &mc.free_order)) {
     return field_error("config.free_order", "unknown free order '" + *order + "'");
   }
@@ -246,11 +246,13 @@ Status HybridScenario::load(const Json& config) {
   if (!size.ok()) return size.status().with_context("config.memory_budget_bytes: ");
   hasher_ = std::make_unique<BlockHasher>(*algo, *seed);
   mc.groups = std::move(*groups);
+  mc.block_size = block_size_;
   mc.num_blocks = size->num_blocks;
   mc.enable_caching = *caching;
   mc.max_model_len = *max_model_len;
   mc.max_in_flight_tokens = *in_flight;
-  manager_ = std::make_unique<HybridKvCacheManager>(mc);
+  if (Status valid = mc.validate(); !valid.ok()) return valid.with_context("config: ");
+  manager_ = std::make_unique<KvCacheManager>(mc);
   return Status();
 }
 
@@ -308,7 +310,7 @@ Status HybridScenario::run_allocate(const Json& step, const std::string& where,
     must_fit = *b;
   }
   Request& req = *r.request;
-  const HybridCacheHit hit = r.pending_hit.value_or(HybridCacheHit{});
+  const CacheHit hit = r.pending_hit.value_or(CacheHit{});
   r.pending_hit.reset();
   const Json before = held_of(req.id());
   std::vector<bool> had_hash;
@@ -404,10 +406,10 @@ Status HybridScenario::run_on_request(const std::string& op, const Json& step,
   } else if (op == "allocate") {
     return run_allocate(step, where, **r, got);
   } else if (op == "free") {
-    manager_->free(req.id());
+    manager_->free(req);
     requests_.erase(req.id());
   } else {  // preempt: the request keeps its tokens and hashes and starts over
-    manager_->free(req.id());
+    manager_->free(req);
     req.num_computed_tokens = 0;
     ++req.num_preemptions;
     (*r)->pending_hit.reset();

@@ -1,6 +1,6 @@
 // run_hybrid_scenario: replays one vLLM-recorded scenario of the KV-cache manager with several
 // KV-cache groups (tests/golden-hybrid/README.md: format_version 1) against kvsim's
-// HybridKvCacheManager and compares every expectation.
+// KvCacheManager (with the file's groups) and compares every expectation.
 // The runner builds the groups from the file's `layers` (and checks them against `groups` and
 // `lookup_order`), sizes the pool from `memory_budget_bytes` (checked against `num_blocks`),
 // runs every step in order and then compares the `final` block (free queue, cache, held

@@ -70,7 +70,7 @@ std::string join_ids(const std::vector<BlockId>& ids) {
 }
 
 // One list per group, separated by '/': `[1,2]` for one group, `[1,2]/[0,3]` for two.
-std::string join_groups(const ops::GroupBlocks& groups) {
+std::string join_groups(const GroupBlockIds& groups) {
   std::string s;
   for (std::size_t g = 0; g < groups.size(); ++g) s += (g ? "/" : "") + join_ids(groups[g]);
   return s;
@@ -249,31 +249,18 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
   }
   std::vector<KvCacheGroupSpec> groups;
   if (a.kv.count("layers")) {
-    if (c.use_eagle) return Status::error("eagle=on is not supported with layers=");
-    if (c.eviction_policy != EvictionPolicyKind::kLru) {
-      return Status::error("policy=" + a.kv["policy"] + " is not supported with layers= (hybrid groups run lru)");
-    }
     auto layers = parse_layers_spec(a.kv["layers"], c.block_size);
     if (!layers.ok()) return layers.status().with_context("layers: ");
     auto built = get_kv_cache_groups(*layers);
     if (!built.ok()) return built.status().with_context("layers: ");
     groups = std::move(*built);
   }
+  c.groups = std::move(groups);
+  if (Status valid = c.validate(); !valid.ok()) return valid;
   config_ = c;
-  groups_ = std::move(groups);
   requests_.clear();
   hasher_ = std::make_unique<BlockHasher>(algo, seed);
-  if (groups_.empty()) {
-    cache_ = ops::make_single_group_cache(c);
-  } else {
-    HybridKvCacheConfig h;
-    h.groups = groups_;
-    h.num_blocks = c.num_blocks;
-    h.enable_caching = c.enable_caching;
-    h.free_order = c.free_order;
-    h.max_model_len = c.max_model_len;
-    cache_ = ops::make_hybrid_cache(h);
-  }
+  manager_ = std::make_unique<KvCacheManager>(c);
   return {};
 }
 
@@ -328,7 +315,7 @@ Status OpsInterpreter::cmd_alloc(const std::vector<std::string_view>& words) {
   if (a.kv.count("lookahead") && !parse_nonneg(a.kv["lookahead"], &lookahead)) {
     return bad_int("lookahead", a.kv["lookahead"]);
   }
-  const ops::OpsHit hit = r.pending_hit.value_or(ops::OpsHit{});
+  const CacheHit hit = r.pending_hit.value_or(CacheHit{});
   r.pending_hit.reset();
   std::int64_t n = 0;
   if (words[2] == "rest") {
@@ -346,7 +333,7 @@ Status OpsInterpreter::cmd_alloc(const std::vector<std::string_view>& words) {
                            " tokens " + req.id() + " has left");
     }
   }
-  auto fresh = cache_->allocate(req, n, hit, lookahead, a.flags.count("fullfit") != 0);
+  auto fresh = manager_->allocate_slots(req, n, hit, lookahead, a.flags.count("fullfit") != 0);
   if (!fresh) {
     out_ << "alloc " << req.id() << " fail\n";
     return {};
@@ -365,7 +352,11 @@ Status OpsInterpreter::cmd_table(const std::vector<std::string_view>& words) {
   if (!found.ok()) return found.status();
   Args a;
   if (Status s = parse_args(words, 2, {"group"}, {}, &a); !s.ok()) return s;
-  const ops::GroupBlocks table = cache_->table((*found)->request->id());
+  GroupBlockIds table;
+  for (std::size_t g = 0; g < manager_->num_groups(); ++g) {
+    const auto blocks = manager_->blocks_of((*found)->request->id(), g);
+    table.emplace_back(blocks.begin(), blocks.end());
+  }
   if (!a.kv.count("group")) {
     out_ << "table " << words[1] << " " << join_groups(table) << "\n";
     return {};
@@ -389,11 +380,12 @@ Status OpsInterpreter::cmd_request_query(std::string_view cmd, std::string_view 
     if (r.request->num_computed_tokens != 0) {
       return Status::error("lookup of '" + r.request->id() + "' after it computed tokens");
     }
-    r.pending_hit = cache_->lookup(*r.request);
+    r.pending_hit = manager_->get_computed_blocks(*r.request);
+    r.pending_hit->blocks.resize(manager_->num_groups());  // caching off: one empty list each
     out_ << "hit " << r.request->id() << " blocks=" << join_groups(r.pending_hit->blocks)
          << " tokens=" << r.pending_hit->num_tokens << "\n";
   } else if (cmd == "free") {
-    cache_->free(*r.request);
+    manager_->free(*r.request);
   } else {
     out_ << "hashes " << r.request->id() << " [";
     const auto& hs = r.request->block_hashes();
@@ -406,18 +398,18 @@ Status OpsInterpreter::cmd_request_query(std::string_view cmd, std::string_view 
 // Commands of the whole pool: queue, num_free, stats, reset, groups, check.
 Status OpsInterpreter::cmd_pool_query(std::string_view cmd, bool* check_failed) {
   if (cmd == "queue") {
-    out_ << "queue " << join_ids(cache_->pool().policy().order()) << "\n";
+    out_ << "queue " << join_ids(manager_->pool().policy().order()) << "\n";
   } else if (cmd == "num_free") {
-    out_ << "num_free " << cache_->pool().num_free_blocks() << "\n";
+    out_ << "num_free " << manager_->pool().num_free_blocks() << "\n";
   } else if (cmd == "stats") {
-    const PrefixCacheStats& st = cache_->stats();
+    const PrefixCacheStats& st = manager_->stats();
     out_ << "stats lookups=" << st.lookups << " queries=" << st.queries << " hits=" << st.hits << "\n";
   } else if (cmd == "reset") {
-    out_ << "reset " << (cache_->reset_prefix_cache() ? "ok" : "fail") << "\n";
+    out_ << "reset " << (manager_->reset_prefix_cache() ? "ok" : "fail") << "\n";
   } else if (cmd == "groups") {
     out_ << "groups";
-    if (groups_.empty()) out_ << " full[all]";
-    for (const KvCacheGroupSpec& g : groups_) {
+    if (config_.groups.empty()) out_ << " full[all]";
+    for (const KvCacheGroupSpec& g : config_.groups) {
       std::string layers;
       for (const std::string& name : g.layer_names) layers += (layers.empty() ? "" : ",") + name.substr(6);
       out_ << " " << spec_name(g.spec) << "[" << layers << "]";
@@ -425,7 +417,7 @@ Status OpsInterpreter::cmd_pool_query(std::string_view cmd, bool* check_failed) 
     out_ << "\n";
   } else if (cmd == "check") {
     std::string why;
-    if (!cache_->check_invariants(&why)) {
+    if (!manager_->check_invariants(&why)) {
       out_ << "check failed: " << why << "\n";
       *check_failed = true;
       return Status::error("check failed: " + why);
@@ -444,7 +436,7 @@ Status OpsInterpreter::dispatch(const std::vector<std::string_view>& w, bool* ch
     return Status::error("unknown command '" + std::string(cmd) + "'");
   }
   if (cmd == "config") return cmd_config(w);
-  if (!cache_) return Status::error("'" + std::string(cmd) + "' before the first config line");
+  if (!manager_) return Status::error("'" + std::string(cmd) + "' before the first config line");
   auto no_args = [&](std::size_t n) -> Status {
     if (w.size() > n) return Status::error("unexpected argument '" + std::string(w[n]) + "'");
     if (w.size() < n) return Status::error(std::string(cmd) + " needs a request id");

@@ -16,7 +16,6 @@
 #include "model/kv_cache_groups.h"
 #include "model/kv_cache_manager.h"
 #include "model/status.h"
-#include "ops/ops_cache.h"
 
 namespace kv {
 
@@ -43,13 +42,13 @@ class OpsInterpreter {
   // and writes the error, if any, to `err`.
   static int run_script(std::istream& in, std::ostream& out, std::ostream& err);
 
-  // The single-group manager, or null before a config line or with `layers=`.
-  const KvCacheManager* manager() const { return cache_ ? cache_->single_group_manager() : nullptr; }
+  // The manager, or null before the first config line.
+  const KvCacheManager* manager() const { return manager_.get(); }
 
  private:
   struct OpsRequest {
     std::unique_ptr<Request> request;
-    std::optional<ops::OpsHit> pending_hit;  // from `lookup`, consumed by the next `alloc`
+    std::optional<CacheHit> pending_hit;    // from `lookup`, consumed by the next `alloc`
   };
 
   Status dispatch(const std::vector<std::string_view>& words, bool* check_failed);
@@ -65,8 +64,7 @@ class OpsInterpreter {
   std::string error_;
   KvCacheConfig config_;
   std::unique_ptr<BlockHasher> hasher_;
-  std::unique_ptr<ops::OpsCache> cache_;
-  std::vector<KvCacheGroupSpec> groups_;  // from layers=; empty for the single-group manager
+  std::unique_ptr<KvCacheManager> manager_;
   std::map<std::string, OpsRequest, std::less<>> requests_;
 };
 

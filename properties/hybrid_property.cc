@@ -1,4 +1,4 @@
-// Level (b'): HybridKvCacheManager as a RapidCheck state machine over random layouts of full,
+// Level (b'): KvCacheManager over several groups as a RapidCheck state machine over random layouts of full,
 // sliding-window and chunked-local groups (docs/hybrid-groups.md). Commands: arrive, admit
 // (lookup, then a first allocation of a chunk, maybe with the full-sequence gate), grow (the
 // next chunk, or one decoded token), free and drain. After every command:
@@ -19,7 +19,7 @@
 #include <set>
 #include <sstream>
 
-#include "model/hybrid_kv_cache_manager.h"
+#include "model/kv_cache_manager.h"
 #include "properties/properties.h"
 #include "properties/state_runner.h"
 
@@ -31,11 +31,13 @@ struct HybridCase {
   std::vector<KvCacheSpec> layers;  // one spec per layer, in layer order
   int num_blocks = 8;
   std::int64_t max_model_len = 64;
+  bool eagle = false;  // never with a chunked local layer (vLLM refuses it)
+  EvictionPolicyKind policy = EvictionPolicyKind::kLru;
 
   std::string line() const {
     std::ostringstream os;
     os << "hybrid blocks=" << num_blocks << " block_size=" << block_size << " max_model_len=" << max_model_len
-       << " layers=";
+       << " eagle=" << (eagle ? "on" : "off") << " policy=" << to_string(policy) << " layers=";
     for (std::size_t i = 0; i < layers.size(); ++i) os << (i ? "," : "") << describe(layers[i]);
     return os.str();
   }
@@ -68,15 +70,19 @@ struct HybridSut {
     for (std::size_t i = 0; i < hc.layers.size(); ++i) layers.push_back({"l" + std::to_string(i), hc.layers[i]});
     auto groups = get_kv_cache_groups(layers);
     if (!groups.ok()) RC_FAIL("get_kv_cache_groups: " + groups.status().message());
-    HybridKvCacheConfig config;
+    KvCacheConfig config;
     config.groups = *groups;
+    config.block_size = (*groups)[0].spec.block_size;
+    config.free_order = FreeOrder::kUnhashedFirst;
+    config.use_eagle = hc.eagle;
+    config.eviction_policy = hc.policy;
     config.num_blocks = hc.num_blocks;
     config.max_model_len = hc.max_model_len;
     config.max_in_flight_tokens = 8;
-    manager = std::make_unique<HybridKvCacheManager>(config);
+    manager = std::make_unique<KvCacheManager>(config);
   }
   BlockHasher hasher;
-  std::unique_ptr<HybridKvCacheManager> manager;
+  std::unique_ptr<KvCacheManager> manager;
   std::map<std::string, std::unique_ptr<Request>> requests;
   std::map<std::string, std::vector<std::size_t>> hit_nulls;  // per group, at admission
   std::map<std::string, std::int64_t> last_total;             // computed + hit at the last allocate
@@ -95,7 +101,9 @@ struct SetHit {
   std::vector<std::vector<BlockId>> per_group;  // one list per group of the set, `blocks` long
 };
 
-SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& set, std::int64_t limit) {
+// `drop`: eagle gives back the hit's last block (a sliding window first needs one block more).
+SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& set, std::int64_t limit,
+                bool drop) {
   const KvCacheSpec& s = spec_of(sut, static_cast<std::size_t>(set.front()));
   const auto b = static_cast<std::size_t>(s.block_size);
   const std::size_t n = std::min(static_cast<std::size_t>(limit) / b, r.block_hashes().size());
@@ -114,7 +122,7 @@ SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& 
   if (s.type == AttentionType::kFullAttention) {
     k = run_from(0, n);
   } else if (s.type == AttentionType::kSlidingWindow) {
-    const std::size_t need = (static_cast<std::size_t>(s.window) - 1 + b - 1) / b;
+    const std::size_t need = (static_cast<std::size_t>(s.window) - 1 + b - 1) / b + (drop ? 1 : 0);
     k = run_from(0, n);  // no window-long run anywhere: the run from block 0
     for (std::size_t end = n; end >= need && end > 0; --end) {
       if (run_from(end - need, end) == end) {  // the rightmost window-long run
@@ -127,6 +135,8 @@ SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& 
     first = static_cast<std::size_t>(limit / s.chunk * s.chunk) / b;  // the chunk of the limit
     k = run_from(first, n);
   }
+  if (drop && k > 0) k -= 1;  // every group has one block size here: the alignment is one block
+  first = std::min(first, k);
   SetHit h;
   h.blocks = k;
   for (int g : set) {
@@ -141,25 +151,38 @@ SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& 
 
 // The coordinator's fixed point: rounds over the lookup sets, each limited by the previous
 // one's hit, until a round changes nothing (two sets with full attention first: one round);
-// full attention is looked up once and cut to the final length.
-HybridCacheHit expected_hit(const HybridSut& sut, const Request& r) {
+// full attention is looked up once and cut to the final length. With eagle, a set not yet
+// verified at the current length drops a block, looking one block further; a set that
+// shortened the hit without dropping makes every set unverified again.
+CacheHit expected_hit(const HybridSut& sut, const Request& r) {
   const auto& sets = sut.manager->lookup_order();
   const auto is_full = [&](const std::vector<int>& set) {
     return spec_of(sut, static_cast<std::size_t>(set.front())).type == AttentionType::kFullAttention;
   };
   const std::int64_t b = spec_of(sut, 0).block_size;
-  std::int64_t length = std::max<std::int64_t>(r.num_tokens() - 1, 0);
+  const std::int64_t max = std::max<std::int64_t>(r.num_tokens() - 1, 0);
+  std::int64_t length = max;
   std::vector<std::optional<SetHit>> last(sets.size());
+  std::set<std::size_t> verified;
   for (bool again = true; again;) {
     std::int64_t current = length;
     for (std::size_t s = 0; s < sets.size(); ++s) {
-      if (!(is_full(sets[s]) && last[s])) last[s] = set_rule(sut, r, sets[s], current);
+      if (!(is_full(sets[s]) && last[s])) {
+        const bool drop = sut.manager->config().use_eagle && verified.count(s) == 0;
+        last[s] = set_rule(sut, r, sets[s], drop ? std::min(current + b, max) : current, drop);
+        const std::int64_t found = static_cast<std::int64_t>(last[s]->blocks) * b;
+        if (drop) {
+          verified.insert(s);
+        } else if (found < current) {
+          verified.clear();
+        }
+      }
       current = std::min<std::int64_t>(current, static_cast<std::int64_t>(last[s]->blocks) * b);
     }
     again = current < length && sets.size() > 1 && !(sets.size() == 2 && is_full(sets[0]));
     length = std::min(length, current);
   }
-  HybridCacheHit hit;
+  CacheHit hit;
   hit.num_tokens = length;
   hit.blocks.resize(sut.manager->num_groups());
   for (std::size_t s = 0; s < sets.size(); ++s) {
@@ -171,8 +194,8 @@ HybridCacheHit expected_hit(const HybridSut& sut, const Request& r) {
   return hit;
 }
 
-void check_hit(const HybridSut& sut, const Request& r, const HybridCacheHit& hit) {
-  const HybridCacheHit want = expected_hit(sut, r);
+void check_hit(const HybridSut& sut, const Request& r, const CacheHit& hit) {
+  const CacheHit want = expected_hit(sut, r);
   if (hit.num_tokens != want.num_tokens) {
     RC_FAIL("lookup " + r.id() + ": hit of " + std::to_string(hit.num_tokens) + " tokens, the fixed point of the " +
             "lookup sets is " + std::to_string(want.num_tokens) + " (of " + std::to_string(r.num_tokens()) + " tokens)");
@@ -297,7 +320,7 @@ struct Free final : HybridCommand {
     for (auto& r : m.requests) r.retired = r.retired || r.id == id;
   }
   void run(const HybridModel&, HybridSut& sut) const override {
-    sut.manager->free(id);
+    sut.manager->free(*sut.requests.at(id));
     sut.held.erase(id);
     check_pool(sut);
   }
@@ -309,7 +332,9 @@ struct Drain final : HybridCommand {
     for (auto& r : m.requests) r.retired = r.retired || r.admitted;
   }
   void run(const HybridModel& m, HybridSut& sut) const override {
-    for (const auto& r : m.requests) sut.manager->free(r.id);
+    for (const auto& r : m.requests) {
+      if (auto it = sut.requests.find(r.id); it != sut.requests.end()) sut.manager->free(*it->second);
+    }
     sut.held.clear();
     check_pool(sut);
     if (sut.manager->num_free_blocks() != static_cast<std::size_t>(m.c.num_blocks - 1)) RC_FAIL("drain: blocks leaked");
@@ -319,7 +344,7 @@ struct Drain final : HybridCommand {
 
 void Admit::run(const HybridModel&, HybridSut& sut) const {
   Request& req = *sut.requests.at(id);
-  const HybridCacheHit hit = sut.manager->get_computed_blocks(req);
+  const CacheHit hit = sut.manager->get_computed_blocks(req);
   check_hit(sut, req, hit);
   const std::int64_t count = std::clamp<std::int64_t>(n, 1, req.num_tokens() - hit.num_tokens);
   const std::vector<std::int64_t> before = pool_state(sut);
@@ -400,6 +425,13 @@ HybridCase gen_hybrid_case() {
     }
     hc.layers.push_back(s);
   }
+  const bool chunked = std::any_of(hc.layers.begin(), hc.layers.end(), [](const KvCacheSpec& s) {
+    return s.type == AttentionType::kChunkedLocalAttention;
+  });
+  hc.eagle = !chunked && *rc::gen::inRange(0, 3) == 0;
+  hc.policy = *rc::gen::element(EvictionPolicyKind::kLru, EvictionPolicyKind::kLru, EvictionPolicyKind::kLfu,
+                                EvictionPolicyKind::kSlru, EvictionPolicyKind::kLeafLru,
+                                EvictionPolicyKind::kPriority);
   return hc;
 }
 

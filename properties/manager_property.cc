@@ -239,20 +239,21 @@ struct Lookup final : ManagerCommand {
   void do_apply(ManagerModel& m) const override { m.lookup(id); }
   void do_run(const ManagerModel&, const ManagerModel& after, ManagerSut& sut) const override {
     const Request& req = *sut.requests.at(id);
-    const CacheHit hit = sut.manager->lookup(req);
+    const CacheHit hit = sut.manager->get_computed_blocks(req);
+    const std::vector<BlockId> hit_blocks(hit.group(0).begin(), hit.group(0).end());
     const ModelHit& want = *after.find(id)->pending;
-    fail_if(hit.blocks != want.blocks || hit.num_tokens != want.tokens,
-            "lookup " + id + " hit " + ids_text(hit.blocks) + " tokens=" + std::to_string(hit.num_tokens) +
+    fail_if(hit_blocks != want.blocks || hit.num_tokens != want.tokens,
+            "lookup " + id + " hit " + ids_text(hit_blocks) + " tokens=" + std::to_string(hit.num_tokens) +
                 ", model " + ids_text(want.blocks) + " tokens=" + std::to_string(want.tokens));
     // Independently of the model: hits are a contiguous prefix of the request's hashes, capped.
     const auto cap = static_cast<std::size_t>((req.num_tokens() - 1) / after.config().block_size);
-    fail_if(hit.blocks.size() > cap, "lookup " + id + " hits more than (num_tokens-1)/block_size blocks");
-    for (std::size_t i = 0; i < hit.blocks.size(); ++i) {
-      fail_if(!(sut.manager->pool().block(hit.blocks[i]).hash == req.block_hashes()[i]),
-              "lookup " + id + " hit block " + std::to_string(hit.blocks[i]) + " is not cached under hash " +
+    fail_if(hit_blocks.size() > cap, "lookup " + id + " hits more than (num_tokens-1)/block_size blocks");
+    for (std::size_t i = 0; i < hit_blocks.size(); ++i) {
+      fail_if(!(sut.manager->pool().block(hit_blocks[i]).hash == req.block_hashes()[i]),
+              "lookup " + id + " hit block " + std::to_string(hit_blocks[i]) + " is not cached under hash " +
                   std::to_string(i));
     }
-    fail_if(hit.num_tokens != static_cast<std::int64_t>(hit.blocks.size()) * after.config().block_size,
+    fail_if(hit.num_tokens != static_cast<std::int64_t>(hit_blocks.size()) * after.config().block_size,
             "lookup " + id + " hit tokens are not hits * block_size");
     sut.pending[id] = hit;
   }
@@ -263,7 +264,7 @@ std::string tenant(const Request& r) { return "salt '" + r.extras().cache_salt +
 
 // The isolation property: a request with another cache salt or another LoRA adapter never gets
 // a block (as a hit) whose KV a different tenant computed. Fresh blocks become the request's.
-void check_isolation(ManagerSut& sut, const Request& r, const std::vector<BlockId>& hits,
+void check_isolation(ManagerSut& sut, const Request& r, std::span<const BlockId> hits,
                      const std::vector<BlockId>& fresh) {
   const std::string who = tenant(r);
   for (BlockId b : hits) {
@@ -309,14 +310,14 @@ struct Alloc final : ManagerCommand {
       }
     }
     const Snapshot before = snapshot(sut);
-    const auto fresh = sut.manager->allocate(req, count, hit, lookahead, fullfit);
+    const auto fresh = sut.manager->allocate_slots(req, count, hit, lookahead, fullfit);
     if (fresh) {
       req.num_computed_tokens += hit.num_tokens + count;
-      check_isolation(sut, req, hit.blocks, *fresh);
+      check_isolation(sut, req, hit.group(0), fresh->front());
     } else {
       fail_if(!(snapshot(sut) == before), "a failed allocation of " + id + " changed the state");
     }
-    const std::string got = "alloc " + id + (fresh ? " new=" + ids_text(*fresh) : std::string(" fail"));
+    const std::string got = "alloc " + id + (fresh ? " new=" + ids_text(fresh->front()) : std::string(" fail"));
     fail_if(got != want, got + ", model: " + want);
   }
   std::vector<std::string> ops_lines(const ManagerModel&) const override {

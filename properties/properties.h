@@ -25,8 +25,9 @@ const char* to_string(ManagerVariant v);
 void manager_property(FreeOrder order, ManagerVariant variant,
                       EvictionPolicyKind policy = EvictionPolicyKind::kLru);
 
-// Level (b'): HybridKvCacheManager on random layouts of full, sliding and chunked groups,
-// against brute-force hit lengths and each group type's invariants.
+// Level (b'): KvCacheManager on random layouts of full, sliding and chunked groups, with
+// eagle and every eviction policy, against brute-force hit lengths and each group type's
+// invariants.
 void hybrid_property();
 
 // Level (c): Scheduler + SimDevice with full shadow-memory verification.

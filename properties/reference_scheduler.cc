@@ -138,7 +138,7 @@ void ReferenceScheduler::running_pass(std::vector<Chunk>& chunks, std::int64_t& 
 // already scheduled in this step gives its tokens back. False when the victim was s itself.
 bool ReferenceScheduler::fit_or_preempt(Seq& s, std::int64_t n, std::vector<Chunk>& chunks,
                                         std::int64_t& budget, std::size_t& index, StepDecisions& d) {
-  while (!kv_.allocate(*s.request, n)) {
+  while (!kv_.allocate_slots(*s.request, n)) {
     std::size_t at = running_.size() - 1;
     if (config_.policy == SchedulingPolicy::kPriority) {
       at = 0;
@@ -181,12 +181,12 @@ void ReferenceScheduler::waiting_pass(std::vector<Chunk>& chunks, std::int64_t& 
     const std::size_t head = waiting_head();
     Seq& s = *waiting_[head];
     Request& r = *s.request;
-    const CacheHit hit = config_.cache.enable_caching ? kv_.lookup(r) : CacheHit{};
+    const CacheHit hit = config_.cache.enable_caching ? kv_.get_computed_blocks(r) : CacheHit{};
     std::int64_t n = r.num_tokens() - hit.num_tokens;
     if (threshold > 0 && n > threshold) n = threshold;
     if (!config_.enable_chunked_prefill && n > budget) return;
     n = std::min(n, budget);
-    if (!kv_.allocate(r, n, hit, 0, config_.full_sequence_gate)) return;
+    if (!kv_.allocate_slots(r, n, hit, 0, config_.full_sequence_gate)) return;
     waiting_.erase(waiting_.begin() + static_cast<std::ptrdiff_t>(head));
     running_.push_back(&s);
     r.num_computed_tokens = hit.num_tokens;

@@ -147,9 +147,9 @@ class PyKvCacheManager {
   std::pair<std::vector<BlockId>, std::int64_t> lookup(const std::string& id) {
     Request& r = find(id);
     if (r.num_computed_tokens != 0) raise("request " + id + ": lookup after tokens were computed");
-    CacheHit hit = manager_->lookup(r);
+    CacheHit hit = manager_->get_computed_blocks(r);
     pending_hits_[id] = hit;
-    return {hit.blocks, hit.num_tokens};
+    return {std::vector<BlockId>(hit.group(0).begin(), hit.group(0).end()), hit.num_tokens};
   }
 
   // The new block ids, or None when the pool is short. Advances the computed tokens.
@@ -161,11 +161,11 @@ class PyKvCacheManager {
     if (r.num_computed_tokens + hit.num_tokens + num_new_tokens > r.num_tokens()) {
       raise("request " + id + ": allocating past its " + std::to_string(r.num_tokens()) + " tokens");
     }
-    auto blocks = manager_->allocate(r, num_new_tokens, hit);
+    auto blocks = manager_->allocate_slots(r, num_new_tokens, hit);
     if (!blocks) return std::nullopt;
     pending_hits_.erase(id);
     r.num_computed_tokens += hit.num_tokens + num_new_tokens;
-    return blocks;
+    return std::move(blocks->front());
   }
 
   void append_tokens(const std::string& id, const std::vector<TokenId>& tokens) { find(id).append_tokens(tokens); }

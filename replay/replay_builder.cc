@@ -27,8 +27,8 @@ StatusOr<std::unique_ptr<Device>> make_gpu_device(const ReplayConfig& c, std::in
   if (!gpu::cuda_device_available(&why)) return Status::error("--device gpu: " + why);
   gpu::CudaDeviceOptions g;
   g.model = c.model.name;
-  if (const ModelShape model = c.effective_model(); model.is_hybrid()) {
-    auto groups = model.kv_cache_groups(c.block_size);  // validate() checked it
+  if (c.hybrid_kv_cache()) {
+    auto groups = c.effective_model().kv_cache_groups(c.block_size);  // validate() checked it
     if (!groups.ok()) return groups.status().with_context("--model: ");
     g.kv_cache_groups = std::move(*groups);
   }
@@ -155,11 +155,10 @@ SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks,
   sc.full_sequence_gate = c.full_sequence_gate;
   sc.policy = c.policy;
   sc.cache.enable_kv_events = c.kv_events_enabled();
-  const ModelShape model = c.effective_model();
-  if (model.is_hybrid()) {
-    auto groups = model.kv_cache_groups(c.block_size);  // validate() checked it
+  if (c.hybrid_kv_cache()) {
+    auto groups = c.effective_model().kv_cache_groups(c.block_size);  // validate() checked it
     KV_CHECK(groups.ok(), groups.status().message());
-    sc.kv_cache_groups = std::move(*groups);
+    sc.cache.groups = std::move(*groups);
   }
   return sc;
 }
@@ -173,7 +172,8 @@ StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c
   std::string sizing = "--kv-cache-tokens";
   if (c.kv_cache_tokens > 0) {
     blocks = blocks_for_tokens(c.kv_cache_tokens, c.block_size);
-  } else if (const ModelShape model = c.effective_model(); model.is_hybrid()) {
+  } else if (c.hybrid_kv_cache()) {
+    const ModelShape model = c.effective_model();
     auto groups = model.kv_cache_groups(c.block_size);
     if (!groups.ok()) return groups.status().with_context("--model: ");
     auto fit = hybrid_blocks_from_gpu_memory(model, *groups, c.gpu, c.gpu_memory_utilization,
@@ -232,10 +232,8 @@ std::vector<std::string> cached_block_hashes(const BlockPool& pool, bool with_gr
 }
 
 std::vector<std::string> cached_block_hashes(const Scheduler& scheduler) {
-  if (const HybridKvCacheManager* h = scheduler.hybrid_kv_cache()) {
-    return cached_block_hashes(h->pool(), /*with_group=*/true);
-  }
-  return cached_block_hashes(scheduler.kv_cache().pool());
+  const KvCacheManager& kv = scheduler.kv_cache();
+  return cached_block_hashes(kv.pool(), /*with_group=*/kv.tables_per_group());
 }
 
 ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const {

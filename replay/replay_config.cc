@@ -539,7 +539,6 @@ Status validate_tiers(const ReplayConfig& c) {
   }
   if (c.device != DeviceKind::kSim) return bad("host-cache-bytes", "needs --device sim");
   if (!c.prefix_caching) return bad("host-cache-bytes", "needs --prefix-caching on (tier entries are block hashes)");
-  if (c.model.is_hybrid()) return bad("host-cache-bytes", "runs with one KV-cache group; " + c.model.name + " is hybrid");
   const std::int64_t block_bytes = c.effective_model().kv_bytes_per_token() * c.block_size;
   if (c.host_cache_bytes < block_bytes) {
     return bad("host-cache-bytes", "holds less than one block (" + std::to_string(block_bytes) + " bytes)");
@@ -642,11 +641,7 @@ Status ReplayConfig::validate() const {
   if (model.is_hybrid() && kv_cache_dtype.value_or(dtype) == DType::kFp4) {
     return bad("kv-cache-dtype", "fp4 pages of a hybrid model are not supported (half-byte page sizes); use fp8");
   }
-  if (model.is_hybrid()) {
-    if (eviction_policy != EvictionPolicyKind::kLru) {
-      return bad("eviction-policy", std::string(to_string(eviction_policy)) + " is not supported for hybrid model " +
-                                        model.name + ": its groups share vLLM's LRU queue (use lru)");
-    }
+  if (hybrid_kv_cache()) {
     auto groups = effective_model().kv_cache_groups(block_size);
     if (!groups.ok()) return groups.status().with_context("--model: ");
     for (const KvCacheGroupSpec& g : *groups) {

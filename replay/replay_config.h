@@ -131,6 +131,10 @@ struct ReplayConfig {
     return kv_events_observed || !kv_events_file.empty() || !kv_events_zmq.empty();
   }
   bool tiers_enabled() const { return host_cache_bytes > 0; }
+  // The model's KV-cache groups run as vLLM's hybrid manager: a hybrid model without a
+  // second tier. With a tier (a KV connector) vLLM turns its hybrid manager off and every
+  // layer keeps full-attention blocks in one group; kvsim does the same.
+  bool hybrid_kv_cache() const { return !tiers_enabled() && effective_model().is_hybrid(); }
   Status validate() const;
   // The model as the run uses it: `model` with --sliding-window, --dtype and --kv-cache-dtype
   // applied, and one rank's shard of it under --tp (validate() checked that it splits).

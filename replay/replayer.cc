@@ -158,7 +158,7 @@ StepRecord Replayer::execute(Run& r, const StepPlan& plan, bool* stop) {
   if (!result.violations.empty()) {
     r.sum.violations.insert(r.sum.violations.end(), result.violations.begin(), result.violations.end());
     if (options_.stop_on_violation) {
-      log_.record(plan, 0, static_cast<std::int64_t>(scheduler_.num_free_blocks()));
+      log_.record(plan, 0, static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks()));
       *stop = true;
       return rec;
     }
@@ -180,9 +180,9 @@ StepRecord Replayer::execute(Run& r, const StepPlan& plan, bool* stop) {
   r.sum.tier_load_ns += result.counters.tier_load_ns;
   r.sum.tier_stall_ns += result.counters.tier_stall_ns;
 
-  rec.evictions_total = scheduler_.num_evictions();
+  rec.evictions_total = scheduler_.kv_cache().pool().num_evictions();
   log_.record(plan, rec.evictions_total - r.evictions_before,
-              static_cast<std::int64_t>(scheduler_.num_free_blocks()));
+              static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks()));
   r.evictions_before = rec.evictions_total;
 
   rec.num_requests = static_cast<int>(plan.requests.size());
@@ -224,10 +224,10 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
 
 // Hybrid runs: the blocks each group holds after this step, into the record and the figures.
 void Replayer::record_groups(Run& r, StepRecord& rec) {
-  rec.group_blocks_in_use = scheduler_.blocks_in_use_per_group();
+  rec.group_blocks_in_use = scheduler_.kv_cache().blocks_in_use_per_group();
   std::vector<GroupFigures>& groups = r.sum.groups;
   if (groups.empty()) {
-    for (const KvCacheGroupSpec& g : scheduler_.config().kv_cache_groups) groups.push_back({describe(g.spec), 0, 0, 0});
+    for (const KvCacheGroupSpec& g : scheduler_.config().cache.groups) groups.push_back({describe(g.spec), 0, 0, 0});
   }
   for (std::size_t g = 0; g < groups.size(); ++g) {
     groups[g].peak_blocks_in_use = std::max(groups[g].peak_blocks_in_use, rec.group_blocks_in_use[g]);
@@ -244,8 +244,8 @@ void Replayer::finish(Run& r) {
   const SchedulerStats& st = scheduler_.stats();
   sum.preemptions = st.preemptions;
   sum.recomputed_tokens = st.recomputed_tokens;
-  sum.evictions = scheduler_.num_evictions();
-  sum.cache = scheduler_.cache_stats();
+  sum.evictions = scheduler_.kv_cache().pool().num_evictions();
+  sum.cache = scheduler_.kv_cache().stats();
   sum.hit_rate = ratio(sum.cache.hits, sum.cache.queries);
   sum.request_hit_rate = ratio(sum.admitted_hit_tokens, sum.admitted_prompt_tokens);
   if (const KvConnector* connector = scheduler_.connector()) {
@@ -263,7 +263,7 @@ void Replayer::finish(Run& r) {
   sum.digest = log_.digest_hex();
   for (std::size_t g = 0; g < sum.groups.size(); ++g) {
     if (sum.steps > 0) sum.groups[g].mean_blocks_in_use /= static_cast<double>(sum.steps);
-    sum.groups[g].hit_tokens = scheduler_.hit_tokens_per_group()[g];
+    sum.groups[g].hit_tokens = scheduler_.kv_cache().hit_tokens_per_group()[g];
   }
 }
 
@@ -310,7 +310,7 @@ Status Replayer::publish_events(const Run& r, std::int64_t step) {
 StatusOr<ReplaySummary> Replayer::run() {
   Run r;
   if (Status s = pull_next(r); !s.ok()) return s;
-  r.evictions_before = scheduler_.num_evictions();
+  r.evictions_before = scheduler_.kv_cache().pool().num_evictions();
   while (true) {
     if (Status s = admit_arrivals(r); !s.ok()) return s;
     if (!scheduler_.has_unfinished()) {
@@ -345,9 +345,9 @@ StatusOr<ReplaySummary> Replayer::run() {
     ++r.sum.steps;
     rec.running = static_cast<int>(scheduler_.num_running());
     rec.waiting = static_cast<int>(scheduler_.num_waiting());
-    rec.kv_usage = scheduler_.kv_usage();
-    rec.free_blocks = static_cast<std::int64_t>(scheduler_.num_free_blocks());
-    if (scheduler_.hybrid()) [[unlikely]] record_groups(r, rec);
+    rec.kv_usage = scheduler_.kv_cache().usage();
+    rec.free_blocks = static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks());
+    if (scheduler_.kv_cache().tables_per_group()) [[unlikely]] record_groups(r, rec);
     if (on_step) on_step(rec);
   }
   if (Status s = publish_events(r, r.sum.steps); !s.ok()) return s;

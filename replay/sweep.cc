@@ -118,9 +118,9 @@ StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_b
     extras.lora_name = std::move(t.lora_name);
     Request r(std::move(t.id), std::move(t.prompt), std::move(extras), &hasher, config.block_size);
     r.retention = BlockRetention{t.retention_priority, t.retention_duration};
-    const CacheHit hit = kv.lookup(r);
+    const CacheHit hit = kv.get_computed_blocks(r);
     ++p.requests;
-    if (kv.allocate(r, r.num_tokens() - hit.num_tokens, hit)) {
+    if (kv.allocate_slots(r, r.num_tokens() - hit.num_tokens, hit)) {
       kv.free(r);
     } else {
       ++p.unfit_requests;

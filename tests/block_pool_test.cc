@@ -80,7 +80,7 @@ TEST_P(BlockPoolTest, CachedBlocksStayHittableAfterFreeUntilReused) {
   // Tokens 0..11 in blocks of 4: the first two are full and cached, the third is partial.
   const std::vector<BlockId> blocks{1, 2, 3};
   const std::vector<BlockHash> hashes{tag_hash(0xa), tag_hash(0xb)};
-  pool->cache_full_blocks(blocks, hashes, 0, 2, 4, token_range(0, 11), HashExtras{});
+  pool->cache_full_blocks(blocks, hashes, 0, 2, 0, 4, token_range(0, 11), HashExtras{});
   expect_ok(*pool);
   EXPECT_EQ(pool->block(1).hash, tag_hash(0xa));
   EXPECT_EQ(pool->block(2).hash, tag_hash(0xb));
@@ -121,7 +121,7 @@ TEST_P(BlockPoolTest, ReuseEvictsTheHashOfEachPoppedBlock) {
   auto pool = make_pool(4, true, /*events=*/true);
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
   const std::vector<BlockHash> hashes{tag_hash(1), tag_hash(2), tag_hash(3)};
-  pool->cache_full_blocks(std::vector<BlockId>{1, 2, 3}, hashes, 0, 3, 2, token_range(0, 6), HashExtras{});
+  pool->cache_full_blocks(std::vector<BlockId>{1, 2, 3}, hashes, 0, 3, 0, 2, token_range(0, 6), HashExtras{});
   pool->free_blocks(std::vector<BlockId>{3, 2, 1});
   EXPECT_EQ(queue(*pool), (std::vector<BlockId>{3, 2, 1}));  // all hashed: same in both orders
   pool->take_events();
@@ -157,8 +157,8 @@ TEST_P(BlockPoolTest, DuplicatesUnderOneHashAreNeverMerged) {
   EXPECT_EQ(take(*pool, 1), (std::vector<BlockId>{1}));
   EXPECT_EQ(take(*pool, 1), (std::vector<BlockId>{2}));
   const std::vector<BlockHash> same{tag_hash(7)};
-  pool->cache_full_blocks(std::vector<BlockId>{1}, same, 0, 1, 4, token_range(0, 4), HashExtras{});
-  pool->cache_full_blocks(std::vector<BlockId>{2}, same, 0, 1, 4, token_range(0, 4), HashExtras{});
+  pool->cache_full_blocks(std::vector<BlockId>{1}, same, 0, 1, 0, 4, token_range(0, 4), HashExtras{});
+  pool->cache_full_blocks(std::vector<BlockId>{2}, same, 0, 1, 0, 4, token_range(0, 4), HashExtras{});
   expect_ok(*pool);
   EXPECT_EQ(pool->num_cached_blocks(), 2u);
   EXPECT_EQ(pool->get_cached_block(tag_hash(7)), 1);  // the oldest
@@ -179,7 +179,7 @@ TEST_P(BlockPoolTest, YoungerDuplicateEvictedFirstLeavesTheOldestInPlace) {
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
   const std::vector<BlockHash> same{tag_hash(9)};
   for (BlockId b : {1, 2, 3}) {
-    pool->cache_full_blocks(std::vector<BlockId>{b}, same, 0, 1, 4, token_range(0, 4), HashExtras{});
+    pool->cache_full_blocks(std::vector<BlockId>{b}, same, 0, 1, 0, 4, token_range(0, 4), HashExtras{});
   }
   pool->evict_blocks(std::vector<BlockId>{2});
   expect_ok(*pool);
@@ -198,9 +198,9 @@ TEST_P(BlockPoolTest, StoredEventsCarryHashesParentAndTokens) {
   const std::vector<TokenId> tokens = token_range(100, 112);
   HashExtras lora;
   lora.lora_name = "adapter1";
-  pool->cache_full_blocks(blocks, hashes, 0, 2, 4, tokens, lora);
-  pool->cache_full_blocks(blocks, hashes, 2, 3, 4, tokens, lora);
-  pool->cache_full_blocks(blocks, hashes, 3, 3, 4, tokens, lora);  // nothing new: no event
+  pool->cache_full_blocks(blocks, hashes, 0, 2, 0, 4, tokens, lora);
+  pool->cache_full_blocks(blocks, hashes, 2, 3, 0, 4, tokens, lora);
+  pool->cache_full_blocks(blocks, hashes, 3, 3, 0, 4, tokens, lora);  // nothing new: no event
 
   const std::vector<KvEvent> events = pool->take_events();
   ASSERT_EQ(events.size(), 2u);
@@ -230,8 +230,8 @@ TEST_P(BlockPoolTest, StoredEventsCarryTheExtraKeysOfEachBlock) {
   extras.lora_name = "l1";
   extras.cache_salt = "s1";
   extras.mm_items = {{"img", 6, 4}};  // tokens [6, 10): blocks 1 (at 2) and 2 (at -2)
-  pool->cache_full_blocks(blocks, hashes, 0, 2, 4, tokens, extras);
-  pool->cache_full_blocks(blocks, hashes, 2, 3, 4, tokens, extras);
+  pool->cache_full_blocks(blocks, hashes, 0, 2, 0, 4, tokens, extras);
+  pool->cache_full_blocks(blocks, hashes, 2, 3, 0, 4, tokens, extras);
   const std::vector<KvEvent> events = pool->take_events();
   ASSERT_EQ(events.size(), 2u);
   const std::vector<BlockExtraKeys> first = {std::vector<ExtraKey>{"l1", "s1"},
@@ -242,7 +242,7 @@ TEST_P(BlockPoolTest, StoredEventsCarryTheExtraKeysOfEachBlock) {
 
   EXPECT_EQ(take(*pool, 2), (std::vector<BlockId>{4, 5}));
   pool->cache_full_blocks(std::vector<BlockId>{4, 5}, std::vector<BlockHash>{tag_hash(4), tag_hash(5)},
-                          0, 2, 4, tokens, HashExtras{});
+                          0, 2, 0, 4, tokens, HashExtras{});
   const std::vector<KvEvent> plain = pool->take_events();
   ASSERT_EQ(plain.size(), 1u);
   EXPECT_EQ(std::get<BlockStored>(plain[0]).extra_keys, (std::vector<BlockExtraKeys>{std::nullopt, std::nullopt}));
@@ -251,7 +251,7 @@ TEST_P(BlockPoolTest, StoredEventsCarryTheExtraKeysOfEachBlock) {
 TEST_P(BlockPoolTest, NoEventsUnlessEnabled) {
   auto pool = make_pool(4);
   take(*pool, 1);
-  pool->cache_full_blocks(std::vector<BlockId>{1}, std::vector<BlockHash>{tag_hash(1)}, 0, 1, 4,
+  pool->cache_full_blocks(std::vector<BlockId>{1}, std::vector<BlockHash>{tag_hash(1)}, 0, 1, 0, 4,
                           token_range(0, 4), HashExtras{});
   pool->evict_blocks(std::vector<BlockId>{1});
   pool->free_blocks(std::vector<BlockId>{1});
@@ -263,7 +263,7 @@ TEST_P(BlockPoolTest, EvictBlocksDropsHashesInPlace) {
   auto pool = make_pool(8, true, /*events=*/true);
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
   pool->cache_full_blocks(std::vector<BlockId>{1, 2, 3},
-                          std::vector<BlockHash>{tag_hash(1), tag_hash(2)}, 0, 2, 4,
+                          std::vector<BlockHash>{tag_hash(1), tag_hash(2)}, 0, 2, 0, 4,
                           token_range(0, 10), HashExtras{});
   pool->free_blocks(std::vector<BlockId>{3, 2, 1});
   const auto before = queue(*pool);
@@ -287,7 +287,7 @@ TEST_P(BlockPoolTest, ResetFailsWhileABlockIsInUseThenClearsEveryHash) {
   auto pool = make_pool(6, true, /*events=*/true);
   EXPECT_EQ(take(*pool, 2), (std::vector<BlockId>{1, 2}));
   pool->cache_full_blocks(std::vector<BlockId>{1, 2},
-                          std::vector<BlockHash>{tag_hash(1), tag_hash(2)}, 0, 2, 4,
+                          std::vector<BlockHash>{tag_hash(1), tag_hash(2)}, 0, 2, 0, 4,
                           token_range(0, 8), HashExtras{});
   pool->free_blocks(std::vector<BlockId>{2});
   pool->take_events();
@@ -363,7 +363,7 @@ TEST_P(BlockPoolTest, CheckInvariantsNamesEachCorruption) {
   {
     auto pool = make_pool(5);
     take(*pool, 1);
-    pool->cache_full_blocks(std::vector<BlockId>{1}, std::vector<BlockHash>{tag_hash(1)}, 0, 1, 4,
+    pool->cache_full_blocks(std::vector<BlockId>{1}, std::vector<BlockHash>{tag_hash(1)}, 0, 1, 0, 4,
                             token_range(0, 4), HashExtras{});
     corrupt(*pool, 1).hash = BlockHash{};
     EXPECT_FALSE(pool->check_invariants(&why));
@@ -444,8 +444,8 @@ TEST_P(BlockPoolTest, MisuseAborts) {
   EXPECT_DEATH(pool->free_blocks(std::vector<BlockId>{2}), "freeing block 2 with ref_cnt 0");
   take(*pool, 1);
   const std::vector<BlockHash> h{tag_hash(1)};
-  pool->cache_full_blocks(std::vector<BlockId>{1}, h, 0, 1, 4, token_range(0, 4), HashExtras{});
-  EXPECT_DEATH(pool->cache_full_blocks(std::vector<BlockId>{1}, h, 0, 1, 4, token_range(0, 4), HashExtras{}),
+  pool->cache_full_blocks(std::vector<BlockId>{1}, h, 0, 1, 0, 4, token_range(0, 4), HashExtras{});
+  EXPECT_DEATH(pool->cache_full_blocks(std::vector<BlockId>{1}, h, 0, 1, 0, 4, token_range(0, 4), HashExtras{}),
                "block 1 cached twice");
   EXPECT_DEATH(BlockPool(1, true, GetParam(), false), "at least one usable block");
 }

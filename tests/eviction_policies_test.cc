@@ -229,9 +229,9 @@ TEST(Policies, ManagerRunsEveryPolicyWithInvariants) {
       for (int t = 0; t < 5 + (i % 3) * 2; ++t) prompt.push_back(t + (i % 4 == 3 ? 100 : 0));
       Request r("r" + std::to_string(i), prompt, {}, &hasher, 2);
       r.retention = BlockRetention{i % 2 == 0 ? 20 : 60, i % 3};
-      const CacheHit hit = m.lookup(r);
+      const CacheHit hit = m.get_computed_blocks(r);
       hits += hit.num_tokens;
-      ASSERT_TRUE(m.allocate(r, r.num_tokens() - hit.num_tokens, hit).has_value()) << to_string(kind);
+      ASSERT_TRUE(m.allocate_slots(r, r.num_tokens() - hit.num_tokens, hit).has_value()) << to_string(kind);
       m.free(r);
       std::string why;
       ASSERT_TRUE(m.check_invariants(&why)) << to_string(kind) << ": " << why;

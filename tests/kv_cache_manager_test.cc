@@ -55,24 +55,31 @@ class KvCacheManagerTest : public ::testing::TestWithParam<FreeOrder> {
                                      c.enable_caching ? &hasher_ : nullptr, c.block_size);
   }
 
-  CacheHit lookup(const Request& r) {
-    CacheHit hit = manager_->lookup(r);
+  // A one-group hit: its blocks, flat.
+  struct Hit : CacheHit {
+    std::vector<BlockId> blocks;
+  };
+  Hit lookup(const Request& r) {
+    Hit hit{manager_->get_computed_blocks(r), {}};
+    hit.blocks.assign(hit.group(0).begin(), hit.group(0).end());
     expect_ok();
     return hit;
   }
 
-  // allocate() as the scheduler drives it: on success the request advances.
+  // allocate_slots() as the scheduler drives it: on success the request advances.
   std::optional<std::vector<BlockId>> allocate(Request& r, std::int64_t n, const CacheHit& hit = {},
                                                std::int64_t lookahead = 0, bool fullfit = false) {
-    auto fresh = manager_->allocate(r, n, hit, lookahead, fullfit);
+    auto fresh = manager_->allocate_slots(r, n, hit, lookahead, fullfit);
     if (fresh) r.num_computed_tokens += hit.num_tokens + n;
     expect_ok();
-    return fresh;
+    if (!fresh) return std::nullopt;
+    EXPECT_EQ(fresh->size(), 1u);
+    return fresh->front();
   }
 
   // lookup, then allocate the rest of the prompt.
   std::optional<std::vector<BlockId>> prefill(Request& r) {
-    const CacheHit hit = lookup(r);
+    const Hit hit = lookup(r);
     return allocate(r, r.num_tokens() - hit.num_tokens, hit);
   }
 
@@ -118,7 +125,7 @@ TEST_P(KvCacheManagerTest, PrefillSharesAPrefixAndFreesTailFirst) {
   EXPECT_EQ(manager_->pool().num_cached_blocks(), 3u);
 
   auto r1 = request("r1", concat(prefix, token_range(200, 205)));
-  const CacheHit hit = lookup(*r1);
+  const Hit hit = lookup(*r1);
   EXPECT_EQ(hit.blocks, Ids({1, 2, 3}));
   EXPECT_EQ(hit.num_tokens, 48);
   EXPECT_EQ(allocate(*r1, 5, hit), Ids({5}));
@@ -149,7 +156,7 @@ TEST_P(KvCacheManagerTest, HitBlocksInTheFreeQueueCountAgainstCapacity) {
 
   // 17 tokens: 3 hits from the queue + 2 new blocks = 5 leave the queue, but only 4 are free.
   auto r1 = request("r1", token_range(0, 17));
-  const CacheHit hit = lookup(*r1);
+  const Hit hit = lookup(*r1);
   EXPECT_EQ(hit.blocks, Ids({1, 2, 3}));
   const PrefixCacheStats stats = manager_->stats();
   EXPECT_EQ(allocate(*r1, 5, hit), std::nullopt);
@@ -252,7 +259,7 @@ TEST_P(KvCacheManagerTest, EagleDropsTheLastHitBlock) {
   EXPECT_EQ(lookup(*a).blocks, Ids({1, 2}));
   // 12 tokens: capped at (12 - 1) / 4 = 2 blocks, eagle keeps 1.
   auto b = request("b", token_range(0, 12));
-  const CacheHit hit = lookup(*b);
+  const Hit hit = lookup(*b);
   EXPECT_EQ(hit.blocks, Ids({1}));
   EXPECT_EQ(hit.num_tokens, 4);
   // 5 tokens: one block possible, none left after the drop.
@@ -350,7 +357,7 @@ TEST_P(KvCacheManagerTest, CachingOffNeitherHitsNorCountsNorHashes) {
   // Every freed block is appended, whatever the free order.
   EXPECT_EQ(queue(), Ids({4, 5, 6, 7, 8, 9, 10, 3, 2, 1}));
   auto again = request("again", token_range(0, 10));
-  const CacheHit hit = lookup(*again);
+  const Hit hit = lookup(*again);
   EXPECT_TRUE(hit.blocks.empty());
   EXPECT_EQ(hit.num_tokens, 0);
   EXPECT_EQ(manager_->stats().lookups, 0);
@@ -442,7 +449,7 @@ TEST_P(KvCacheManagerTest, CheckInvariantsCatchesMutablePoolMisuse) {
   // A second reference that no request holds.
   KvCacheManagerTestPeer::pool(*manager_).touch(std::vector<BlockId>{1});
   EXPECT_FALSE(manager_->check_invariants(&why));
-  EXPECT_EQ(why, "block 1 has ref_cnt 2 but 1 live requests hold it");
+  EXPECT_EQ(why, "block 1 has ref_cnt 2 but 1 tables hold it");
   KvCacheManagerTestPeer::pool(*manager_).free_blocks(std::vector<BlockId>{1});
   expect_ok();
 
@@ -450,13 +457,13 @@ TEST_P(KvCacheManagerTest, CheckInvariantsCatchesMutablePoolMisuse) {
   KvCacheManagerTestPeer::pool(*manager_).free_blocks(std::vector<BlockId>{2});
   EXPECT_TRUE(manager_->pool().check_invariants(&why)) << why;
   EXPECT_FALSE(manager_->check_invariants(&why));
-  EXPECT_EQ(why, "block 2 has ref_cnt 0 but 1 live requests hold it");
+  EXPECT_EQ(why, "group 0, request r: block 2 at 1 is unreferenced or not cached for its group");
 }
 
 TEST_P(KvCacheManagerTest, AllocatingZeroTokensAborts) {
   start(11, 4);
   auto r = request("r", token_range(0, 6));
-  EXPECT_DEATH(manager_->allocate(*r, 0), "allocate of 0 tokens for r");
+  EXPECT_DEATH(manager_->allocate_slots(*r, 0), "allocate of 0 tokens for r");
 }
 
 TEST_P(KvCacheManagerTest, SaltedAndLoraRequestsOnlyHitTheirOwnKind) {
@@ -567,9 +574,9 @@ TEST(KvCacheManagerPolicyTest, AFactoryPlugsInAnotherPolicy) {
   EXPECT_STREQ(m.pool().policy().name(), "counting-lru");
   BlockHasher hasher;
   Request r("r", {1, 2, 3, 4, 5, 6, 7, 8, 9}, {}, &hasher, 4);
-  auto fresh = m.allocate(r, 9);
+  auto fresh = m.allocate_slots(r, 9);
   ASSERT_TRUE(fresh.has_value());
-  EXPECT_EQ(*fresh, (std::vector<BlockId>{1, 2, 3}));
+  EXPECT_EQ(*fresh, (GroupBlockIds{{1, 2, 3}}));
   EXPECT_EQ(pops, 4);
   m.free(r);
   EXPECT_EQ(m.pool().policy().order(), (std::vector<BlockId>{4, 5, 6, 7, 3, 2, 1}));

@@ -280,8 +280,9 @@ TEST(OpsHybridTest, BadLayersAndGroupsAreNamed) {
                   "(W, C from 1 to 16777216)");
   expect_bad_line("config blocks=16 block_size=4 layers=full*0\n",
                   "line 1: layers: layer count in 'full*0' must be from 1 to 1024");
-  expect_bad_line("config blocks=16 block_size=4 eagle=on layers=full\n",
-                  "line 1: eagle=on is not supported with layers=");
+  expect_bad_line("config blocks=16 block_size=4 eagle=on layers=full,chunked_local:8\n",
+                  "line 1: eagle is not supported with chunked local attention (vLLM refuses it: "
+                  "KV-cache group 1)");
   expect_bad_line("config blocks=16 block_size=4 layers=full,sliding_window:8\n"
                   "request a tokens=0:4\ntable a group=2\n",
                   "line 3: group must be from 0 to 1, got '2'");
@@ -298,10 +299,10 @@ TEST(OpsCheckTest, BrokenStateIsACheckFailureNotABadLine) {
   // No script line can break the core, so reach past the interpreter: an extra reference.
   KvCacheManagerTestPeer::pool(*const_cast<KvCacheManager*>(ops.manager())).touch(std::vector<BlockId>{2});
   EXPECT_EQ(ops.execute("check", 5), OpsInterpreter::Outcome::kCheckFailed);
-  EXPECT_EQ(ops.error(), "line 5: check failed: block 2 has ref_cnt 2 but 1 live requests hold it");
+  EXPECT_EQ(ops.error(), "line 5: check failed: block 2 has ref_cnt 2 but 1 tables hold it");
   EXPECT_EQ(out.str(),
             "alloc r new=[1,2]\ncheck ok\n"
-            "check failed: block 2 has ref_cnt 2 but 1 live requests hold it\n");
+            "check failed: block 2 has ref_cnt 2 but 1 tables hold it\n");
   // A bad line is a different outcome.
   EXPECT_EQ(ops.execute("nonsense", 6), OpsInterpreter::Outcome::kError);
   EXPECT_EQ(ops.error(), "line 6: unknown command 'nonsense'");

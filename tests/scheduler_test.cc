@@ -70,13 +70,13 @@ SchedulerConfig hybrid_config() {
   full.type = AttentionType::kFullAttention;
   full.window = 0;
   const std::vector<LayerKvCacheSpec> layers = {{"l0", sliding}, {"l1", full}};
-  c.kv_cache_groups = *get_kv_cache_groups(layers);
+  c.cache.groups = *get_kv_cache_groups(layers);
   return c;
 }
 
 TEST(SchedulerTest, HybridPlansCarryEveryGroupsBlocks) {
   Scheduler s(hybrid_config());
-  ASSERT_TRUE(s.hybrid());
+  ASSERT_TRUE(s.kv_cache().tables_per_group());
   ASSERT_TRUE(s.add_request(spec("a", range_tokens(0, 10), 8)).ok());
   StepPlan p0 = s.schedule();
   ASSERT_EQ(p0.requests.size(), 1u);
@@ -91,8 +91,8 @@ TEST(SchedulerTest, HybridPlansCarryEveryGroupsBlocks) {
     s.update_from_output(p, echo(p));
   }
   // The sliding group dropped what fell out of its window; everything is free again.
-  EXPECT_EQ(s.num_free_blocks(), 12u);
-  EXPECT_EQ(s.blocks_in_use_per_group(), (std::vector<std::int64_t>{0, 0}));
+  EXPECT_EQ(s.kv_cache().num_free_blocks(), 12u);
+  EXPECT_EQ(s.kv_cache().blocks_in_use_per_group(), (std::vector<std::int64_t>{0, 0}));
 }
 
 TEST(SchedulerTest, HybridPreemptsWhenTheSharedPoolRunsOut) {
@@ -107,7 +107,7 @@ TEST(SchedulerTest, HybridPreemptsWhenTheSharedPoolRunsOut) {
   }
   EXPECT_FALSE(s.has_unfinished());
   EXPECT_GT(s.stats().preemptions, 0);  // two 20-token requests need 2 * (3 + 5) blocks of 12
-  EXPECT_EQ(s.num_free_blocks(), 12u);
+  EXPECT_EQ(s.kv_cache().num_free_blocks(), 12u);
 }
 
 TEST(SchedulerTest, ChunkedPrefillSplitsTheBudgetRunningFirst) {

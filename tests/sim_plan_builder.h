@@ -99,14 +99,14 @@ inline std::vector<StepPlan> build_random_plans(const RandomPlanOptions& o) {
       int i = running[k];
       Request& r = *all[i].request;
       std::int64_t n = std::min<std::int64_t>(r.num_tokens() - r.num_computed_tokens, budget);
-      auto fresh = manager.allocate(r, n);
+      auto fresh = manager.allocate_slots(r, n);
       if (!fresh) {
         preempt(running.back());  // the newest running request makes room (maybe this one)
         continue;
       }
       ScheduledRequest s;
       s.id = r.id();
-      s.block_ids = *fresh;
+      s.block_ids = fresh->front();
       s.num_computed_tokens = r.num_computed_tokens;
       s.token_ids = tokens_of(r, r.num_computed_tokens, r.num_computed_tokens + n);
       s.num_prompt_tokens = r.num_prompt_tokens();
@@ -119,9 +119,9 @@ inline std::vector<StepPlan> build_random_plans(const RandomPlanOptions& o) {
            static_cast<int>(running.size()) < o.max_running) {
       int i = waiting.front();
       Request& r = *all[i].request;
-      CacheHit hit = manager.lookup(r);
+      CacheHit hit = manager.get_computed_blocks(r);
       std::int64_t n = std::min<std::int64_t>(r.num_tokens() - hit.num_tokens, budget);
-      if (!manager.allocate(r, n, hit)) break;
+      if (!manager.allocate_slots(r, n, hit)) break;
       waiting.pop_front();
       ScheduledRequest s;
       s.id = r.id();

@@ -53,9 +53,9 @@ class SingleTypeManagerTest : public ::testing::Test {
 TEST_F(SingleTypeManagerTest, FullStopsAtTheFirstMiss) {
   FullAttentionManager m(spec_of(AttentionType::kFullAttention), pool_, 0);
   cache({0, 1, 2, 4}, 0);  // blocks 1, 2, 3, 4
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_),
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_, false, 16),
             (std::vector<std::vector<BlockId>>{{1, 2, 3}}));
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 47, group0_),
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 47, group0_, false, 16),
             (std::vector<std::vector<BlockId>>{{1, 2}}));  // 47 tokens: 2 whole blocks
 }
 
@@ -64,7 +64,7 @@ TEST_F(SingleTypeManagerTest, LookupSetNeedsEveryGroup) {
   cache({0, 1, 2}, 0);  // blocks 1, 2, 3
   cache({0, 1}, 1);     // blocks 4, 5: the same hashes, group 1's own blocks
   const std::vector<KvCacheGroupId> both = {0, 1};
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, both),
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, both, false, 16),
             (std::vector<std::vector<BlockId>>{{1, 2}, {4, 5}}));
   EXPECT_EQ(pool_.get_cached_block(hashes_[2], 1), kNoBlock);
 }
@@ -73,31 +73,31 @@ TEST_F(SingleTypeManagerTest, SlidingWindowSearchesRightToLeft) {
   SlidingWindowManager m(spec_of(AttentionType::kSlidingWindow, 32), pool_, 0);
   cache({0, 1, 3, 4}, 0);  // blocks 1, 2, 3, 4 at indexes 0, 1, 3, 4
   // 32-token window: 2 cached blocks in a row. Indexes 4 and 3 are found first.
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_),
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_, false, 16),
             (std::vector<std::vector<BlockId>>{{0, 0, 0, 3, 4}}));
   // Up to 63 tokens: index 2 misses, 1 and 0 make the run.
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 63, group0_),
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 63, group0_, false, 16),
             (std::vector<std::vector<BlockId>>{{1, 2}}));
 }
 
 TEST_F(SingleTypeManagerTest, SlidingWindowWithoutAFullRunKeepsTheCachedPrefix) {
   SlidingWindowManager m(spec_of(AttentionType::kSlidingWindow, 48), pool_, 0);  // needs 3
   cache({0, 1, 3, 4}, 0);
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_),
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_, false, 16),
             (std::vector<std::vector<BlockId>>{{1, 2}}));
   SlidingWindowManager none(spec_of(AttentionType::kSlidingWindow, 48), pool_, 1);
-  EXPECT_EQ(none.find_longest_cache_hit(hashes_, 127, std::vector<KvCacheGroupId>{1}),
+  EXPECT_EQ(none.find_longest_cache_hit(hashes_, 127, std::vector<KvCacheGroupId>{1}, false, 16),
             (std::vector<std::vector<BlockId>>{{}}));
 }
 
 TEST_F(SingleTypeManagerTest, ChunkedHitsEarlierChunksWithoutALookup) {
   ChunkedLocalAttentionManager m(spec_of(AttentionType::kChunkedLocalAttention, 0, 32), pool_, 0);
   // Nothing cached: 70 tokens lie in the chunk starting at 64, so 4 null blocks are a hit.
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 70, group0_),
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 70, group0_, false, 16),
             (std::vector<std::vector<BlockId>>{{0, 0, 0, 0}}));
   cache({6}, 0);  // block 1 at index 6
   // Up to 127 tokens: chunk start 96 (index 6), then index 6 hits and index 7 is past 127/16.
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_),
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_, false, 16),
             (std::vector<std::vector<BlockId>>{{0, 0, 0, 0, 0, 0, 1}}));
 }
 

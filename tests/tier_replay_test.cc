@@ -69,6 +69,27 @@ TEST(TierReplay, HostTierServesEvictedPrefixesAndLandsTtftBetween) {
   EXPECT_NE(tier.digest, gpu_only.digest);
 }
 
+// Every eviction policy reports the blocks it evicts to the tier, on one group and on a
+// hybrid model (whose groups run as full attention under a tier, as vLLM turns its hybrid
+// manager off with a KV connector): a host tier that fits the run gets hits with each.
+TEST(TierReplay, EveryPolicyFeedsTheHostTierOnEveryLayout) {
+  for (const char* model : {"llama3-8b", "gpt-oss-20b"}) {
+    for (const char* policy : {"lru", "lfu", "slru", "leaf-lru", "priority"}) {
+      ReplayConfig c = base(kSmallGpu);
+      c.limit = 200;
+      set(c, "model", model);
+      set(c, "eviction-policy", policy);
+      set(c, "host-cache-bytes", "256000000000");
+      const ReplaySummary s = run(c);
+      ASSERT_EQ(s.tiers.size(), 1u) << model << " " << policy;
+      EXPECT_GT(s.evictions, 0) << model << " " << policy;
+      EXPECT_GT(s.tiers[0].stored_bytes, 0) << model << " " << policy;
+      EXPECT_GT(s.tiers[0].first_hit_tokens, 0) << model << " " << policy;
+      EXPECT_TRUE(s.groups.empty()) << model << ": one group under a tier";
+    }
+  }
+}
+
 TEST(TierReplay, FiguresReachTheSummaryAndBothJsonFiles) {
   ReplayConfig c = base(kSmallGpu);
   set(c, "host-cache-bytes", "512000000000");

@@ -48,7 +48,7 @@ inline std::vector<StepPlan> hybrid_plans(const std::vector<KvCacheGroupSpec>& g
   sc.cache.max_model_len = kHybridMaxModelLen;
   sc.max_num_batched_tokens = 16;
   sc.max_num_seqs = kHybridMaxSeqs;
-  sc.kv_cache_groups = groups;
+  sc.cache.groups = groups;
   Scheduler scheduler(sc);
   const std::vector<TokenId> a = tokens(11, 36), b_own = tokens(12, 14), c = tokens(13, 24);
   auto spec = [](const RequestId& id, const std::vector<TokenId>& all, std::size_t prompt) {

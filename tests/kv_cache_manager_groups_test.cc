@@ -1,7 +1,7 @@
-// HybridKvCacheManager: several KV-cache groups over one pool. Short stories with exact ids:
+// KvCacheManager over several KV-cache groups sharing one pool. Short stories with exact ids:
 // one hit length for every group, per-group caching, window frees before the free-count
 // check, and the free order across groups.
-#include "model/hybrid_kv_cache_manager.h"
+#include "model/kv_cache_manager.h"
 
 #include <gtest/gtest.h>
 
@@ -18,14 +18,14 @@ std::vector<TokenId> tokens(TokenId start, int n) {
   return out;
 }
 
-std::vector<BlockId> table(const HybridKvCacheManager& m, const RequestId& id, std::size_t g) {
+std::vector<BlockId> table(const KvCacheManager& m, const RequestId& id, std::size_t g) {
   auto blocks = m.blocks_of(id, g);
   return {blocks.begin(), blocks.end()};
 }
 
 // gpt-oss-like: sliding window 32 (group 0) and full attention (group 1), one layer each.
-HybridKvCacheConfig gpt_oss_like(int num_blocks) {
-  HybridKvCacheConfig c;
+KvCacheConfig gpt_oss_like(int num_blocks) {
+  KvCacheConfig c;
   const KvCacheSpec full{AttentionType::kFullAttention, 16, 2, 64, 64, 2, 0, 0};
   KvCacheSpec sliding = full;
   sliding.type = AttentionType::kSlidingWindow;
@@ -33,12 +33,14 @@ HybridKvCacheConfig gpt_oss_like(int num_blocks) {
   auto groups = get_kv_cache_groups(std::vector<LayerKvCacheSpec>{{"sw", sliding}, {"fa", full}});
   EXPECT_TRUE(groups.ok());
   c.groups = *groups;
+  c.block_size = 16;
+  c.free_order = FreeOrder::kUnhashedFirst;
   c.num_blocks = num_blocks;
   c.max_model_len = 4096;
   return c;
 }
 
-class HybridKvCacheManagerTest : public ::testing::Test {
+class KvCacheManagerGroupsTest : public ::testing::Test {
  protected:
   void expect_ok() {
     std::string why;
@@ -49,11 +51,11 @@ class HybridKvCacheManagerTest : public ::testing::Test {
   }
 
   BlockHasher hasher_;
-  std::unique_ptr<HybridKvCacheManager> manager_;
+  std::unique_ptr<KvCacheManager> manager_;
 };
 
-TEST_F(HybridKvCacheManagerTest, OneHitLengthForAllGroups) {
-  manager_ = std::make_unique<HybridKvCacheManager>(gpt_oss_like(30));
+TEST_F(KvCacheManagerGroupsTest, OneHitLengthForAllGroups) {
+  manager_ = std::make_unique<KvCacheManager>(gpt_oss_like(30));
   EXPECT_EQ(manager_->lookup_order(), (std::vector<std::vector<int>>{{1}, {0}}));
   Request a = make("a", tokens(1000, 100));
   auto fresh = manager_->allocate_slots(a, 100, manager_->get_computed_blocks(a));
@@ -61,7 +63,7 @@ TEST_F(HybridKvCacheManagerTest, OneHitLengthForAllGroups) {
   EXPECT_EQ(*fresh, (std::vector<std::vector<BlockId>>{{1, 2, 3, 4, 5, 6, 7},
                                                        {8, 9, 10, 11, 12, 13, 14}}));
   a.num_computed_tokens = 100;
-  manager_->free("a");
+  manager_->free(a);
   // Group 0 first, then group 1, each tail first: the partial blocks (7, 14) go to the head,
   // the last group's in front; the cached ones to the tail.
   const auto order = manager_->pool().policy().order();
@@ -74,7 +76,7 @@ TEST_F(HybridKvCacheManagerTest, OneHitLengthForAllGroups) {
   std::vector<TokenId> prompt = tokens(1000, 80);
   for (TokenId t : tokens(5000, 20)) prompt.push_back(t);
   Request b = make("b", prompt);
-  const HybridCacheHit hit = manager_->get_computed_blocks(b);
+  const CacheHit hit = manager_->get_computed_blocks(b);
   EXPECT_EQ(hit.num_tokens, 80);
   EXPECT_EQ(hit.blocks, (std::vector<std::vector<BlockId>>{{0, 0, 0, 4, 5}, {8, 9, 10, 11, 12}}));
   fresh = manager_->allocate_slots(b, 20, hit);
@@ -86,20 +88,20 @@ TEST_F(HybridKvCacheManagerTest, OneHitLengthForAllGroups) {
   expect_ok();
 }
 
-TEST_F(HybridKvCacheManagerTest, ClassicOrderAppendsEveryGroupInTurn) {
-  HybridKvCacheConfig config = gpt_oss_like(20);
+TEST_F(KvCacheManagerGroupsTest, ClassicOrderAppendsEveryGroupInTurn) {
+  KvCacheConfig config = gpt_oss_like(20);
   config.free_order = FreeOrder::kClassic;
-  manager_ = std::make_unique<HybridKvCacheManager>(config);
+  manager_ = std::make_unique<KvCacheManager>(config);
   Request a = make("a", tokens(1000, 40));
   ASSERT_TRUE(manager_->allocate_slots(a, 40));
-  manager_->free("a");
+  manager_->free(a);
   EXPECT_EQ(manager_->pool().policy().order(),
             (std::vector<BlockId>{7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 3, 2, 1, 6, 5, 4}));
   expect_ok();
 }
 
-TEST_F(HybridKvCacheManagerTest, WindowFreesHappenEvenIfTheAllocationFails) {
-  manager_ = std::make_unique<HybridKvCacheManager>(gpt_oss_like(12));  // 11 usable blocks
+TEST_F(KvCacheManagerGroupsTest, WindowFreesHappenEvenIfTheAllocationFails) {
+  manager_ = std::make_unique<KvCacheManager>(gpt_oss_like(12));  // 11 usable blocks
   Request a = make("a", tokens(1000, 64));
   ASSERT_TRUE(manager_->allocate_slots(a, 32));
   a.num_computed_tokens = 32;
