@@ -35,7 +35,7 @@
 #include <vector>
 
 #include "model/kv_cache_manager.h"
-#include "model/model_shape.h"
+#include "model/catalog/model_shape.h"
 #include "traces/block_tokens.h"
 
 namespace {

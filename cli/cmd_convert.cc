@@ -6,7 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/progress.h"
-#include "model/parse_number.h"
+#include "model/util/parse_number.h"
 #include "traces/converters.h"
 #include "traces/trace_io.h"
 

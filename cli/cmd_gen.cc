@@ -4,7 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "model/parse_number.h"
+#include "model/util/parse_number.h"
 #include "traces/generators.h"
 #include "traces/trace_io.h"
 

@@ -16,7 +16,7 @@
 #include "cli/config_options.h"
 #include "files/output_file.h"
 #include "files/output_folder.h"
-#include "model/parse_number.h"
+#include "model/util/parse_number.h"
 #include "replay/sweep.h"
 #include "reports/gnuplot.h"
 #include "reports/sweep_plot.h"

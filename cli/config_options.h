@@ -8,7 +8,7 @@
 #include <set>
 #include <string>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "replay/replay_config.h"
 
 namespace kv::cli {

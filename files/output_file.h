@@ -23,7 +23,7 @@
 #include <string_view>
 #include <utility>
 
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::files {
 

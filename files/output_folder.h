@@ -16,7 +16,7 @@
 #include <memory>
 #include <string>
 
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::files {
 

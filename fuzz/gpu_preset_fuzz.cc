@@ -9,7 +9,7 @@
 
 #include "fuzz/fuzz_target.h"
 #include "fuzz/price_steps.h"
-#include "model/model_shape.h"
+#include "model/catalog/model_shape.h"
 #include "sim/hardware_specs.h"
 
 namespace {

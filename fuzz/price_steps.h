@@ -4,7 +4,7 @@
 // Invariant: every priced step has cycles >= 0 and duration_ns >= 0 (else a FUZZ_CHECK fails).
 #pragma once
 
-#include "model/model_shape.h"
+#include "model/catalog/model_shape.h"
 #include "sim/hardware_specs.h"
 #include "sim/profile_table.h"
 

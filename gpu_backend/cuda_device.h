@@ -26,13 +26,13 @@
 
 #include "model/device.h"
 #include "model/kv_cache_groups.h"
-#include "model/status.h"
-#include "model/step_plan.h"
+#include "model/util/status.h"
+#include "model/sched/step_plan.h"
 
 namespace kv::gpu {
 
 struct CudaDeviceOptions {
-  std::string model = "tiny";        // preset of model/model_shape.h: tiny, small, llama3-8b, ...
+  std::string model = "tiny";        // preset of model/catalog/model_shape.h: tiny, small, llama3-8b, ...
   // The model's KV-cache groups (ModelShape::kv_cache_groups, layers named "layers.I"); empty:
   // one full-attention group of every layer. With groups, plans must carry group_block_ids and
   // group_windows (docs/hybrid-groups.md); each layer uses its group's block table and window.

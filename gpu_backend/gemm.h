@@ -14,7 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include "gpu_backend/reference/numerics.h"
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::gpu {
 

@@ -26,7 +26,7 @@
 #include "gpu_backend/reference/kv_layout.h"
 #include "gpu_backend/reference/model_config.h"
 #include "gpu_backend/reference/numerics.h"
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::gpu {
 

@@ -13,7 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 namespace {

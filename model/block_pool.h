@@ -22,7 +22,7 @@
 #include "model/block.h"
 #include "model/block_hasher.h"
 #include "model/cached_block_index.h"
-#include "model/eviction_policy.h"
+#include "model/policies/eviction_policy.h"
 #include "model/kv_events.h"
 
 namespace kv {

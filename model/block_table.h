@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "model/check.h"
+#include "model/util/check.h"
 #include "model/slot.h"
 #include "model/types.h"
 

@@ -3,7 +3,7 @@
 #include <bit>
 #include <unordered_set>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 

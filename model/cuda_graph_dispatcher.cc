@@ -4,7 +4,7 @@
 #include <cctype>
 #include <string>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 

@@ -19,7 +19,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/step_plan.h"
+#include "model/sched/step_plan.h"
 
 namespace kv {
 

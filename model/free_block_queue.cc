@@ -2,7 +2,7 @@
 
 #include <unordered_set>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 

@@ -5,7 +5,7 @@
 #include <limits>
 #include <numeric>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 

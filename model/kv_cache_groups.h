@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "model/kv_cache_spec.h"
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv {
 

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 

@@ -26,7 +26,7 @@
 #include "model/kv_cache_coordinator.h"
 #include "model/kv_cache_groups.h"
 #include "model/request.h"
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv {
 

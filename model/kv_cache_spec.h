@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv {
 

@@ -1,6 +1,6 @@
 #include "model/request.h"
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "model/block_hasher.h"
-#include "model/block_retention.h"
+#include "model/policies/block_retention.h"
 #include "model/types.h"
 
 namespace kv {

@@ -6,8 +6,8 @@
 // file and record.
 #pragma once
 
-#include "model/scheduler.h"  // RequestSpec
-#include "model/status.h"
+#include "model/sched/scheduler.h"  // RequestSpec
+#include "model/util/status.h"
 
 namespace kv {
 

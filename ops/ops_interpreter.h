@@ -15,7 +15,7 @@
 
 #include "model/kv_cache_groups.h"
 #include "model/kv_cache_manager.h"
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv {
 

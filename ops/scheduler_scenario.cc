@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/check.h"
-#include "model/scheduler.h"
+#include "model/util/check.h"
+#include "model/sched/scheduler.h"
 
 namespace kv::ops {
 namespace {

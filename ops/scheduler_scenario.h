@@ -15,7 +15,7 @@
 
 #include <string>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "ops/scenario_outcome.h"
 
 namespace kv::ops {

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "model/block_hasher.h"
-#include "model/eviction_policy.h"
+#include "model/policies/eviction_policy.h"
 #include "properties/model_policy.h"
 #include "properties/reference_hasher.h"
 #include "model/types.h"

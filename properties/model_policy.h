@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/block_retention.h"
-#include "model/eviction_policy.h"
+#include "model/policies/block_retention.h"
+#include "model/policies/eviction_policy.h"
 #include "model/types.h"
 
 namespace kv::props {

@@ -5,7 +5,7 @@
 
 #include <string>
 
-#include "model/eviction_policy.h"
+#include "model/policies/eviction_policy.h"
 #include "model/types.h"
 
 namespace kv::props {

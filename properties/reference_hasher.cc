@@ -3,7 +3,7 @@
 #include <openssl/evp.h>
 #include <xxhash.h>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv::props {
 

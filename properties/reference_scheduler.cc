@@ -6,7 +6,7 @@
 #include <tuple>
 #include <type_traits>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv::props {
 namespace {

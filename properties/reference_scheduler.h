@@ -1,6 +1,6 @@
 // ReferenceScheduler: a small executable model of vLLM v1's Scheduler.schedule() and
 // update_from_output(), written from the rules of tests/golden-scheduler/README.md alone. It
-// shares no code with model/scheduler.cc (only the block layer, KvCacheManager, and Request
+// shares no code with model/sched/scheduler.cc (only the block layer, KvCacheManager, and Request
 // as the manager's input), so a property can run both on the same workload and compare every
 // step's decisions (StepDecisions).
 // Model, deliberately plain (O(n) lists, no incremental bookkeeping):
@@ -23,7 +23,7 @@
 #include "model/block_hasher.h"
 #include "model/kv_cache_manager.h"
 #include "model/request.h"
-#include "model/scheduler.h"
+#include "model/sched/scheduler.h"
 
 namespace kv::props {
 

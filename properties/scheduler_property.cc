@@ -25,7 +25,7 @@
 #include <set>
 #include <sstream>
 
-#include "model/scheduler.h"
+#include "model/sched/scheduler.h"
 #include "properties/properties.h"
 #include "properties/reference_hasher.h"
 #include "properties/state_runner.h"

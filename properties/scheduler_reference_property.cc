@@ -9,7 +9,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "model/scheduler.h"
+#include "model/sched/scheduler.h"
 #include "properties/harness.h"
 #include "properties/properties.h"
 #include "properties/reference_scheduler.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "replay/replay_config.h"
 #include "replay/serving_metrics.h"
 

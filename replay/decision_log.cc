@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "model/block_hash.h"
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv::replay {
 

@@ -21,7 +21,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/step_plan.h"
+#include "model/sched/step_plan.h"
 
 namespace kv::replay {
 

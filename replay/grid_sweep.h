@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "replay/replay_builder.h"
 #include "replay/replay_config.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/percentile.h"
+#include "model/util/percentile.h"
 #include "replay/replay_builder.h"
 #include "sim/seeded_normal.h"
 #include "sim/sim_device.h"

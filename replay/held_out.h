@@ -3,14 +3,14 @@
 // from `seed` is its "measurement" -- and compares it, step by step, with the prediction of
 // the `predicted` preset on the same plans (the virtual clock follows the prediction, as on
 // real hardware). Errors are absolute percentage errors, median and p90 as
-// model/percentile.h defines them. Deterministic.
+// model/util/percentile.h defines them. Deterministic.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "model/model_shape.h"
-#include "model/status.h"
+#include "model/catalog/model_shape.h"
+#include "model/util/status.h"
 #include "sim/hardware_specs.h"
 
 namespace kv::replay {

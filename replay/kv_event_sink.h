@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "model/kv_events.h"
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::replay {
 

@@ -28,8 +28,8 @@
 #include <string>
 #include <string_view>
 
-#include "model/model_shape.h"
-#include "model/status.h"
+#include "model/catalog/model_shape.h"
+#include "model/util/status.h"
 
 namespace kv::replay {
 

@@ -20,8 +20,8 @@
 #include <string>
 
 #include "model/kv_cache_groups.h"
-#include "model/model_shape.h"
-#include "model/status.h"
+#include "model/catalog/model_shape.h"
+#include "model/util/status.h"
 #include "sim/hardware_specs.h"
 
 namespace kv::replay {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "model/check.h"
+#include "model/util/check.h"
 #include "replay/arrivals.h"
 #include "replay/pool_sizing.h"
 #include "sim/sim_device.h"

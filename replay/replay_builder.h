@@ -17,7 +17,7 @@
 
 #include "model/device.h"
 #include "model/request_source.h"
-#include "model/scheduler.h"
+#include "model/sched/scheduler.h"
 #include "replay/kv_event_sink.h"
 #include "replay/replay_config.h"
 #include "replay/replayer.h"

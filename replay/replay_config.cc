@@ -7,8 +7,8 @@
 #include <cstdlib>
 #include <limits>
 
-#include "model/check.h"
-#include "model/parse_number.h"
+#include "model/util/check.h"
+#include "model/util/parse_number.h"
 #include "replay/model_config.h"
 
 namespace kv::replay {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <map>
 
-#include "model/check.h"
-#include "model/percentile.h"
+#include "model/util/check.h"
+#include "model/util/percentile.h"
 #include "traces/trace.h"
 
 namespace kv::replay {

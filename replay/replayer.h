@@ -22,10 +22,10 @@
 #include <vector>
 
 #include "model/device.h"
-#include "model/kv_connector.h"
+#include "model/tiers/kv_connector.h"
 #include "model/request_source.h"
-#include "model/scheduler.h"
-#include "model/status.h"
+#include "model/sched/scheduler.h"
+#include "model/util/status.h"
 #include "replay/decision_log.h"
 #include "replay/serving_metrics.h"
 #include "replay/kv_event_sink.h"
@@ -87,7 +87,7 @@ struct ReplayOptions {
   double overload_ttft_ms = 60000;           // median TTFT above this marks the run overloaded
 };
 
-// Percentiles in microseconds, model/percentile.h's definition, rounded to the microsecond.
+// Percentiles in microseconds, model/util/percentile.h's definition, rounded to the microsecond.
 struct LatencyPercentiles {
   std::int64_t p50 = 0, p90 = 0, p99 = 0, max = 0, count = 0;
 };

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
-#include "model/percentile.h"
+#include "model/util/percentile.h"
 
 namespace kv::replay {
 

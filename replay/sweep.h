@@ -25,7 +25,7 @@
 #include <string>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "replay/replay_config.h"
 
 namespace kv::replay {

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::reports {
 

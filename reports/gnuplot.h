@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::reports {
 

@@ -11,7 +11,7 @@
 
 #include "files/output_file.h"
 #include "files/output_folder.h"
-#include "model/percentile.h"
+#include "model/util/percentile.h"
 #include "reports/gnuplot.h"
 
 namespace kv::reports {

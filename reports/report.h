@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "reports/run_reader.h"
 
 namespace kv::reports {

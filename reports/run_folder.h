@@ -31,7 +31,7 @@
 #include "files/output_file.h"
 #include "files/output_folder.h"
 #include "replay/replayer.h"
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::reports {
 

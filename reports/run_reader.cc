@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "model/parse_number.h"
+#include "model/util/parse_number.h"
 #include "reports/csv_parser.h"
 #include "reports/csv_records.h"
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::reports {
 

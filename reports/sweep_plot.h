@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "replay/sweep.h"
 
 namespace kv::reports {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <sstream>
 
-#include "model/percentile.h"
+#include "model/util/percentile.h"
 #include "sim/cost_model.h"
 #include "sim/seeded_normal.h"
 #include "sim/profile_table.h"

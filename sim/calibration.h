@@ -14,7 +14,7 @@
 // Attention rows give num_tokens, num_seqs and context_tokens but not the causal pairs; the
 // tokens are taken as evenly split over the sequences (exact for decode and single prefills).
 // Everything here is deterministic (the synthetic noise is a seeded splitmix64 stream).
-// Errors are reported as medians and p90 of absolute percentage errors (model/percentile.h).
+// Errors are reported as medians and p90 of absolute percentage errors (model/util/percentile.h).
 #pragma once
 
 #include <cstdint>
@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "sim/hardware_specs.h"
 #include "sim/kernels.h"
 #include "sim/profile_table.h"

@@ -16,7 +16,7 @@
 //   5. Windowed layers (sliding window w; chunked local c, costed as a window of c): their
 //      attention reads min(context, w) keys per query, not the whole context; the attention
 //      node is full layers * full attention + windowed layers * windowed attention.
-//   6. Formats (model/dtype.h): the projections read weights in the model's dtype and run at
+//   6. Formats (model/catalog/dtype.h): the projections read weights in the model's dtype and run at
 //      the GPU's peak for it, with inputs in that dtype where the GPU has tensor cores for it
 //      (else weight-only: 16-bit inputs at the bf16 peak); the KV cache is read and written in
 //      kv_dtype; norms, rotary, SiLU, attention math and the LM head are 16-bit.
@@ -45,7 +45,7 @@
 #include <optional>
 
 #include "model/cuda_graph_dispatcher.h"
-#include "model/step_plan.h"
+#include "model/sched/step_plan.h"
 #include "sim/hardware_specs.h"
 #include "sim/kernels.h"
 #include "sim/profile_table.h"

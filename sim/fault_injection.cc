@@ -3,7 +3,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv::sim {
 

@@ -21,7 +21,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "sim/sim_device.h"
 
 namespace kv::sim {

@@ -5,7 +5,7 @@
 #include <optional>
 #include <utility>
 
-#include "model/parse_number.h"
+#include "model/util/parse_number.h"
 
 namespace kv::sim {
 

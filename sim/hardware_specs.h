@@ -1,5 +1,5 @@
 // GpuSpec: the peak numbers of an accelerator (and the host around it) that the cost model is
-// built from, with named presets; the model side is model/model_shape.h. Every figure is an integer in base units (bytes, FLOP/s, ns, MHz, percent) so the
+// built from, with named presets; the model side is model/catalog/model_shape.h. Every figure is an integer in base units (bytes, FLOP/s, ns, MHz, percent) so the
 // cost model can stay in integer arithmetic and give the same number on every machine.
 // Invariants of a preset: every field > 0, heads % kv_heads == 0, efficiencies in (0, 100].
 // Lookup by name returns a Status listing the valid names when the name is unknown.
@@ -10,8 +10,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model/model_shape.h"
-#include "model/status.h"
+#include "model/catalog/model_shape.h"
+#include "model/util/status.h"
 
 namespace kv::sim {
 

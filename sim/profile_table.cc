@@ -13,8 +13,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "model/check.h"
-#include "model/parse_number.h"
+#include "model/util/check.h"
+#include "model/util/parse_number.h"
 
 namespace kv::sim {
 

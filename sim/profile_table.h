@@ -17,7 +17,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "sim/kernels.h"
 
 namespace kv::sim {

@@ -5,7 +5,7 @@
 #include <cstdio>
 
 #include "model/attention_window.h"
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv::sim {
 

@@ -39,7 +39,7 @@
 
 #include "model/block_hash.h"
 #include "model/block_table.h"
-#include "model/step_plan.h"
+#include "model/sched/step_plan.h"
 
 namespace kv::sim {
 

@@ -17,7 +17,7 @@
 
 #include "model/cuda_graph_dispatcher.h"
 #include "model/device.h"
-#include "model/status.h"
+#include "model/util/status.h"
 #include "sim/cost_model.h"
 #include "sim/hardware_specs.h"
 #include "sim/profile_table.h"

@@ -5,7 +5,7 @@
 #include <boost/graph/topological_sort.hpp>
 #include <iterator>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv::sim {
 

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/eviction_policy.h"
+#include "model/policies/eviction_policy.h"
 #include "model/kv_cache_manager.h"
 
 namespace kv {

@@ -1,5 +1,5 @@
 // files/: AtomicFile appears only complete and never replaces without leave; OutputFolder locks,
-// stages and swaps a folder in as a unit. Also model/output_tokens.h (lazy outputs).
+// stages and swaps a folder in as a unit. Also model/sched/output_tokens.h (lazy outputs).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -12,7 +12,7 @@
 
 #include "files/output_file.h"
 #include "files/output_folder.h"
-#include "model/output_tokens.h"
+#include "model/sched/output_tokens.h"
 
 namespace kv::files {
 namespace {

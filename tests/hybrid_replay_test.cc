@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "model/model_shape.h"
+#include "model/catalog/model_shape.h"
 #include "replay/replay_builder.h"
 #include "traces/replay_source.h"
 

@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "model/percentile.h"
+#include "model/util/percentile.h"
 #include "replay/arrivals.h"
 #include "replay/capacity_search.h"
 #include "replay/grid_sweep.h"

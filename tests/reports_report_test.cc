@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "replay/replayer.h"
-#include "model/scheduler.h"
+#include "model/sched/scheduler.h"
 #include "reports/gnuplot.h"
 #include "reports/report.h"
 #include "reports/run_folder.h"

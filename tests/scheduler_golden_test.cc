@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "model/scheduler.h"
+#include "model/sched/scheduler.h"
 
 namespace kv::ops {
 namespace {

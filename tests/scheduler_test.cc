@@ -1,5 +1,5 @@
 // Scheduler stories with exact numbers: chunked prefill, admission, preemption, rejection.
-#include "model/scheduler.h"
+#include "model/sched/scheduler.h"
 
 #include <gtest/gtest.h>
 

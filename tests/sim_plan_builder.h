@@ -16,7 +16,7 @@
 #include "model/block_hasher.h"
 #include "model/kv_cache_manager.h"
 #include "model/request.h"
-#include "model/step_plan.h"
+#include "model/sched/step_plan.h"
 
 namespace kv::sim::testing {
 

@@ -1,6 +1,6 @@
 // TierCache (LRU and capacity of one second-tier store) and TierConnector (matches after the
 // local hit, loads, the two store policies, host -> disk demotion, drops in the plan).
-#include "model/tier_cache.h"
+#include "model/tiers/tier_cache.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "model/block_hasher.h"
 #include "model/request.h"
-#include "model/tier_connector.h"
+#include "model/tiers/tier_connector.h"
 
 namespace kv {
 namespace {

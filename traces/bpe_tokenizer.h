@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "model/types.h"
 
 namespace kv::trace {

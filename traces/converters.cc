@@ -12,7 +12,7 @@
 #include <sstream>
 #include <vector>
 
-#include "model/parse_number.h"
+#include "model/util/parse_number.h"
 #include "traces/block_tokens.h"
 #include "traces/generators.h"
 #include "traces/tokenizer.h"

@@ -29,7 +29,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "traces/text_tokenizer.h"
 #include "traces/trace.h"
 #include "traces/trace_io.h"

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "model/check.h"
+#include "model/util/check.h"
 #include "traces/block_tokens.h"
 #include "traces/sampling.h"
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "traces/trace.h"
 #include "traces/trace_io.h"
 

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::trace {
 

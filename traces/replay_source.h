@@ -2,7 +2,7 @@
 // Output tokens come from the trace when it has them; otherwise they are generated, seeded by
 // (seed, request id, output index), so the same trace and seed always give the same tokens
 // whatever the backend (teacher forcing); generated ones are computed when sampled
-// (model/output_tokens.h), never materialized. Holds one request in memory at a time.
+// (model/sched/output_tokens.h), never materialized. Holds one request in memory at a time.
 #pragma once
 
 #include <cstdint>

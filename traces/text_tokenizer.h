@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "model/types.h"
 #include "traces/bpe_tokenizer.h"
 

@@ -14,8 +14,8 @@
 
 #include "files/output_file.h"
 #include "model/block_hasher.h"
-#include "model/check.h"
-#include "model/percentile.h"
+#include "model/util/check.h"
+#include "model/util/percentile.h"
 #include "traces/trace_io.h"
 
 namespace kv::trace {

@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 #include "traces/trace.h"
 
 namespace kv::trace {
@@ -39,7 +39,7 @@ struct AnalysisOptions {
 struct Distribution {
   std::int64_t count = 0;
   double mean = 0;
-  double p50 = 0, p90 = 0, p99 = 0;  // model/percentile.h (numpy's linear method)
+  double p50 = 0, p90 = 0, p99 = 0;  // model/util/percentile.h (numpy's linear method)
   std::int64_t max = 0;
 };
 

@@ -11,8 +11,8 @@
 #include <cstring>
 #include <utility>
 
-#include "model/block_retention.h"
-#include "model/check.h"
+#include "model/policies/block_retention.h"
+#include "model/util/check.h"
 #include "files/output_file.h"
 #include "traces/block_tokens.h"
 #include "traces/trace.pb.h"

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "files/output_file.h"
-#include "model/status.h"
+#include "model/util/status.h"
 #include "traces/request_id_set.h"
 #include "traces/trace.h"
 

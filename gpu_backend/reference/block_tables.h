@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "model/block_table.h"
-#include "model/status.h"
-#include "model/step_plan.h"
+#include "model/util/status.h"
+#include "model/sched/step_plan.h"
 
 namespace kv::gpuref {
 

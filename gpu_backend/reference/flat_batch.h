@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "gpu_backend/reference/block_tables.h"
-#include "model/status.h"
-#include "model/step_plan.h"
+#include "model/util/status.h"
+#include "model/sched/step_plan.h"
 
 namespace kv::gpuref {
 

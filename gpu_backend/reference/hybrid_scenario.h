@@ -1,4 +1,4 @@
-// Step plans of a hybrid model made by the real scheduler (model/scheduler.h with KV-cache
+// Step plans of a hybrid model made by the real scheduler (model/sched/scheduler.h with KV-cache
 // groups), for the CPU reference tests and the GPU tests: the tiny model (2 layers) with
 // gpt-oss-20b's pattern, layer 0 windowed (a sliding window or a chunk) and layer 1 full
 // attention, block size 4, a token budget of 16 (chunked prefill), prompts that share
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "gpu_backend/reference/prefix_scenario.h"
-#include "model/check.h"
-#include "model/model_shape.h"
-#include "model/scheduler.h"
+#include "model/util/check.h"
+#include "model/catalog/model_shape.h"
+#include "model/sched/scheduler.h"
 
 namespace kv::gpuref::scenario {
 

@@ -1,7 +1,7 @@
 #include "gpu_backend/reference/kernels.h"
 
 #include "model/attention_window.h"
-#include "model/check.h"
+#include "model/util/check.h"
 #include "model/slot.h"
 
 #include <algorithm>

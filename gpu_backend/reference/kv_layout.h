@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "model/kv_cache_groups.h"
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::gpuref {
 

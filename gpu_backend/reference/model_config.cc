@@ -1,6 +1,6 @@
 #include "gpu_backend/reference/model_config.h"
 
-#include "model/model_shape.h"
+#include "model/catalog/model_shape.h"
 
 #include <cmath>
 

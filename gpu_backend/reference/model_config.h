@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv::gpuref {
 
@@ -36,7 +36,7 @@ struct ModelConfig {
   Status validate() const;
 };
 
-// Presets: the shapes of model/model_shape.h (tiny, small, llama3-1b, llama3-8b, llama3-70b).
+// Presets: the shapes of model/catalog/model_shape.h (tiny, small, llama3-1b, llama3-8b, llama3-70b).
 StatusOr<ModelConfig> model_preset(const std::string& name);
 std::vector<std::string> model_preset_names();
 

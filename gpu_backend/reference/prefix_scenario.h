@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/step_plan.h"
+#include "model/sched/step_plan.h"
 
 namespace kv::gpuref::scenario {
 

@@ -3,7 +3,7 @@
 #include <cmath>
 
 #include "gpu_backend/reference/seeded_init.h"
-#include "model/check.h"
+#include "model/util/check.h"
 
 
 namespace kv::gpuref {

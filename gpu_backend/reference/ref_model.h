@@ -19,8 +19,8 @@
 #include "gpu_backend/reference/kernels.h"
 #include "gpu_backend/reference/kv_layout.h"
 #include "gpu_backend/reference/model_config.h"
-#include "model/status.h"
-#include "model/step_plan.h"
+#include "model/util/status.h"
+#include "model/sched/step_plan.h"
 
 namespace kv::gpuref {
 

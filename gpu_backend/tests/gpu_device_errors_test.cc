@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "gpu_backend/cuda_device.h"
-#include "model/model_shape.h"
+#include "model/catalog/model_shape.h"
 
 namespace kv::gpu {
 namespace {

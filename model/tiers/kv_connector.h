@@ -3,7 +3,7 @@
 // build_connector_meta). The scheduler asks it, after the local prefix-cache lookup, how many
 // further prompt tokens it can load; those count as computed (no prefill compute, no token
 // budget), their blocks are allocated in GPU memory and the connector plans the loads that
-// fill them. Implementations: TierConnector (model/tier_connector.h, host memory and disk).
+// fill them. Implementations: TierConnector (model/tiers/tier_connector.h, host memory and disk).
 // Invariants (for any implementation):
 //   1. get_num_new_matched_tokens changes nothing observable: the scheduler may ask again
 //      (head-of-line admission retries) and only update_state_after_alloc commits a match.
@@ -22,7 +22,7 @@
 #include "model/block_hash.h"
 #include "model/block_pool.h"
 #include "model/request.h"
-#include "model/step_plan.h"
+#include "model/sched/step_plan.h"
 #include "model/types.h"
 
 namespace kv {

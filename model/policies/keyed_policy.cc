@@ -1,6 +1,6 @@
-#include "model/keyed_policy.h"
+#include "model/policies/keyed_policy.h"
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 

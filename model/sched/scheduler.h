@@ -33,11 +33,11 @@
 
 #include "model/block_hasher.h"
 #include "model/kv_cache_manager.h"
-#include "model/output_tokens.h"
-#include "model/kv_connector.h"
+#include "model/sched/output_tokens.h"
+#include "model/tiers/kv_connector.h"
 #include "model/request.h"
-#include "model/status.h"
-#include "model/step_plan.h"
+#include "model/util/status.h"
+#include "model/sched/step_plan.h"
 
 namespace kv {
 
@@ -112,7 +112,7 @@ class Scheduler {
   // Finishes a waiting or running request now (its blocks are freed); false if unknown.
   bool abort(const RequestId& id);
 
-  // Attaches a second-tier connector (model/kv_connector.h) before any request is added;
+  // Attaches a second-tier connector (model/tiers/kv_connector.h) before any request is added;
   // one full-attention group with prefix caching on only.
   void set_connector(std::unique_ptr<KvConnector> connector);
   const KvConnector* connector() const { return connector_.get(); }

@@ -25,10 +25,10 @@
 #include <string_view>
 #include <vector>
 
-#include "model/dtype.h"
+#include "model/catalog/dtype.h"
 #include "model/kv_cache_groups.h"
 #include "model/kv_cache_spec.h"
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv {
 

@@ -1,6 +1,6 @@
-#include "model/tier_cache.h"
+#include "model/tiers/tier_cache.h"
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "model/block.h"
-#include "model/block_retention.h"
+#include "model/policies/block_retention.h"
 
 namespace kv {
 

@@ -1,8 +1,8 @@
-#include "model/leaf_lru_policy.h"
+#include "model/policies/leaf_lru_policy.h"
 
 #include <vector>
 
-#include "model/keyed_policy.h"
+#include "model/policies/keyed_policy.h"
 
 namespace kv {
 namespace {

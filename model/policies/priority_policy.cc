@@ -1,10 +1,10 @@
-#include "model/priority_policy.h"
+#include "model/policies/priority_policy.h"
 
 #include <set>
 #include <utility>
 #include <vector>
 
-#include "model/keyed_policy.h"
+#include "model/policies/keyed_policy.h"
 
 namespace kv {
 namespace {

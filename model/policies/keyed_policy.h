@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "model/eviction_policy.h"
+#include "model/policies/eviction_policy.h"
 #include "model/free_block_queue.h"
 
 namespace kv {

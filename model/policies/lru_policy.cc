@@ -1,6 +1,6 @@
 #include <vector>
 
-#include "model/eviction_policy.h"
+#include "model/policies/eviction_policy.h"
 #include "model/free_block_queue.h"
 
 namespace kv {

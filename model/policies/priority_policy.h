@@ -15,7 +15,7 @@
 #include <memory>
 #include <span>
 
-#include "model/eviction_policy.h"
+#include "model/policies/eviction_policy.h"
 
 namespace kv {
 

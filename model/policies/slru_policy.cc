@@ -1,9 +1,9 @@
-#include "model/slru_policy.h"
+#include "model/policies/slru_policy.h"
 
 #include <algorithm>
 #include <vector>
 
-#include "model/keyed_policy.h"
+#include "model/policies/keyed_policy.h"
 
 namespace kv {
 namespace {

@@ -1,6 +1,6 @@
 // BlockRetention: how long a request asks the cache to keep its blocks, as TensorRT-LLM's
 // KvCacheRetentionConfig reduced to one token range (the whole request). Only the `priority`
-// eviction policy reads it (model/priority_policy.h); every other policy ignores it.
+// eviction policy reads it (model/policies/priority_policy.h); every other policy ignores it.
 // Invariants:
 //   1. 0 <= priority <= 100 (TensorRT-LLM's range); lower is evicted first; the default is 35.
 //   2. duration >= 0 counts releases (free calls: one per KV-cache group of a finished or

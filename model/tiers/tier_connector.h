@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "model/kv_connector.h"
-#include "model/tier_cache.h"
+#include "model/tiers/kv_connector.h"
+#include "model/tiers/tier_cache.h"
 
 namespace kv {
 

@@ -1,8 +1,8 @@
-#include "model/tier_connector.h"
+#include "model/tiers/tier_connector.h"
 
 #include <algorithm>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <string_view>
 
-#include "model/status.h"
+#include "model/util/status.h"
 
 namespace kv {
 

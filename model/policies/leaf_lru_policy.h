@@ -17,7 +17,7 @@
 #include <memory>
 #include <span>
 
-#include "model/eviction_policy.h"
+#include "model/policies/eviction_policy.h"
 
 namespace kv {
 

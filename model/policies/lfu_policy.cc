@@ -1,10 +1,10 @@
-#include "model/lfu_policy.h"
+#include "model/policies/lfu_policy.h"
 
 #include <algorithm>
 #include <limits>
 #include <vector>
 
-#include "model/keyed_policy.h"
+#include "model/policies/keyed_policy.h"
 
 namespace kv {
 namespace {

@@ -2,11 +2,11 @@
 #include <array>
 #include <utility>
 
-#include "model/eviction_policy.h"
-#include "model/leaf_lru_policy.h"
-#include "model/lfu_policy.h"
-#include "model/priority_policy.h"
-#include "model/slru_policy.h"
+#include "model/policies/eviction_policy.h"
+#include "model/policies/leaf_lru_policy.h"
+#include "model/policies/lfu_policy.h"
+#include "model/policies/priority_policy.h"
+#include "model/policies/slru_policy.h"
 
 namespace kv {
 namespace {

@@ -1,9 +1,9 @@
-#include "model/scheduler.h"
+#include "model/sched/scheduler.h"
 
 #include <algorithm>
 #include <tuple>
 
-#include "model/check.h"
+#include "model/util/check.h"
 
 namespace kv {
 

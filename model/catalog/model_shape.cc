@@ -1,4 +1,4 @@
-#include "model/model_shape.h"
+#include "model/catalog/model_shape.h"
 
 #include <algorithm>
 #include <string>

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/check.h"
+#include "model/util/check.h"
 #include "model/types.h"
 
 namespace kv {

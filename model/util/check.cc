@@ -1,4 +1,4 @@
-#include "model/check.h"
+#include "model/util/check.h"
 
 #include <cstdio>
 #include <cstdlib>
