@@ -4,13 +4,14 @@ namespace kv {
 
 BlockExtraKeys block_extra_keys(const HashExtras& extras, std::int64_t block_start, std::int64_t block_end) {
   std::vector<ExtraKey> keys;
-  if (!extras.lora_name.empty()) keys.emplace_back(extras.lora_name);
-  for (const MultiModalItem& mm : extras.mm_items) {
-    if (mm.offset < block_end && mm.offset + mm.length > block_start) {
-      keys.emplace_back(MultiModalKey{mm.identifier, mm.offset - block_start});
+  struct Collect {
+    std::vector<ExtraKey>& keys;
+    void operator()(const std::string& text) const { keys.emplace_back(text); }
+    void operator()(const MultiModalItem& mm, std::int64_t offset) const {
+      keys.emplace_back(MultiModalKey{mm.identifier, offset});
     }
-  }
-  if (block_start == 0 && !extras.cache_salt.empty()) keys.emplace_back(extras.cache_salt);
+  };
+  for_each_extra_key(extras, block_start, block_end, Collect{keys});
   if (keys.empty()) return std::nullopt;
   return keys;
 }

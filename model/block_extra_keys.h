@@ -1,6 +1,7 @@
-// BlockExtraKeys: the extra keys of one block as data, the same entries BlockHasher folds into
-// the block's hash (docs/semantics.md §2), for readers outside the hash: the KV events carry
-// them per stored block, as vLLM's generate_block_hash_extra_keys() hands them to BlockStored.
+// Block extra keys: which keys besides its tokens identify one block (docs/semantics.md §2),
+// stated once in for_each_extra_key. BlockHasher folds them into the block's hash through it;
+// block_extra_keys() returns them as data for readers outside the hash (the KV events carry
+// them per stored block, as vLLM's generate_block_hash_extra_keys() hands them to BlockStored).
 // Invariants:
 //   1. Entries in vLLM's order: the LoRA name; one (identifier, item offset - block start) per
 //      multimodal item whose span meets [block_start, block_end), in item order; the cache salt
@@ -29,6 +30,18 @@ struct MultiModalKey {
 // A LoRA name or cache salt (a string), or a multimodal item.
 using ExtraKey = std::variant<std::string, MultiModalKey>;
 using BlockExtraKeys = std::optional<std::vector<ExtraKey>>;
+
+// Calls visit(text) for a LoRA name or the cache salt and visit(item, offset) for a multimodal
+// item of the block [block_start, block_end), in the order of invariant 1.
+template <typename Visit>
+void for_each_extra_key(const HashExtras& extras, std::int64_t block_start, std::int64_t block_end,
+                        Visit&& visit) {
+  if (!extras.lora_name.empty()) visit(extras.lora_name);
+  for (const MultiModalItem& mm : extras.mm_items) {
+    if (mm.offset < block_end && mm.offset + mm.length > block_start) visit(mm, mm.offset - block_start);
+  }
+  if (block_start == 0 && !extras.cache_salt.empty()) visit(extras.cache_salt);
+}
 
 BlockExtraKeys block_extra_keys(const HashExtras& extras, std::int64_t block_start, std::int64_t block_end);
 

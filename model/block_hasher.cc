@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "model/block_extra_keys.h"
 #include "model/util/check.h"
 
 namespace kv {
@@ -139,24 +140,17 @@ BlockHash BlockHasher::digest(const std::uint8_t* data, std::size_t size) const 
 std::size_t BlockHasher::encode_block(std::vector<std::uint8_t>& buf, const BlockHash& parent,
                                       std::span<const TokenId> block_tokens,
                                       const HashExtras& extras, std::int64_t block_start) const {
-  // Extra keys, in vLLM's order: LoRA, multimodal items overlapping the block, salt.
+  // Extra keys (model/block_extra_keys.h): first counted and bounded, then encoded.
   const std::int64_t block_end = block_start + static_cast<std::int64_t>(block_tokens.size());
-  const auto overlaps = [&](const MultiModalItem& mm) {
-    return mm.offset < block_end && mm.offset + mm.length > block_start;
-  };
-  const bool salted = block_start == 0 && !extras.cache_salt.empty();
-  std::size_t n_extra = extras.lora_name.empty() ? 0 : 1;
+  std::size_t n_extra = 0;
   std::size_t bound = 3 * kMaxHead + parent.size + kMaxHead * block_tokens.size() + 1;
-  if (!extras.lora_name.empty()) bound += kMaxHead + extras.lora_name.size();
-  for (const MultiModalItem& mm : extras.mm_items) {
-    if (!overlaps(mm)) continue;
-    ++n_extra;
-    bound += 3 * kMaxHead + mm.identifier.size();
-  }
-  if (salted) {
-    ++n_extra;
-    bound += kMaxHead + extras.cache_salt.size();
-  }
+  struct Measure {
+    std::size_t& n;
+    std::size_t& bound;
+    void operator()(const std::string& text) const { ++n, bound += kMaxHead + text.size(); }
+    void operator()(const MultiModalItem& mm, std::int64_t) const { ++n, bound += 3 * kMaxHead + mm.identifier.size(); }
+  };
+  for_each_extra_key(extras, block_start, block_end, Measure{n_extra, bound});
   if (buf.size() < bound) buf.resize(bound);
 
   std::uint8_t* const begin = buf.data();
@@ -172,14 +166,16 @@ std::size_t BlockHasher::encode_block(std::vector<std::uint8_t>& buf, const Bloc
     return static_cast<std::size_t>(p - begin);
   }
   p = put_head(p, 4, n_extra);
-  if (!extras.lora_name.empty()) p = put_text(p, extras.lora_name);
-  for (const MultiModalItem& mm : extras.mm_items) {
-    if (!overlaps(mm)) continue;
-    p = put_head(p, 4, 2);
-    p = put_text(p, mm.identifier);
-    p = put_int(p, mm.offset - block_start);
-  }
-  if (salted) p = put_text(p, extras.cache_salt);
+  struct Encode {
+    std::uint8_t*& p;
+    void operator()(const std::string& text) const { p = put_text(p, text); }
+    void operator()(const MultiModalItem& mm, std::int64_t offset) const {
+      p = put_head(p, 4, 2);
+      p = put_text(p, mm.identifier);
+      p = put_int(p, offset);
+    }
+  };
+  for_each_extra_key(extras, block_start, block_end, Encode{p});
   return static_cast<std::size_t>(p - begin);
 }
 

@@ -16,6 +16,7 @@
 #include "replay/replay_builder.h"
 #include "traces/prefix_optimum.h"
 #include "traces/trace_io.h"
+#include "model/util/format_number.h"
 
 namespace kv::replay {
 
@@ -38,11 +39,7 @@ StatusOr<PolicySpec> policy_spec(const std::string& policy) {
   return Status::error("unknown policy '" + policy + "' (valid: " + sweep_policy_names() + ")");
 }
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 
 #include "reports/gnuplot.h"
 #include "reports/run_folder.h"
+#include "model/util/format_number.h"
 
 namespace kv::reports {
 
@@ -17,11 +18,7 @@ using replay::ReplaySummary;
 
 namespace {
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
-}
+std::string num(double v) { return format_number("%.6g", v); }
 
 double percentile_value(const replay::LatencyStats& st, double p) {
   for (const auto& [q, v] : st.percentiles) {

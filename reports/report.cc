@@ -13,6 +13,7 @@
 #include "files/output_folder.h"
 #include "model/util/percentile.h"
 #include "reports/gnuplot.h"
+#include "model/util/format_number.h"
 
 namespace kv::reports {
 
@@ -20,11 +21,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char buf[96];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 std::string ms(std::int64_t us) { return fmt("%.1f", static_cast<double>(us) / 1000.0); }
 std::string pct(double v) { return fmt("%.2f%%", 100.0 * v); }
 

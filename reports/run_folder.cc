@@ -9,16 +9,13 @@
 #include <sstream>
 
 #include "reports/result_json.h"
+#include "model/util/format_number.h"
 
 namespace kv::reports {
 namespace fs = std::filesystem;
 
 namespace {
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 Status write_file(const fs::path& p, const std::string& text) { return files::write_whole_file(p.string(), text); }
 

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "reports/gnuplot.h"
+#include "model/util/format_number.h"
 
 namespace kv::reports {
 
@@ -16,11 +17,7 @@ using replay::SweepPoint;
 using replay::trace_label;
 
 namespace {
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 }  // namespace
 
 Status plot_sweep(const std::vector<replay::SweepPoint>& points, const std::string& out_dir, const std::string& title) {

@@ -11,6 +11,7 @@
 #include "sim/cost_model.h"
 #include "sim/seeded_normal.h"
 #include "sim/profile_table.h"
+#include "model/util/format_number.h"
 
 namespace kv::sim {
 
@@ -18,11 +19,7 @@ namespace {
 
 
 
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
+std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 const char* kernel_class(Kernel k) {
   switch (k) {
