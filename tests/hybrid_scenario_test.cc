@@ -79,8 +79,7 @@ TEST_F(HybridScenarioTest, MalformedFilesAreAStatusNamingFileAndField) {
 
   s = run_hybrid_scenario(write(scenario("", "mamba")));
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("config.layers[0]: attention type mamba is not supported"),
-            std::string::npos)
+  EXPECT_NE(s.status().message().find("config.layers[0].mode: missing"), std::string::npos)
       << s.status().message();
 
   s = run_hybrid_scenario("/nonexistent/scenario.json");
