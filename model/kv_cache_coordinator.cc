@@ -28,10 +28,9 @@ KvCacheCoordinator::KvCacheCoordinator(std::span<const KvCacheGroupSpec> groups,
   }
 }
 
-std::int64_t KvCacheCoordinator::num_blocks_to_allocate(const RequestId& id,
-                                                        const SlotDemand& demand,
-                                                        const CacheHit& hit, bool capped) const {
-  std::int64_t n = 0;
+BlockNeed KvCacheCoordinator::num_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
+                                                     const CacheHit& hit, bool capped) const {
+  BlockNeed need;
   for (std::size_t g = 0; g < managers_.size(); ++g) {
     const SingleTypeKvCacheManager& m = *managers_[g];
     const AttentionType type = m.spec().type;
@@ -41,9 +40,11 @@ std::int64_t KvCacheCoordinator::num_blocks_to_allocate(const RequestId& id,
         capped && windowed ? m.spec().max_blocks_per_request(options_.max_model_len,
                                                              options_.max_in_flight_tokens)
                            : std::numeric_limits<std::int64_t>::max();
-    n += m.num_blocks_to_allocate(id, demand, hit.group(g), cap);
+    const std::int64_t n = m.num_blocks_to_allocate(id, demand, hit.group(g), cap);
+    need.counted += n;
+    need.taken += std::max<std::int64_t>(n, 0);
   }
-  return n;
+  return need;
 }
 
 void KvCacheCoordinator::remove_skipped_blocks(const RequestId& id, const SlotDemand& demand) {

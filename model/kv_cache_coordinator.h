@@ -49,6 +49,16 @@ struct CacheHit {
   }
 };
 
+// What an allocation needs from the free queue, summed over the groups.
+struct BlockNeed {
+  // vLLM's sum: a Mamba align group can count less than nothing (after rolled-back drafts),
+  // which lowers the sum; allocate_slots fails when this is above the free blocks.
+  std::int64_t counted = 0;
+  // The blocks actually taken (each group's count, floored at 0). Above the free blocks while
+  // `counted` is not, vLLM raises in the middle of the allocation; kvsim fails it first.
+  std::int64_t taken = 0;
+};
+
 struct CoordinatorOptions {
   bool enable_caching = true;
   bool use_eagle = false;                    // drop the last hit block (per group type)
@@ -77,10 +87,10 @@ class KvCacheCoordinator {
                                           std::int64_t max_length) const = 0;
 
   // Free blocks the request needs for `demand` with `hit` (a new request's), summed over the
-  // groups (signed, as vLLM sums them); `capped`: a sliding or chunked group's required
-  // blocks are capped at its per-request maximum.
-  std::int64_t num_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
-                                      const CacheHit& hit, bool capped) const;
+  // groups; `capped`: a sliding or chunked group's required blocks are capped at its
+  // per-request maximum.
+  BlockNeed num_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
+                                   const CacheHit& hit, bool capped) const;
   // Frees what every group no longer reads after demand.total_computed tokens.
   void remove_skipped_blocks(const RequestId& id, const SlotDemand& demand);
   // A new request's tables from its hit (every group before any new block is taken).

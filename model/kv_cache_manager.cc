@@ -173,7 +173,7 @@ std::optional<GroupBlockIds> KvCacheManager::allocate_slots(const Request& reque
   demand.num_prompt_tokens = request.num_prompt_tokens();
   if (full_sequence_must_fit) {
     demand.num_tokens = demand.num_tokens_main_model = std::min(request.num_tokens(), max_len);
-    if (coordinator_->num_blocks_to_allocate(id, demand, hit, /*capped=*/true) >
+    if (coordinator_->num_blocks_to_allocate(id, demand, hit, /*capped=*/true).counted >
         static_cast<std::int64_t>(num_free_blocks())) {
       return std::nullopt;
     }
@@ -183,8 +183,10 @@ std::optional<GroupBlockIds> KvCacheManager::allocate_slots(const Request& reque
   // Blocks that fell out of a window are freed even if the allocation then fails.
   coordinator_->remove_skipped_blocks(id, demand);
   const auto free = static_cast<std::int64_t>(num_free_blocks());
-  const std::int64_t needed = coordinator_->num_blocks_to_allocate(id, demand, hit, /*capped=*/false);
-  if (needed > free) return std::nullopt;
+  const BlockNeed need = coordinator_->num_blocks_to_allocate(id, demand, hit, /*capped=*/false);
+  const std::int64_t needed = need.counted;
+  // Past vLLM's check, vLLM would run out of blocks half-way (and raise): fail it cleanly.
+  if (needed > free || need.taken > free) return std::nullopt;
   if (!running && config_.watermark_blocks > 0 && free - needed < config_.watermark_blocks) {
     return std::nullopt;
   }
