@@ -54,7 +54,13 @@ Status unify_page_sizes(std::vector<LayerKvCacheSpec>& layers) {
                            " does not divide the largest page size " + std::to_string(max_page) +
                            " (vLLM refuses pages that are not whole multiples of each other)");
     }
-    l.spec.block_size = static_cast<int>(l.spec.block_size * (max_page / page));
+    const std::int64_t block_size = l.spec.block_size * (max_page / page);
+    if (block_size > (std::int64_t{1} << 30)) {
+      return Status::error("layer " + l.name + ": a page of " + std::to_string(page) +
+                           " bytes grown to " + std::to_string(max_page) + " needs a block of " +
+                           std::to_string(block_size) + " tokens, too many");
+    }
+    l.spec.block_size = static_cast<int>(block_size);
   }
   return Status();
 }
