@@ -13,34 +13,42 @@ KvCacheCoordinator::KvCacheCoordinator(std::span<const KvCacheGroupSpec> groups,
                                        const CoordinatorOptions& options)
     : pool_(pool), options_(options) {
   KV_CHECK(!groups.empty(), "a KV-cache manager needs at least one group");
+  if (options_.scheduler_block_size == 0) options_.scheduler_block_size = scheduler_block_size(groups);
+  if (options_.hash_block_size == 0) {
+    options_.hash_block_size = hash_block_size(groups, options.enable_caching);
+  }
   KV_CHECK(options.max_model_len > 0, "max_model_len must be positive");
   for (std::size_t g = 0; g < groups.size(); ++g) {
     KV_CHECK(!options.use_eagle || groups[g].spec.type != AttentionType::kChunkedLocalAttention,
              "eagle with a chunked local attention group (vLLM refuses it)");
-    managers_.push_back(
-        make_single_type_manager(groups[g].spec, pool, static_cast<KvCacheGroupId>(g)));
+    // Without caching nothing is hashed, so no group block needs to map onto the chain.
+    managers_.push_back(make_single_type_manager(
+        groups[g].spec, pool, static_cast<KvCacheGroupId>(g),
+        options.enable_caching ? options_.hash_block_size : 0));
   }
 }
 
-std::size_t KvCacheCoordinator::num_blocks_to_allocate(const RequestId& id,
-                                                       std::int64_t num_tokens,
-                                                       const CacheHit& hit,
-                                                       std::int64_t total_computed,
-                                                       bool capped) const {
-  std::size_t n = 0;
+BlockNeed KvCacheCoordinator::num_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
+                                                     const CacheHit& hit, bool capped) const {
+  BlockNeed need;
   for (std::size_t g = 0; g < managers_.size(); ++g) {
     const SingleTypeKvCacheManager& m = *managers_[g];
+    const AttentionType type = m.spec().type;
+    const bool windowed =
+        type == AttentionType::kSlidingWindow || type == AttentionType::kChunkedLocalAttention;
     const std::int64_t cap =
-        capped ? m.spec().max_blocks_per_request(options_.max_model_len,
-                                                 options_.max_in_flight_tokens)
-               : std::numeric_limits<std::int64_t>::max();
-    n += m.num_blocks_to_allocate(id, num_tokens, hit.group(g), total_computed, cap);
+        capped && windowed ? m.spec().max_blocks_per_request(options_.max_model_len,
+                                                             options_.max_in_flight_tokens)
+                           : std::numeric_limits<std::int64_t>::max();
+    const std::int64_t n = m.num_blocks_to_allocate(id, demand, hit.group(g), cap);
+    need.counted += n;
+    need.taken += std::max<std::int64_t>(n, 0);
   }
-  return n;
+  return need;
 }
 
-void KvCacheCoordinator::remove_skipped_blocks(const RequestId& id, std::int64_t total_computed) {
-  for (auto& m : managers_) m->remove_skipped_blocks(id, total_computed);
+void KvCacheCoordinator::remove_skipped_blocks(const RequestId& id, const SlotDemand& demand) {
+  for (auto& m : managers_) m->remove_skipped_blocks(id, demand);
 }
 
 void KvCacheCoordinator::save_new_computed_blocks(const RequestId& id, const CacheHit& hit,
@@ -51,10 +59,10 @@ void KvCacheCoordinator::save_new_computed_blocks(const RequestId& id, const Cac
 }
 
 GroupBlockIds KvCacheCoordinator::allocate_new_blocks(const RequestId& id,
-                                                      std::int64_t num_tokens) {
+                                                      const SlotDemand& demand) {
   GroupBlockIds fresh(managers_.size());
   for (std::size_t g = 0; g < managers_.size(); ++g) {
-    managers_[g]->allocate_new_blocks(id, num_tokens, fresh[g]);
+    managers_[g]->allocate_new_blocks(id, demand, fresh[g]);
   }
   return fresh;
 }
@@ -65,6 +73,10 @@ void KvCacheCoordinator::cache_blocks(const Request& request, std::int64_t num_t
 
 void KvCacheCoordinator::free(const RequestId& id, const BlockRetention& retention) {
   for (auto& m : managers_) m->free(id, retention);
+}
+
+void KvCacheCoordinator::new_step() {
+  for (auto& m : managers_) m->new_step();
 }
 
 std::int64_t KvCacheCoordinator::max_blocks_per_request(std::int64_t num_tokens) const {
@@ -123,9 +135,11 @@ class UnitaryCoordinator final : public KvCacheCoordinator {
                                   std::int64_t max_length) const override {
     const SingleTypeKvCacheManager& m = *managers_.front();
     const KvCacheGroupId group = 0;
+    std::vector<BlockHash> scratch;
     CacheHit hit;
-    hit.blocks = m.find_longest_cache_hit(hashes, max_length, std::span(&group, 1),
-                                          options_.use_eagle, m.spec().block_size);
+    hit.blocks = m.find_longest_cache_hit(m.block_hashes(hashes, scratch), max_length,
+                                          std::span(&group, 1), options_.use_eagle,
+                                          m.spec().block_size);
     hit.num_tokens = static_cast<std::int64_t>(hit.blocks.front().size()) * m.spec().block_size;
     return hit;
   }
@@ -136,14 +150,16 @@ class HybridCoordinator final : public KvCacheCoordinator {
  public:
   HybridCoordinator(std::span<const KvCacheGroupSpec> groups, BlockPool& pool,
                     const CoordinatorOptions& options)
-      : KvCacheCoordinator(groups, pool, options), sets_(lookup_sets(groups)) {
-    alignment_ = 1;
-    for (const auto& m : managers_) alignment_ = std::lcm(alignment_, std::int64_t{m->spec().block_size});
+      : KvCacheCoordinator(groups, pool, options), sets_(lookup_sets(groups)),
+        alignment_(options_.scheduler_block_size) {
     for (const std::vector<int>& set : sets_) set_ids_.emplace_back(set.begin(), set.end());
   }
   const char* name() const override { return "HybridKVCacheCoordinator"; }
   CacheHit find_longest_cache_hit(std::span<const BlockHash> hashes,
                                   std::int64_t max_length) const override;
+  // Each group caches up to the last scheduler block boundary; an eagle group one block more
+  // (at most num_tokens).
+  void cache_blocks(const Request& request, std::int64_t num_tokens) override;
 
  private:
   const SingleTypeKvCacheManager& first_of(std::size_t set) const {
@@ -152,19 +168,33 @@ class HybridCoordinator final : public KvCacheCoordinator {
   bool is_full(std::size_t set) const {
     return first_of(set).spec().type == AttentionType::kFullAttention;
   }
+  bool is_mamba(std::size_t set) const {
+    return first_of(set).spec().type == AttentionType::kMamba;
+  }
   // Looks set `s` up into hit.blocks; returns its hit in tokens.
   std::int64_t look_up(std::size_t s, std::span<const BlockHash> hashes, std::int64_t limit,
                        bool drop, CacheHit& hit) const;
 
   std::vector<std::vector<int>> sets_;             // lookup order (full attention first)
   std::vector<std::vector<KvCacheGroupId>> set_ids_;
-  std::int64_t alignment_ = 1;                     // lcm of the groups' block sizes
+  std::int64_t alignment_ = 1;  // the scheduler's block size: the lcm of the block sizes
 };
+
+void HybridCoordinator::cache_blocks(const Request& request, std::int64_t num_tokens) {
+  const std::int64_t aligned = num_tokens / alignment_ * alignment_;
+  for (auto& m : managers_) {
+    const bool eagle_extra = options_.use_eagle && aligned > 0;
+    m->cache_blocks(request, eagle_extra ? std::min(num_tokens, aligned + m->spec().block_size)
+                                         : aligned);
+  }
+}
 
 std::int64_t HybridCoordinator::look_up(std::size_t s, std::span<const BlockHash> hashes,
                                         std::int64_t limit, bool drop, CacheHit& hit) const {
   const SingleTypeKvCacheManager& m = first_of(s);
-  auto found = m.find_longest_cache_hit(hashes, limit, set_ids_[s], drop, alignment_);
+  std::vector<BlockHash> scratch;
+  auto found = m.find_longest_cache_hit(m.block_hashes(hashes, scratch), limit, set_ids_[s], drop,
+                                        alignment_);
   const auto length = static_cast<std::int64_t>(found.front().size()) * m.spec().block_size;
   for (std::size_t k = 0; k < sets_[s].size(); ++k) {
     hit.blocks[static_cast<std::size_t>(sets_[s][k])] = std::move(found[k]);
@@ -190,9 +220,11 @@ CacheHit HybridCoordinator::find_longest_cache_hit(std::span<const BlockHash> ha
         continue;
       }
       const bool drop = options_.use_eagle && !verified[s];
-      // An eagle set looks one block further: the block it drops is then not lost.
-      const std::int64_t limit =
-          drop ? std::min(current + first_of(s).spec().block_size, max_length) : current;
+      // An eagle set looks one block further: the block it drops is then not lost. Mamba
+      // drops nothing, so it looks no further.
+      const std::int64_t limit = drop && !is_mamba(s)
+                                     ? std::min(current + first_of(s).spec().block_size, max_length)
+                                     : current;
       const std::int64_t found = look_up(s, hashes, limit, drop, hit);
       if (drop) {
         verified[s] = true;

@@ -13,6 +13,9 @@
 //      group's own block size (nulls where the group never reads again).
 //   3. Groups are always visited in group order (group 0 first): frees, allocations and
 //      caching, so the free queue sees vLLM's order.
+//   4. Hybrid hits and the tokens each group caches are multiples of the scheduler's block
+//      size (an eagle group caches up to one block more); a group block spans whole hash
+//      blocks of the requests' chain.
 // Not thread-safe.
 #pragma once
 
@@ -46,11 +49,25 @@ struct CacheHit {
   }
 };
 
+// What an allocation needs from the free queue, summed over the groups.
+struct BlockNeed {
+  // vLLM's sum: a Mamba align group can count less than nothing (after rolled-back drafts),
+  // which lowers the sum; allocate_slots fails when this is above the free blocks.
+  std::int64_t counted = 0;
+  // The blocks actually taken (each group's count, floored at 0). Above the free blocks while
+  // `counted` is not, vLLM raises in the middle of the allocation; kvsim fails it first.
+  std::int64_t taken = 0;
+};
+
 struct CoordinatorOptions {
   bool enable_caching = true;
   bool use_eagle = false;                    // drop the last hit block (per group type)
   std::int64_t max_model_len = 1 << 20;
   std::int64_t max_in_flight_tokens = 8192;  // per-request cap of windowed groups
+  // The scheduler's block size (hybrid hits and caching are multiples of it) and the block
+  // size of the requests' hash chains; 0: derived from the groups (kv_cache_groups.h).
+  int scheduler_block_size = 0;
+  int hash_block_size = 0;
 };
 
 class KvCacheCoordinator {
@@ -69,21 +86,23 @@ class KvCacheCoordinator {
   virtual CacheHit find_longest_cache_hit(std::span<const BlockHash> hashes,
                                           std::int64_t max_length) const = 0;
 
-  // Free blocks the request needs for `num_tokens` slots with `hit` (a new request's) after
-  // `total_computed` tokens; `capped`: each group's need is capped at its per-request maximum.
-  std::size_t num_blocks_to_allocate(const RequestId& id, std::int64_t num_tokens,
-                                     const CacheHit& hit, std::int64_t total_computed,
-                                     bool capped) const;
-  // Frees what every group no longer reads after `total_computed` tokens.
-  void remove_skipped_blocks(const RequestId& id, std::int64_t total_computed);
+  // Free blocks the request needs for `demand` with `hit` (a new request's), summed over the
+  // groups; `capped`: a sliding or chunked group's required blocks are capped at its
+  // per-request maximum.
+  BlockNeed num_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
+                                   const CacheHit& hit, bool capped) const;
+  // Frees what every group no longer reads after demand.total_computed tokens.
+  void remove_skipped_blocks(const RequestId& id, const SlotDemand& demand);
   // A new request's tables from its hit (every group before any new block is taken).
   void save_new_computed_blocks(const RequestId& id, const CacheHit& hit,
                                 std::int64_t total_computed);
-  // Extends every table to `num_tokens` slots; the new blocks per group.
-  GroupBlockIds allocate_new_blocks(const RequestId& id, std::int64_t num_tokens);
+  // Extends every table to the slots its type needs; the new blocks per group.
+  GroupBlockIds allocate_new_blocks(const RequestId& id, const SlotDemand& demand);
   // Caches every group's full blocks up to `num_tokens` tokens.
   virtual void cache_blocks(const Request& request, std::int64_t num_tokens);
   void free(const RequestId& id, const BlockRetention& retention);
+  // A scheduler step starts: every group hears it (vLLM new_step_starts).
+  void new_step();
 
   std::span<const BlockId> blocks_of(const RequestId& id, std::size_t g) const {
     return managers_[g]->blocks_of(id);

@@ -6,9 +6,21 @@
 namespace kv {
 namespace {
 
-bool same_token_needs(const KvCacheSpec& a, const KvCacheSpec& b) {
-  return a.type == b.type && a.window == b.window && a.chunk == b.chunk &&
-         a.block_size == b.block_size;
+// vLLM's uniform-type test puts full attention and its variants (R-SWA) in one kind.
+AttentionType kind_of(AttentionType type) {
+  return type == AttentionType::kRSwa ? AttentionType::kFullAttention : type;
+}
+
+// Case 2: one kind, one block size, and the kind's own parameter (window, chunk, or Mamba's
+// speculative blocks).
+bool same_kind(const KvCacheSpec& a, const KvCacheSpec& b) {
+  if (kind_of(a.type) != kind_of(b.type) || a.block_size != b.block_size) return false;
+  switch (a.type) {
+    case AttentionType::kSlidingWindow: return a.window == b.window;
+    case AttentionType::kChunkedLocalAttention: return a.chunk == b.chunk;
+    case AttentionType::kMamba: return a.num_speculative_blocks == b.num_speculative_blocks;
+    default: return true;
+  }
 }
 
 std::int64_t sum_of_pages(std::span<const LayerKvCacheSpec> layers) {
@@ -25,17 +37,30 @@ KvCacheGroupSpec one_group(std::span<const LayerKvCacheSpec> layers) {
   return g;
 }
 
-// vLLM unify_kv_cache_spec_page_size: a smaller page grows by multiplying the block size.
+// vLLM unify_kv_cache_spec_page_size: a smaller attention page grows by multiplying the
+// block size; a smaller Mamba page is padded (its block size stays).
 Status unify_page_sizes(std::vector<LayerKvCacheSpec>& layers) {
   std::int64_t max_page = 0;
   for (const LayerKvCacheSpec& l : layers) max_page = std::max(max_page, l.spec.page_size_bytes());
   for (LayerKvCacheSpec& l : layers) {
     const std::int64_t page = l.spec.page_size_bytes();
+    if (page == max_page) continue;
+    if (l.spec.type == AttentionType::kMamba) {
+      l.spec.mamba_page_bytes = max_page;
+      continue;
+    }
     if (max_page % page != 0) {
       return Status::error("layer " + l.name + ": page size " + std::to_string(page) +
-                           " does not divide the largest page size " + std::to_string(max_page));
+                           " does not divide the largest page size " + std::to_string(max_page) +
+                           " (vLLM refuses pages that are not whole multiples of each other)");
     }
-    l.spec.block_size = static_cast<int>(l.spec.block_size * (max_page / page));
+    const std::int64_t block_size = l.spec.block_size * (max_page / page);
+    if (block_size > (std::int64_t{1} << 30)) {
+      return Status::error("layer " + l.name + ": a page of " + std::to_string(page) +
+                           " bytes grown to " + std::to_string(max_page) + " needs a block of " +
+                           std::to_string(block_size) + " tokens, too many");
+    }
+    l.spec.block_size = static_cast<int>(block_size);
   }
   return Status();
 }
@@ -87,6 +112,20 @@ std::vector<KvCacheGroupSpec> groups_of_uniform_pages(std::span<const LayerKvCac
   return groups;
 }
 
+// One group runs one manager: full attention and R-SWA layers of one block size would share
+// a group in vLLM, which kvsim cannot manage with one type.
+Status check_one_type(std::span<const LayerKvCacheSpec> layers) {
+  for (const LayerKvCacheSpec& l : layers) {
+    if (l.spec.type != layers.front().spec.type) {
+      return Status::error("layers " + layers.front().name + " (" + describe(layers.front().spec) +
+                           ") and " + l.name + " (" + describe(l.spec) +
+                           ") would share one KV-cache group of two types; kvsim does not "
+                           "support that");
+    }
+  }
+  return Status();
+}
+
 }  // namespace
 
 StatusOr<std::vector<KvCacheGroupSpec>> get_kv_cache_groups(
@@ -95,10 +134,14 @@ StatusOr<std::vector<KvCacheGroupSpec>> get_kv_cache_groups(
   for (const LayerKvCacheSpec& l : layers) {
     if (Status s = validate_spec(l.spec); !s.ok()) return s.with_context("layer " + l.name + ": ");
   }
-  const bool uniform_type = std::all_of(layers.begin(), layers.end(), [&](const auto& l) {
-    return same_token_needs(l.spec, layers.front().spec);
+  // Cases 1 and 2 (one spec is one kind).
+  const bool uniform_kind = std::all_of(layers.begin(), layers.end(), [&](const auto& l) {
+    return same_kind(l.spec, layers.front().spec);
   });
-  if (uniform_type) return std::vector<KvCacheGroupSpec>{one_group(layers)};
+  if (uniform_kind) {
+    if (Status s = check_one_type(layers); !s.ok()) return s;
+    return std::vector<KvCacheGroupSpec>{one_group(layers)};
+  }
   std::vector<LayerKvCacheSpec> unified(layers.begin(), layers.end());
   if (Status s = unify_page_sizes(unified); !s.ok()) return s;
   return groups_of_uniform_pages(unified);
@@ -159,7 +202,23 @@ int scheduler_block_size(std::span<const KvCacheGroupSpec> groups) {
   return lcm;
 }
 
-int hash_block_size(std::span<const KvCacheGroupSpec> groups) {
+int cache_block_size(std::span<const KvCacheGroupSpec> groups) {
+  int smallest = 0;
+  for (const KvCacheGroupSpec& g : groups) {
+    smallest = smallest == 0 ? g.spec.block_size : std::min(smallest, g.spec.block_size);
+  }
+  return smallest;
+}
+
+int hash_block_size(std::span<const KvCacheGroupSpec> groups, bool enable_caching) {
+  if (groups.size() == 1) return groups.front().spec.block_size;
+  if (!enable_caching) return scheduler_block_size(groups);
+  const int cache_block = cache_block_size(groups);
+  for (const KvCacheGroupSpec& g : groups) {
+    if (g.spec.type == AttentionType::kMamba && g.spec.block_size != cache_block) {
+      return scheduler_block_size(groups);
+    }
+  }
   int gcd = 0;
   for (const KvCacheGroupSpec& g : groups) gcd = std::gcd(gcd, g.spec.block_size);
   return gcd;

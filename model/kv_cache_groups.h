@@ -37,9 +37,11 @@ struct KvCacheGroupSpec {
   std::int64_t group_page_size_bytes = 0;
 };
 
-// vLLM's three cases: (1) every layer has the same spec -> one group; (2) one attention type
-// with the same window/chunk and block size -> one group; (3) otherwise pages are unified and
-// layers are bucketed by spec; group_size is the smallest bucket's size (the largest's when it
+// vLLM's three cases: (1) every layer has the same spec -> one group; (2) one kind (full
+// attention and R-SWA count as one) with the same window/chunk/speculative blocks and block
+// size -> one group (refused when it would mix full attention and R-SWA); (3) otherwise pages
+// are unified (a smaller attention page multiplies its block size, which must divide evenly;
+// a smaller Mamba page is padded) and layers are bucketed by spec; group_size is the smallest bucket's size (the largest's when it
 // is below 1.5x the smallest), and a bucket of n layers makes ceil(n / group_size) groups,
 // group i taking the bucket's layers i, i+g, i+2g, ...
 StatusOr<std::vector<KvCacheGroupSpec>> get_kv_cache_groups(std::span<const LayerKvCacheSpec> layers);
@@ -59,9 +61,12 @@ struct KvCachePoolSize {
 StatusOr<KvCachePoolSize> size_pool_for_budget(std::span<const KvCacheGroupSpec> groups,
                                                std::int64_t memory_budget_bytes);
 
-// vLLM resolve_kv_cache_block_sizes: the scheduler's block size is the lcm of the groups'
-// block sizes, the hash block size their gcd.
+// vLLM resolve_kv_cache_block_sizes. The cache block size is the smallest group block size;
+// the scheduler's block size is the lcm of the groups' block sizes. The hash block size is
+// the one group's block size; with several, the scheduler's block size when caching is off
+// or a Mamba group's block size is not the cache block size, else the gcd of the block sizes.
+int cache_block_size(std::span<const KvCacheGroupSpec> groups);
 int scheduler_block_size(std::span<const KvCacheGroupSpec> groups);
-int hash_block_size(std::span<const KvCacheGroupSpec> groups);
+int hash_block_size(std::span<const KvCacheGroupSpec> groups, bool enable_caching = true);
 
 }  // namespace kv

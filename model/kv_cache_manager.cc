@@ -18,6 +18,41 @@ std::vector<KvCacheGroupSpec> KvCacheConfig::effective_groups() const {
   return {full};
 }
 
+int KvCacheConfig::scheduler_block_size() const {
+  return kv::scheduler_block_size(effective_groups());
+}
+
+int KvCacheConfig::hash_block_size() const {
+  return kv::hash_block_size(effective_groups(), enable_caching);
+}
+
+namespace {
+
+// What vLLM refuses or never builds for one group, given the cache settings.
+Status validate_group(const KvCacheConfig& config, const KvCacheSpec& spec) {
+  if (Status s = validate_spec(spec); !s.ok()) return s;
+  if (config.enable_caching && spec.type == AttentionType::kCrossAttention) {
+    return Status::error("cross attention needs prefix caching off (vLLM raises on its lookup)");
+  }
+  if (config.enable_caching && spec.type == AttentionType::kRSwa) {
+    return Status::error("R-SWA needs prefix caching off (vLLM's model config turns it off)");
+  }
+  if (spec.type == AttentionType::kMamba &&
+      config.enable_caching == (spec.mamba_mode == MambaCacheMode::kNone)) {
+    return Status::error(std::string("Mamba mode ") + to_string(spec.mamba_mode) + " with prefix "
+                         "caching " + (config.enable_caching ? "on" : "off") + " (vLLM uses "
+                         "none without caching, align or all with it)");
+  }
+  const int hash_block = config.hash_block_size();
+  if (config.enable_caching && spec.block_size % hash_block != 0) {
+    return Status::error("block size " + std::to_string(spec.block_size) +
+                         " is not a multiple of the hash block size " + std::to_string(hash_block));
+  }
+  return {};
+}
+
+}  // namespace
+
 Status KvCacheConfig::validate() const {
   if (block_size < 1) return Status::error("block_size must be at least 1, got " + std::to_string(block_size));
   if (num_blocks < 2) {
@@ -26,19 +61,18 @@ Status KvCacheConfig::validate() const {
   }
   if (max_model_len < 1) return Status::error("max_model_len must be at least 1");
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    const KvCacheSpec& spec = groups[g].spec;
-    if (Status s = validate_spec(spec); !s.ok()) {
+    if (Status s = validate_group(*this, groups[g].spec); !s.ok()) {
       return s.with_context("KV-cache group " + std::to_string(g) + ": ");
     }
-    if (spec.block_size != block_size) {
-      return Status::error("KV-cache group " + std::to_string(g) + " has block size " +
-                           std::to_string(spec.block_size) + ", the cache " +
-                           std::to_string(block_size));
-    }
-    if (use_eagle && spec.type == AttentionType::kChunkedLocalAttention) {
+    if (use_eagle && groups[g].spec.type == AttentionType::kChunkedLocalAttention) {
       return Status::error("eagle is not supported with chunked local attention (vLLM refuses "
                            "it: KV-cache group " + std::to_string(g) + ")");
     }
+  }
+  if (!groups.empty() && cache_block_size(groups) != block_size) {
+    return Status::error("block_size " + std::to_string(block_size) +
+                         " is not the smallest group block size " +
+                         std::to_string(cache_block_size(groups)));
   }
   return {};
 }
@@ -58,6 +92,8 @@ CoordinatorOptions coordinator_options(const KvCacheConfig& config) {
   o.use_eagle = config.use_eagle;
   o.max_model_len = config.max_model_len;
   o.max_in_flight_tokens = config.max_in_flight_tokens;
+  o.scheduler_block_size = config.scheduler_block_size();
+  o.hash_block_size = config.hash_block_size();
   return o;
 }
 
@@ -120,7 +156,8 @@ std::optional<GroupBlockIds> KvCacheManager::allocate_slots(const Request& reque
                                                             std::int64_t num_new_tokens,
                                                             const CacheHit& hit,
                                                             std::int64_t num_lookahead_tokens,
-                                                            bool full_sequence_must_fit) {
+                                                            bool full_sequence_must_fit,
+                                                            std::int64_t num_encoder_tokens) {
   KV_CHECK(num_new_tokens > 0, "allocate of 0 tokens for " << request.id());
   KV_CHECK(hit.blocks.empty() || hit.blocks.size() == num_groups(),
            "a hit for " << hit.blocks.size() << " groups, the model has " << num_groups());
@@ -130,25 +167,32 @@ std::optional<GroupBlockIds> KvCacheManager::allocate_slots(const Request& reque
            "cache hits given for " << id << ", which already holds blocks");
   const std::int64_t max_len = config_.max_model_len;
   const std::int64_t total = std::min(request.num_computed_tokens + hit.num_tokens, max_len);
-  if (full_sequence_must_fit &&
-      coordinator_->num_blocks_to_allocate(id, std::min(request.num_tokens(), max_len), hit,
-                                           total, /*capped=*/true) > num_free_blocks()) {
-    return std::nullopt;
+  SlotDemand demand;
+  demand.total_computed = total;
+  demand.num_encoder_tokens = num_encoder_tokens;
+  demand.num_prompt_tokens = request.num_prompt_tokens();
+  if (full_sequence_must_fit) {
+    demand.num_tokens = demand.num_tokens_main_model = std::min(request.num_tokens(), max_len);
+    if (coordinator_->num_blocks_to_allocate(id, demand, hit, /*capped=*/true).counted >
+        static_cast<std::int64_t>(num_free_blocks())) {
+      return std::nullopt;
+    }
   }
+  demand.num_tokens_main_model = total + num_new_tokens;
+  demand.num_tokens = std::min(total + num_new_tokens + num_lookahead_tokens, max_len);
   // Blocks that fell out of a window are freed even if the allocation then fails.
-  coordinator_->remove_skipped_blocks(id, total);
-  const std::int64_t slots = std::min(total + num_new_tokens + num_lookahead_tokens, max_len);
-  const std::size_t free = num_free_blocks();
-  const std::size_t needed =
-      coordinator_->num_blocks_to_allocate(id, slots, hit, total, /*capped=*/false);
-  if (needed > free) return std::nullopt;
-  if (!running && config_.watermark_blocks > 0 &&
-      free - needed < static_cast<std::size_t>(config_.watermark_blocks)) {
+  coordinator_->remove_skipped_blocks(id, demand);
+  const auto free = static_cast<std::int64_t>(num_free_blocks());
+  const BlockNeed need = coordinator_->num_blocks_to_allocate(id, demand, hit, /*capped=*/false);
+  const std::int64_t needed = need.counted;
+  // Past vLLM's check, vLLM would run out of blocks half-way (and raise): fail it cleanly.
+  if (needed > free || need.taken > free) return std::nullopt;
+  if (!running && config_.watermark_blocks > 0 && free - needed < config_.watermark_blocks) {
     return std::nullopt;
   }
   // Every group takes its hit before any group pops a new block.
   if (!running) coordinator_->save_new_computed_blocks(id, hit, total);
-  GroupBlockIds fresh = coordinator_->allocate_new_blocks(id, slots);
+  GroupBlockIds fresh = coordinator_->allocate_new_blocks(id, demand);
   // Capped as the slots are, so only held blocks are ever cached; draft tokens never are.
   coordinator_->cache_blocks(request, std::min({total + num_new_tokens, request.num_tokens(), max_len}));
   if (!running) count_group_hits(hit);

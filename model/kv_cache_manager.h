@@ -4,7 +4,9 @@
 // SingleTypeKvCacheManager per group over that pool), keeps vLLM's prefix-cache statistics,
 // and adds what vLLM's manager adds around the coordinator: the full-sequence gate, the
 // watermark, the rule that a failed allocation changes nothing (beyond freeing blocks that
-// fell out of a window, as vLLM does) and the order of its steps.
+// fell out of a window, as vLLM does) and the order of its steps. Groups may have different
+// block sizes (pages unified by multiplying the attention block); Mamba, cross-attention and
+// R-SWA groups run under the same verbs, plus new_step() for Mamba's per-step rule.
 // Invariants (check_invariants, on top of the pool's and the coordinator's):
 //   1. Every block's ref_cnt equals the number of (live request, group) tables holding it.
 //   2. A request's tables grow only at their end between its allocation and its free; their
@@ -55,8 +57,14 @@ struct KvCacheConfig {
   bool is_hybrid() const;
   // The groups the manager runs: `groups`, or the one full-attention group.
   std::vector<KvCacheGroupSpec> effective_groups() const;
-  // What no manager can run with, or vLLM refuses: sizes, a group block size other than
-  // block_size, eagle with chunked local attention.
+  // vLLM's resolved block sizes of the groups (kv_cache_groups.h): the scheduler's (hits and
+  // chunk ends are multiples of it) and the requests' hash chains'.
+  int scheduler_block_size() const;
+  int hash_block_size() const;
+  // What no manager can run with, or vLLM refuses: sizes, a block_size other than the
+  // smallest group block size, a group block not a whole number of hash blocks, eagle with
+  // chunked local attention, cross attention or R-SWA with caching on, and a Mamba mode that
+  // does not match the caching setting (none without caching, align or all with it).
   Status validate() const;
 };
 
@@ -86,11 +94,18 @@ class KvCacheManager {
 
   // vLLM allocate_slots. Returns the newly allocated block ids per group, or nullopt when the
   // pool is short (then nothing changed but the blocks vLLM frees first). The caller advances
-  // num_computed_tokens by hit.num_tokens + num_new_tokens on success.
+  // num_computed_tokens by hit.num_tokens + num_new_tokens on success. num_new_tokens may
+  // include draft tokens (never cached); num_lookahead_tokens are slots past them;
+  // num_encoder_tokens gives cross-attention groups their blocks (encoder-decoder models).
   std::optional<GroupBlockIds> allocate_slots(const Request& request, std::int64_t num_new_tokens,
                                               const CacheHit& hit = {},
                                               std::int64_t num_lookahead_tokens = 0,
-                                              bool full_sequence_must_fit = false);
+                                              bool full_sequence_must_fit = false,
+                                              std::int64_t num_encoder_tokens = 0);
+
+  // A scheduler step starts (vLLM new_step_starts): a Mamba group forgets which states it
+  // cached in the last step, so they can be hit from now on.
+  void new_step() { coordinator_->new_step(); }
 
   // Returns the request's blocks: group 0 first, each table last block first. Freeing twice,
   // or a request with no blocks, does nothing.

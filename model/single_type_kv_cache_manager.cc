@@ -2,15 +2,64 @@
 
 #include <algorithm>
 
+#include "model/mamba_manager.h"
 #include "model/util/check.h"
 
 namespace kv {
 
 SingleTypeKvCacheManager::SingleTypeKvCacheManager(const KvCacheSpec& spec, BlockPool& pool,
-                                                   KvCacheGroupId group_id)
-    : spec_(spec), pool_(pool), group_id_(group_id) {
+                                                   KvCacheGroupId group_id, int hash_block_size)
+    : spec_(spec), pool_(pool), group_id_(group_id),
+      hash_stride_(hash_block_size > 0 ? spec.block_size / hash_block_size : 1) {
   KV_CHECK(validate_spec(spec).ok(), "group " << group_id << " has an invalid spec "
                                               << describe(spec));
+  KV_CHECK(hash_block_size <= 0 || spec.block_size % hash_block_size == 0,
+           "group " << group_id << ": block size " << spec.block_size
+                    << " is not a multiple of the hash block size " << hash_block_size);
+}
+
+std::span<const BlockHash> SingleTypeKvCacheManager::block_hashes(
+    std::span<const BlockHash> chain, std::vector<BlockHash>& scratch) const {
+  if (hash_stride_ == 1) return chain;
+  scratch.clear();
+  const auto m = static_cast<std::size_t>(hash_stride_);
+  for (std::size_t i = m; i <= chain.size(); i += m) scratch.push_back(chain[i - 1]);
+  return scratch;
+}
+
+SingleTypeKvCacheManager::Table* SingleTypeKvCacheManager::find_table(const RequestId& id) {
+  auto it = tables_.find(id);
+  return it == tables_.end() ? nullptr : &it->second;
+}
+
+const SingleTypeKvCacheManager::Table* SingleTypeKvCacheManager::find_table(
+    const RequestId& id) const {
+  auto it = tables_.find(id);
+  return it == tables_.end() ? nullptr : &it->second;
+}
+
+std::int64_t SingleTypeKvCacheManager::num_evictable(std::span<const BlockId> hit,
+                                                     std::size_t first) const {
+  std::int64_t n = 0;
+  for (std::size_t i = first; i < hit.size(); ++i) {
+    const Block& b = pool_.block(hit[i]);
+    n += b.ref_cnt == 0 && !b.is_null ? 1 : 0;
+  }
+  return n;
+}
+
+std::size_t SingleTypeKvCacheManager::null_out_down(std::vector<BlockId>& blocks, std::size_t hi,
+                                                    std::size_t lo) {
+  std::vector<BlockId> removed;
+  for (std::size_t i = hi; i-- > lo;) {
+    // Entries before a null one were nulled by an earlier call.
+    if (blocks[i] == pool_.null_block()) break;
+    removed.push_back(blocks[i]);
+    blocks[i] = pool_.null_block();
+  }
+  // No call when nothing fell out: a free call is a release on the priority policy's clock.
+  if (!removed.empty()) pool_.free_blocks(removed);
+  return removed.size();
 }
 
 bool SingleTypeKvCacheManager::lookup_all(const BlockHash& hash,
@@ -25,46 +74,32 @@ bool SingleTypeKvCacheManager::lookup_all(const BlockHash& hash,
   return true;
 }
 
-std::size_t SingleTypeKvCacheManager::num_blocks_to_allocate(const RequestId& id,
-                                                             std::int64_t num_tokens,
-                                                             std::span<const BlockId> hit,
-                                                             std::int64_t total_computed_tokens,
-                                                             std::int64_t max_required_blocks) const {
-  const std::int64_t required = std::min(blocks_for(num_tokens), max_required_blocks);
-  if (auto it = tables_.find(id); it != tables_.end()) {
-    return static_cast<std::size_t>(
-        std::max<std::int64_t>(required - static_cast<std::int64_t>(it->second.blocks.size()), 0));
+std::int64_t SingleTypeKvCacheManager::num_blocks_to_allocate(const RequestId& id,
+                                                              const SlotDemand& demand,
+                                                              std::span<const BlockId> hit,
+                                                              std::int64_t max_required_blocks) const {
+  const std::int64_t required =
+      std::min(blocks_for(required_tokens(demand)), max_required_blocks);
+  if (const Table* table = find_table(id)) {
+    return std::max<std::int64_t>(required - static_cast<std::int64_t>(table->blocks.size()), 0);
   }
   const std::int64_t skipped = std::min<std::int64_t>(
-      spec_.num_skipped_tokens(total_computed_tokens) / spec_.block_size,
+      spec_.num_skipped_tokens(demand.total_computed) / spec_.block_size,
       static_cast<std::int64_t>(hit.size()));
-  std::int64_t n =
+  const std::int64_t n =
       std::max<std::int64_t>(required - std::max(skipped, static_cast<std::int64_t>(hit.size())), 0);
   // Hit blocks in the free queue leave it when touched: they cost free blocks too.
-  for (BlockId b : hit.subspan(static_cast<std::size_t>(skipped))) {
-    n += pool_.block(b).ref_cnt == 0 && !pool_.block(b).is_null ? 1 : 0;
-  }
-  return static_cast<std::size_t>(n);
+  return n + num_evictable(hit, static_cast<std::size_t>(skipped));
 }
 
 std::size_t SingleTypeKvCacheManager::remove_skipped_blocks(const RequestId& id,
-                                                            std::int64_t total_computed_tokens) {
-  auto it = tables_.find(id);
-  if (it == tables_.end()) return 0;
-  std::vector<BlockId>& blocks = it->second.blocks;
+                                                            const SlotDemand& demand) {
+  Table* table = find_table(id);
+  if (table == nullptr) return 0;
   const std::size_t skipped = static_cast<std::size_t>(std::min<std::int64_t>(
-      spec_.num_skipped_tokens(total_computed_tokens) / spec_.block_size,
-      static_cast<std::int64_t>(blocks.size())));
-  std::vector<BlockId> removed;
-  for (std::size_t i = skipped; i-- > 0;) {
-    // Entries before a null one were nulled by an earlier call.
-    if (blocks[i] == pool_.null_block()) break;
-    removed.push_back(blocks[i]);
-    blocks[i] = pool_.null_block();
-  }
-  // No call when nothing fell out: a free call is a release on the priority policy's clock.
-  if (!removed.empty()) pool_.free_blocks(removed);
-  return removed.size();
+      spec_.num_skipped_tokens(demand.total_computed) / spec_.block_size,
+      static_cast<std::int64_t>(table->blocks.size())));
+  return null_out_down(table->blocks, skipped, 0);
 }
 
 void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id,
@@ -88,10 +123,11 @@ void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id,
   table.num_cached = table.blocks.size();
 }
 
-void SingleTypeKvCacheManager::allocate_new_blocks(const RequestId& id, std::int64_t num_tokens,
+void SingleTypeKvCacheManager::allocate_new_blocks(const RequestId& id, const SlotDemand& demand,
                                                    std::vector<BlockId>& out) {
   Table& table = tables_[id];
-  const std::int64_t n = blocks_for(num_tokens) - static_cast<std::int64_t>(table.blocks.size());
+  const std::int64_t n =
+      blocks_for(required_tokens(demand)) - static_cast<std::int64_t>(table.blocks.size());
   if (n <= 0) return;
   const std::size_t first = out.size();
   pool_.get_new_blocks(static_cast<std::size_t>(n), out);
@@ -105,9 +141,10 @@ void SingleTypeKvCacheManager::cache_blocks(const Request& request, std::int64_t
   Table& table = it->second;
   const std::size_t num_full = static_cast<std::size_t>(num_tokens / spec_.block_size);
   if (num_full <= table.num_cached) return;
-  pool_.cache_full_blocks(table.blocks, request.block_hashes(), table.num_cached, num_full,
-                          group_id_, spec_.block_size, request.tokens(),
-                          request.extras());
+  std::vector<BlockHash> scratch;
+  pool_.cache_full_blocks(table.blocks, block_hashes(request.block_hashes(), scratch),
+                          table.num_cached, num_full, group_id_, spec_.block_size,
+                          request.tokens(), request.extras());
   table.num_cached = num_full;
 }
 
@@ -154,7 +191,7 @@ bool SingleTypeKvCacheManager::check(std::string* why) const {
     for (std::size_t i = 0; i < table.blocks.size(); ++i) {
       const Block& b = pool_.block(table.blocks[i]);
       if (b.is_null) {
-        if (seen_real) {
+        if (seen_real && nulls_form_prefix()) {
           *why = where + "null block at " + std::to_string(i) + " after a real one";
           return false;
         }
@@ -257,20 +294,62 @@ std::vector<std::vector<BlockId>> ChunkedLocalAttentionManager::find_longest_cac
   return hit;
 }
 
+std::vector<std::vector<BlockId>> CrossAttentionManager::find_longest_cache_hit(
+    std::span<const BlockHash> /*hashes*/, std::int64_t /*max_length*/,
+    std::span<const KvCacheGroupId> /*group_ids*/, bool /*drop*/,
+    std::int64_t /*alignment*/) const {
+  KV_CHECK(false, "a lookup of cross-attention group " << group_id_
+                                                       << " (vLLM raises; caching must be off)");
+  return {};
+}
+
+void CrossAttentionManager::cache_blocks(const Request& request, std::int64_t /*num_tokens*/) {
+  KV_CHECK(false, "caching cross-attention blocks of " << request.id()
+                                                       << " (vLLM raises; caching must be off)");
+}
+
+std::vector<std::vector<BlockId>> RSwaManager::find_longest_cache_hit(
+    std::span<const BlockHash> /*hashes*/, std::int64_t /*max_length*/,
+    std::span<const KvCacheGroupId> /*group_ids*/, bool /*drop*/,
+    std::int64_t /*alignment*/) const {
+  KV_CHECK(false, "a lookup of R-SWA group " << group_id_ << " (R-SWA runs with caching off)");
+  return {};
+}
+
+std::size_t RSwaManager::remove_skipped_blocks(const RequestId& id, const SlotDemand& demand) {
+  Table* table = find_table(id);
+  if (table == nullptr) return 0;
+  const std::int64_t prompt = demand.num_prompt_tokens;
+  const std::int64_t b = spec_.block_size;
+  // The prompt's blocks and the window's stay; the gap between them goes.
+  const auto first = static_cast<std::size_t>((prompt + b - 1) / b);
+  const auto end = static_cast<std::size_t>(
+      std::min<std::int64_t>(std::max(prompt, demand.total_computed - spec_.window) / b,
+                             static_cast<std::int64_t>(table->blocks.size())));
+  if (end <= first) return 0;
+  return null_out_down(table->blocks, end, first);
+}
+
 std::unique_ptr<SingleTypeKvCacheManager> make_single_type_manager(const KvCacheSpec& spec,
                                                                    BlockPool& pool,
-                                                                   KvCacheGroupId group_id) {
+                                                                   KvCacheGroupId group_id,
+                                                                   int hash_block_size) {
   switch (spec.type) {
     case AttentionType::kSlidingWindow:
-      return std::make_unique<SlidingWindowManager>(spec, pool, group_id);
+      return std::make_unique<SlidingWindowManager>(spec, pool, group_id, hash_block_size);
     case AttentionType::kChunkedLocalAttention:
-      return std::make_unique<ChunkedLocalAttentionManager>(spec, pool, group_id);
+      return std::make_unique<ChunkedLocalAttentionManager>(spec, pool, group_id, hash_block_size);
     case AttentionType::kFullAttention:
-      return std::make_unique<FullAttentionManager>(spec, pool, group_id);
-    default:
-      KV_CHECK(false, "no manager for attention type " << to_string(spec.type));
-      return nullptr;
+      return std::make_unique<FullAttentionManager>(spec, pool, group_id, hash_block_size);
+    case AttentionType::kMamba:
+      return std::make_unique<MambaManager>(spec, pool, group_id, hash_block_size);
+    case AttentionType::kCrossAttention:
+      return std::make_unique<CrossAttentionManager>(spec, pool, group_id, hash_block_size);
+    case AttentionType::kRSwa:
+      return std::make_unique<RSwaManager>(spec, pool, group_id, hash_block_size);
   }
+  KV_CHECK(false, "no manager for attention type " << to_string(spec.type));
+  return nullptr;
 }
 
 }  // namespace kv

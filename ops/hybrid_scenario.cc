@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
@@ -93,32 +94,71 @@ StatusOr<std::vector<TokenId>> get_tokens(const Json& obj, const std::string& wh
 
 // ---- The layer and group vocabulary of the format. ----
 
-StatusOr<LayerKvCacheSpec> parse_layer(const Json& layer, const std::string& where,
-                                       int block_size) {
-  if (Status s = check_keys(layer, where, {"name", "type", "window", "chunk", "num_kv_heads",
-                                           "head_size", "head_size_v", "dtype_bytes"});
-      !s.ok()) {
-    return s;
-  }
-  LayerKvCacheSpec out;
-  auto name = get_string(layer, where, "name");
-  auto type = get_string(layer, where, "type");
-  if (!name.ok()) return name.status();
-  if (!type.ok()) return type.status();
-  out.name = *name;
-  // The format's fixed layout: 2 KV heads of 64 (K and V), bfloat16.
-  KvCacheSpec& spec = out.spec;
-  spec = KvCacheSpec{AttentionType::kFullAttention, block_size, 2, 64, 64, 2, 0, 0};
+// What a layer's spec takes from the config rather than from the layer.
+struct LayerDefaults {
+  int block_size = 16;                  // attention layers and Mamba align/all
+  std::int64_t max_model_len = 0;       // Mamba none: one block holds the whole request
+  int num_speculative_blocks = 0;       // Mamba: the number of speculative tokens
+};
+
+const std::map<std::string, AttentionType, std::less<>>& layer_types() {
   static const std::map<std::string, AttentionType, std::less<>> kTypes = {
       {"full", AttentionType::kFullAttention},
       {"sliding_window", AttentionType::kSlidingWindow},
       {"chunked_local", AttentionType::kChunkedLocalAttention},
       {"mamba", AttentionType::kMamba},
-      {"cross_attention", AttentionType::kCrossAttention}};
-  auto t = kTypes.find(*type);
-  if (t == kTypes.end()) return field_error(where + ".type", "unknown layer type '" + *type + "'");
-  spec.type = t->second;
+      {"cross_attention", AttentionType::kCrossAttention},
+      {"rswa", AttentionType::kRSwa}};
+  return kTypes;
+}
+
+// The fields a layer of `type` may carry besides name and type.
+std::vector<std::string_view> layer_fields(AttentionType type) {
+  std::vector<std::string_view> keys = {"name", "type"};
+  switch (type) {
+    case AttentionType::kSlidingWindow: keys.push_back("window"); break;
+    case AttentionType::kChunkedLocalAttention: keys.push_back("chunk"); break;
+    case AttentionType::kRSwa: keys.push_back("rswa_window"); break;
+    case AttentionType::kMamba:
+      keys.insert(keys.end(), {"mode", "state_bytes", "page_size_padded"});
+      return keys;  // a state, not a KV layout
+    default: break;
+  }
+  keys.insert(keys.end(), {"num_kv_heads", "head_size", "head_size_v", "dtype_bytes"});
+  return keys;
+}
+
+Status parse_mamba_fields(const Json& layer, const std::string& where, const LayerDefaults& d,
+                          KvCacheSpec& spec) {
+  static const std::map<std::string, MambaCacheMode, std::less<>> kModes = {
+      {"none", MambaCacheMode::kNone}, {"align", MambaCacheMode::kAlign},
+      {"all", MambaCacheMode::kAll}};
+  auto mode = get_string(layer, where, "mode");
+  if (!mode.ok()) return mode.status();
+  auto m = kModes.find(*mode);
+  if (m == kModes.end()) return field_error(where + ".mode", "unknown Mamba mode '" + *mode + "'");
+  auto state = get_int(layer, where, "state_bytes");
+  if (!state.ok()) return state.status();
+  spec.mamba_mode = m->second;
+  spec.mamba_state_bytes = *state;
+  if (layer.contains("page_size_padded")) {
+    auto padded = get_int(layer, where, "page_size_padded");
+    if (!padded.ok()) return padded.status();
+    spec.mamba_page_bytes = *padded;
+  }
+  spec.num_speculative_blocks = d.num_speculative_blocks;
+  if (spec.mamba_mode == MambaCacheMode::kNone) {
+    if (d.max_model_len > std::numeric_limits<int>::max()) {
+      return field_error(where, "max_model_len is too large for a Mamba block");
+    }
+    spec.block_size = static_cast<int>(d.max_model_len);
+  }
+  return Status();
+}
+
+Status parse_int_fields(const Json& layer, const std::string& where, KvCacheSpec& spec) {
   const std::pair<const char*, int*> ints[] = {{"window", &spec.window},
+                                               {"rswa_window", &spec.window},
                                                {"chunk", &spec.chunk},
                                                {"num_kv_heads", &spec.num_kv_heads},
                                                {"head_size", &spec.head_size},
@@ -128,30 +168,72 @@ StatusOr<LayerKvCacheSpec> parse_layer(const Json& layer, const std::string& whe
     if (!layer.contains(key)) continue;
     auto v = get_int(layer, where, key);
     if (!v.ok()) return v.status();
+    if (*v < std::numeric_limits<int>::min() || *v > std::numeric_limits<int>::max()) {
+      return field_error(join(where, key), "out of range");
+    }
     *dst = static_cast<int>(*v);
   }
-  if (Status s = validate_spec(spec); !s.ok()) return s.with_context(where + ": ");
+  return Status();
+}
+
+StatusOr<LayerKvCacheSpec> parse_layer(const Json& layer, const std::string& where,
+                                       const LayerDefaults& defaults) {
+  if (!layer.is_object()) return field_error(where, "not an object");
+  auto name = get_string(layer, where, "name");
+  auto type = get_string(layer, where, "type");
+  if (!name.ok()) return name.status();
+  if (!type.ok()) return type.status();
+  auto t = layer_types().find(*type);
+  if (t == layer_types().end()) {
+    return field_error(where + ".type", "unknown layer type '" + *type + "'");
+  }
+  for (const auto& item : layer.items()) {
+    const auto allowed = layer_fields(t->second);
+    if (std::find(allowed.begin(), allowed.end(), item.key()) == allowed.end()) {
+      return field_error(where + "." + item.key(), "unknown field for a " + *type + " layer");
+    }
+  }
+  LayerKvCacheSpec out;
+  out.name = *name;
+  // The format's fixed layout: 2 KV heads of 64 (K and V), bfloat16.
+  out.spec = KvCacheSpec{t->second, defaults.block_size, 2, 64, 64, 2, 0, 0};
+  Status s = t->second == AttentionType::kMamba
+                 ? parse_mamba_fields(layer, where, defaults, out.spec)
+                 : parse_int_fields(layer, where, out.spec);
+  if (!s.ok()) return s;
+  if (Status v = validate_spec(out.spec); !v.ok()) return v.with_context(where + ": ");
   return out;
 }
 
-StatusOr<std::vector<LayerKvCacheSpec>> parse_layers(const Json& config, int block_size) {
+StatusOr<std::vector<LayerKvCacheSpec>> parse_layers(const Json& config,
+                                                     const LayerDefaults& defaults) {
   auto layers_json = get(config, "config", "layers");
   if (!layers_json.ok()) return layers_json.status();
   if (!(*layers_json)->is_array()) return field_error("config.layers", "not a list");
   std::vector<LayerKvCacheSpec> layers;
   for (std::size_t i = 0; i < (*layers_json)->size(); ++i) {
     auto layer = parse_layer((**layers_json)[i], "config.layers[" + std::to_string(i) + "]",
-                             block_size);
+                             defaults);
     if (!layer.ok()) return layer.status();
     layers.push_back(*layer);
   }
   return layers;
 }
 
-Json group_to_json(const KvCacheGroupSpec& g) {
-  Json j = {{"type", to_string(g.spec.type)}, {"layers", g.layer_names}};
-  if (g.spec.window > 0) j["window"] = g.spec.window;
-  if (g.spec.chunk > 0) j["chunk"] = g.spec.chunk;
+// A group as the file states it; `extended` (golden-mamba's format) adds the block and page
+// sizes and Mamba's mode and speculative blocks.
+Json group_to_json(const KvCacheGroupSpec& g, bool extended) {
+  const KvCacheSpec& spec = g.spec;
+  Json j = {{"type", to_string(spec.type)}, {"layers", g.layer_names}};
+  if (spec.window > 0) j[spec.type == AttentionType::kRSwa ? "rswa_window" : "window"] = spec.window;
+  if (spec.chunk > 0) j["chunk"] = spec.chunk;
+  if (!extended) return j;
+  j["block_size"] = spec.block_size;
+  j["page_size_bytes"] = spec.page_size_bytes();
+  if (spec.type == AttentionType::kMamba) {
+    j["mode"] = to_string(spec.mamba_mode);
+    j["num_speculative_blocks"] = spec.num_speculative_blocks;
+  }
   return j;
 }
 
@@ -173,7 +255,10 @@ class HybridScenario {
   const ScenarioOutcome& outcome() const { return outcome_; }
 
  private:
-  Status check_config_outputs(const Json& config, const std::vector<KvCacheGroupSpec>& groups);
+  // The cache settings of the config (everything but the groups and the pool size).
+  Status read_settings(const Json& config, KvCacheConfig& mc, LayerDefaults& defaults);
+  Status check_config_outputs(const Json& config, const KvCacheConfig& mc,
+                              const KvCachePoolSize& size);
   // Records the first mismatch; returns false when expected != got.
   bool compare(std::int64_t step, const std::string& field, const Json& expected, const Json& got);
   StatusOr<ScenarioRequest*> find(const Json& step, const std::string& where);
@@ -182,10 +267,12 @@ class HybridScenario {
   Status run_on_request(const std::string& op, const Json& step, const std::string& where,
                         Json& got);
   Status run_allocate(const Json& step, const std::string& where, ScenarioRequest& r, Json& got);
+  Status run_rollback(const Json& step, const std::string& where, Request& req, Json& got);
 
   ScenarioOutcome outcome_;
-  int block_size_ = 16;
-  std::unique_ptr<BlockHasher> hasher_;
+  bool extended_ = false;     // golden-mamba's format (speculative decoding in the config)
+  int hash_block_size_ = 16;  // the requests' hash chains
+  std::unique_ptr<BlockHasher> hasher_;  // null with caching off: no hashes
   std::unique_ptr<KvCacheManager> manager_;
   std::map<std::string, ScenarioRequest> requests_;
 };
@@ -200,11 +287,51 @@ bool HybridScenario::compare(std::int64_t step, const std::string& field, const 
   return false;
 }
 
+Status HybridScenario::read_settings(const Json& config, KvCacheConfig& mc,
+                                     LayerDefaults& defaults) {
+  const std::string w = "config";
+  auto block_size = get_int(config, w, "block_size");
+  auto order = get_string(config, w, "free_order");
+  auto caching = get_bool(config, w, "enable_caching");
+  auto max_model_len = get_int(config, w, "max_model_len");
+  auto in_flight = get_int(config, w, "max_in_flight_tokens");
+  for (const Status& s : {block_size.status(), order.status(), caching.status(),
+                          max_model_len.status(), in_flight.status()}) {
+    if (!s.ok()) return s;
+  }
+  if (*block_size <= 0 || *block_size > (1 << 20)) {
+    return field_error("config.block_size", "must be in 1 .. 2^20");
+  }
+  if (*max_model_len <= 0) return field_error("config.max_model_len", "must be positive");
+  if (!parse_free_order(*order, &mc.free_order)) {
+    return field_error("config.free_order", "unknown free order '" + *order + "'");
+  }
+  defaults.block_size = static_cast<int>(*block_size);
+  defaults.max_model_len = *max_model_len;
+  mc.enable_caching = *caching;
+  mc.max_model_len = *max_model_len;
+  mc.max_in_flight_tokens = *in_flight;
+  // Speculative decoding: golden-mamba's format has both fields, golden-hybrid's neither.
+  extended_ = config.contains("use_eagle") || config.contains("num_speculative_tokens");
+  if (!extended_) return Status();
+  auto eagle = get_bool(config, w, "use_eagle");
+  auto num_spec = get_int(config, w, "num_speculative_tokens");
+  if (!eagle.ok()) return eagle.status();
+  if (!num_spec.ok()) return num_spec.status();
+  if (*num_spec < 0 || *num_spec > 1024) {
+    return field_error("config.num_speculative_tokens", "must be in 0 .. 1024");
+  }
+  mc.use_eagle = *eagle;
+  defaults.num_speculative_blocks = static_cast<int>(*num_spec);
+  return Status();
+}
+
 Status HybridScenario::load(const Json& config) {
   const std::string w = "config";
   if (Status s = check_keys(config, w, {"format_version", "vllm_commit", "block_size",
                                         "num_blocks", "hash", "hash_seed", "free_order",
-                                        "enable_caching", "max_model_len", "max_in_flight_tokens",
+                                        "enable_caching", "use_eagle", "num_speculative_tokens",
+                                        "max_model_len", "max_in_flight_tokens",
                                         "scheduler_block_size", "hash_block_size", "coordinator",
                                         "page_size_bytes", "layers_per_group",
                                         "memory_budget_bytes", "layers", "groups",
@@ -215,64 +342,54 @@ Status HybridScenario::load(const Json& config) {
   auto version = get_int(config, w, "format_version");
   if (!version.ok()) return version.status();
   if (*version != 1) return field_error("config.format_version", "only version 1 is known");
-  auto block_size = get_int(config, w, "block_size");
   auto hash = get_string(config, w, "hash");
   auto seed = get_string(config, w, "hash_seed");
-  auto order = get_string(config, w, "free_order");
-  auto caching = get_bool(config, w, "enable_caching");
-  auto max_model_len = get_int(config, w, "max_model_len");
-  auto in_flight = get_int(config, w, "max_in_flight_tokens");
   auto budget = get_int(config, w, "memory_budget_bytes");
-  for (const Status& s : {block_size.status(), hash.status(), seed.status(), order.status(),
-                          caching.status(), max_model_len.status(), in_flight.status(),
-                          budget.status()}) {
+  for (const Status& s : {hash.status(), seed.status(), budget.status()}) {
     if (!s.ok()) return s;
   }
-  if (*block_size <= 0) return field_error("config.block_size", "must be positive");
-  if (*max_model_len <= 0) return field_error("config.max_model_len", "must be positive");
-  block_size_ = static_cast<int>(*block_size);
   const std::optional<HashAlgo> algo = parse_hash_algo(*hash);
   if (!algo) return field_error("config.hash", "unknown hash '" + *hash + "'");
   KvCacheConfig mc;
-  if (!parse_free_order(*order, &mc.free_order)) {
-    return field_error("config.free_order", "unknown free order '" + *order + "'");
-  }
-  auto layers = parse_layers(config, block_size_);
+  LayerDefaults defaults;
+  if (Status s = read_settings(config, mc, defaults); !s.ok()) return s;
+  auto layers = parse_layers(config, defaults);
   if (!layers.ok()) return layers.status();
   auto groups = get_kv_cache_groups(*layers);
   if (!groups.ok()) return groups.status().with_context("config.layers: ");
-  if (Status s = check_config_outputs(config, *groups); !s.ok() || !outcome_.ok) return s;
   auto size = size_pool_for_budget(*groups, *budget);
   if (!size.ok()) return size.status().with_context("config.memory_budget_bytes: ");
-  hasher_ = std::make_unique<BlockHasher>(*algo, *seed);
   mc.groups = std::move(*groups);
-  mc.block_size = block_size_;
+  mc.block_size = cache_block_size(mc.groups);
   mc.num_blocks = size->num_blocks;
-  mc.enable_caching = *caching;
-  mc.max_model_len = *max_model_len;
-  mc.max_in_flight_tokens = *in_flight;
+  if (Status s = check_config_outputs(config, mc, *size); !s.ok() || !outcome_.ok) return s;
   if (Status valid = mc.validate(); !valid.ok()) return valid.with_context("config: ");
+  hash_block_size_ = mc.hash_block_size();
+  if (mc.enable_caching) hasher_ = std::make_unique<BlockHasher>(*algo, *seed);
   manager_ = std::make_unique<KvCacheManager>(mc);
+  manager_->set_record_evictions(true);
   return Status();
 }
 
-Status HybridScenario::check_config_outputs(const Json& config,
-                                            const std::vector<KvCacheGroupSpec>& groups) {
-  auto budget = get_int(config, "config", "memory_budget_bytes");
-  auto size = size_pool_for_budget(groups, *budget);
-  if (!size.ok()) return size.status().with_context("config.memory_budget_bytes: ");
+const char* coordinator_name(const KvCacheConfig& mc) {
+  if (!mc.enable_caching) return "KVCacheCoordinatorNoPrefixCache";
+  return mc.groups.size() == 1 ? "UnitaryKVCacheCoordinator" : "HybridKVCacheCoordinator";
+}
+
+Status HybridScenario::check_config_outputs(const Json& config, const KvCacheConfig& mc,
+                                            const KvCachePoolSize& size) {
   Json got_groups = Json::array();
-  for (const KvCacheGroupSpec& g : groups) got_groups.push_back(group_to_json(g));
+  for (const KvCacheGroupSpec& g : mc.groups) got_groups.push_back(group_to_json(g, extended_));
   const Json got = {
       {"groups", got_groups},
-      {"lookup_order", lookup_sets(groups)},
-      {"num_blocks", size->num_blocks},
-      {"page_size_bytes", size->page_size_bytes},
-      {"layers_per_group", size->layers_per_group},
-      {"scheduler_block_size", scheduler_block_size(groups)},
-      {"hash_block_size", hash_block_size(groups)},
-      {"coordinator",
-       groups.size() == 1 ? "UnitaryKVCacheCoordinator" : "HybridKVCacheCoordinator"}};
+      {"lookup_order", mc.enable_caching ? Json(lookup_sets(mc.groups)) : Json::array()},
+      {"block_size", mc.block_size},
+      {"num_blocks", size.num_blocks},
+      {"page_size_bytes", size.page_size_bytes},
+      {"layers_per_group", size.layers_per_group},
+      {"scheduler_block_size", mc.scheduler_block_size()},
+      {"hash_block_size", mc.hash_block_size()},
+      {"coordinator", coordinator_name(mc)}};
   for (const auto& item : got.items()) {
     auto expected = get(config, "config", item.key());
     if (!expected.ok()) return expected.status();
@@ -298,10 +415,23 @@ Json HybridScenario::held_of(const RequestId& id) const {
   return held;
 }
 
+// An optional non-negative integer field (0 when absent).
+StatusOr<std::int64_t> get_count(const Json& step, const std::string& where, const std::string& key) {
+  if (!step.contains(key)) return std::int64_t{0};
+  auto v = get_int(step, where, key);
+  if (!v.ok()) return v.status();
+  if (*v < 0) return field_error(where + "." + key, "must be >= 0");
+  return *v;
+}
+
 Status HybridScenario::run_allocate(const Json& step, const std::string& where,
                                     ScenarioRequest& r, Json& got) {
   auto n = get_int(step, where, "num_new_tokens");
-  if (!n.ok()) return n.status();
+  auto lookahead = get_count(step, where, "num_lookahead_tokens");
+  auto encoder = get_count(step, where, "num_encoder_tokens");
+  for (const Status& s : {n.status(), lookahead.status(), encoder.status()}) {
+    if (!s.ok()) return s;
+  }
   if (*n <= 0) return field_error(where + ".num_new_tokens", "must be positive");
   bool must_fit = false;
   if (step.contains("full_sequence_must_fit")) {
@@ -313,11 +443,7 @@ Status HybridScenario::run_allocate(const Json& step, const std::string& where,
   const CacheHit hit = r.pending_hit.value_or(CacheHit{});
   r.pending_hit.reset();
   const Json before = held_of(req.id());
-  std::vector<bool> had_hash;
-  for (BlockId b = 0; b < manager_->pool().num_blocks(); ++b) {
-    had_hash.push_back(!manager_->pool().block(b).hash.empty());
-  }
-  auto fresh = manager_->allocate_slots(req, *n, hit, 0, must_fit);
+  auto fresh = manager_->allocate_slots(req, *n, hit, *lookahead, must_fit, *encoder);
   const Json after = held_of(req.id());
   int window_freed = 0;
   for (std::size_t g = 0; g < before.size(); ++g) {
@@ -325,21 +451,28 @@ Status HybridScenario::run_allocate(const Json& step, const std::string& where,
       window_freed += before[g][i] != 0 && after[g][i] == 0 ? 1 : 0;
     }
   }
-  Json evicted = Json::array();
   got["ok"] = fresh.has_value();
   if (fresh) {
     req.num_computed_tokens += hit.num_tokens + *n;
     got["new_blocks"] = *fresh;
-    for (const auto& blocks : *fresh) {
-      for (BlockId b : blocks) {
-        if (had_hash[static_cast<std::size_t>(b)]) evicted.push_back(b);
-      }
-    }
   }
   got["num_computed_tokens"] = req.num_computed_tokens;
   got["held"] = after;
   got["window_freed"] = window_freed;
-  got["evicted"] = evicted;
+  return Status();
+}
+
+Status HybridScenario::run_rollback(const Json& step, const std::string& where, Request& req,
+                                    Json& got) {
+  auto rejected = get_int(step, where, "num_rejected");
+  if (!rejected.ok()) return rejected.status();
+  if (*rejected < 0 || *rejected > req.num_computed_tokens) {
+    return field_error(where + ".num_rejected",
+                       "must be in 0 .. num_computed_tokens (" +
+                           std::to_string(req.num_computed_tokens) + ")");
+  }
+  req.num_computed_tokens -= *rejected;
+  got["num_computed_tokens"] = req.num_computed_tokens;
   return Status();
 }
 
@@ -353,10 +486,14 @@ const std::map<std::string, OpFields, std::less<>>& op_fields() {
   static const std::map<std::string, OpFields, std::less<>> kOps = {
       {"add", {{"op", "req", "prompt", "expect"}, {"num_tokens", "num_block_hashes"}}},
       {"append", {{"op", "req", "tokens", "expect"}, {"num_tokens", "num_block_hashes"}}},
-      {"get_computed", {{"op", "req", "expect"}, {"hit_tokens", "blocks"}}},
+      {"get_computed",
+       {{"op", "req", "expect"}, {"hit_tokens", "blocks", "shared_prefix_boundary"}}},
       {"allocate",
-       {{"op", "req", "num_new_tokens", "full_sequence_must_fit", "expect"},
+       {{"op", "req", "num_new_tokens", "num_lookahead_tokens", "num_encoder_tokens",
+         "full_sequence_must_fit", "expect"},
         {"ok", "new_blocks", "num_computed_tokens", "held", "window_freed"}}},
+      {"rollback", {{"op", "req", "num_rejected", "expect"}, {"num_computed_tokens"}}},
+      {"new_step", {{"op", "expect"}, {}}},
       {"free", {{"op", "req", "expect"}, {}}},
       {"preempt", {{"op", "req", "expect"}, {}}}};
   return kOps;
@@ -379,7 +516,8 @@ Status HybridScenario::run_add(const Json& step, const std::string& where, Json&
   if (!prompt.ok()) return prompt.status();
   if (requests_.count(*id)) return field_error(where + ".req", "request '" + *id + "' exists");
   ScenarioRequest& r = requests_[*id];
-  r.request = std::make_unique<Request>(*id, *prompt, HashExtras{}, hasher_.get(), block_size_);
+  r.request =
+      std::make_unique<Request>(*id, *prompt, HashExtras{}, hasher_.get(), hash_block_size_);
   got["num_tokens"] = r.request->num_tokens();
   got["num_block_hashes"] = r.request->block_hashes().size();
   return Status();
@@ -400,11 +538,15 @@ Status HybridScenario::run_on_request(const std::string& op, const Json& step,
     if (req.num_computed_tokens != 0 || manager_->holds_blocks(req.id())) {
       return field_error(where + ".op", "get_computed of '" + req.id() + "', which has started");
     }
-    (*r)->pending_hit = manager_->get_computed_blocks(req);
-    got["hit_tokens"] = (*r)->pending_hit->num_tokens;
-    got["blocks"] = (*r)->pending_hit->blocks;
+    const CacheHit& hit = *((*r)->pending_hit = manager_->get_computed_blocks(req));
+    got["hit_tokens"] = hit.num_tokens;
+    // Nothing looked up (caching off): an empty list per group.
+    got["blocks"] = hit.blocks.empty() ? GroupBlockIds(manager_->num_groups()) : hit.blocks;
+    got["shared_prefix_boundary"] = hit.shared_prefix_boundary;
   } else if (op == "allocate") {
     return run_allocate(step, where, **r, got);
+  } else if (op == "rollback") {
+    return run_rollback(step, where, req, got);
   } else if (op == "free") {
     manager_->free(req);
     requests_.erase(req.id());
@@ -431,10 +573,15 @@ Status HybridScenario::run_step(std::int64_t index, const Json& step) {
   if (!expect.is_object()) return field_error(where + ".expect", "not an object");
   if (Status s = check_names(expect, where + ".expect", *op, expect_keys); !s.ok()) return s;
 
-  Json got = {{"evicted", Json::array()}};
-  Status s = *op == "add" ? run_add(step, where, got) : run_on_request(*op, step, where, got);
+  Json got = Json::object();
+  Status s = *op == "add"        ? run_add(step, where, got)
+             : *op == "new_step" ? (manager_->new_step(), Status())
+                                 : run_on_request(*op, step, where, got);
   if (!s.ok()) return s;
   got["free"] = manager_->num_free_blocks();
+  Json evicted = Json::array();
+  for (const EvictedBlock& e : manager_->take_evicted()) evicted.push_back(e.block);
+  got["evicted"] = evicted;
   for (std::string_view key : expect_keys) {
     const std::string k(key);
     if (!expect.contains(k)) continue;

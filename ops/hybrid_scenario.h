@@ -1,10 +1,15 @@
 // run_hybrid_scenario: replays one vLLM-recorded scenario of the KV-cache manager with several
-// KV-cache groups (tests/golden-hybrid/README.md: format_version 1) against kvsim's
-// KvCacheManager (with the file's groups) and compares every expectation.
-// The runner builds the groups from the file's `layers` (and checks them against `groups` and
-// `lookup_order`), sizes the pool from `memory_budget_bytes` (checked against `num_blocks`),
-// runs every step in order and then compares the `final` block (free queue, cache, held
-// blocks). The first difference ends the run.
+// KV-cache groups against kvsim's KvCacheManager (with the file's groups) and compares every
+// expectation. Two dialects of format_version 1: tests/golden-hybrid/ (full, sliding and
+// chunked attention) and tests/golden-mamba/, which adds speculative decoding to the config
+// (use_eagle, num_speculative_tokens), Mamba, cross-attention and R-SWA layers, groups with
+// their block and page sizes, caching off, and the ops new_step and rollback (with
+// allocate's num_lookahead_tokens and num_encoder_tokens).
+// The runner builds the groups from the file's `layers` (and checks them against `groups`,
+// `lookup_order`, the block sizes and the coordinator), sizes the pool from
+// `memory_budget_bytes` (checked against `num_blocks`), runs every step in order and then
+// compares the `final` block (free queue, cache, held blocks). The first difference ends the
+// run.
 // Invariants:
 //   1. A file that cannot be read, is not JSON, or has an unknown or malformed field or op is
 //      a Status naming the file and the field (steps[i].expect.x); never an abort.

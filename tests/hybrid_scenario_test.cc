@@ -79,7 +79,23 @@ TEST_F(HybridScenarioTest, MalformedFilesAreAStatusNamingFileAndField) {
 
   s = run_hybrid_scenario(write(scenario("", "mamba")));
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("config.layers[0]: attention type mamba is not supported"),
+  EXPECT_NE(s.status().message().find("config.layers[0].mode: missing"), std::string::npos)
+      << s.status().message();
+
+  // The golden-mamba dialect's ops: a rollback past the computed tokens, a new_step with a
+  // request.
+  s = run_hybrid_scenario(write(scenario("", "full", "rollback")));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("steps[1].num_new_tokens: unknown field for op 'rollback'"),
+            std::string::npos)
+      << s.status().message();
+  std::string rollback = scenario();
+  const auto at = rollback.find(R"({"op": "allocate")");
+  rollback = rollback.substr(0, at) +
+             R"({"op": "rollback", "req": "a", "num_rejected": 3}]})";
+  s = run_hybrid_scenario(write(rollback));
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.status().message().find("steps[1].num_rejected: must be in 0 .. num_computed_tokens (0)"),
             std::string::npos)
       << s.status().message();
 

@@ -24,6 +24,16 @@ KvCacheSpec chunked(int chunk) {
   return s;
 }
 
+KvCacheSpec mamba(std::int64_t state_bytes, MambaCacheMode mode = MambaCacheMode::kAlign,
+                  int block_size = 16) {
+  KvCacheSpec s = full();
+  s.type = AttentionType::kMamba;
+  s.block_size = block_size;
+  s.mamba_mode = mode;
+  s.mamba_state_bytes = state_bytes;
+  return s;
+}
+
 // Layers named "L<i>" with the given specs, in model order.
 std::vector<LayerKvCacheSpec> model(const std::vector<KvCacheSpec>& specs) {
   std::vector<LayerKvCacheSpec> layers;
@@ -57,18 +67,94 @@ TEST(KvCacheSpecTest, PerRequestCap) {
 }
 
 TEST(KvCacheSpecTest, RefusesWhatItCannotManage) {
-  KvCacheSpec mamba = full();
-  mamba.type = AttentionType::kMamba;
+  KvCacheSpec stateless = mamba(0);
+  EXPECT_NE(validate_spec(stateless).message().find("state size"), std::string::npos);
+  KvCacheSpec cramped = mamba(4096);
+  cramped.mamba_page_bytes = 2048;
+  EXPECT_FALSE(validate_spec(cramped).ok());
+  KvCacheSpec stateful_full = full();
+  stateful_full.mamba_state_bytes = 64;
+  EXPECT_FALSE(validate_spec(stateful_full).ok());
   KvCacheSpec cross = full();
   cross.type = AttentionType::kCrossAttention;
-  EXPECT_NE(validate_spec(mamba).message().find("not supported"), std::string::npos);
-  EXPECT_FALSE(validate_spec(cross).ok());
+  EXPECT_TRUE(validate_spec(cross).ok());
+  KvCacheSpec rswa = full();
+  rswa.type = AttentionType::kRSwa;
+  EXPECT_FALSE(validate_spec(rswa).ok());  // R-SWA needs its window
+  rswa.window = 64;
+  EXPECT_TRUE(validate_spec(rswa).ok());
   EXPECT_FALSE(validate_spec(sliding(0)).ok());
   KvCacheSpec windowed_full = full();
   windowed_full.window = 32;
   EXPECT_FALSE(validate_spec(windowed_full).ok());
   EXPECT_TRUE(validate_spec(chunked(64)).ok());
-  EXPECT_FALSE(get_kv_cache_groups(model({full(), mamba})).ok());
+  EXPECT_FALSE(get_kv_cache_groups(model({full(), stateless})).ok());
+}
+
+TEST(KvCacheSpecTest, MambaPagesAndSkippedTokens) {
+  KvCacheSpec m = mamba(2432);
+  EXPECT_EQ(m.page_size_bytes(), 2432);
+  m.mamba_page_bytes = 8192;
+  EXPECT_EQ(m.page_size_bytes(), 8192);
+  // Only the state after the last computed token is read again.
+  EXPECT_EQ(m.num_skipped_tokens(0), 0);
+  EXPECT_EQ(m.num_skipped_tokens(48), 47);
+  m.num_speculative_blocks = 2;
+  EXPECT_EQ(m.max_blocks_per_request(4096, 4096), 4);  // align: 2 states + 2 speculative
+}
+
+TEST(KvCacheGroupsTest, SmallerMambaPagesArePadded) {
+  // Qwen3-Next-like: M M M F, a 2432-byte state next to 8192-byte attention pages.
+  auto groups = get_kv_cache_groups(model({mamba(2432), mamba(2432), mamba(2432), full()}));
+  ASSERT_TRUE(groups.ok()) << groups.status().message();
+  EXPECT_EQ(layers_of(*groups),
+            (std::vector<std::vector<std::string>>{{"L0"}, {"L1"}, {"L2"}, {"L3"}}));
+  for (const auto& g : *groups) {
+    EXPECT_EQ(g.spec.page_size_bytes(), 8192);
+    EXPECT_EQ(g.spec.block_size, 16);
+  }
+  EXPECT_EQ((*groups)[0].spec.mamba_state_bytes, 2432);
+  EXPECT_EQ(lookup_sets(*groups), (std::vector<std::vector<int>>{{3}, {0, 1, 2}}));
+}
+
+TEST(KvCacheGroupsTest, LargerMambaPagesScaleTheAttentionBlock) {
+  auto groups = get_kv_cache_groups(model({mamba(16384), mamba(16384), full()}));
+  ASSERT_TRUE(groups.ok()) << groups.status().message();
+  EXPECT_EQ((*groups)[0].spec.block_size, 16);
+  EXPECT_EQ((*groups)[2].spec.block_size, 32);  // 16 * 16384 / 8192
+  EXPECT_EQ((*groups)[2].spec.page_size_bytes(), 16384);
+  EXPECT_EQ(cache_block_size(*groups), 16);
+  EXPECT_EQ(scheduler_block_size(*groups), 32);
+  EXPECT_EQ(hash_block_size(*groups, /*enable_caching=*/true), 16);
+  EXPECT_EQ(hash_block_size(*groups, /*enable_caching=*/false), 32);
+  // A Mamba page larger than the attention page but not a multiple of it: refused.
+  auto refused = get_kv_cache_groups(model({mamba(12288), full()}));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("layer L1: page size 8192 does not divide"),
+            std::string::npos)
+      << refused.status().message();
+}
+
+TEST(KvCacheGroupsTest, MambaWithoutCachingHashesAtTheSchedulerBlock) {
+  // Mode none: one block of max_model_len tokens.
+  auto groups = get_kv_cache_groups(
+      model({mamba(8192, MambaCacheMode::kNone, 4096), full()}));
+  ASSERT_TRUE(groups.ok()) << groups.status().message();
+  EXPECT_EQ(cache_block_size(*groups), 16);
+  EXPECT_EQ(scheduler_block_size(*groups), 4096);
+  EXPECT_EQ(hash_block_size(*groups, /*enable_caching=*/false), 4096);
+  // With caching a Mamba block other than the cache block size hashes at the lcm too.
+  EXPECT_EQ(hash_block_size(*groups, /*enable_caching=*/true), 4096);
+}
+
+TEST(KvCacheGroupsTest, FullAndRSwaWouldShareAGroupAndAreRefused) {
+  KvCacheSpec rswa = full();
+  rswa.type = AttentionType::kRSwa;
+  rswa.window = 64;
+  EXPECT_TRUE(get_kv_cache_groups(model({rswa, rswa})).ok());
+  auto mixed = get_kv_cache_groups(model({full(), rswa}));
+  ASSERT_FALSE(mixed.ok());
+  EXPECT_NE(mixed.status().message().find("one KV-cache group of two types"), std::string::npos);
 }
 
 TEST(KvCacheGroupsTest, OneSpecOrOneTypeMakesOneGroup) {

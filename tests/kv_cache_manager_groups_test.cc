@@ -40,6 +40,25 @@ KvCacheConfig gpt_oss_like(int num_blocks) {
   return c;
 }
 
+// Qwen3-Next-like with a large state: one Mamba align layer whose 16384-byte page doubles the
+// full-attention block to 32 tokens (group 0 Mamba of 16 tokens, group 1 full of 32).
+KvCacheConfig large_state_mamba(int num_blocks) {
+  const KvCacheSpec full{AttentionType::kFullAttention, 16, 2, 64, 64, 2, 0, 0};
+  KvCacheSpec mamba = full;
+  mamba.type = AttentionType::kMamba;
+  mamba.mamba_mode = MambaCacheMode::kAlign;
+  mamba.mamba_state_bytes = 16384;
+  auto groups = get_kv_cache_groups(std::vector<LayerKvCacheSpec>{{"m", mamba}, {"fa", full}});
+  EXPECT_TRUE(groups.ok());
+  KvCacheConfig c;
+  c.groups = *groups;
+  c.block_size = 16;
+  c.free_order = FreeOrder::kUnhashedFirst;
+  c.num_blocks = num_blocks;
+  c.max_model_len = 4096;
+  return c;
+}
+
 class KvCacheManagerGroupsTest : public ::testing::Test {
  protected:
   void expect_ok() {
@@ -122,6 +141,54 @@ TEST_F(KvCacheManagerGroupsTest, WindowFreesHappenEvenIfTheAllocationFails) {
   EXPECT_FALSE(manager_->holds_blocks("b"));
   EXPECT_EQ(manager_->num_free_blocks(), 5u);
   expect_ok();
+}
+
+TEST_F(KvCacheManagerGroupsTest, AMambaStateIsHitOnlyAfterTheStepThatCachedIt) {
+  manager_ = std::make_unique<KvCacheManager>(large_state_mamba(20));
+  EXPECT_EQ(manager_->config().scheduler_block_size(), 32);
+  EXPECT_EQ(manager_->config().hash_block_size(), 16);
+  Request a = make("a", tokens(1000, 100));
+  ASSERT_TRUE(manager_->allocate_slots(a, 64));
+  a.num_computed_tokens = 64;
+  EXPECT_EQ(table(*manager_, "a", 0), (std::vector<BlockId>{0, 0, 0, 1}));
+  EXPECT_EQ(table(*manager_, "a", 1), (std::vector<BlockId>{2, 3}));
+  // The same prompt: full attention hits its two 32-token blocks (hashes 1 and 3 of the
+  // 16-token chain), Mamba the state after 64 tokens.
+  Request b = make("b", tokens(1000, 100));
+  CacheHit hit = manager_->get_computed_blocks(b);
+  EXPECT_EQ(hit.num_tokens, 64);
+  EXPECT_EQ(hit.blocks, (GroupBlockIds{{0, 0, 0, 1}, {2, 3}}));
+  // That state was cached in this step: not readable yet.
+  EXPECT_FALSE(manager_->allocate_slots(b, 36, hit));
+  manager_->new_step();
+  hit = manager_->get_computed_blocks(b);
+  auto fresh = manager_->allocate_slots(b, 36, hit);
+  ASSERT_TRUE(fresh);
+  // Mamba: nulls up to the state of 100 tokens (index 6); full: two more 32-token blocks.
+  EXPECT_EQ(*fresh, (GroupBlockIds{{0, 0, 4}, {5, 6}}));
+  EXPECT_EQ(table(*manager_, "b", 0), (std::vector<BlockId>{0, 0, 0, 1, 0, 0, 4}));
+  expect_ok();
+}
+
+TEST(KvCacheConfigTest, RefusesWhatVllmRefusesOrNeverBuilds) {
+  KvCacheConfig c = large_state_mamba(20);
+  EXPECT_TRUE(c.validate().ok()) << c.validate().message();
+  c.block_size = 32;  // not the smallest group block size
+  EXPECT_NE(c.validate().message().find("not the smallest group block size 16"),
+            std::string::npos);
+  c = large_state_mamba(20);
+  c.enable_caching = false;  // align needs caching
+  EXPECT_NE(c.validate().message().find("Mamba mode align with prefix caching off"),
+            std::string::npos)
+      << c.validate().message();
+  c.groups[0].spec.type = AttentionType::kCrossAttention;
+  c.groups[0].spec.mamba_mode = MambaCacheMode::kNone;
+  c.groups[0].spec.mamba_state_bytes = 0;
+  EXPECT_TRUE(c.validate().ok()) << c.validate().message();
+  c.enable_caching = true;
+  EXPECT_NE(c.validate().message().find("KV-cache group 0: cross attention needs prefix caching off"),
+            std::string::npos)
+      << c.validate().message();
 }
 
 }  // namespace

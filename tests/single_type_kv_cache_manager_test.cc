@@ -109,18 +109,18 @@ TEST_F(SingleTypeManagerTest, SkippedBlocksBecomeNullAndAreFreedHighestFirst) {
   Request r("a", prompt, HashExtras{}, &hasher, 16);
   m.allocate_new_computed_blocks("a", {}, 0);
   std::vector<BlockId> fresh;
-  m.allocate_new_blocks("a", 80, fresh);
+  m.allocate_new_blocks("a", {.num_tokens = 80}, fresh);
   EXPECT_EQ(fresh, (std::vector<BlockId>{1, 2, 3, 4, 5}));
   m.cache_blocks(r, 80);
   // 79 computed: tokens 0..47 are out of the window, so blocks at indexes 0..2 go, 2 first.
-  EXPECT_EQ(m.remove_skipped_blocks("a", 79), 3u);
+  EXPECT_EQ(m.remove_skipped_blocks("a", {.total_computed = 79}), 3u);
   EXPECT_EQ(std::vector<BlockId>(m.blocks_of("a").begin(), m.blocks_of("a").end()),
             (std::vector<BlockId>{0, 0, 0, 4, 5}));
   // They carry hashes: appended at the tail, in freeing order, and still cached.
   const std::vector<BlockId> order = pool_.policy().order();
   EXPECT_EQ(std::vector<BlockId>(order.end() - 3, order.end()), (std::vector<BlockId>{3, 2, 1}));
   EXPECT_EQ(pool_.get_cached_block(r.block_hashes()[0], 0), 1);
-  EXPECT_EQ(m.remove_skipped_blocks("a", 79), 0u);  // already null: nothing more
+  EXPECT_EQ(m.remove_skipped_blocks("a", {.total_computed = 79}), 0u);  // already null
   m.free("a");
   std::string why;
   EXPECT_TRUE(pool_.check_invariants(&why)) << why;
@@ -132,9 +132,64 @@ TEST_F(SingleTypeManagerTest, BlocksToAllocateCountsEvictableHitsPastTheSkippedP
   cache({0, 1, 2, 3}, 0);  // blocks 1..4, all free and cached
   const std::vector<BlockId> hit = {0, 0, 3, 4};  // a 64-token hit: indexes 0, 1 skipped
   // 100 slots = 7 blocks: 7 - max(skipped 2, hit 4) new ones + 2 evictable hit blocks.
-  EXPECT_EQ(m.num_blocks_to_allocate("a", 100, hit, 64), 5u);
+  const SlotDemand demand{.total_computed = 64, .num_tokens = 100};
+  EXPECT_EQ(m.num_blocks_to_allocate("a", demand, hit), 5);
   // The per-request cap bounds the required blocks first.
-  EXPECT_EQ(m.num_blocks_to_allocate("a", 100, hit, 64, 5), 3u);
+  EXPECT_EQ(m.num_blocks_to_allocate("a", demand, hit, 5), 3);
+}
+
+TEST_F(SingleTypeManagerTest, CrossAttentionTakesBlocksForTheEncoderTokensOnly) {
+  CrossAttentionManager m(spec_of(AttentionType::kCrossAttention), pool_, 0);
+  m.allocate_new_computed_blocks("a", {}, 0);
+  std::vector<BlockId> fresh;
+  // A decoder allocate without encoder tokens needs nothing here.
+  EXPECT_EQ(m.num_blocks_to_allocate("a", {.num_tokens = 100}, {}), 0);
+  m.allocate_new_blocks("a", {.num_tokens = 100}, fresh);
+  EXPECT_TRUE(fresh.empty());
+  // The allocate that passes 40 encoder tokens: 3 blocks, whatever the decoder's slots.
+  const SlotDemand encoder{.num_tokens = 1, .num_encoder_tokens = 40};
+  EXPECT_EQ(m.num_blocks_to_allocate("a", encoder, {}), 3);
+  m.allocate_new_blocks("a", encoder, fresh);
+  EXPECT_EQ(fresh, (std::vector<BlockId>{1, 2, 3}));
+  EXPECT_EQ(m.remove_skipped_blocks("a", {.total_computed = 500}), 0u);
+  m.free("a");
+  EXPECT_EQ(pool_.num_free_blocks(), 31u);
+}
+
+TEST_F(SingleTypeManagerTest, RSwaFreesTheGapBetweenPromptAndWindow) {
+  KvCacheSpec spec = spec_of(AttentionType::kRSwa, 32);
+  RSwaManager m(spec, pool_, 0);
+  m.allocate_new_computed_blocks("a", {}, 0);
+  std::vector<BlockId> fresh;
+  m.allocate_new_blocks("a", {.num_tokens = 120}, fresh);
+  EXPECT_EQ(fresh, (std::vector<BlockId>{1, 2, 3, 4, 5, 6, 7, 8}));
+  // A 40-token prompt keeps blocks 0..2; at 100 tokens the window starts at 68, in block 4:
+  // block index 3 goes.
+  EXPECT_EQ(m.remove_skipped_blocks("a", {.total_computed = 100, .num_prompt_tokens = 40}), 1u);
+  EXPECT_EQ(std::vector<BlockId>(m.blocks_of("a").begin(), m.blocks_of("a").end()),
+            (std::vector<BlockId>{1, 2, 3, 0, 5, 6, 7, 8}));
+  // At 120 the window starts at 88: index 4 goes, and the walk stops at the null at 3.
+  EXPECT_EQ(m.remove_skipped_blocks("a", {.total_computed = 120, .num_prompt_tokens = 40}), 1u);
+  EXPECT_EQ(std::vector<BlockId>(m.blocks_of("a").begin(), m.blocks_of("a").end()),
+            (std::vector<BlockId>{1, 2, 3, 0, 0, 6, 7, 8}));
+  std::string why;
+  EXPECT_TRUE(m.check(&why)) << why;  // nulls inside the table are R-SWA's normal state
+  // Unhashed blocks go to the head of the free queue: 5, then 4 in front of it.
+  EXPECT_EQ(pool_.policy().order().front(), 5);
+}
+
+TEST_F(SingleTypeManagerTest, ABlockOfSeveralHashBlocksUsesTheHashOfItsLast) {
+  KvCacheSpec spec = spec_of(AttentionType::kFullAttention);
+  spec.block_size = 32;
+  FullAttentionManager m(spec, pool_, 0, /*hash_block_size=*/16);
+  std::vector<BlockHash> scratch;
+  const auto hashes = m.block_hashes(hashes_, scratch);  // 8 hashes of 16 tokens
+  ASSERT_EQ(hashes.size(), 4u);
+  EXPECT_EQ(hashes[0], hashes_[1]);
+  EXPECT_EQ(hashes[3], hashes_[7]);
+  // One hash block per group block: the chain itself, no copy.
+  FullAttentionManager same(spec_of(AttentionType::kFullAttention), pool_, 1, 16);
+  EXPECT_EQ(same.block_hashes(hashes_, scratch).data(), hashes_.data());
 }
 
 }  // namespace

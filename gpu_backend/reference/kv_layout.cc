@@ -44,6 +44,11 @@ StatusOr<KvLayout> make_kv_layout(std::span<const KvCacheGroupSpec> groups, int 
     const KvCacheSpec& spec = groups[g].spec;
     const std::string where = "KV-cache group " + std::to_string(g) + ": ";
     if (Status st = validate_spec(spec); !st.ok()) return st.with_context(where);
+    if (spec.type != AttentionType::kFullAttention && spec.type != AttentionType::kSlidingWindow &&
+        spec.type != AttentionType::kChunkedLocalAttention) {
+      return Status::error(where + describe(spec) + " layers are not run by the device (full, "
+                           "sliding-window and chunked-local attention only)");
+    }
     if (spec.block_size != groups[0].spec.block_size) {
       return Status::error(where + "block size " + std::to_string(spec.block_size) + " differs from group 0's " +
                            std::to_string(groups[0].spec.block_size) + " (the device runs one block size)");

@@ -40,7 +40,7 @@ KvLayout dense_kv_layout(int num_layers);
 
 // The layout of vLLM's groups (get_kv_cache_groups) over a model of num_layers layers named
 // "layers.I". Empty groups: dense_kv_layout. A layer named twice, missing, or out of range, a
-// Mamba or cross-attention group, or groups of different block sizes is a Status.
+// Mamba, cross-attention or R-SWA group, or groups of different block sizes is a Status.
 StatusOr<KvLayout> make_kv_layout(std::span<const KvCacheGroupSpec> groups, int num_layers);
 
 // The StepPlan::group_windows value of a spec: 0 full, w sliding, -c chunked.
