@@ -4,6 +4,7 @@
 #include <tuple>
 
 #include "model/check.h"
+#include "model/mamba_align_split.h"
 
 namespace kv {
 
@@ -306,26 +307,17 @@ void Scheduler::take_drafts(Request& r, Scheduled& s) {
   r.spec_token_ids.clear();
 }
 
-// Mamba align mode: cuts a prefill chunk [start, start + n) so that it ends where a state can
-// be cached: a block boundary, the last cacheable block end, or the last block boundary before
-// the lookup's shared-prefix boundary (docs/semantics.md §5.9). Decodes keep n.
+// Mamba align mode: the chunk [start, start + n) cut where a state can be cached.
 std::int64_t Scheduler::align_chunk(const Request& r, std::int64_t start, std::int64_t n) const {
-  const std::int64_t b = align_block_;
-  if (start >= std::max(r.num_prompt_tokens(), r.num_tokens() - 1)) return n;
-  const std::int64_t last_state =
-      std::max<std::int64_t>(r.num_tokens() / b * b - (kv_.config().use_eagle ? b : 0), 0);
-  std::int64_t end = start + n;
-  if (end < last_state) end = end / b * b;
-  std::int64_t cut = end;
-  const auto consider = [&](std::int64_t pos) {
-    if (pos > start && pos < cut) cut = pos;
-  };
-  const std::int64_t next_boundary = (start / b + 1) * b;
-  if (start % b != 0 && next_boundary <= last_state) consider(next_boundary);
-  consider(last_state);
-  const std::int64_t junction = r.shared_prefix_boundary;
-  if (junction > start && junction < end) consider(start + (junction - start) / b * b);
-  return std::max<std::int64_t>(cut - start, 0);
+  AlignSplitInput in;
+  in.start = start;
+  in.num_new_tokens = n;
+  in.num_prompt_tokens = r.num_prompt_tokens();
+  in.num_tokens = r.num_tokens();
+  in.block_size = align_block_;
+  in.use_eagle = kv_.config().use_eagle;
+  in.shared_prefix_boundary = r.shared_prefix_boundary;
+  return mamba_align_split(in);
 }
 
 bool Scheduler::allocate_running(Request& r, std::int64_t n, Scheduled& out) {
@@ -610,8 +602,8 @@ bool Scheduler::check_invariants(std::string* why) const {
     if (!check_tables(*r, why)) return false;
   }
   for (const Request* r : waiting_) {
-    if (kv_.holds_blocks(r->id()) || r->num_computed_tokens != 0) {
-      *why = "scheduler: waiting request " + r->id() + " holds blocks or computed tokens";
+    if (kv_.holds_blocks(r->id()) || r->num_computed_tokens != 0 || !r->spec_token_ids.empty()) {
+      *why = "scheduler: waiting request " + r->id() + " holds blocks, computed tokens or drafts";
       return false;
     }
   }
