@@ -210,6 +210,26 @@ TEST(SpeculativeSchedulerTest, TheBudgetTrimsDraftsAndTheUnreachedKeepThem) {
   expect_ok(s);
 }
 
+// Budget 5: a takes 1 + 3, b only its last token: none of its drafts is verified, and it
+// holds none afterwards either.
+TEST(SpeculativeSchedulerTest, ADecodeCutToOneTokenDropsAllItsDrafts) {
+  Scheduler s(spec_config(speculate(SpecMethod::kEagle, 3), 5));
+  ASSERT_TRUE(s.add_request(request("a", 50000, 2, 8)).ok());
+  ASSERT_TRUE(s.add_request(request("b", 51000, 3, 8)).ok());
+  StepPlan p0 = s.schedule();
+  s.update_from_output(p0, verify(s, p0));
+  propose(s, "a", 3);
+  propose(s, "b", 3);
+  StepPlan p1 = s.schedule();
+  EXPECT_EQ(scheduled(p1), (Sched{{"a", 4}, {"b", 1}}));
+  EXPECT_TRUE(p1.requests[1].spec_token_ids.empty());
+  EXPECT_TRUE(s.find("b")->spec_token_ids.empty());
+  s.update_from_output(p1, verify(s, p1, {{"a", 0}}));
+  EXPECT_EQ(s.find("b")->num_computed_tokens, 4);
+  EXPECT_EQ(s.find("b")->num_tokens(), 5);
+  EXPECT_EQ(s.stats().spec_num_drafts, 1);
+}
+
 // A long-prefill threshold of 2 caps a decode with drafts too: 1 + 1 draft.
 TEST(SpeculativeSchedulerTest, TheThresholdTrimsDrafts) {
   SchedulerConfig c = spec_config(speculate(SpecMethod::kEagle, 3));
