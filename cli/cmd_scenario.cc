@@ -19,7 +19,8 @@ int run_scenario(int argc, char** argv) {
       "kvsim scenario FILE...\n\n"
       "Runs each scenario file against kvsim's core and prints one line per file: ok, ok (refused,\n"
       "as vLLM) for a configuration vLLM itself refuses, or the first mismatch as 'step N: field:\n"
-      "expected X, got Y'. Formats: tests/golden-scheduler/README.md (vLLM's scheduler) and\n"
+      "expected X, got Y'. Formats: tests/golden-scheduler/README.md (vLLM's scheduler),\n"
+      "tests/golden-spec/README.md (its speculative decoding; rules in docs/semantics.md §5.9) and\n"
       "tests/golden-hybrid/README.md (KV-cache groups; rules in docs/hybrid-groups.md).\n"
       "Exit status: 0 every file ok, 1 a mismatch, 2 a file that cannot be read or parsed.\n\n"
       "Options");

@@ -203,6 +203,14 @@ void KvCacheManager::free(const Request& request) {
   coordinator_->free(request.id(), request.retention);
 }
 
+int KvCacheManager::mamba_align_block_size() const {
+  for (std::size_t g = 0; g < num_groups(); ++g) {
+    const KvCacheSpec& spec = coordinator_->group(g).spec();
+    if (spec.type == AttentionType::kMamba) return spec.block_size;
+  }
+  return 0;
+}
+
 int KvCacheManager::num_common_prefix_blocks(const RequestId& id, int num_running) const {
   if (tables_per_group()) return 0;
   return coordinator_->group(0).num_common_prefix_blocks(id, num_running);

@@ -107,6 +107,15 @@ class KvCacheManager {
   // cached in the last step, so they can be hit from now on.
   void new_step() { coordinator_->new_step(); }
 
+  // vLLM new_step_starts: schedule() calls it first. Groups that note what they cached during
+  // one step (Mamba states cached in this step cannot be hit by an admission of the same
+  // step) forget it here; no group of this build keeps such notes.
+  void new_step_starts() {}
+  // Mamba groups cache a recurrent state only at a block end ("align" mode): the scheduler
+  // ends prefill chunks on that group's block boundaries (docs/semantics.md §5.9). The block
+  // size of such a group, or 0 when the layout has none.
+  int mamba_align_block_size() const;
+
   // Returns the request's blocks: group 0 first, each table last block first. Freeing twice,
   // or a request with no blocks, does nothing.
   void free(const Request& request);

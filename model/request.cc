@@ -11,6 +11,7 @@ const char* to_string(RequestStatus s) {
     case RequestStatus::kPreempted: return "preempted";
     case RequestStatus::kFinishedLength: return "finished_length";
     case RequestStatus::kFinishedMaxLen: return "finished_max_model_len";
+    case RequestStatus::kFinishedStopped: return "finished_stopped";
     case RequestStatus::kFinishedAborted: return "aborted";
     case RequestStatus::kRejected: return "rejected";
   }

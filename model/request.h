@@ -5,7 +5,10 @@
 //   1. block_hashes() holds exactly one hash per full block of tokens() when the request has
 //      a hasher (prefix caching on), and none otherwise; hashes are computed once, as tokens
 //      are appended.
-//   2. 0 <= num_computed_tokens <= num_tokens.
+//   2. 0 <= num_computed_tokens <= num_tokens, except between schedule() and
+//      update_from_output() of a step that scheduled drafts: then up to num_tokens + drafts.
+//   3. spec_token_ids is empty unless speculative decoding is on, and for a request that is
+//      waiting or still prefilling.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,7 @@ enum class RequestStatus {
   kPreempted,
   kFinishedLength,   // reached its output length
   kFinishedMaxLen,   // reached max_model_len
+  kFinishedStopped,  // appended one of its stop tokens
   kFinishedAborted,
   kRejected,         // could never run (empty prompt, longer than max_model_len)
 };
@@ -32,6 +36,7 @@ enum class RequestStatus {
 const char* to_string(RequestStatus s);
 inline bool is_finished(RequestStatus s) {
   return s == RequestStatus::kFinishedLength || s == RequestStatus::kFinishedMaxLen ||
+         s == RequestStatus::kFinishedStopped ||
          s == RequestStatus::kFinishedAborted || s == RequestStatus::kRejected;
 }
 
@@ -61,6 +66,15 @@ class Request {
   int num_preemptions = 0;
   std::int64_t num_cached_tokens = -1;  // prefix-cache hit tokens when first scheduled
   BlockRetention retention;          // how long its blocks should stay cached (priority policy)
+  // Speculative decoding (docs/semantics.md §5.9): the drafts proposed after its last token,
+  // held for its next step, where they follow tokens().
+  std::vector<TokenId> spec_token_ids;
+  // Set each time it is scheduled: num_computed_tokens < num_tokens once the step is counted
+  // (a prefill goes on in a later step). Such a request is handed no drafts.
+  bool is_prefill_chunk = false;
+  // Mamba align mode: the lookup's shared-prefix boundary (CacheHit::shared_prefix_boundary)
+  // at its last lookup; prefill chunks are cut at the last block boundary before it.
+  std::int64_t shared_prefix_boundary = 0;
 
  private:
   RequestId id_;

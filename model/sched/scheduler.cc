@@ -3,9 +3,64 @@
 #include <algorithm>
 #include <tuple>
 
+#include "model/sched/mamba_align_split.h"
 #include "model/util/check.h"
 
 namespace kv {
+
+namespace {
+
+// vLLM's speculative config, and what the scheduler derives from it.
+Status validate_speculation(const SchedulerConfig& c) {
+  const auto num = [](std::int64_t v) { return std::to_string(v); };
+  if (Status s = c.speculative.validate(); !s.ok()) return s;
+  const char* method = to_string(c.speculative.method);
+  if (c.speculative.enabled() && c.num_lookahead_tokens != 0 &&
+      c.num_lookahead_tokens != c.speculative.num_lookahead_tokens()) {
+    return Status::error("num_lookahead_tokens (" + num(c.num_lookahead_tokens) + ") contradicts " + method +
+                         " with " + num(c.speculative.num_speculative_tokens) + " speculative tokens, which sets " +
+                         num(c.speculative.num_lookahead_tokens()));
+  }
+  if (c.speculative.enabled() && c.cache.use_eagle && !c.speculative.use_eagle()) {
+    return Status::error(std::string("use_eagle is set but the speculative method ") + method +
+                         " does not draft with eagle");
+  }
+  if (c.max_num_scheduled_tokens() <= 0) {
+    return Status::error("max_num_batched_tokens (" + num(c.max_num_batched_tokens) + ") leaves no token budget: " +
+                         method + " inserts " + num(c.speculative.drafting_slots_per_seq()) +
+                         " drafting slots for each of max_num_seqs (" + num(c.max_num_seqs) + ") sequences");
+  }
+  return {};
+}
+
+// vLLM's start-up checks for a Mamba group in align mode (prefill chunks end on its blocks).
+Status validate_mamba_align(const SchedulerConfig& c) {
+  int block = 0;
+  for (const KvCacheGroupSpec& g : c.cache.groups) {
+    if (g.spec.type == AttentionType::kMamba) block = g.spec.block_size;
+  }
+  if (block == 0) return {};
+  const auto num = [](std::int64_t v) { return std::to_string(v); };
+  if (!c.enable_chunked_prefill || !c.cache.enable_caching) {
+    return Status::error("Mamba align mode needs chunked prefill and prefix caching on");
+  }
+  if (c.max_num_batched_tokens < block) {
+    return Status::error("max_num_batched_tokens (" + num(c.max_num_batched_tokens) +
+                         ") is below the Mamba block size (" + num(block) + ")");
+  }
+  if (c.long_prefill_token_threshold > 0 && c.long_prefill_token_threshold < block) {
+    return Status::error("long_prefill_token_threshold (" + num(c.long_prefill_token_threshold) +
+                         ") is below the Mamba block size (" + num(block) + ")");
+  }
+  const std::int64_t needed = (c.cache.max_model_len + block - 1) / block + 2 + c.speculative.num_speculative_tokens;
+  if (c.cache.num_blocks - 1 < needed) {
+    return Status::error("Mamba align mode needs " + num(needed) + " KV blocks (one max_model_len sequence, 2 "
+                         "states and one per speculative token), the pool has " + num(c.cache.num_blocks - 1));
+  }
+  return {};
+}
+
+}  // namespace
 
 Status SchedulerConfig::validate() const {
   const std::int64_t max_len = cache.max_model_len;
@@ -43,7 +98,8 @@ Status SchedulerConfig::validate() const {
                          num(cache.num_blocks - 1) + " blocks of " + num(cache.block_size) +
                          "), less than one sequence of max_model_len (" + num(max_len) + ")");
   }
-  return {};
+  if (Status s = validate_speculation(*this); !s.ok()) return s;
+  return validate_mamba_align(*this);
 }
 
 namespace {
@@ -52,14 +108,21 @@ namespace {
 KvCacheConfig manager_config(const SchedulerConfig& config) {
   KvCacheConfig cache = config.cache;
   cache.max_in_flight_tokens = config.max_num_batched_tokens;
+  cache.use_eagle = cache.use_eagle || config.speculative.use_eagle();
   return cache;
 }
 
 }  // namespace
 
 Scheduler::Scheduler(const SchedulerConfig& config)
-    : config_(config), hasher_(config.hash_algo, config.hash_seed), kv_(manager_config(config)) {
-  KV_CHECK(config.max_num_batched_tokens > 0, "max_num_batched_tokens must be positive");
+    : config_(config),
+      hasher_(config.hash_algo, config.hash_seed),
+      kv_(manager_config(config)),
+      step_budget_(config.max_num_scheduled_tokens()),
+      lookahead_(config.lookahead_tokens()),
+      num_spec_tokens_(config.speculative.enabled() ? config.speculative.num_speculative_tokens : 0),
+      align_block_(kv_.mamba_align_block_size()) {
+  KV_CHECK(step_budget_ > 0, "the token budget (max_num_scheduled_tokens) must be positive, got " << step_budget_);
   KV_CHECK(config.max_num_seqs > 0, "max_num_seqs must be positive");
 }
 
@@ -96,7 +159,7 @@ Status Scheduler::add_request(RequestSpec spec) {
   request->arrival_time_us = spec.arrival_time_us;
   request->max_output_tokens = static_cast<std::int64_t>(spec.outputs.size());
   Request* r = request.get();
-  entries_.emplace(spec.id, Entry{std::move(request), std::move(spec.outputs)});
+  entries_.emplace(spec.id, Entry{std::move(request), std::move(spec.outputs), std::move(spec.stop_token_ids)});
   insert_waiting(r);
   stats_.max_waiting = std::max<std::int64_t>(stats_.max_waiting, static_cast<std::int64_t>(waiting_.size()));
   return {};
@@ -157,6 +220,7 @@ void Scheduler::preempt(Request& r, StepPlan& plan) {
   ++stats_.preemptions;
   r.status = RequestStatus::kPreempted;
   r.num_computed_tokens = 0;
+  r.spec_token_ids.clear();
   ++r.num_preemptions;
   running_.erase(std::find(running_.begin(), running_.end(), &r));
   push_waiting_front(&r);
@@ -169,8 +233,9 @@ StepPlan Scheduler::schedule() {
   work.plan.block_size = config_.cache.block_size;
   if (kv_.tables_per_group()) [[unlikely]] work.plan.group_windows = kv_.group_reaches();
   work.plan.finished.swap(finished_since_last_step_);
-  work.budget = config_.max_num_batched_tokens;
+  work.budget = step_budget_;
   ++stats_.steps;
+  kv_.new_step_starts();
 
   schedule_running(work);
   if (work.plan.preempted.empty()) schedule_waiting(work);  // never admit in a step that preempted
@@ -190,9 +255,11 @@ void Scheduler::schedule_running(StepWork& work) {
   std::size_t i = 0;
   while (i < running_.size() && work.budget > 0) {
     Request& r = *running_[i];
-    std::int64_t n = r.num_tokens() - r.num_computed_tokens;
+    const auto drafts = static_cast<std::int64_t>(r.spec_token_ids.size());
+    std::int64_t n = r.num_tokens() + drafts - r.num_computed_tokens;
     if (threshold > 0) n = std::min(n, threshold);
     n = std::min({n, work.budget, max_len - 1 - r.num_computed_tokens});
+    if (align_block_ > 0 && n > 0) [[unlikely]] n = align_chunk(r, r.num_computed_tokens, n);
     if (n <= 0) {
       ++i;
       continue;
@@ -200,6 +267,7 @@ void Scheduler::schedule_running(StepWork& work) {
     Scheduled s{&r, n, {}, 0, false, 0};
     if (!allocate_or_preempt(r, n, work, i, s)) break;  // r preempted itself: the requests
                                                          // after it wait for the next step
+    if (drafts > 0) [[unlikely]] take_drafts(r, s);
     work.scheduled.push_back(std::move(s));
     work.budget -= n;
     ++i;
@@ -228,8 +296,32 @@ bool Scheduler::allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, 
   }
 }
 
+// vLLM: the held drafts that fit in the n scheduled tokens after the known ones are verified
+// in this step; the request holds no drafts afterwards (those that did not fit are dropped).
+void Scheduler::take_drafts(Request& r, Scheduled& s) {
+  const std::int64_t fit = r.num_computed_tokens + s.num_tokens - r.num_tokens();
+  if (fit > 0) {
+    s.spec_tokens = std::move(r.spec_token_ids);
+    s.spec_tokens.resize(static_cast<std::size_t>(fit));  // fit <= the drafts held
+  }
+  r.spec_token_ids.clear();
+}
+
+// Mamba align mode: the chunk [start, start + n) cut where a state can be cached.
+std::int64_t Scheduler::align_chunk(const Request& r, std::int64_t start, std::int64_t n) const {
+  AlignSplitInput in;
+  in.start = start;
+  in.num_new_tokens = n;
+  in.num_prompt_tokens = r.num_prompt_tokens();
+  in.num_tokens = r.num_tokens();
+  in.block_size = align_block_;
+  in.use_eagle = kv_.config().use_eagle;
+  in.shared_prefix_boundary = r.shared_prefix_boundary;
+  return mamba_align_split(in);
+}
+
 bool Scheduler::allocate_running(Request& r, std::int64_t n, Scheduled& out) {
-  std::optional<GroupBlockIds> blocks = kv_.allocate_slots(r, n, {}, config_.num_lookahead_tokens);
+  std::optional<GroupBlockIds> blocks = kv_.allocate_slots(r, n, {}, lookahead_);
   if (!blocks) return false;
   pass_evictions();
   out.new_blocks = std::move(*blocks);
@@ -239,6 +331,11 @@ bool Scheduler::allocate_running(Request& r, std::int64_t n, Scheduled& out) {
 // 2. Waiting requests, head first, while budget and max_num_seqs allow. The first one that
 // does not fit stops admission (head-of-line blocking).
 void Scheduler::schedule_waiting(StepWork& work) {
+  // vLLM pads a new decode when this step's running requests are all decodes (none of them
+  // still prefilling as of its previous step), so that it is batched like them.
+  work.pad_new_decodes = num_spec_tokens_ > 0 && !work.scheduled.empty() &&
+                         std::none_of(work.scheduled.begin(), work.scheduled.end(),
+                                      [](const Scheduled& s) { return s.request->is_prefill_chunk; });
   while (!waiting_.empty() && work.budget > 0) {
     if (running_.size() >= static_cast<std::size_t>(config_.max_num_seqs)) break;
     if (!try_admit(*waiting_.front(), work)) break;
@@ -254,16 +351,26 @@ bool Scheduler::try_admit(Request& r, StepWork& work) {
   if (computed == 0) {
     hit = kv_.get_computed_blocks(r);
     computed = hit.num_tokens;
+    r.shared_prefix_boundary = hit.shared_prefix_boundary;
   }
   // vLLM: the connector's match continues the local hit and counts as computed.
   const std::int64_t external =
       connector_ && r.num_computed_tokens == 0 ? connector_->get_num_new_matched_tokens(r, computed) : 0;
   std::int64_t n = r.num_tokens() - computed - external;
+  const bool padded = work.pad_new_decodes && n == 1;
+  if (padded) [[unlikely]] {  // 1 + K tokens or none: vLLM never admits it unpadded
+    n = 1 + num_spec_tokens_;
+    if (n > work.budget || computed + external + n > config_.cache.max_model_len) return false;
+  }
   if (threshold > 0 && n > threshold) n = threshold;  // the cap applies before the budget test
   if (!config_.enable_chunked_prefill && n > work.budget) return false;
   n = std::min(n, work.budget);
+  if (align_block_ > 0 && !padded) [[unlikely]] {
+    n = align_chunk(r, computed + external, n);
+    if (n == 0) return false;
+  }
   KV_CHECK(n > 0, "request " << r.id() << " has nothing to compute");
-  if (!kv_.allocate_slots(r, external + n, hit, config_.num_lookahead_tokens, config_.full_sequence_gate)) {
+  if (!kv_.allocate_slots(r, external + n, hit, lookahead_, config_.full_sequence_gate)) {
     return false;
   }
   if (connector_) {
@@ -276,6 +383,7 @@ bool Scheduler::try_admit(Request& r, StepWork& work) {
   r.num_computed_tokens = computed + external;
   if (r.num_cached_tokens < 0) r.num_cached_tokens = computed;
   work.scheduled.push_back({&r, n, {}, hit.num_tokens, true, external});
+  if (padded) [[unlikely]] work.scheduled.back().spec_tokens.assign(num_spec_tokens_, kPaddingDraft);
   work.budget -= n;
   return true;
 }
@@ -306,11 +414,18 @@ ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
   sr.num_external_tokens = s.external_tokens;
   const auto toks = r.tokens();
   const auto begin = static_cast<std::ptrdiff_t>(r.num_computed_tokens);
-  const auto end = begin + static_cast<std::ptrdiff_t>(s.num_tokens);
+  const auto end = std::min(begin + static_cast<std::ptrdiff_t>(s.num_tokens), static_cast<std::ptrdiff_t>(toks.size()));
   if (s.is_new) sr.context_token_ids.assign(toks.begin(), toks.begin() + begin);
   sr.token_ids.assign(toks.begin() + begin, toks.begin() + end);
+  if (!s.spec_tokens.empty()) [[unlikely]] {  // the draft positions follow the known tokens
+    const auto positions = std::min<std::size_t>(static_cast<std::size_t>(begin + s.num_tokens - end),
+                                                 s.spec_tokens.size());
+    sr.token_ids.insert(sr.token_ids.end(), s.spec_tokens.begin(),
+                        s.spec_tokens.begin() + static_cast<std::ptrdiff_t>(positions));
+    sr.spec_token_ids = s.spec_tokens;
+  }
   sr.num_prompt_tokens = r.num_prompt_tokens();
-  sr.samples = r.num_computed_tokens + s.num_tokens == r.num_tokens();
+  sr.samples = r.num_computed_tokens + s.num_tokens >= r.num_tokens();
   if (sr.samples) {
     const Entry& e = entries_.at(r.id());
     sr.next_token = e.outputs[static_cast<std::size_t>(r.num_output_tokens())];
@@ -331,6 +446,7 @@ void Scheduler::build_plan(StepWork& work) {
                                        s.num_tokens);
     }
     s.request->num_computed_tokens += s.num_tokens;
+    s.request->is_prefill_chunk = s.request->num_computed_tokens < s.request->num_tokens();
   }
   if (connector_) connector_->build_connector_meta(plan);
   // Running requests first, then new ones, each in scheduling order.
@@ -356,30 +472,84 @@ void Scheduler::finish(Request& r, RequestStatus status) {
 
 std::vector<TokenEvent> Scheduler::update_from_output(const StepPlan& plan, const StepResult& result) {
   std::vector<TokenEvent> events;
-  std::size_t k = 0;
+  std::size_t k = 0, verified = 0;
   for (const ScheduledRequest& sr : plan.requests) {
     if (!sr.samples) continue;
     KV_CHECK(k < result.sampled.size() && result.sampled[k].first == sr.id,
              "device returned no token for " << sr.id << " in step " << plan.step);
     const TokenId token = result.sampled[k++].second;
+    const int accepted = sr.spec_token_ids.empty() ? 0 : accepted_drafts(sr, result, verified, plan.step);
     auto it = entries_.find(sr.id);
     if (it == entries_.end()) continue;  // aborted while the step ran
-    Request& r = *it->second.request;
-    r.append_tokens(std::span<const TokenId>(&token, 1));
-    TokenEvent ev{r.id(), r.num_output_tokens() - 1, false, RequestStatus::kRunning};
-    if (r.num_output_tokens() >= r.max_output_tokens) {
-      ev.finished = true;
-      ev.status = RequestStatus::kFinishedLength;
-    } else if (r.num_tokens() >= config_.cache.max_model_len) {
-      ev.finished = true;
-      ev.status = RequestStatus::kFinishedMaxLen;
-    }
-    if (ev.finished) finish(r, ev.status);
-    events.push_back(std::move(ev));
+    if (!sr.spec_token_ids.empty()) [[unlikely]] roll_back_rejected(*it->second.request, sr, accepted);
+    bool done = false;
+    for (int d = 0; d < accepted && !done; ++d) done = append_output(it->second, sr.spec_token_ids[d], events);
+    if (!done) append_output(it->second, token, events);
   }
   KV_CHECK(k == result.sampled.size(), "device returned " << result.sampled.size()
                                                           << " tokens for " << k << " samples");
+  KV_CHECK(verified == result.num_accepted.size(), "device returned " << result.num_accepted.size()
+                                                   << " acceptance counts for " << verified << " requests with drafts");
   return events;
+}
+
+// The device's count of sr's accepted drafts: a prefix of them, never a padding slot.
+int Scheduler::accepted_drafts(const ScheduledRequest& sr, const StepResult& result, std::size_t& next,
+                               std::int64_t step) const {
+  KV_CHECK(next < result.num_accepted.size() && result.num_accepted[next].first == sr.id,
+           "device returned no acceptance count for " << sr.id << " in step " << step);
+  const int accepted = result.num_accepted[next++].second;
+  const auto real = std::find(sr.spec_token_ids.begin(), sr.spec_token_ids.end(), kPaddingDraft) -
+                    sr.spec_token_ids.begin();
+  KV_CHECK(accepted >= 0 && accepted <= real, "device accepted " << accepted << " drafts of " << sr.id << " in step "
+                                                                  << step << ", which had " << real << " to verify");
+  return accepted;
+}
+
+// vLLM: the rejected drafts' positions are computed again later; the blocks allocated for
+// them (and for the lookahead) stay with the request.
+void Scheduler::roll_back_rejected(Request& r, const ScheduledRequest& sr, int accepted) {
+  const auto drafts = static_cast<std::int64_t>(sr.spec_token_ids.size());
+  if (r.num_computed_tokens > 0) r.num_computed_tokens -= drafts - accepted;
+  ++stats_.spec_num_drafts;
+  stats_.spec_num_draft_tokens += drafts;
+  stats_.spec_num_accepted_tokens += accepted;
+}
+
+// Appends one output token and applies vLLM's stop checks: a stop token first, then the
+// output length and max_model_len. Returns true when the request finished (it is freed and
+// `e` is gone).
+bool Scheduler::append_output(Entry& e, TokenId token, std::vector<TokenEvent>& events) {
+  Request& r = *e.request;
+  r.append_tokens(std::span<const TokenId>(&token, 1));
+  TokenEvent ev{r.id(), r.num_output_tokens() - 1, false, RequestStatus::kRunning};
+  if (!e.stop_token_ids.empty() &&
+      std::find(e.stop_token_ids.begin(), e.stop_token_ids.end(), token) != e.stop_token_ids.end()) [[unlikely]] {
+    ev.status = RequestStatus::kFinishedStopped;
+  } else if (r.num_output_tokens() >= r.max_output_tokens) {
+    ev.status = RequestStatus::kFinishedLength;
+  } else if (r.num_tokens() >= config_.cache.max_model_len) {
+    ev.status = RequestStatus::kFinishedMaxLen;
+  }
+  const bool finished = ev.status != RequestStatus::kRunning;
+  ev.finished = finished;
+  if (finished) finish(r, ev.status);
+  events.push_back(std::move(ev));
+  return finished;
+}
+
+void Scheduler::update_draft_token_ids(const RequestId& id, std::span<const TokenId> drafts) {
+  KV_CHECK(drafts.size() <= static_cast<std::size_t>(num_spec_tokens_),
+           drafts.size() << " drafts for " << id << ", the speculative config proposes at most " << num_spec_tokens_);
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;  // finished
+  Request& r = *it->second.request;
+  if (r.status != RequestStatus::kRunning) return;
+  if (r.is_prefill_chunk) {
+    r.spec_token_ids.clear();
+    return;
+  }
+  r.spec_token_ids.assign(drafts.begin(), drafts.end());
 }
 
 bool Scheduler::abort(const RequestId& id) {
@@ -432,8 +602,8 @@ bool Scheduler::check_invariants(std::string* why) const {
     if (!check_tables(*r, why)) return false;
   }
   for (const Request* r : waiting_) {
-    if (kv_.holds_blocks(r->id()) || r->num_computed_tokens != 0) {
-      *why = "scheduler: waiting request " + r->id() + " holds blocks or computed tokens";
+    if (kv_.holds_blocks(r->id()) || r->num_computed_tokens != 0 || !r->spec_token_ids.empty()) {
+      *why = "scheduler: waiting request " + r->id() + " holds blocks, computed tokens or drafts";
       return false;
     }
   }

@@ -3,12 +3,15 @@
 // groups"): the scheduler never asks how many there are.
 // One token budget per step; running requests first, in order, then waiting ones (only if no
 // request was preempted in this step); chunked prefill; preemption by recompute; head-of-line
-// admission (the first waiting request that does not fit stops admission).
+// admission (the first waiting request that does not fit stops admission); speculative
+// decoding (docs/semantics.md §5.9): drafts verified beside each decode, rejected ones rolled
+// back, new decodes padded to 1 + K tokens.
 // Invariants (check_invariants, on top of the manager's):
 //   1. Every running request holds blocks for all its computed tokens; no waiting request
 //      holds blocks; a request is in exactly one of waiting, running, or finished.
-//   2. A plan's total tokens never exceed max_num_batched_tokens and it schedules at most
-//      max_num_seqs requests; no new request is admitted in a step that preempted.
+//   2. A plan's total tokens never exceed max_num_scheduled_tokens() (max_num_batched_tokens
+//      without speculation) and it schedules at most max_num_seqs requests; no new request is
+//      admitted in a step that preempted.
 //   3. A preempted request has num_computed_tokens == 0, is at the front of the waiting
 //      queue (FCFS) and resumes by recomputing (with whatever prefix-cache hits remain).
 //   4. Every group's table of a running request covers its computed tokens (null entries
@@ -20,6 +23,9 @@
 //      with its hybrid manager off), an admitted request's
 //      computed tokens are its local hit plus the connector's match, which costs no token
 //      budget; without one no connector call is made and every decision is as above.
+//   7. Speculation off: no request ever holds or is scheduled drafts, and every decision is
+//      the one made without speculative decoding. On: only a running request that is not
+//      prefilling holds drafts; being scheduled (or preempted) drops them all.
 // Deterministic: plain vectors and ordered containers only; no clock, no randomness.
 #pragma once
 
@@ -28,6 +34,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,8 +43,9 @@
 #include "model/sched/output_tokens.h"
 #include "model/tiers/kv_connector.h"
 #include "model/request.h"
-#include "model/util/status.h"
+#include "model/sched/speculative_config.h"
 #include "model/sched/step_plan.h"
+#include "model/util/status.h"
 
 namespace kv {
 
@@ -54,7 +62,11 @@ struct SchedulerConfig {
   bool enable_chunked_prefill = true;
   std::int64_t long_prefill_token_threshold = 0;  // 0 = no cap on one request's chunk
   SchedulingPolicy policy = SchedulingPolicy::kFcfs;
-  int num_lookahead_tokens = 0;              // slots reserved for speculative tokens
+  // Slots allocated beyond the scheduled tokens, without speculation (with it, the
+  // speculative config's num_lookahead_tokens(); this field must then be 0 or equal).
+  int num_lookahead_tokens = 0;
+  // Speculative decoding (off by default, as in vLLM).
+  SpeculativeConfig speculative;
   // vLLM's scheduler_reserve_full_isl: admit a waiting request only if blocks for its whole
   // current sequence (prompt and outputs so far) are free (avoids admitting work that must be
   // preempted before its prefill ends).
@@ -63,7 +75,18 @@ struct SchedulerConfig {
   // prefill off with a budget below max_model_len, a budget below max_num_seqs, a
   // long-prefill threshold above max_model_len, a pool that cannot hold one max_model_len
   // sequence), plus values no scheduler can run with. The Scheduler does not call it: tests
-  // and tools may run configurations vLLM would refuse.
+  // and tools may run configurations vLLM would refuse. With speculation it also refuses what
+  // vLLM's speculative config refuses, a budget the drafter's slots take to 0 or below, and
+  // lookahead or eagle settings that contradict the method.
+  // vLLM's step budget: max_num_batched_tokens less the drafter's slots of every sequence.
+  std::int64_t max_num_scheduled_tokens() const {
+    return max_num_batched_tokens -
+           static_cast<std::int64_t>(speculative.drafting_slots_per_seq()) * max_num_seqs;
+  }
+  // The lookahead slots allocate_slots is given: the speculative config's when it is on.
+  int lookahead_tokens() const {
+    return speculative.enabled() ? speculative.num_lookahead_tokens() : num_lookahead_tokens;
+  }
   Status validate() const;
 };
 
@@ -76,6 +99,7 @@ struct RequestSpec {
   int priority = 0;
   std::int64_t arrival_time_us = 0;
   BlockRetention retention;  // for the priority eviction policy
+  std::vector<TokenId> stop_token_ids;  // appending one of these finishes it (reason: stop)
 };
 
 // One output token produced by a step.
@@ -94,6 +118,10 @@ struct SchedulerStats {
   std::int64_t finished = 0;
   std::int64_t scheduled_tokens = 0;
   std::int64_t max_waiting = 0, max_running = 0;
+  // Speculative decoding, vLLM's SpecDecodingStats summed over the steps: requests whose
+  // drafts were verified (one per request and step), drafts verified (padding included),
+  // drafts accepted.
+  std::int64_t spec_num_drafts = 0, spec_num_draft_tokens = 0, spec_num_accepted_tokens = 0;
 };
 
 class Scheduler {
@@ -107,8 +135,14 @@ class Scheduler {
   Status add_request(RequestSpec spec);
 
   StepPlan schedule();
-  // Appends the sampled tokens, finishes and frees requests that are done.
+  // Rolls back each request's rejected drafts, appends its accepted drafts and its sampled
+  // token one by one (stopping at a stop token, max tokens or max_model_len), finishes and
+  // frees requests that are done. One event per appended token.
   std::vector<TokenEvent> update_from_output(const StepPlan& plan, const StepResult& result);
+  // vLLM update_draft_token_ids, after update_from_output of a step that scheduled tokens: the
+  // request now holds exactly `drafts` (at most K), or none if it is still prefilling. A
+  // request that finished or is not running is skipped.
+  void update_draft_token_ids(const RequestId& id, std::span<const TokenId> drafts);
   // Finishes a waiting or running request now (its blocks are freed); false if unknown.
   bool abort(const RequestId& id);
 
@@ -135,6 +169,7 @@ class Scheduler {
   struct Entry {
     std::unique_ptr<Request> request;
     OutputTokens outputs;
+    std::vector<TokenId> stop_token_ids;
   };
   // One request scheduled in the step being built.
   struct Scheduled {
@@ -144,12 +179,14 @@ class Scheduler {
     std::int64_t hit_tokens;
     bool is_new;                      // admitted from the waiting queue in this step
     std::int64_t external_tokens = 0;  // of the computed tokens, the connector's match
+    std::vector<TokenId> spec_tokens = {};  // drafts scheduled for verification
   };
   // The step being built: its plan (preempted requests), what is scheduled, the budget left.
   struct StepWork {
     StepPlan plan;
     std::vector<Scheduled> scheduled;
     std::int64_t budget = 0;
+    bool pad_new_decodes = false;  // the waiting pass pads a one-token admission to 1 + K
   };
 
   Request& req(const RequestId& id) { return *entries_.at(id).request; }
@@ -157,6 +194,8 @@ class Scheduler {
   bool allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, std::size_t& index,
                            Scheduled& out);
   bool allocate_running(Request& r, std::int64_t n, Scheduled& out);
+  void take_drafts(Request& r, Scheduled& s);
+  std::int64_t align_chunk(const Request& r, std::int64_t start, std::int64_t n) const;
   void free_blocks(Request& r);
   void pass_evictions();  // the pool's new evictions to the connector, if any
   bool check_tables(const Request& r, std::string* why) const;
@@ -169,10 +208,20 @@ class Scheduler {
   void insert_waiting(Request* r);  // by policy order
   Request* pick_victim();
   void finish(Request& r, RequestStatus status);
+  int accepted_drafts(const ScheduledRequest& sr, const StepResult& result, std::size_t& next,
+                      std::int64_t step) const;
+  void roll_back_rejected(Request& r, const ScheduledRequest& sr, int accepted);
+  bool append_output(Entry& e, TokenId token, std::vector<TokenEvent>& events);
 
   SchedulerConfig config_;
   BlockHasher hasher_;
   KvCacheManager kv_;
+  // Derived once from config_: the step budget, the lookahead slots, K, and the block size
+  // prefill chunks end on (a Mamba group in align mode; 0 for every other layout).
+  std::int64_t step_budget_;
+  int lookahead_;
+  int num_spec_tokens_;
+  int align_block_;
   std::unique_ptr<KvConnector> connector_;  // null: no second tier (vLLM's default)
   std::map<RequestId, Entry> entries_;  // live requests
   std::deque<Request*> waiting_;        // FCFS: arrival order (preempted at the front);

@@ -16,6 +16,10 @@
 //      a block of a new request's table at index < ceil(num_computed_tokens / block_size),
 //      with the tier entry stored under the hash of that block; stores_before are copied out
 //      before any of the step's cache writes, stores_after once they are all done.
+//   6. Speculative decoding: spec_token_ids are the drafts scheduled for verification; the
+//      positions of token_ids past the request's known tokens hold their first ones (a padded
+//      admission cut by the threshold carries more drafts than positions). A request with
+//      drafts samples; StepResult::num_accepted says how many of them the sampler kept.
 // A plan is plain data: it can be logged, hashed, serialized and replayed on any device.
 #pragma once
 
@@ -28,6 +32,9 @@
 
 namespace kv {
 
+// The draft id of a padding slot (a new decode padded to 1 + K tokens): never accepted.
+inline constexpr TokenId kPaddingDraft = -1;
+
 struct ScheduledRequest {
   RequestId id;
   bool is_new = false;                    // block_ids is the whole table (else: new blocks only)
@@ -39,8 +46,9 @@ struct ScheduledRequest {
   std::vector<TokenId> context_token_ids; // is_new only: tokens [0, num_computed_tokens)
   std::vector<TokenId> token_ids;         // computed this step
   std::int64_t num_prompt_tokens = 0;
-  bool samples = false;                   // this step ends at the request's last known token
-  TokenId next_token = 0;                 // teacher-forced output when samples
+  bool samples = false;                   // this step reaches the request's last known token
+  TokenId next_token = 0;                 // teacher-forced output after the known tokens
+  std::vector<TokenId> spec_token_ids;    // drafts to verify (kPaddingDraft: a padding slot)
   std::string lora_name;
   std::string cache_salt;                 // tenant; a device may check tenants never share KV
 };
@@ -84,6 +92,9 @@ struct DeviceCounters {
 
 struct StepResult {
   std::vector<std::pair<RequestId, TokenId>> sampled;  // one per request with samples == true
+  // Speculative decoding: one per request with drafts, in plan order: how many of its drafts
+  // were accepted (a prefix of them, padding never). Its sampled token follows those.
+  std::vector<std::pair<RequestId, int>> num_accepted;
   std::int64_t duration_ns = 0;           // device time of the step (what the clock advances by)
   std::int64_t measured_ns = -1;          // wall time measured on real hardware, -1 if none
   DeviceCounters counters;

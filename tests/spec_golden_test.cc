@@ -1,0 +1,141 @@
+// The vLLM-recorded speculative-decoding scenarios (tests/golden-spec/*.json, found at run
+// time): every step of every file must match exactly. The files whose KV cache has a Mamba
+// group (hybrid full attention + Mamba, "align" mode) are skipped, and only those: Mamba
+// groups are not in this build. Plus the runner's errors for malformed speculative files.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ops/scheduler_scenario.h"
+
+namespace kv::ops {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kDir = fs::path(KVSIM_SOURCE_DIR) / "tests/golden-spec";
+
+std::vector<std::string> scenario_files() {
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(kDir, ec)) {
+    if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The file's config lists a KV-cache group of type mamba.
+bool needs_mamba(const fs::path& path) {
+  std::ifstream in(path);
+  const nlohmann::json doc = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  if (doc.is_discarded() || !doc.contains("config") || !doc["config"].contains("kv_cache_groups")) return false;
+  const nlohmann::json& groups = doc["config"]["kv_cache_groups"];
+  return groups.is_array() && std::any_of(groups.begin(), groups.end(), [](const nlohmann::json& g) {
+           return g.is_object() && g.value("type", "") == "mamba";
+         });
+}
+
+TEST(SpecGoldenTest, FindsTheScenarioFiles) {
+  EXPECT_EQ(scenario_files().size(), 61u) << "in " << kDir;
+}
+
+class SpecGolden : public testing::TestWithParam<std::string> {};
+
+TEST_P(SpecGolden, MatchesVllm) {
+  const fs::path path = kDir / GetParam();
+  if (needs_mamba(path)) GTEST_SKIP() << GetParam() << ": Mamba groups are not in this build";
+  StatusOr<ScenarioOutcome> outcome = run_scheduler_scenario(path.string());
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  EXPECT_TRUE(outcome->ok) << path << ": " << to_string(*outcome);
+  EXPECT_FALSE(outcome->refused) << path << ": every file of the set is a valid vLLM configuration";
+}
+
+std::string test_name(const testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param.substr(0, info.param.size() - 5);  // without ".json"
+  for (char& c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  }
+  return name;
+}
+
+INSTANTIATE_TEST_SUITE_P(Files, SpecGolden, testing::ValuesIn(scenario_files()), test_name);
+
+// Exactly the 14 files of the hybrid set (18..23, 54..61) need Mamba.
+TEST(SpecGoldenTest, OnlyTheHybridFilesNeedMamba) {
+  std::vector<std::string> mamba;
+  for (const std::string& f : scenario_files()) {
+    if (needs_mamba(kDir / f)) mamba.push_back(f.substr(0, 2));
+  }
+  EXPECT_EQ(mamba, (std::vector<std::string>{"18", "19", "20", "21", "22", "23", "54", "55", "56", "57", "58", "59",
+                                              "60", "61"}));
+}
+
+// A copy of 01 (EAGLE, K = 3) with one edit, written to a temporary file.
+std::string edited_copy(const std::string& from, const std::string& to, const std::string& name) {
+  std::ifstream in(kDir / "01_verify_rollback_keeps_blocks.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  const fs::path path = fs::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+TEST(SpecScenarioTest, AnUnknownMethodIsAnErrorNamingTheField) {
+  const std::string path = edited_copy("\"spec_method\":\"eagle\"", "\"spec_method\":\"lookahead\"", "kv_spec_m.json");
+  EXPECT_EQ(run_scheduler_scenario(path).status().message(),
+            path + ": config.spec_method: must be eagle, eagle3, mtp, dspark, dflash, draft_model, ngram, suffix or "
+                   "medusa, got 'lookahead'");
+}
+
+TEST(SpecScenarioTest, AcceptedForAnUnknownRequestIsAnError) {
+  const std::string path = edited_copy("\"accepted\":{\"a\":3}", "\"accepted\":{\"z\":3}", "kv_spec_z.json");
+  EXPECT_EQ(run_scheduler_scenario(path).status().message(), path + ": steps[1].accepted.z: unknown request");
+}
+
+TEST(SpecScenarioTest, MoreDraftsThanKIsAnError) {
+  const std::string path = edited_copy("\"drafts\":{\"a\":3}", "\"drafts\":{\"a\":4}", "kv_spec_k.json");
+  EXPECT_EQ(run_scheduler_scenario(path).status().message(),
+            path + ": steps[0].drafts.a: must be from 0 to 3, got 4");
+}
+
+TEST(SpecScenarioTest, AMissingInputIsAnError) {
+  const std::string path = edited_copy("\"accepted\":{},", "", "kv_spec_missing.json");
+  EXPECT_EQ(run_scheduler_scenario(path).status().message(), path + ": steps[0].accepted: missing");
+}
+
+TEST(SpecScenarioTest, AStopTokenThatIsNotAnIdIsAnError) {
+  const std::string path = edited_copy("\"output_start\":90000}", "\"output_start\":90000,\"stop_token_ids\":[\"x\"]}",
+                                       "kv_spec_stop.json");
+  EXPECT_EQ(run_scheduler_scenario(path).status().message(),
+            path + ": requests[0].stop_token_ids: must hold token ids (integers >= 0), got \"x\"");
+}
+
+TEST(SpecScenarioTest, ADerivedNumberKvsimDisagreesWithIsAMismatch) {
+  const std::string path =
+      edited_copy("\"num_lookahead_tokens\":3", "\"num_lookahead_tokens\":2", "kv_spec_lookahead.json");
+  StatusOr<ScenarioOutcome> outcome = run_scheduler_scenario(path);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  EXPECT_EQ(to_string(*outcome), "config.num_lookahead_tokens: expected 2, got 3");
+}
+
+TEST(SpecScenarioTest, AWrongAcceptanceShowsInTheExpects) {
+  // Step 1 accepts all 3 drafts of a; claim 2: a gets 3 tokens instead of 4.
+  const std::string path = edited_copy("\"accepted\":{\"a\":3}", "\"accepted\":{\"a\":2}", "kv_spec_acc.json");
+  StatusOr<ScenarioOutcome> outcome = run_scheduler_scenario(path);
+  ASSERT_TRUE(outcome.ok()) << outcome.status().message();
+  EXPECT_EQ(to_string(*outcome), "step 1: expect.new_tokens: expected [[\"a\",4]], got [[\"a\",3]]");
+}
+
+}  // namespace
+}  // namespace kv::ops
