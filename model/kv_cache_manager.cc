@@ -206,7 +206,7 @@ void KvCacheManager::free(const Request& request) {
 int KvCacheManager::mamba_align_block_size() const {
   for (std::size_t g = 0; g < num_groups(); ++g) {
     const KvCacheSpec& spec = coordinator_->group(g).spec();
-    if (spec.type == AttentionType::kMamba) return spec.block_size;
+    if (spec.type == AttentionType::kMamba && spec.mamba_mode == MambaCacheMode::kAlign) return spec.block_size;
   }
   return 0;
 }

@@ -103,14 +103,9 @@ class KvCacheManager {
                                               bool full_sequence_must_fit = false,
                                               std::int64_t num_encoder_tokens = 0);
 
-  // A scheduler step starts (vLLM new_step_starts): a Mamba group forgets which states it
-  // cached in the last step, so they can be hit from now on.
+  // A scheduler step starts (vLLM new_step_starts; schedule() calls it first): a Mamba group
+  // forgets which states it cached in the last step, so they can be hit from now on.
   void new_step() { coordinator_->new_step(); }
-
-  // vLLM new_step_starts: schedule() calls it first. Groups that note what they cached during
-  // one step (Mamba states cached in this step cannot be hit by an admission of the same
-  // step) forget it here; no group of this build keeps such notes.
-  void new_step_starts() {}
   // Mamba groups cache a recurrent state only at a block end ("align" mode): the scheduler
   // ends prefill chunks on that group's block boundaries (docs/semantics.md §5.9). The block
   // size of such a group, or 0 when the layout has none.

@@ -213,6 +213,7 @@ void parse_kv_cache_groups(FieldReader& in, const json& c, Scenario& s) {
     } else if (type == "mamba") {
       in.only_keys(groups[g], at, {"type", "block_size", "mamba_cache_mode", "num_speculative_blocks"});
       group.spec.type = AttentionType::kMamba;
+      group.spec.mamba_mode = MambaCacheMode::kAlign;
       if (in.text(groups[g], at, "mamba_cache_mode") != "align" && in.ok()) {
         in.fail(at + ".mamba_cache_mode", "kvsim reads only align");
       }
@@ -220,6 +221,11 @@ void parse_kv_cache_groups(FieldReader& in, const json& c, Scenario& s) {
       if (in.integer(groups[g], at, "num_speculative_blocks", 0) != k && in.ok()) {
         in.fail(at + ".num_speculative_blocks", "must equal num_speculative_tokens (" + std::to_string(k) + ")");
       }
+      group.spec.num_speculative_blocks = static_cast<int>(k);
+      // The scheduler's files give groups, not layers: the state is sized as one attention page.
+      KvCacheSpec attention;
+      attention.block_size = group.spec.block_size;
+      group.spec.mamba_state_bytes = attention.page_size_bytes();
     } else if (in.ok()) {
       in.fail(at + ".type", "must be full_attention or mamba, got '" + type + "'");
     }

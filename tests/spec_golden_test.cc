@@ -1,7 +1,7 @@
 // The vLLM-recorded speculative-decoding scenarios (tests/golden-spec/*.json, found at run
-// time): every step of every file must match exactly. The files whose KV cache has a Mamba
-// group (hybrid full attention + Mamba, "align" mode) are skipped, and only those: Mamba
-// groups are not in this build. Plus the runner's errors for malformed speculative files.
+// time): every step of every file must match exactly, the 14 whose KV cache has a Mamba
+// group (hybrid full attention + Mamba, "align" mode) included. Plus the runner's errors for
+// malformed speculative files.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -52,7 +52,6 @@ class SpecGolden : public testing::TestWithParam<std::string> {};
 
 TEST_P(SpecGolden, MatchesVllm) {
   const fs::path path = kDir / GetParam();
-  if (needs_mamba(path)) GTEST_SKIP() << GetParam() << ": Mamba groups are not in this build";
   StatusOr<ScenarioOutcome> outcome = run_scheduler_scenario(path.string());
   ASSERT_TRUE(outcome.ok()) << outcome.status().message();
   EXPECT_TRUE(outcome->ok) << path << ": " << to_string(*outcome);
@@ -69,7 +68,7 @@ std::string test_name(const testing::TestParamInfo<std::string>& info) {
 
 INSTANTIATE_TEST_SUITE_P(Files, SpecGolden, testing::ValuesIn(scenario_files()), test_name);
 
-// Exactly the 14 files of the hybrid set (18..23, 54..61) need Mamba.
+// Exactly the 14 files of the hybrid set (18..23, 54..61) have a Mamba group.
 TEST(SpecGoldenTest, OnlyTheHybridFilesNeedMamba) {
   std::vector<std::string> mamba;
   for (const std::string& f : scenario_files()) {

@@ -235,7 +235,7 @@ StepPlan Scheduler::schedule() {
   work.plan.finished.swap(finished_since_last_step_);
   work.budget = step_budget_;
   ++stats_.steps;
-  kv_.new_step_starts();
+  kv_.new_step();
 
   schedule_running(work);
   if (work.plan.preempted.empty()) schedule_waiting(work);  // never admit in a step that preempted
