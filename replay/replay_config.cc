@@ -133,21 +133,9 @@ Status set_model_config(ReplayConfig& c, const std::string& path) {
 
 std::vector<std::string> split(const std::string& text, const std::string& separators);
 
-// The host terms of --host-overhead "none" or "STEP,REQUEST,TOKEN" (ns); "gpu" is not here.
-StatusOr<std::array<std::int64_t, 3>> host_terms(const std::string& t) {
-  if (t == "none") return std::array<std::int64_t, 3>{0, 0, 0};
-  std::vector<std::string> parts = split(t, ",");
-  std::array<std::int64_t, 3> out{};
-  if (parts.size() != 3) return bad("host-overhead", "must be gpu, none or STEP_NS,REQUEST_NS,TOKEN_NS, got '" + t + "'");
-  for (std::size_t i = 0; i < 3; ++i) {
-    if (Status s = read_int("host-overhead", parts[i], 0, 1'000'000'000, &out[i]); !s.ok()) return s;
-  }
-  return out;
-}
-
 Status set_host_overhead(ReplayConfig& c, const std::string& t) {
   if (t != "gpu") {
-    auto terms = host_terms(t);
+    auto terms = host_overhead_terms(t);
     if (!terms.ok()) return terms.status();
   }
   c.host_overhead = t;
@@ -563,7 +551,7 @@ ModelShape ReplayConfig::effective_model() const {
 sim::GpuSpec ReplayConfig::effective_gpu() const {
   sim::GpuSpec g = gpu;
   if (host_overhead == "gpu") return g;
-  auto terms = host_terms(host_overhead);
+  auto terms = host_overhead_terms(host_overhead);
   KV_CHECK(terms.ok(), terms.status().message());
   g.host_step_ns = (*terms)[0];
   g.host_per_request_ns = (*terms)[1];
@@ -625,7 +613,7 @@ Status ReplayConfig::validate() const {
     return bad("sliding-window", "model " + model.name + " has no sliding-window layer");
   }
   if (host_overhead != "gpu") {
-    if (auto terms = host_terms(host_overhead); !terms.ok()) return terms.status();
+    if (auto terms = host_overhead_terms(host_overhead); !terms.ok()) return terms.status();
   }
   if (auto shard = shard_for_tp(model, tensor_parallel_size); !shard.ok()) return bad("tp", shard.status().message());
   if (!model_config.empty() && device == DeviceKind::kGpu) {

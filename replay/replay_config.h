@@ -30,7 +30,10 @@
 #include "model/sched/scheduler.h"
 #include "model/tiers/tier_connector.h"
 #include "model/util/status.h"
+#include "replay/arrivals.h"
+#include "replay/device_options.h"
 #include "replay/replayer.h"
+#include "replay/run_options.h"
 #include "replay/serving_metrics.h"
 #include "sim/fault_injection.h"
 #include "sim/hardware_specs.h"
@@ -38,15 +41,6 @@
 #include "sim/tier_links.h"
 
 namespace kv::replay {
-
-enum class DeviceKind { kSim, kGpu };
-
-// Bounds of the load options (set_option and validate() reject values outside them): beyond
-// them a run measures nothing real, and its arrival times overflow or never come.
-inline constexpr double kMinRequestRate = 1e-4, kMaxRequestRate = 1e9;  // requests per second
-inline constexpr double kMinBurstiness = 1e-3, kMaxBurstiness = 1e3;
-inline constexpr double kMinRateScale = 1e-3, kMaxRateScale = 1e6;
-inline constexpr double kMinMs = 1e-3, kMaxMs = 1e9;  // SLOs of --goodput, --overload-ttft-ms
 
 struct ReplayConfig {
   ReplayConfig();  // the llama3-8b and h100-sxm presets
