@@ -58,14 +58,15 @@ int run_capacity(int argc, char** argv) {
   auto slo = replay::parse_slo(slo_text);
   if (!slo.ok()) return fail(slo.status().message());
   replay::ReplayConfig base;
-  base.verify = sim::VerifyMode::kOff;
+  base.device.verify = sim::VerifyMode::kOff;
   if (Status s = apply_config_options(vm, base); !s.ok()) return fail(s.message());
-  if (!base.kv_events_file.empty()) {  // one file per run: kvsim replay writes it
+  if (!base.events.file.empty()) {  // one file per run: kvsim replay writes it
     return fail("--kv-events: not supported by kvsim capacity, which replays many times (use kvsim replay)");
   }
   std::string slo_desc;
   for (const replay::SloBound& b : *slo) slo_desc += (slo_desc.empty() ? "" : ", ") + b.text();
-  std::cout << "kvsim capacity: " << trace << " on sim:" << base.model.name << "@" << base.gpu.name << ", SLO "
+  std::cout << "kvsim capacity: " << trace << " on sim:" << base.device.model.name << "@" << base.device.gpu.name
+            << ", SLO "
             << slo_desc << "\n";
   auto r = replay::find_capacity(base, trace, *slo, co);
   if (!r.ok()) return fail(r.status().message());

@@ -109,15 +109,15 @@ int run_replay(int argc, char** argv) {
   }
   replay::ReplayConfig config;
   if (Status s = apply_config_options(vm, config); !s.ok()) return fail(s.message());
-  config.keep_decision_text = false;  // decisions.log is streamed to the run folder
-  config.overwrite_outputs = force;
+  config.run.replay.keep_decision_text = false;  // decisions.log is streamed to the run folder
+  config.events.overwrite_file = force;
   auto run = replay::build_replay(config, trace_path);
   if (!run.ok()) return fail(run.status().message());
 
-  const std::string caching = config.prefix_caching ? "on" : "off";
+  const std::string caching = config.scheduler.cache.enable_caching ? "on" : "off";
   if (out_dir.empty()) {
     out_dir = "runs/" + std::filesystem::path(trace_path).stem().string() + "-" +
-              (config.device == replay::DeviceKind::kSim ? "sim" : "gpu") + "-caching-" + caching;
+              (config.device.kind == replay::DeviceKind::kSim ? "sim" : "gpu") + "-caching-" + caching;
   }
   auto folder = reports::RunFolder::create(out_dir, force);
   if (!folder.ok()) return fail(folder.status().message());

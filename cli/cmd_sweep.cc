@@ -145,7 +145,7 @@ int run_sweep(int argc, char** argv) {
   so.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
   so.optimum = !no_optimum;
   if (mode == "serving") {
-    so.serving.verify = sim::VerifyMode::kOff;
+    so.serving.device.verify = sim::VerifyMode::kOff;
     if (Status s = apply_config_options(vm, so.serving, kServingOptions); !s.ok()) return fail(s.message());
   } else {
     for (const std::string& name : kServingOptions) {  // the cache alone: no model, no device
@@ -158,7 +158,7 @@ int run_sweep(int argc, char** argv) {
     if (vm.count("limit") != 0 && !vm["limit"].defaulted()) {  // the first N requests of each trace
       replay::ReplayConfig limits;
       if (Status s = apply_config_options(vm, limits, {"limit"}); !s.ok()) return fail(s.message());
-      so.limit = limits.limit;
+      so.limit = limits.run.limit;
     }
   }
 

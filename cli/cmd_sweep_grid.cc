@@ -121,9 +121,9 @@ int run_grid_sweep(int argc, char** argv) {
     return fail("--progress must be auto, on or off, got '" + progress + "'");
   }
   replay::ReplayConfig base;
-  base.verify = sim::VerifyMode::kOff;
+  base.device.verify = sim::VerifyMode::kOff;
   if (Status s = apply_config_options(vm, base); !s.ok()) return fail(s.message());
-  if (!base.kv_events_file.empty()) {  // one file per run: kvsim replay writes it
+  if (!base.events.file.empty()) {  // one file per run: kvsim replay writes it
     return fail("--kv-events: not supported by kvsim sweep, which replays many times (use kvsim replay)");
   }
   std::vector<replay::GridAxis> axes;

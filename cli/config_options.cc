@@ -35,7 +35,7 @@ void add_config_options(po::options_description& opts, const std::set<std::strin
 
 Status apply_config_options(const po::variables_map& vm, replay::ReplayConfig& config,
                             const std::set<std::string>& only) {
-  if (const char* path = std::getenv("KVSIM_GPU_PRESET_PATH")) config.gpu_search_path = path;
+  if (const char* path = std::getenv("KVSIM_GPU_PRESET_PATH")) config.device.gpu_search_path = path;
   for (const replay::ConfigOption& o : replay::config_options()) {
     const std::string name(o.name);
     if (!vm.count(name) || (!only.empty() && !only.count(name))) continue;

@@ -26,12 +26,12 @@ bool skipped(std::string_view name) {
 
 // The run's size, whatever the input asked for.
 void cap(kv::replay::ReplayConfig& c) {
-  c.limit = c.limit == 0 ? 8 : std::min<std::int64_t>(c.limit, 8);
-  c.max_steps = c.max_steps == 0 ? 20000 : std::min<std::int64_t>(c.max_steps, 20000);
-  if (c.num_blocks == 0 && c.kv_cache_tokens == 0) c.num_blocks = 512;
-  c.num_blocks = std::min<std::int64_t>(c.num_blocks, 4096);
-  c.kv_cache_tokens = std::min<std::int64_t>(c.kv_cache_tokens, 65536);
-  c.keep_decision_text = false;
+  c.run.limit = c.run.limit == 0 ? 8 : std::min<std::int64_t>(c.run.limit, 8);
+  c.run.replay.max_steps = c.run.replay.max_steps == 0 ? 20000 : std::min<std::int64_t>(c.run.replay.max_steps, 20000);
+  if (c.scheduler.cache.num_blocks == 0 && c.device.kv_cache_tokens == 0) c.scheduler.cache.num_blocks = 512;
+  c.scheduler.cache.num_blocks = std::min(c.scheduler.cache.num_blocks, 4096);
+  c.device.kv_cache_tokens = std::min<std::int64_t>(c.device.kv_cache_tokens, 65536);
+  c.run.replay.keep_decision_text = false;
 }
 
 }  // namespace

@@ -315,8 +315,8 @@ class PyReplay {
       for (char& c : name) c = c == '_' ? '-' : c;
       if (Status s = replay::set_option(config_, name, option_text(value)); !s.ok()) raise(s.message());
     }
-    config_.kv_events_observed = collect_events;
-    config_.overwrite_outputs = force;
+    config_.events.observed = collect_events;
+    config_.events.overwrite_file = force;
     run_ = value_or_raise(replay::build_replay(config_, trace));
     replayer_ = run_.make_replayer(config_);
     if (collect_events) {

@@ -15,15 +15,27 @@
 #include <memory>
 
 #include "model/request_source.h"
+#include "model/util/status.h"
 
 namespace kv::replay {
 
+// Bounds of the load options (set_option and validate() reject values outside them): beyond
+// them a run measures nothing real, and its arrival times overflow or never come.
+inline constexpr double kMinRequestRate = 1e-4, kMaxRequestRate = 1e9;  // requests per second
+inline constexpr double kMinBurstiness = 1e-3, kMaxBurstiness = 1e3;
+inline constexpr double kMinRateScale = 1e-3, kMaxRateScale = 1e6;
+
+// The --request-rate, --burstiness and --rate-scale rows of the option table write here;
+// `seed` is --seed, completed by the replay builder.
 struct ArrivalOptions {
   double request_rate = 0;  // requests per second; 0: the trace's timestamps; infinity: all at 0
   double burstiness = 1;    // gamma shape; 1 = Poisson
   double rate_scale = 1;    // with request_rate 0: timestamps are divided by this
   std::uint64_t seed = 0;
   bool rewrites() const { return request_rate != 0 || rate_scale != 1; }
+  // Every number inside its bounds (the documented inf of request_rate aside), and
+  // rate_scale only with the trace's timestamps; the error names the option.
+  Status validate() const;
 };
 
 class ArrivalSource final : public RequestSource {

@@ -48,12 +48,12 @@ const LatencyStats& stats_of(const ServingMetrics& m, const std::string& metric)
 CapacityProbe probe(const ReplayConfig& base, const std::string& trace, const std::vector<SloBound>& slo,
                     double rate, Status* error) {
   ReplayConfig c = base;
-  c.request_rate = rate;
-  c.keep_decision_text = false;
+  c.arrivals.request_rate = rate;
+  c.run.replay.keep_decision_text = false;
   for (const SloBound& b : slo) {
-    if (b.percentile > 0 && std::find(c.metric_percentiles.begin(), c.metric_percentiles.end(), b.percentile) ==
-                                c.metric_percentiles.end()) {
-      c.metric_percentiles.push_back(b.percentile);
+    std::vector<double>& percentiles = c.run.replay.metric_percentiles;
+    if (b.percentile > 0 && std::find(percentiles.begin(), percentiles.end(), b.percentile) == percentiles.end()) {
+      percentiles.push_back(b.percentile);
     }
   }
   CapacityProbe p;

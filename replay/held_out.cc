@@ -36,18 +36,18 @@ StatusOr<HeldOutError> held_out_error(const std::string& trace, std::int64_t lim
                                       const sim::GpuSpec& truth, const sim::GpuSpec& predicted, double noise_sigma,
                                       std::uint64_t seed) {
   ReplayConfig config;
-  config.model = model;
-  config.gpu = truth;
-  config.verify = sim::VerifyMode::kOff;
-  config.num_blocks = 30000;  // about a Llama-3-8B pool on an 80 GB GPU at block size 16
-  config.limit = limit;
-  config.keep_decision_text = false;
+  config.device.model = model;
+  config.device.gpu = truth;
+  config.device.verify = sim::VerifyMode::kOff;
+  config.scheduler.cache.num_blocks = 30000;  // about a Llama-3-8B pool on an 80 GB GPU at block size 16
+  config.run.limit = limit;
+  config.run.replay.keep_decision_text = false;
   auto run = build_replay(config, trace);
   if (!run.ok()) return run.status();
   run->device = std::make_unique<NoisyDevice>(std::move(run->device), noise_sigma, seed);
   ReplayConfig pred = config;
-  pred.gpu = predicted;
-  auto predictor = sim::CostPredictor::create(sim_options(pred, pred.cuda_graphs, sim::VerifyMode::kOff));
+  pred.device.gpu = predicted;
+  auto predictor = sim::CostPredictor::create(sim_options(pred, pred.device.cuda_graphs, sim::VerifyMode::kOff));
   if (!predictor.ok()) return predictor.status();
   run->predictor = std::move(*predictor);
 

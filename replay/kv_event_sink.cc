@@ -217,4 +217,11 @@ std::unique_ptr<KvEventSink> make_fanout_event_sink(std::vector<std::unique_ptr<
   return std::make_unique<FanoutSink>(std::move(sinks));
 }
 
+Status KvEventOptions::validate() const {
+  if (!zmq.replay_endpoint.empty() && zmq.endpoint.empty()) {
+    return Status::error("--kv-events-replay: needs --kv-events-zmq");
+  }
+  return {};
+}
+
 }  // namespace kv::replay

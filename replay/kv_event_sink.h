@@ -51,6 +51,19 @@ struct ZmqSinkOptions {
 
 StatusOr<std::unique_ptr<KvEventSink>> make_zmq_event_sink(const ZmqSinkOptions& options);
 
+// Where a replay's events go: the "KV events" rows of the option table write here. Either
+// writer turns the core's event queue on; `zmq` is used when its endpoint is set.
+struct KvEventOptions {
+  std::string file;              // JSONL, one batch a step (--kv-events)
+  ZmqSinkOptions zmq;            // PUB endpoint in vLLM's wire format, its ROUTER, topic, ...
+  bool observed = false;         // not an option: a caller's own sink (the Python module)
+  bool overwrite_file = false;   // not an option: kvsim replay --force (replace --kv-events FILE)
+
+  bool writes() const { return !file.empty() || !zmq.endpoint.empty(); }
+  bool enabled() const { return observed || writes(); }
+  Status validate() const;  // a replay endpoint needs a PUB endpoint; the error names the option
+};
+
 // Sends every batch to each sink in turn.
 std::unique_ptr<KvEventSink> make_fanout_event_sink(std::vector<std::unique_ptr<KvEventSink>> sinks);
 

@@ -18,7 +18,7 @@ namespace {
 
 // The mode the CUDA backend runs: FULL graphs for uniform-decode batches, or none at all.
 CudaGraphMode gpu_graph_mode(const ReplayConfig& c) {
-  return c.cuda_graphs == CudaGraphMode::kNone ? CudaGraphMode::kNone : CudaGraphMode::kFullDecodeOnly;
+  return c.device.cuda_graphs == CudaGraphMode::kNone ? CudaGraphMode::kNone : CudaGraphMode::kFullDecodeOnly;
 }
 
 #ifdef KVSIM_HAVE_CUDA
@@ -26,21 +26,21 @@ StatusOr<std::unique_ptr<Device>> make_gpu_device(const ReplayConfig& c, std::in
   std::string why;
   if (!gpu::cuda_device_available(&why)) return Status::error("--device gpu: " + why);
   gpu::CudaDeviceOptions g;
-  g.model = c.model.name;
+  g.model = c.device.model.name;
   if (c.hybrid_kv_cache()) {
-    auto groups = c.effective_model().kv_cache_groups(c.block_size);  // validate() checked it
+    auto groups = c.effective_model().kv_cache_groups(c.block_size());  // validate() checked it
     if (!groups.ok()) return groups.status().with_context("--model: ");
     g.kv_cache_groups = std::move(*groups);
   }
-  g.seed = c.seed + 1;
-  g.block_size = c.block_size;
+  g.seed = c.run.seed + 1;
+  g.block_size = c.block_size();
   g.num_gpu_blocks = num_blocks;
-  g.gpu_memory_utilization = c.gpu_memory_utilization;
-  g.max_num_seqs = c.max_num_seqs;
-  g.max_num_batched_tokens = c.max_num_batched_tokens;
-  g.max_model_len = c.max_model_len;
+  g.gpu_memory_utilization = c.device.gpu_memory_utilization;
+  g.max_num_seqs = c.scheduler.max_num_seqs;
+  g.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
+  g.max_model_len = c.scheduler.cache.max_model_len;
   g.cudagraph_mode = to_string(gpu_graph_mode(c));
-  g.profile_csv = c.gpu_profile_out;
+  g.profile_csv = c.device.gpu_profile_out;
   auto dev = gpu::make_cuda_device(g);
   if (!dev.ok()) return dev.status().with_context("--device gpu: ");
   return std::move(*dev);
@@ -49,17 +49,18 @@ StatusOr<std::unique_ptr<Device>> make_gpu_device(const ReplayConfig& c, std::in
 
 // The device and, beside real hardware, the predictor.
 Status make_device(const ReplayConfig& c, std::int64_t num_blocks, ReplayRun& run) {
-  if (c.device == DeviceKind::kSim) {
-    if (c.inject_fault) {
-      auto inner = sim::SimDevice::create(sim_options(c, c.cuda_graphs, c.verify));
+  const DeviceOptions& d = c.device;
+  if (d.kind == DeviceKind::kSim) {
+    if (d.inject_fault) {
+      auto inner = sim::SimDevice::create(sim_options(c, d.cuda_graphs, d.verify));
       if (!inner.ok()) return inner.status();
       auto faulty = std::make_unique<sim::FaultInjectingDevice>(std::move(*inner));
-      faulty->inject(*c.inject_fault);
+      faulty->inject(*d.inject_fault);
       run.faults = faulty.get();
       run.device = std::move(faulty);
       return {};
     }
-    auto dev = sim::make_sim_device(sim_options(c, c.cuda_graphs, c.verify));
+    auto dev = sim::make_sim_device(sim_options(c, d.cuda_graphs, d.verify));
     if (!dev.ok()) return dev.status();
     run.device = std::move(*dev);
     return {};
@@ -87,15 +88,15 @@ std::vector<std::pair<std::string, std::string>> describe_run(const ReplayConfig
   for (auto [key, value] : describe(c)) {
     if (key == "no-chunked-prefill") {
       key = "chunked_prefill";
-      value = c.chunked_prefill ? "on" : "off";
+      value = c.scheduler.enable_chunked_prefill ? "on" : "off";
     }
     for (char& ch : key) ch = ch == '-' ? '_' : ch;
     if (key == "device") value = run.device->name();
     if (key == "profile" && value.empty()) value = "(roofline)";
     if (key == "inject_fault" && value.empty()) value = "none";
-    if (key == "cuda_graphs" && c.device == DeviceKind::kGpu) value = to_string(gpu_graph_mode(c));
+    if (key == "cuda_graphs" && c.device.kind == DeviceKind::kGpu) value = to_string(gpu_graph_mode(c));
     if (key == "num_blocks") value = std::to_string(blocks) + " (" + sizing + ")";
-    if (key == "kv_cache_tokens") value = std::to_string((blocks - 1) * c.block_size);
+    if (key == "kv_cache_tokens") value = std::to_string((blocks - 1) * c.block_size());
     out.emplace_back(key, value);
   }
   out.emplace_back("hash_seed", hash_seed);
@@ -109,54 +110,29 @@ sim::SimOptions sim_options(const ReplayConfig& c, CudaGraphMode mode, sim::Veri
   sim::SimOptions so;
   so.model = c.effective_model();
   so.gpu = c.effective_gpu();
-  so.async_scheduling = c.async_scheduling;
-  so.profile_path = c.profile;
+  so.async_scheduling = c.device.async_scheduling;
+  so.profile_path = c.device.profile;
   so.cuda_graph_mode = mode;
-  so.max_num_seqs = c.max_num_seqs;
-  so.max_num_batched_tokens = c.max_num_batched_tokens;
+  so.max_num_seqs = c.scheduler.max_num_seqs;
+  so.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
   so.verify = verify;
-  if (c.tiers_enabled()) {
-    so.tier.enabled = true;
-    so.tier.load = c.tier_load;
-    so.tier.host_link = c.host_link;
-    so.tier.disk_bytes_per_s = static_cast<std::int64_t>(std::llround(c.disk_read_gbps * 1e9));
-    so.tier.disk_latency_ns = c.disk_latency_us * 1000;
-    so.tier.bytes_per_block = c.model.kv_bytes_per_token() * c.block_size;
-  }
+  so.tier = c.tiers.cost(c.device.model.kv_bytes_per_token() * c.block_size());
   return so;
 }
 
 std::unique_ptr<KvConnector> make_tier_connector(const ReplayConfig& c) {
   if (!c.tiers_enabled()) return nullptr;
-  TierConnectorConfig tc;
-  tc.block_size = c.block_size;
-  tc.bytes_per_block = c.model.kv_bytes_per_token() * c.block_size;
-  tc.host_capacity_blocks = c.host_cache_bytes / tc.bytes_per_block;
-  tc.disk_capacity_blocks = c.disk_cache_bytes / tc.bytes_per_block;
-  tc.store = c.tier_store;
-  return std::make_unique<TierConnector>(tc);
+  return std::make_unique<TierConnector>(
+      c.tiers.connector(c.block_size(), c.device.model.kv_bytes_per_token() * c.block_size()));
 }
 
 SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks, const std::string& hash_seed) {
-  SchedulerConfig sc;
+  SchedulerConfig sc = c.scheduler;  // the options as set; what follows completes it
   sc.cache.num_blocks = static_cast<int>(num_blocks);
-  sc.cache.block_size = c.block_size;
-  sc.cache.enable_caching = c.prefix_caching;
-  sc.cache.free_order = c.free_order;
-  sc.cache.eviction_policy = c.eviction_policy;
-  sc.cache.max_model_len = c.max_model_len;
-  sc.hash_algo = c.hash;
   sc.hash_seed = hash_seed.empty() ? std::string(kDefaultHashSeed) : hash_seed;
-  sc.max_num_batched_tokens = c.max_num_batched_tokens;
-  sc.max_num_seqs = c.max_num_seqs;
-  sc.enable_chunked_prefill = c.chunked_prefill;
-  sc.long_prefill_token_threshold = c.long_prefill_token_threshold;
-  sc.num_lookahead_tokens = c.lookahead;
-  sc.full_sequence_gate = c.full_sequence_gate;
-  sc.policy = c.policy;
   sc.cache.enable_kv_events = c.kv_events_enabled();
   if (c.hybrid_kv_cache()) {
-    auto groups = c.effective_model().kv_cache_groups(c.block_size);  // validate() checked it
+    auto groups = c.effective_model().kv_cache_groups(c.block_size());  // validate() checked it
     KV_CHECK(groups.ok(), groups.status().message());
     sc.cache.groups = std::move(*groups);
   }
@@ -164,26 +140,28 @@ SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks,
 }
 
 StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c) {
-  if (c.num_blocks > 0) {
-    if (Status s = check_pool_fits_host(c.num_blocks, "--num-blocks"); !s.ok()) return s;
-    return std::make_pair(c.num_blocks, std::string("--num-blocks"));
+  const std::int64_t num_blocks = c.scheduler.cache.num_blocks;
+  if (num_blocks > 0) {
+    if (Status s = check_pool_fits_host(num_blocks, "--num-blocks"); !s.ok()) return s;
+    return std::make_pair(num_blocks, std::string("--num-blocks"));
   }
+  const DeviceOptions& d = c.device;
   std::int64_t blocks = 0;
   std::string sizing = "--kv-cache-tokens";
-  if (c.kv_cache_tokens > 0) {
-    blocks = blocks_for_tokens(c.kv_cache_tokens, c.block_size);
+  if (d.kv_cache_tokens > 0) {
+    blocks = blocks_for_tokens(d.kv_cache_tokens, c.block_size());
   } else if (c.hybrid_kv_cache()) {
     const ModelShape model = c.effective_model();
-    auto groups = model.kv_cache_groups(c.block_size);
+    auto groups = model.kv_cache_groups(c.block_size());
     if (!groups.ok()) return groups.status().with_context("--model: ");
-    auto fit = hybrid_blocks_from_gpu_memory(model, *groups, c.gpu, c.gpu_memory_utilization,
-                                             c.max_num_batched_tokens);
+    auto fit = hybrid_blocks_from_gpu_memory(model, *groups, d.gpu, d.gpu_memory_utilization,
+                                             c.scheduler.max_num_batched_tokens);
     if (!fit.ok()) return fit.status();
     blocks = *fit;  // the null block included (docs/hybrid-groups.md, "Pool size")
     sizing = "gpu memory";
   } else {
-    auto fit = blocks_from_gpu_memory(c.effective_model(), c.gpu, c.gpu_memory_utilization, c.block_size,
-                                      c.max_num_batched_tokens);
+    auto fit = blocks_from_gpu_memory(c.effective_model(), d.gpu, d.gpu_memory_utilization, c.block_size(),
+                                      c.scheduler.max_num_batched_tokens);
     if (!fit.ok()) return fit.status();
     blocks = *fit + 1;
     sizing = "gpu memory";
@@ -198,20 +176,13 @@ StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c
 
 StatusOr<std::unique_ptr<KvEventSink>> make_event_sink(const ReplayConfig& c) {
   std::vector<std::unique_ptr<KvEventSink>> sinks;
-  if (!c.kv_events_file.empty()) {
-    auto jsonl = make_jsonl_event_sink(c.kv_events_file, c.overwrite_outputs);
+  if (!c.events.file.empty()) {
+    auto jsonl = make_jsonl_event_sink(c.events.file, c.events.overwrite_file);
     if (!jsonl.ok()) return jsonl.status();
     sinks.push_back(std::move(*jsonl));
   }
-  if (!c.kv_events_zmq.empty()) {
-    ZmqSinkOptions zo;
-    zo.endpoint = c.kv_events_zmq;
-    zo.replay_endpoint = c.kv_events_replay;
-    zo.topic = c.kv_events_topic;
-    zo.buffer_steps = static_cast<int>(c.kv_events_buffer_steps);
-    zo.linger_ms = static_cast<int>(c.kv_events_linger_ms);
-    zo.startup_ms = static_cast<int>(c.kv_events_startup_ms);
-    auto zmq = make_zmq_event_sink(zo);
+  if (!c.events.zmq.endpoint.empty()) {
+    auto zmq = make_zmq_event_sink(c.events.zmq);
     if (!zmq.ok()) return zmq.status();
     sinks.push_back(std::move(*zmq));
   }
@@ -237,16 +208,7 @@ std::vector<std::string> cached_block_hashes(const Scheduler& scheduler) {
 }
 
 ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const {
-  ReplayOptions ro;
-  ro.clock = config.clock;
-  ro.keep_decision_text = config.keep_decision_text;
-  ro.max_steps = config.max_steps;
-  ro.check_invariants_every_step = config.check_invariants;
-  ro.max_concurrency = config.max_concurrency;
-  ro.metric_percentiles = config.metric_percentiles;
-  ro.goodput = config.goodput;
-  ro.overload_ttft_ms = config.overload_ttft_ms;
-  return ro;
+  return config.run.replay;
 }
 
 std::unique_ptr<Replayer> ReplayRun::make_replayer(const ReplayConfig& config) {
@@ -262,7 +224,8 @@ StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<Req
   if (!pool.ok()) return pool.status();
   const auto [blocks, sizing] = *pool;
   ReplayRun run;
-  const ArrivalOptions arrivals{config.request_rate, config.burstiness, config.rate_scale, config.seed};
+  ArrivalOptions arrivals = config.arrivals;
+  arrivals.seed = config.run.seed;  // --seed drives the gaps too
   if (arrivals.rewrites()) source = std::make_unique<ArrivalSource>(std::move(source), arrivals);
   run.source = std::move(source);
   if (Status s = make_device(config, blocks, run); !s.ok()) return s;
@@ -278,8 +241,8 @@ StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<Req
 
 StatusOr<ReplayRun> build_replay(const ReplayConfig& config, const std::string& trace_path) {
   trace::ReplaySourceOptions so;
-  so.seed = config.seed;
-  so.limit = config.limit;
+  so.seed = config.run.seed;
+  so.limit = config.run.limit;
   auto source = trace::TraceRequestSource::open(trace_path, so);
   if (!source.ok()) return source.status();
   const trace::TraceHeader header = (*source)->header();

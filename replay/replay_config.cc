@@ -57,6 +57,10 @@ std::string bound(double v) {
   return buf;
 }
 
+// A row's field: which member of which part of the config the row reads and writes, as a
+// generic lambda that serves the setter (ReplayConfig&) and the getter (const ReplayConfig&).
+#define KV_FIELD(path) [](auto& c) -> auto& { return c.path; }
+
 template <typename Field>
 ConfigOption int_option(std::string_view name, std::string_view group, std::string_view help, Field field,
                         std::int64_t lo, std::int64_t hi) {
@@ -64,44 +68,45 @@ ConfigOption int_option(std::string_view name, std::string_view group, std::stri
           [=](ReplayConfig& c, const std::string& t) {
             std::int64_t v = 0;
             if (Status s = read_int(name, t, lo, hi, &v); !s.ok()) return s;
-            c.*field = static_cast<std::remove_reference_t<decltype(c.*field)>>(v);
+            field(c) = static_cast<std::remove_reference_t<decltype(field(c))>>(v);
             return Status();
           },
-          [=](const ReplayConfig& c) { return std::to_string(c.*field); }};
+          [=](const ReplayConfig& c) { return std::to_string(field(c)); }};
 }
 
-ConfigOption bool_option(std::string_view name, std::string_view group, std::string_view help,
-                         bool ReplayConfig::*field, bool is_switch = false, bool inverted = false) {
+template <typename Field>
+ConfigOption bool_option(std::string_view name, std::string_view group, std::string_view help, Field field,
+                         bool is_switch = false, bool inverted = false) {
   return {name, group, help, is_switch,
           [=](ReplayConfig& c, const std::string& t) {
             bool v = false;
             if (Status s = read_on_off(name, t, &v); !s.ok()) return s;
-            c.*field = v != inverted;
+            field(c) = v != inverted;
             return Status();
           },
-          [=](const ReplayConfig& c) { return on_off(c.*field != inverted); }};
+          [=](const ReplayConfig& c) { return on_off(field(c) != inverted); }};
 }
 
-ConfigOption text_option(std::string_view name, std::string_view group, std::string_view help,
-                         std::string ReplayConfig::*field) {
+template <typename Field>
+ConfigOption text_option(std::string_view name, std::string_view group, std::string_view help, Field field) {
   return {name, group, help, false,
           [=](ReplayConfig& c, const std::string& t) {
-            c.*field = t;
+            field(c) = t;
             return Status();
           },
-          [=](const ReplayConfig& c) { return c.*field; }};
+          [=](const ReplayConfig& c) { return std::string(field(c)); }};
 }
 
 // An option whose value is one of a fixed set of names.
-template <typename Enum>
-ConfigOption enum_option(std::string_view name, std::string_view group, std::string_view help,
-                         Enum ReplayConfig::*field, std::vector<std::pair<std::string, Enum>> names) {
+template <typename Field, typename Enum>
+ConfigOption enum_option(std::string_view name, std::string_view group, std::string_view help, Field field,
+                         std::vector<std::pair<std::string, Enum>> names) {
   return {name, group, help, false,
           [=](ReplayConfig& c, const std::string& t) {
             std::string valid;
             for (const auto& [text, value] : names) {
               if (text == t) {
-                c.*field = value;
+                field(c) = value;
                 return Status();
               }
               valid += (valid.empty() ? "" : ", ") + text;
@@ -110,7 +115,7 @@ ConfigOption enum_option(std::string_view name, std::string_view group, std::str
           },
           [=](const ReplayConfig& c) {
             for (const auto& [text, value] : names) {
-              if (value == c.*field) return text;
+              if (value == field(c)) return text;
             }
             return std::string("?");
           }};
@@ -119,38 +124,24 @@ ConfigOption enum_option(std::string_view name, std::string_view group, std::str
 Status set_model(ReplayConfig& c, const std::string& name) {
   auto shape = find_model_shape(name);
   if (!shape.ok()) return shape.status().with_context("--model: ");
-  c.model = *shape;
+  c.device.model = *shape;
   return {};
 }
 
 Status set_model_config(ReplayConfig& c, const std::string& path) {
   auto shape = load_model_config(path);
   if (!shape.ok()) return shape.status().with_context("--model-config: ");
-  c.model = *shape;
-  c.model_config = path;
+  c.device.model = *shape;
+  c.device.model_config = path;
   return {};
-}
-
-std::vector<std::string> split(const std::string& text, const std::string& separators);
-
-// The host terms of --host-overhead "none" or "STEP,REQUEST,TOKEN" (ns); "gpu" is not here.
-StatusOr<std::array<std::int64_t, 3>> host_terms(const std::string& t) {
-  if (t == "none") return std::array<std::int64_t, 3>{0, 0, 0};
-  std::vector<std::string> parts = split(t, ",");
-  std::array<std::int64_t, 3> out{};
-  if (parts.size() != 3) return bad("host-overhead", "must be gpu, none or STEP_NS,REQUEST_NS,TOKEN_NS, got '" + t + "'");
-  for (std::size_t i = 0; i < 3; ++i) {
-    if (Status s = read_int("host-overhead", parts[i], 0, 1'000'000'000, &out[i]); !s.ok()) return s;
-  }
-  return out;
 }
 
 Status set_host_overhead(ReplayConfig& c, const std::string& t) {
   if (t != "gpu") {
-    auto terms = host_terms(t);
+    auto terms = host_overhead_terms(t);
     if (!terms.ok()) return terms.status();
   }
-  c.host_overhead = t;
+  c.device.host_overhead = t;
   return {};
 }
 
@@ -170,35 +161,35 @@ std::string gpu_names() {
 Status set_dtype(ReplayConfig& c, const std::string& name) {
   auto d = parse_dtype(name);
   if (!d.ok()) return d.status().with_context("--dtype: ");
-  c.dtype = *d;
+  c.device.dtype = *d;
   return {};
 }
 
 Status set_kv_cache_dtype(ReplayConfig& c, const std::string& name) {
   if (name == "auto") {
-    c.kv_cache_dtype.reset();
+    c.device.kv_cache_dtype.reset();
     return {};
   }
   auto d = parse_dtype(name);
   if (!d.ok()) return Status::error("--kv-cache-dtype: " + d.status().message() + " or auto");
-  c.kv_cache_dtype = *d;
+  c.device.kv_cache_dtype = *d;
   return {};
 }
 
 Status set_gpu(ReplayConfig& c, const std::string& name) {
   std::string file;
-  auto gpu = find_gpu(name, c.gpu_search_path, &file);
+  auto gpu = find_gpu(name, c.device.gpu_search_path, &file);
   if (!gpu.ok()) return gpu.status().with_context("--gpu: ");
-  c.gpu = *gpu;
-  c.gpu_preset_file = file;
+  c.device.gpu = *gpu;
+  c.device.gpu_preset_file = file;
   return {};
 }
 
 Status set_gpu_file(ReplayConfig& c, const std::string& path) {
   auto gpu = sim::load_gpu_spec_file(path);
   if (!gpu.ok()) return gpu.status().with_context("--gpu-preset-file: ");
-  c.gpu = *gpu;
-  c.gpu_preset_file = path;
+  c.device.gpu = *gpu;
+  c.device.gpu_preset_file = path;
   return {};
 }
 
@@ -207,7 +198,7 @@ Status set_utilization(ReplayConfig& c, const std::string& t) {
   if (!(v > 0 && v <= 1)) {
     return bad("gpu-memory-utilization", "must be a number in (0, 1], got '" + t + "'");
   }
-  c.gpu_memory_utilization = v;
+  c.device.gpu_memory_utilization = v;
   return {};
 }
 
@@ -252,7 +243,7 @@ Status set_percentiles(ReplayConfig& c, const std::string& t) {
     ps.push_back(p);
   }
   if (ps.empty()) return bad("metric-percentiles", "give at least one percentile, e.g. 50,90,99");
-  c.metric_percentiles = ps;
+  c.run.replay.metric_percentiles = ps;
   return {};
 }
 
@@ -277,7 +268,7 @@ Status set_goodput(ReplayConfig& c, const std::string& t) {
     else if (key == "e2el") g.e2el_ms = v;
     else return bad("goodput", "unknown metric '" + key + "' (valid: ttft, tpot, e2el)");
   }
-  c.goodput = g;
+  c.run.replay.goodput = g;
   return {};
 }
 
@@ -290,41 +281,41 @@ std::string goodput_text(const GoodputSlo& g) {
 }
 
 // A number option in [lo, hi]; "inf" where allow_inf, "0" where zero_is_default.
-ConfigOption positive_option(std::string_view name, std::string_view group, std::string_view help,
-                             double ReplayConfig::*field, bool allow_inf, bool zero_is_default, double lo, double hi) {
+template <typename Field>
+ConfigOption positive_option(std::string_view name, std::string_view group, std::string_view help, Field field,
+                             bool allow_inf, bool zero_is_default, double lo, double hi) {
   return {name, group, help, false,
           [=](ReplayConfig& c, const std::string& t) {
             if (zero_is_default && t == "0") {
-              c.*field = 0;
+              field(c) = 0;
               return Status();
             }
-            return read_positive(name, t, allow_inf, lo, hi, &(c.*field));
+            return read_positive(name, t, allow_inf, lo, hi, &field(c));
           },
-          [=](const ReplayConfig& c) { return std::isinf(c.*field) ? std::string("inf") : shortest(c.*field); }};
+          [=](const ReplayConfig& c) { return std::isinf(field(c)) ? std::string("inf") : shortest(field(c)); }};
 }
 
 void add_event_options(std::vector<ConfigOption>& t) {
-  using C = ReplayConfig;
   const std::string_view ev = "KV events";
   t.push_back(text_option("kv-events", ev, "write the KV-cache events to FILE, one JSON batch per step (JSONL)",
-                          &C::kv_events_file));
+                          KV_FIELD(events.file)));
   t.push_back(text_option("kv-events-zmq", ev,
                           "publish the KV-cache events on a ZeroMQ PUB socket in vLLM's wire format "
                           "(tcp://*:5557 binds, tcp://host:port connects)",
-                          &C::kv_events_zmq));
+                          KV_FIELD(events.zmq.endpoint)));
   t.push_back(text_option("kv-events-replay", ev,
                           "ROUTER endpoint that replays missed event batches (vLLM's replay_endpoint)",
-                          &C::kv_events_replay));
-  t.push_back(text_option("kv-events-topic", ev, "topic frame of every published batch", &C::kv_events_topic));
+                          KV_FIELD(events.zmq.replay_endpoint)));
+  t.push_back(text_option("kv-events-topic", ev, "topic frame of every published batch", KV_FIELD(events.zmq.topic)));
   t.push_back(int_option("kv-events-buffer-steps", ev, "event batches kept for replay requests",
-                         &C::kv_events_buffer_steps, 1, 1LL << 30));
+                         KV_FIELD(events.zmq.buffer_steps), 1, 1LL << 30));
   t.push_back(int_option("kv-events-linger-ms", ev,
                          "after the run, keep answering replay requests this long (milliseconds)",
-                         &C::kv_events_linger_ms, 0, 3600 * 1000));
+                         KV_FIELD(events.zmq.linger_ms), 0, 3600 * 1000));
   t.push_back(int_option("kv-events-startup-ms", ev,
                          "before the first step, wait this long for subscribers to connect (a PUB socket "
                          "drops what it sends before they join)",
-                         &C::kv_events_startup_ms, 0, 3600 * 1000));
+                         KV_FIELD(events.zmq.startup_ms), 0, 3600 * 1000));
 }
 
 // The rows of the "Load and results" group (replay/arrivals.h, replay/serving_metrics.h).
@@ -334,32 +325,34 @@ void add_load_rows(std::vector<ConfigOption>& t) {
   t.push_back(positive_option("request-rate", load,
                               "requests per second with gamma-distributed gaps (see --burstiness); inf: all at "
                               "once; 0: the trace's own timestamps",
-                              &C::request_rate, true, true, kMinRequestRate, kMaxRequestRate));
+                              KV_FIELD(arrivals.request_rate), true, true, kMinRequestRate, kMaxRequestRate));
   t.push_back(positive_option("burstiness", load, "gamma shape of the gaps of --request-rate (1: Poisson)",
-                              &C::burstiness, false, false, kMinBurstiness, kMaxBurstiness));
-  t.push_back(positive_option("rate-scale", load, "replay the trace's timestamps X times faster", &C::rate_scale,
+                              KV_FIELD(arrivals.burstiness), false, false, kMinBurstiness, kMaxBurstiness));
+  t.push_back(positive_option("rate-scale", load, "replay the trace's timestamps X times faster",
+                              KV_FIELD(arrivals.rate_scale),
                               false, false, kMinRateScale, kMaxRateScale));
-  t.push_back(int_option("max-concurrency", load, "requests in flight at most (0: no limit)", &C::max_concurrency, 0,
+  t.push_back(int_option("max-concurrency", load, "requests in flight at most (0: no limit)",
+                         KV_FIELD(run.replay.max_concurrency), 0,
                          1LL << 30));
   t.push_back({"metric-percentiles", load, "percentiles of TTFT, TPOT, ITL and E2EL in result.json", false,
-               set_percentiles, [](const C& c) { return join_numbers(c.metric_percentiles); }});
+               set_percentiles, [](const C& c) { return join_numbers(c.run.replay.metric_percentiles); }});
   t.push_back({"goodput", load, "SLOs of goodput, e.g. 'ttft:500 tpot:50' (ms; ttft, tpot, e2el)", false,
-               set_goodput, [](const C& c) { return goodput_text(c.goodput); }});
+               set_goodput, [](const C& c) { return goodput_text(c.run.replay.goodput); }});
   t.push_back(positive_option("overload-ttft-ms", load, "a median TTFT above this marks the run overloaded",
-                              &C::overload_ttft_ms, false, false, kMinMs, kMaxMs));
+                              KV_FIELD(run.replay.overload_ttft_ms), false, false, kMinMs, kMaxMs));
 }
 
 Status set_fault(ReplayConfig& c, const std::string& t) {
   auto spec = sim::parse_fault_spec(t);
   if (!spec.ok()) return spec.status().with_context("--inject-fault: ");
-  c.inject_fault = *spec;
+  c.device.inject_fault = *spec;
   return {};
 }
 
 Status set_host_link(ReplayConfig& c, const std::string& t) {
   auto link = sim::parse_link(t);
   if (!link.ok()) return link.status().with_context("--host-link: ");
-  c.host_link = *link;
+  c.tiers.host_link = *link;
   return {};
 }
 
@@ -369,113 +362,134 @@ void add_tier_rows(std::vector<ConfigOption>& t) {
   const std::string_view tiers = "KV tiers";
   t.push_back(int_option("host-cache-bytes", tiers,
                          "host-memory tier for blocks evicted from GPU memory, in bytes (0: none)",
-                         &C::host_cache_bytes, 0, 1LL << 60));
+                         KV_FIELD(tiers.host_cache_bytes), 0, 1LL << 60));
   t.push_back(int_option("disk-cache-bytes", tiers, "disk tier below the host tier, in bytes (0: none)",
-                         &C::disk_cache_bytes, 0, 1LL << 60));
+                         KV_FIELD(tiers.disk_cache_bytes), 0, 1LL << 60));
   t.push_back({"host-link", tiers,
                "GPU-host link: pcie4 (31.5 GB/s, 10 us), pcie5 (63 GB/s, 10 us), nvlink-c2c (450 GB/s, 2 us), or "
                "GBPS:LATENCY_US",
-               false, set_host_link, [](const C& c) { return c.host_link.name; }});
-  t.push_back(positive_option("disk-read-gbps", tiers, "disk tier's read bandwidth in GB/s", &C::disk_read_gbps,
+               false, set_host_link, [](const C& c) { return c.tiers.host_link.name; }});
+  t.push_back(positive_option("disk-read-gbps", tiers, "disk tier's read bandwidth in GB/s",
+                              KV_FIELD(tiers.disk_read_gbps),
                               false, false, 1e-3, 1e6));  // 1 MB/s to 1 PB/s
   t.push_back(int_option("disk-latency-us", tiers, "disk tier's latency per batched read, in microseconds",
-                         &C::disk_latency_us, 0, 1LL << 30));
+                         KV_FIELD(tiers.disk_latency_us), 0, 1LL << 30));
   t.push_back(enum_option("tier-store", tiers,
                           "on-evict: save a block when GPU memory evicts it; every-full-block: save each block "
                           "once computed",
-                          &C::tier_store,
+                          KV_FIELD(tiers.store),
                           std::vector<std::pair<std::string, TierStorePolicy>>{
                               {"on-evict", TierStorePolicy::kOnEvict},
                               {"every-full-block", TierStorePolicy::kEveryFullBlock}}));
   t.push_back(enum_option("tier-load", tiers,
                           "overlap: a load runs beside the step's compute, layer by layer; stall: the step waits "
                           "for it",
-                          &C::tier_load,
+                          KV_FIELD(tiers.load),
                           std::vector<std::pair<std::string, sim::TierLoadMode>>{
                               {"overlap", sim::TierLoadMode::kOverlap}, {"stall", sim::TierLoadMode::kStall}}));
 }
 
-// The rows of the "Scheduler" and "Run" groups.
-void add_scheduler_and_run_rows(std::vector<ConfigOption>& t) {
-  using C = ReplayConfig;
-  const std::string_view sch = "Scheduler", run = "Run";
-  t.push_back(int_option("max-num-batched-tokens", sch, "token budget per step", &C::max_num_batched_tokens, 1,
+// The rows of the "Scheduler" group: the core's SchedulerConfig.
+void add_scheduler_rows(std::vector<ConfigOption>& t) {
+  const std::string_view sch = "Scheduler";
+  t.push_back(int_option("max-num-batched-tokens", sch, "token budget per step",
+                         KV_FIELD(scheduler.max_num_batched_tokens), 1,
                          1LL << 30));
-  t.push_back(int_option("max-num-seqs", sch, "requests per step", &C::max_num_seqs, 1, 1 << 20));
-  t.push_back(int_option("max-model-len", sch, "longest sequence", &C::max_model_len, 2, 1LL << 30));
-  t.push_back(bool_option("no-chunked-prefill", sch, "a prompt must fit one step's budget", &C::chunked_prefill,
+  t.push_back(int_option("max-num-seqs", sch, "requests per step", KV_FIELD(scheduler.max_num_seqs), 1, 1 << 20));
+  t.push_back(
+      int_option("max-model-len", sch, "longest sequence", KV_FIELD(scheduler.cache.max_model_len), 2, 1LL << 30));
+  t.push_back(bool_option("no-chunked-prefill", sch, "a prompt must fit one step's budget",
+                          KV_FIELD(scheduler.enable_chunked_prefill),
                           true, true));
   t.push_back(int_option("long-prefill-token-threshold", sch, "cap on one request's tokens per step (0: none)",
-                         &C::long_prefill_token_threshold, 0, 1LL << 30));
-  t.push_back(enum_option("policy", sch, "fcfs | priority", &C::policy,
+                         KV_FIELD(scheduler.long_prefill_token_threshold), 0, 1LL << 30));
+  t.push_back(enum_option("policy", sch, "fcfs | priority", KV_FIELD(scheduler.policy),
                           std::vector<std::pair<std::string, SchedulingPolicy>>{
                               {"fcfs", SchedulingPolicy::kFcfs}, {"priority", SchedulingPolicy::kPriority}}));
-  t.push_back(int_option("lookahead", sch, "slots reserved per step for speculative tokens", &C::lookahead, 0, 1024));
+  t.push_back(int_option("lookahead", sch, "slots reserved per step for speculative tokens",
+                         KV_FIELD(scheduler.num_lookahead_tokens), 0, 1024));
   t.push_back(bool_option("full-sequence-gate", sch, "on: admit a request only if its whole prompt's blocks are free",
-                          &C::full_sequence_gate));
-  t.push_back(int_option("seed", run, "seed of generated output tokens and of arrival gaps", &C::seed, 0,
+                          KV_FIELD(scheduler.full_sequence_gate)));
+}
+
+// The rows of the "Run" group.
+void add_run_rows(std::vector<ConfigOption>& t) {
+  using C = ReplayConfig;
+  const std::string_view run = "Run";
+  t.push_back(int_option("seed", run, "seed of generated output tokens and of arrival gaps", KV_FIELD(run.seed), 0,
                          std::numeric_limits<std::int64_t>::max()));
-  t.push_back(int_option("limit", run, "replay only the first N requests (0 = all)", &C::limit, 0,
+  t.push_back(int_option("limit", run, "replay only the first N requests (0 = all)", KV_FIELD(run.limit), 0,
                          std::numeric_limits<std::int64_t>::max()));
-  t.push_back(int_option("max-steps", run, "stop with an error after N steps (0: no limit)", &C::max_steps, 0,
+  t.push_back(int_option("max-steps", run, "stop with an error after N steps (0: no limit)",
+                         KV_FIELD(run.replay.max_steps), 0,
                          std::numeric_limits<std::int64_t>::max()));
   t.push_back(bool_option("check-invariants", run, "check every core invariant after every step",
-                          &C::check_invariants, true));
+                          KV_FIELD(run.replay.check_invariants_every_step), true));
   t.push_back({"inject-fault", run,
                "KIND@STEP[:REQUEST]: plant a fault in the simulator's KV memory to test the verifier; KIND is "
                "overwrite (a stray store into the request's position 0), drop (its first write of the step is "
                "skipped), misdirect (that write lands in slot 0), swap (its first and last table entries); it "
                "fires at the first step >= STEP with a target (default request: the step's first)",
-               false, set_fault, [](const C& c) { return c.inject_fault ? c.inject_fault->to_string() : ""; }});
+               false, set_fault,
+               [](const C& c) { return c.device.inject_fault ? c.device.inject_fault->to_string() : ""; }});
 }
 
-std::vector<ConfigOption> make_table() {
+// The rows of the "Device and model" group that pick the device, the model and the GPU.
+void add_model_rows(std::vector<ConfigOption>& t) {
   using C = ReplayConfig;
-  const std::string_view dev = "Device and model", kv = "KV cache";
-  std::vector<ConfigOption> t;
+  const std::string_view dev = "Device and model";
   t.push_back(enum_option(
-      "device", dev, "sim | gpu", &C::device,
+      "device", dev, "sim | gpu", KV_FIELD(device.kind),
       std::vector<std::pair<std::string, DeviceKind>>{{"sim", DeviceKind::kSim}, {"gpu", DeviceKind::kGpu}}));
   static const std::string model_help = "model preset: " + model_names() + " (or --model-config)";
-  t.push_back({"model", dev, model_help, false, set_model, [](const C& c) { return c.model.name; }});
+  t.push_back({"model", dev, model_help, false, set_model, [](const C& c) { return c.device.model.name; }});
   t.push_back({"model-config", dev,
                "a Hugging Face config.json (Llama, Qwen, Mistral, gpt-oss, Gemma shapes; replay/model_config.h); "
                "replaces --model",
-               false, set_model_config, [](const C& c) { return c.model_config; }});
+               false, set_model_config, [](const C& c) { return c.device.model_config; }});
   t.push_back(int_option("tp", dev,
                          "tensor-parallel ranks: weights and KV heads split per rank, two all-reduces per layer "
                          "(docs/fidelity.md); the pool is sized per rank",
-                         &C::tensor_parallel_size, 1, 1024));
+                         KV_FIELD(device.tensor_parallel_size), 1, 1024));
   t.push_back({"dtype", dev,
                "bf16 | fp16 | fp8 | fp4: format of the weights and GEMM inputs (vLLM's --dtype, or its FP8/FP4 "
                "quantized checkpoints); sizes the weights in memory and the cost model's bytes and peak FLOPS",
-               false, set_dtype, [](const C& c) { return std::string(to_string(c.dtype)); }});
+               false, set_dtype, [](const C& c) { return std::string(to_string(c.device.dtype)); }});
   t.push_back({"kv-cache-dtype", dev,
                "auto | bf16 | fp16 | fp8 | fp4: format of the KV cache (auto: the same as --dtype); sizes the "
                "blocks and the attention's KV bytes",
                false, set_kv_cache_dtype,
-               [](const C& c) { return c.kv_cache_dtype ? std::string(to_string(*c.kv_cache_dtype)) : "auto"; }});
+               [](const C& c) {
+                 const std::optional<DType>& d = c.device.kv_cache_dtype;
+                 return d ? std::string(to_string(*d)) : "auto";
+               }});
   static const std::string gpu_help = "GPU preset of the simulator (" + gpu_names() +
                                       "), or NAME.gpu found in $KVSIM_GPU_PRESET_PATH (colon-separated) or ./presets";
-  t.push_back({"gpu", dev, gpu_help, false, set_gpu, [](const C& c) { return c.gpu.name; }});
+  t.push_back({"gpu", dev, gpu_help, false, set_gpu, [](const C& c) { return c.device.gpu.name; }});
   t.push_back({"gpu-preset-file", dev, "GPU preset file (kvsim calibrate writes one); replaces --gpu", false,
-               set_gpu_file, [](const C& c) { return c.gpu_preset_file; }});
+               set_gpu_file, [](const C& c) { return c.device.gpu_preset_file; }});
+}
+
+// The rows of the "Device and model" group that shape the cost model and the device's run.
+void add_cost_model_rows(std::vector<ConfigOption>& t) {
+  using C = ReplayConfig;
+  const std::string_view dev = "Device and model";
   t.push_back(text_option("profile", dev, "per-kernel profile CSV for the cost model (sim/profile_format.md)",
-                          &C::profile));
+                          KV_FIELD(device.profile)));
   t.push_back({"host-overhead", dev,
                "host time per step: gpu (the GPU preset's terms), none, or STEP_NS,REQUEST_NS,TOKEN_NS: STEP + "
                "REQUEST * requests + TOKEN * tokens (docs/fidelity.md)",
-               false, set_host_overhead, [](const C& c) { return c.host_overhead; }});
+               false, set_host_overhead, [](const C& c) { return c.device.host_overhead; }});
   t.push_back(bool_option("async-scheduling", dev,
                           "the host prepares step i+1 while the GPU runs step i (vLLM's --async-scheduling): a "
                           "step takes max(host, device) instead of host + device",
-                          &C::async_scheduling, true));
+                          KV_FIELD(device.async_scheduling), true));
   t.push_back(enum_option("clock", dev,
                           "virtual: the cost model's step time drives the clock on every device; wall: measured time",
-                          &C::clock,
+                          KV_FIELD(run.replay.clock),
                           std::vector<std::pair<std::string, ReplayOptions::Clock>>{
                               {"virtual", ReplayOptions::Clock::kVirtual}, {"wall", ReplayOptions::Clock::kWall}}));
-  t.push_back(enum_option("verify", dev, "shadow-KV verification: off | fast | full", &C::verify,
+  t.push_back(enum_option("verify", dev, "shadow-KV verification: off | fast | full", KV_FIELD(device.verify),
                           std::vector<std::pair<std::string, sim::VerifyMode>>{{"off", sim::VerifyMode::kOff},
                                                                                {"fast", sim::VerifyMode::kFast},
                                                                                {"full", sim::VerifyMode::kFull}}));
@@ -487,181 +501,155 @@ std::vector<ConfigOption> make_table() {
   t.push_back(enum_option("cuda-graphs", dev,
                           "NONE | PIECEWISE | FULL | FULL_DECODE_ONLY | FULL_AND_PIECEWISE (the simulator; "
                           "--device gpu runs FULL_DECODE_ONLY unless NONE)",
-                          &C::cuda_graphs, modes));
+                          KV_FIELD(device.cuda_graphs), modes));
   t.push_back(text_option("gpu-profile-out", dev,
                           "--device gpu: write a per-kernel profile CSV (runs eagerly) for kvsim calibrate",
-                          &C::gpu_profile_out));
-  t.push_back(bool_option("prefix-caching", kv, "on | off", &C::prefix_caching));
-  t.push_back(int_option("block-size", kv, "tokens per KV block", &C::block_size, 1, 1024));
+                          KV_FIELD(device.gpu_profile_out)));
+}
+
+// The rows of the "KV cache" group: the core's KvCacheConfig and the pool's size.
+void add_kv_cache_rows(std::vector<ConfigOption>& t) {
+  using C = ReplayConfig;
+  const std::string_view kv = "KV cache";
+  t.push_back(bool_option("prefix-caching", kv, "on | off", KV_FIELD(scheduler.cache.enable_caching)));
+  t.push_back(int_option("block-size", kv, "tokens per KV block", KV_FIELD(scheduler.cache.block_size), 1, 1024));
   t.push_back(int_option("sliding-window", kv,
                          "window in tokens of every sliding-window layer of a hybrid --model (0: the model's)",
-                         &C::sliding_window, 0, 1 << 30));
+                         KV_FIELD(device.sliding_window), 0, 1 << 30));
   t.push_back(int_option("num-blocks", kv, "KV blocks including the null block (0: from --kv-cache-tokens or GPU memory)",
-                         &C::num_blocks, 0, 1LL << 30));
-  t.push_back(int_option("kv-cache-tokens", kv, "KV cache size in tokens (0: from GPU memory)", &C::kv_cache_tokens, 0,
+                         KV_FIELD(scheduler.cache.num_blocks), 0, 1LL << 30));
+  t.push_back(int_option("kv-cache-tokens", kv, "KV cache size in tokens (0: from GPU memory)",
+                         KV_FIELD(device.kv_cache_tokens), 0,
                          1LL << 40));
   t.push_back({"gpu-memory-utilization", kv,
                "fraction of GPU memory for weights, activations and KV cache (sizes the pool by default)", false,
-               set_utilization, [](const C& c) { return shortest(c.gpu_memory_utilization); }});
-  t.push_back(enum_option("free-order", kv, "classic | unhashed_first", &C::free_order,
+               set_utilization, [](const C& c) { return shortest(c.device.gpu_memory_utilization); }});
+  t.push_back(enum_option("free-order", kv, "classic | unhashed_first", KV_FIELD(scheduler.cache.free_order),
                           std::vector<std::pair<std::string, FreeOrder>>{{"classic", FreeOrder::kClassic},
                                                                          {"unhashed_first", FreeOrder::kUnhashedFirst}}));
   t.push_back(enum_option("eviction-policy", kv,
                           "lru | lfu | slru | leaf-lru | priority (docs/policies.md; non-lru ignores --free-order)",
-                          &C::eviction_policy,
+                          KV_FIELD(scheduler.cache.eviction_policy),
                           std::vector<std::pair<std::string, EvictionPolicyKind>>{
                               {"lru", EvictionPolicyKind::kLru}, {"lfu", EvictionPolicyKind::kLfu},
                               {"slru", EvictionPolicyKind::kSlru}, {"leaf-lru", EvictionPolicyKind::kLeafLru},
                               {"priority", EvictionPolicyKind::kPriority}}));
-  t.push_back(enum_option("hash", kv, "sha256_cbor | xxhash_cbor", &C::hash,
+  t.push_back(enum_option("hash", kv, "sha256_cbor | xxhash_cbor", KV_FIELD(scheduler.hash_algo),
                           std::vector<std::pair<std::string, HashAlgo>>{{"sha256_cbor", HashAlgo::kSha256Cbor},
                                                                         {"xxhash_cbor", HashAlgo::kXxhashCbor}}));
+}
+
+// Every row, in the order of `kvsim replay --help` and of describe().
+std::vector<ConfigOption> make_table() {
+  std::vector<ConfigOption> t;
+  add_model_rows(t);
+  add_cost_model_rows(t);
+  add_kv_cache_rows(t);
   add_tier_rows(t);
-  add_scheduler_and_run_rows(t);
+  add_scheduler_rows(t);
+  add_run_rows(t);
   add_load_rows(t);
   add_event_options(t);
   return t;
 }
 
+#undef KV_FIELD
+
 }  // namespace
 
 ReplayConfig::ReplayConfig() {
-  model = find_model_shape("llama3-8b").value();
-  gpu = sim::find_gpu_spec("h100-sxm").value();
-  host_link = sim::parse_link("pcie5").value();
+  scheduler.cache.max_model_len = 131072;  // KvCacheConfig's 1 << 20 is a core test default
 }
 
 namespace {
-Status validate_tiers(const ReplayConfig& c) {
-  if (!c.tiers_enabled()) {
-    return c.disk_cache_bytes > 0 ? bad("disk-cache-bytes", "needs --host-cache-bytes (the disk tier is below it)")
-                                  : Status();
+
+// The ranges of the scheduler's options (the core's SchedulerConfig::validate() is vLLM's
+// start-up refusal, which a replay does not apply).
+Status validate_scheduler(const SchedulerConfig& s) {
+  if (s.cache.block_size < 1 || s.cache.block_size > 1024) return bad("block-size", "must be 1..1024");
+  if (s.max_num_batched_tokens < 1) return bad("max-num-batched-tokens", "must be positive");
+  if (s.max_num_seqs < 1) return bad("max-num-seqs", "must be positive");
+  if (s.cache.max_model_len < 2) return bad("max-model-len", "must be at least 2");
+  if (s.long_prefill_token_threshold < 0) return bad("long-prefill-token-threshold", "must be >= 0");
+  if (s.num_lookahead_tokens < 0) return bad("lookahead", "must be >= 0");
+  if (s.cache.num_blocks < 0) return bad("num-blocks", "must be >= 0");
+  if (s.cache.num_blocks == 1) {
+    return bad("num-blocks", "the pool needs at least 2 blocks (the null block and one more)");
   }
-  if (c.device != DeviceKind::kSim) return bad("host-cache-bytes", "needs --device sim");
-  if (!c.prefix_caching) return bad("host-cache-bytes", "needs --prefix-caching on (tier entries are block hashes)");
-  const std::int64_t block_bytes = c.effective_model().kv_bytes_per_token() * c.block_size;
-  if (c.host_cache_bytes < block_bytes) {
+  if (s.cache.num_blocks > (1 << 30)) return bad("num-blocks", "at most 2^30 blocks");
+  return {};
+}
+
+// The parts one by one, each with its own rules.
+Status validate_parts(const ReplayConfig& c) {
+  if (Status s = validate_scheduler(c.scheduler); !s.ok()) return s;
+  if (Status s = c.device.validate(); !s.ok()) return s;
+  const int block_size = c.block_size();
+  if (c.device.kv_cache_tokens > 0 && c.device.kv_cache_tokens < block_size) {
+    return bad("kv-cache-tokens", std::to_string(c.device.kv_cache_tokens) +
+                                      " tokens do not fill one block of --block-size " + std::to_string(block_size) +
+                                      ": the pool would hold no request");
+  }
+  if (Status s = c.arrivals.validate(); !s.ok()) return s;
+  if (Status s = c.run.validate(); !s.ok()) return s;
+  if (Status s = c.events.validate(); !s.ok()) return s;
+  return c.tiers.validate();
+}
+
+// A hybrid model's groups under the scheduler's one block size.
+Status validate_hybrid_groups(const ReplayConfig& c) {
+  if (!c.hybrid_kv_cache()) return {};
+  const int block_size = c.block_size();
+  auto groups = c.effective_model().kv_cache_groups(block_size);
+  if (!groups.ok()) return groups.status().with_context("--model: ");
+  for (const KvCacheGroupSpec& g : *groups) {
+    if (g.spec.block_size != block_size) {
+      return bad("model", c.device.model.name + ": a group's pages need block size " +
+                              std::to_string(g.spec.block_size) + ", the scheduler runs one block size (" +
+                              std::to_string(block_size) + ")");
+    }
+  }
+  return {};
+}
+
+// The tiers against the device, the cache and the model's block bytes.
+Status validate_tiers(const ReplayConfig& c) {
+  if (!c.tiers_enabled()) return {};
+  if (c.device.kind != DeviceKind::kSim) return bad("host-cache-bytes", "needs --device sim");
+  if (!c.scheduler.cache.enable_caching) {
+    return bad("host-cache-bytes", "needs --prefix-caching on (tier entries are block hashes)");
+  }
+  const std::int64_t block_bytes = c.effective_model().kv_bytes_per_token() * c.block_size();
+  if (c.tiers.host_cache_bytes < block_bytes) {
     return bad("host-cache-bytes", "holds less than one block (" + std::to_string(block_bytes) + " bytes)");
   }
-  if (c.disk_cache_bytes > 0 && c.disk_cache_bytes < block_bytes) {
+  if (c.tiers.disk_cache_bytes > 0 && c.tiers.disk_cache_bytes < block_bytes) {
     return bad("disk-cache-bytes", "holds less than one block (" + std::to_string(block_bytes) + " bytes)");
   }
   return {};
 }
-}  // namespace
 
-
-ModelShape ReplayConfig::effective_model() const {
-  ModelShape m = with_sliding_window(model, sliding_window);
-  m.dtype = dtype;
-  m.kv_dtype = kv_cache_dtype.value_or(dtype);
-  auto shard = shard_for_tp(m, tensor_parallel_size);
-  KV_CHECK(shard.ok(), shard.status().message());
-  return *shard;
-}
-
-sim::GpuSpec ReplayConfig::effective_gpu() const {
-  sim::GpuSpec g = gpu;
-  if (host_overhead == "gpu") return g;
-  auto terms = host_terms(host_overhead);
-  KV_CHECK(terms.ok(), terms.status().message());
-  g.host_step_ns = (*terms)[0];
-  g.host_per_request_ns = (*terms)[1];
-  g.host_per_token_ns = (*terms)[2];
-  g.host_per_block_ns = 0;
-  return g;
-}
-
-Status ReplayConfig::validate() const {
-  if (block_size < 1 || block_size > 1024) return bad("block-size", "must be 1..1024");
-  if (max_num_batched_tokens < 1) return bad("max-num-batched-tokens", "must be positive");
-  if (max_num_seqs < 1) return bad("max-num-seqs", "must be positive");
-  if (max_model_len < 2) return bad("max-model-len", "must be at least 2");
-  if (long_prefill_token_threshold < 0) return bad("long-prefill-token-threshold", "must be >= 0");
-  if (lookahead < 0) return bad("lookahead", "must be >= 0");
-  if (num_blocks < 0) return bad("num-blocks", "must be >= 0");
-  if (num_blocks == 1) return bad("num-blocks", "the pool needs at least 2 blocks (the null block and one more)");
-  if (num_blocks > (1LL << 30)) return bad("num-blocks", "at most 2^30 blocks");
-  if (kv_cache_tokens < 0) return bad("kv-cache-tokens", "must be >= 0");
-  if (kv_cache_tokens > 0 && kv_cache_tokens < block_size) {
-    return bad("kv-cache-tokens", std::to_string(kv_cache_tokens) + " tokens do not fill one block of --block-size " +
-                                      std::to_string(block_size) + ": the pool would hold no request");
+// The rules across parts.
+Status validate_across_parts(const ReplayConfig& c) {
+  if (c.events.writes() && !c.scheduler.cache.enable_caching) {
+    return bad(c.events.file.empty() ? "kv-events-zmq" : "kv-events",
+               "needs --prefix-caching on (no block is cached without it)");
   }
-  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1)) {
-    return bad("gpu-memory-utilization", "must be in (0, 1]");
-  }
-  const auto outside = [](double v, double lo, double hi) { return !(v >= lo && v <= hi); };
-  if (request_rate != 0 && !std::isinf(request_rate) && outside(request_rate, kMinRequestRate, kMaxRequestRate)) {
-    return bad("request-rate", "must be 0, inf or from " + bound(kMinRequestRate) + " to " +
-                                   bound(kMaxRequestRate) + " requests/s");
-  }
-  if (request_rate < 0) return bad("request-rate", "must be >= 0");
-  if (outside(burstiness, kMinBurstiness, kMaxBurstiness)) {
-    return bad("burstiness", "must be from " + bound(kMinBurstiness) + " to " + bound(kMaxBurstiness));
-  }
-  if (outside(rate_scale, kMinRateScale, kMaxRateScale)) {
-    return bad("rate-scale", "must be from " + bound(kMinRateScale) + " to " + bound(kMaxRateScale));
-  }
-  if (outside(overload_ttft_ms, kMinMs, kMaxMs)) {
-    return bad("overload-ttft-ms", "must be from " + bound(kMinMs) + " to " + bound(kMaxMs));
-  }
-  for (double p : metric_percentiles) {
-    if (!(p > 0 && p <= 100)) return bad("metric-percentiles", "each must be in (0, 100]");
-  }
-  for (double ms : {goodput.ttft_ms, goodput.tpot_ms, goodput.e2el_ms}) {  // < 0: no bound
-    if (!(ms < 0) && outside(ms, kMinMs, kMaxMs)) {
-      return bad("goodput", "each bound must be from " + bound(kMinMs) + " to " + bound(kMaxMs) + " ms");
-    }
-  }
-  if (request_rate != 0 && rate_scale != 1) return bad("rate-scale", "applies to the trace's timestamps, not to --request-rate");
-  if (max_concurrency < 0) return bad("max-concurrency", "must be >= 0");
-  if (!kv_events_replay.empty() && kv_events_zmq.empty()) {
-    return bad("kv-events-replay", "needs --kv-events-zmq");
-  }
-  if ((!kv_events_file.empty() || !kv_events_zmq.empty()) && !prefix_caching) {
-    return bad(kv_events_file.empty() ? "kv-events-zmq" : "kv-events", "needs --prefix-caching on (no block is cached without it)");
-  }
-  if (sliding_window > 0 && model.num_layers_of(AttentionType::kSlidingWindow) == 0) {
-    return bad("sliding-window", "model " + model.name + " has no sliding-window layer");
-  }
-  if (host_overhead != "gpu") {
-    if (auto terms = host_terms(host_overhead); !terms.ok()) return terms.status();
-  }
-  if (auto shard = shard_for_tp(model, tensor_parallel_size); !shard.ok()) return bad("tp", shard.status().message());
-  if (!model_config.empty() && device == DeviceKind::kGpu) {
-    return bad("model-config", "the CUDA device builds its model from a preset (use --model, or --device sim)");
-  }
-  if (tensor_parallel_size > 1 && device == DeviceKind::kGpu) return bad("tp", "the CUDA device runs one GPU (use --device sim)");
-  if (tensor_parallel_size > 1 && gpu.interconnect_bytes_per_s <= 0) {
-    return bad("tp", "GPU " + gpu.name + " has no interconnect_bytes_per_s for the all-reduces");
-  }
-  if (device == DeviceKind::kGpu && (dtype != DType::kBf16 || kv_cache_dtype.value_or(dtype) != DType::kBf16)) {
-    return bad(dtype != DType::kBf16 ? "dtype" : "kv-cache-dtype", "the CUDA device runs bf16 only (use --device sim)");
-  }
-  if (model.is_hybrid() && kv_cache_dtype.value_or(dtype) == DType::kFp4) {
-    return bad("kv-cache-dtype", "fp4 pages of a hybrid model are not supported (half-byte page sizes); use fp8");
-  }
-  if (hybrid_kv_cache()) {
-    auto groups = effective_model().kv_cache_groups(block_size);
-    if (!groups.ok()) return groups.status().with_context("--model: ");
-    for (const KvCacheGroupSpec& g : *groups) {
-      if (g.spec.block_size != block_size) {
-        return bad("model", model.name + ": a group's pages need block size " + std::to_string(g.spec.block_size) +
-                                ", the scheduler runs one block size (" + std::to_string(block_size) + ")");
-      }
-    }
-  }
-  if (Status s = validate_tiers(*this); !s.ok()) return s;
-  if (inject_fault && device != DeviceKind::kSim) return bad("inject-fault", "needs --device sim");
-  if (inject_fault && verify == sim::VerifyMode::kOff) {
-    return bad("inject-fault", "needs --verify fast or full (with off nothing checks the KV memory)");
-  }
+  if (Status s = validate_hybrid_groups(c); !s.ok()) return s;
+  if (Status s = validate_tiers(c); !s.ok()) return s;
   CudaGraphConfig graphs;
-  graphs.mode = cuda_graphs;
-  graphs.max_num_seqs = max_num_seqs;
-  graphs.max_num_batched_tokens = max_num_batched_tokens;
+  graphs.mode = c.device.cuda_graphs;
+  graphs.max_num_seqs = c.scheduler.max_num_seqs;
+  graphs.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
   if (Status s = kv::validate(graphs); !s.ok()) return s.with_context("--cuda-graphs: ");
   return {};
+}
+
+}  // namespace
+
+Status ReplayConfig::validate() const {
+  if (Status s = validate_parts(*this); !s.ok()) return s;
+  return validate_across_parts(*this);
 }
 
 const std::vector<ConfigOption>& config_options() {

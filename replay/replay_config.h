@@ -1,146 +1,67 @@
-// ReplayConfig: every setting of one replay, typed, with vLLM's defaults (block size 16,
+// ReplayConfig: every setting of one replay, typed, built from the configs the layers own:
+// the core's SchedulerConfig (with its KvCacheConfig), the device, the tiers, the arrivals,
+// the KV-event writers and the run. Defaults are each part's (vLLM's: block size 16,
 // max_num_batched_tokens 8192, max_num_seqs 256, chunked prefill on, FCFS,
-// gpu_memory_utilization 0.9, sha256_cbor, the classic free order).
+// gpu_memory_utilization 0.9, sha256_cbor, the classic free order), but max_model_len 131072.
 //
 // Text enters here and nowhere below: each option of `kvsim replay` is one row of
-// config_options() (name, help, how to read it, how to print it). The command line, sweep
-// axes and tests all set options through set_option(); lower layers receive typed values.
-// Adding an option: a field here, its row in replay_config.cc, its check in validate(), and
-// the one place that uses it (docs/architecture.md, "Adding an option").
+// config_options() (name, help, how to read it, how to print it) pointing at a field of a
+// part. The command line, sweep axes and tests all set options through set_option(); lower
+// layers receive their part as is. Adding an option: a field in its part, its row in
+// replay_config.cc, a check in the part's validate(), and the one place that uses it
+// (docs/architecture.md, "Where to add things").
 //
 // Invariants:
 //   1. validate() accepts a config exactly when build_replay() can wire it; its error names
 //      the option (`--block-size: must be 1..1024`). Every number it accepts is finite (or the
 //      documented inf of --request-rate) and inside its option's bounds.
 //   2. describe() lists every row, in table order, so a run folder records the whole setting.
+//   3. The builder only completes `scheduler` (the pool's num_blocks, the hash seed, the
+//      model's groups, the event queue); it copies no option field.
 #pragma once
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include "model/block_hasher.h"
-#include "model/cuda_graph_dispatcher.h"
-#include "model/policies/eviction_policy.h"
-#include "model/catalog/model_shape.h"
 #include "model/sched/scheduler.h"
-#include "model/tiers/tier_connector.h"
 #include "model/util/status.h"
-#include "replay/replayer.h"
-#include "replay/serving_metrics.h"
-#include "sim/fault_injection.h"
+#include "replay/arrivals.h"
+#include "replay/device_options.h"
+#include "replay/kv_event_sink.h"
+#include "replay/run_options.h"
+#include "replay/tier_options.h"
 #include "sim/hardware_specs.h"
-#include "sim/shadow_kv.h"
-#include "sim/tier_links.h"
 
 namespace kv::replay {
 
-enum class DeviceKind { kSim, kGpu };
-
-// Bounds of the load options (set_option and validate() reject values outside them): beyond
-// them a run measures nothing real, and its arrival times overflow or never come.
-inline constexpr double kMinRequestRate = 1e-4, kMaxRequestRate = 1e9;  // requests per second
-inline constexpr double kMinBurstiness = 1e-3, kMaxBurstiness = 1e3;
-inline constexpr double kMinRateScale = 1e-3, kMaxRateScale = 1e6;
-inline constexpr double kMinMs = 1e-3, kMaxMs = 1e9;  // SLOs of --goodput, --overload-ttft-ms
-
 struct ReplayConfig {
-  ReplayConfig();  // the llama3-8b and h100-sxm presets
+  ReplayConfig();  // every part's defaults, max_model_len 131072
 
-  // Device and model.
-  DeviceKind device = DeviceKind::kSim;
-  ModelShape model;
-  std::string model_config;              // --model-config: the config.json `model` came from
-  int tensor_parallel_size = 1;          // --tp: ranks the model is split over (a shard each)
-  DType dtype = DType::kBf16;            // --dtype: weights and compute
-  std::optional<DType> kv_cache_dtype;   // --kv-cache-dtype; empty: auto (= dtype)
-  sim::GpuSpec gpu;
-  std::string gpu_preset_file;   // where `gpu` came from, when not built in
-  std::string gpu_search_path;   // directories searched for NAME.gpu (colon-separated)
-  std::string profile;           // per-kernel profile CSV for the cost model (empty: roofline)
-  std::string gpu_profile_out;   // --device gpu: write a per-kernel profile CSV
-  // Host work per step (sim/cost_model.h, invariant 7): "gpu" keeps the GPU preset's terms,
-  // "none" zeroes them, "STEP,REQ,TOKEN" sets them in ns.
-  std::string host_overhead = "gpu";
-  bool async_scheduling = false;         // host work of step i+1 overlaps the GPU work of step i
-  ReplayOptions::Clock clock = ReplayOptions::Clock::kVirtual;
-  sim::VerifyMode verify = sim::VerifyMode::kFast;
-  CudaGraphMode cuda_graphs = CudaGraphMode::kFullAndPiecewise;
-  // KV cache.
-  bool prefix_caching = true;
-  int block_size = 16;
-  int sliding_window = 0;            // overrides every sliding-window layer's window (0: the model's)
-  std::int64_t num_blocks = 0;       // null block included; 0: from kv_cache_tokens or memory
-  std::int64_t kv_cache_tokens = 0;
-  double gpu_memory_utilization = 0.9;
-  FreeOrder free_order = FreeOrder::kClassic;
-  EvictionPolicyKind eviction_policy = EvictionPolicyKind::kLru;  // docs/policies.md
-  HashAlgo hash = HashAlgo::kSha256Cbor;
-  // Scheduler.
-  std::int64_t max_num_batched_tokens = 8192;
-  int max_num_seqs = 256;
-  std::int64_t max_model_len = 131072;
-  bool chunked_prefill = true;
-  std::int64_t long_prefill_token_threshold = 0;
-  SchedulingPolicy policy = SchedulingPolicy::kFcfs;
-  int lookahead = 0;
-  bool full_sequence_gate = true;
-  // Second KV-cache tiers (docs/tiers.md): blocks evicted from GPU memory kept in host memory
-  // (and on disk) and loaded back on a prefix hit. 0 bytes: no such tier.
-  std::int64_t host_cache_bytes = 0;
-  std::int64_t disk_cache_bytes = 0;
-  sim::LinkSpec host_link;           // GPU <-> host memory (sim/tier_links.h presets)
-  double disk_read_gbps = 7;         // a PCIe 4.0 NVMe SSD's sequential read
-  std::int64_t disk_latency_us = 100;
-  TierStorePolicy tier_store = TierStorePolicy::kOnEvict;
-  sim::TierLoadMode tier_load = sim::TierLoadMode::kOverlap;
-  // Load (replay/arrivals.h) and results (replay/serving_metrics.h).
-  double request_rate = 0;           // requests/s; 0: the trace's timestamps; infinity: all at once
-  double burstiness = 1;             // gamma shape of the gaps (1: Poisson)
-  double rate_scale = 1;             // the trace's timestamps divided by this
-  std::int64_t max_concurrency = 0;  // 0: no limit
-  std::vector<double> metric_percentiles = {99};
-  GoodputSlo goodput;
-  double overload_ttft_ms = 60000;
-  // The run.
-  std::uint64_t seed = 0;            // of generated output tokens and arrival gaps
-  std::int64_t limit = 0;            // first N requests (0: all)
-  std::int64_t max_steps = 0;        // 0: no limit
-  bool check_invariants = false;
-  bool keep_decision_text = true;
-  // KV events out (replay/kv_event_sink.h); either one turns the core's event queue on.
-  std::string kv_events_file;        // JSONL, one batch a step
-  std::string kv_events_zmq;         // PUB endpoint (vLLM's wire format)
-  std::string kv_events_replay;      // ROUTER endpoint answering replay requests
-  std::string kv_events_topic;
-  std::int64_t kv_events_buffer_steps = 10000;
-  std::int64_t kv_events_linger_ms = 0;
-  std::int64_t kv_events_startup_ms = 0;
-  // A fault planted in the simulator's KV memory (--inject-fault KIND@STEP[:REQUEST]); needs
-  // --device sim and --verify fast or full.
-  std::optional<sim::FaultSpec> inject_fault;
+  // --block-size, --prefix-caching, --num-blocks (0: sized from `device`), --free-order,
+  // --eviction-policy, --hash and the "Scheduler" rows. The builder completes num_blocks,
+  // hash_seed, cache.groups and cache.enable_kv_events.
+  SchedulerConfig scheduler;
+  DeviceOptions device;
+  TierOptions tiers;
+  ArrivalOptions arrivals;
+  KvEventOptions events;
+  RunOptions run;
 
-  bool kv_events_observed = false;   // not an option: a caller's own sink (the Python module)
-  bool overwrite_outputs = false;    // not an option: kvsim replay --force (replace --kv-events FILE)
-
-  bool kv_events_enabled() const {
-    return kv_events_observed || !kv_events_file.empty() || !kv_events_zmq.empty();
-  }
-  bool tiers_enabled() const { return host_cache_bytes > 0; }
+  bool kv_events_enabled() const { return events.enabled(); }
+  bool tiers_enabled() const { return tiers.enabled(); }
   // The model's KV-cache groups run as vLLM's hybrid manager: a hybrid model without a
   // second tier. With a tier (a KV connector) vLLM turns its hybrid manager off and every
   // layer keeps full-attention blocks in one group; kvsim does the same.
   bool hybrid_kv_cache() const { return !tiers_enabled() && effective_model().is_hybrid(); }
+  int block_size() const { return scheduler.cache.block_size; }
+  // The parts' validate(), then the rules across parts.
   Status validate() const;
-  // The model as the run uses it: `model` with --sliding-window, --dtype and --kv-cache-dtype
-  // applied, and one rank's shard of it under --tp (validate() checked that it splits).
-  ModelShape effective_model() const;
-  // The GPU as the run uses it: `gpu` with --host-overhead applied.
-  sim::GpuSpec effective_gpu() const;
+  ModelShape effective_model() const { return device.effective_model(); }
+  sim::GpuSpec effective_gpu() const { return device.effective_gpu(); }
 };
 
 // One option of the table: `--name VALUE` (or a switch: `--name` alone sets it to "on").

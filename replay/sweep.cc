@@ -1,6 +1,7 @@
 #include "replay/sweep.h"
 
 #include <algorithm>
+#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -134,14 +135,16 @@ StatusOr<SweepPoint> run_sequence(const SweepConfig& config, std::int64_t pool_b
 
 StatusOr<SweepPoint> run_serving(const ReplayConfig& base, const SweepConfig& c, std::int64_t pool_blocks) {
   ReplayConfig config = base;
-  config.device = DeviceKind::kSim;
-  config.block_size = c.block_size;
-  config.num_blocks = pool_blocks;
-  config.keep_decision_text = false;
+  config.device.kind = DeviceKind::kSim;
+  config.scheduler.cache.block_size = c.block_size;
+  // clamped to int: validate() refuses it as any pool over 2^30 blocks
+  config.scheduler.cache.num_blocks =
+      static_cast<int>(std::min<std::int64_t>(pool_blocks, std::numeric_limits<int>::max()));
+  config.run.replay.keep_decision_text = false;
   auto spec = policy_spec(c.policy);
   if (!spec.ok()) return spec.status();
-  config.free_order = spec->order;
-  config.eviction_policy = spec->kind;
+  config.scheduler.cache.free_order = spec->order;
+  config.scheduler.cache.eviction_policy = spec->kind;
   auto run = build_replay(config, c.trace);
   if (!run.ok()) return run.status();
   auto summary = run->make_replayer(config)->run();

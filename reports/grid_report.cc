@@ -108,7 +108,7 @@ GridPlotRow GridPlotRow::from_text(const std::string& text) {
 GridPlotRow grid_plot_row(const GridPoint& point, const ReplaySummary& r) {
   const replay::ServingMetrics& m = r.serving;
   return {curve_of(point), m.request_throughput, percentile_value(m.ttft_ms, 99), m.ttft_ms.median,
-          point.config.request_rate, m.request_goodput};
+          point.config.arrivals.request_rate, m.request_goodput};
 }
 
 Status plot_grid(const std::vector<GridPlotRow>& rows, const std::string& out_dir) {

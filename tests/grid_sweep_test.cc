@@ -15,8 +15,8 @@ const char* kTrace = "traces/data/sharegpt_sample.kvtrace";
 
 std::vector<ReplaySummary> run_on(int jobs) {
   ReplayConfig base;
-  base.limit = 80;
-  base.keep_decision_text = false;
+  base.run.limit = 80;
+  base.run.replay.keep_decision_text = false;
   std::vector<GridAxis> axes;
   for (const char* text : {"request-rate=4,16", "eviction-policy=lru,lfu"}) {
     auto axis = parse_axis(text);

@@ -72,10 +72,10 @@ ReplaySummary replay(const std::string& model, int sliding_window, std::int64_t 
   ReplayConfig c;
   EXPECT_TRUE(set_option(c, "model", model).ok());
   EXPECT_TRUE(set_option(c, "sliding-window", std::to_string(sliding_window)).ok());
-  c.limit = limit;
-  c.kv_cache_tokens = 4'000'000;  // no eviction: hits depend only on what was computed
-  c.verify = sim::VerifyMode::kFast;
-  c.keep_decision_text = false;
+  c.run.limit = limit;
+  c.device.kv_cache_tokens = 4'000'000;  // no eviction: hits depend only on what was computed
+  c.device.verify = sim::VerifyMode::kFast;
+  c.run.replay.keep_decision_text = false;
   trace::ReplaySourceOptions so;
   so.limit = limit;
   auto source = trace::TraceRequestSource::open(kTrace, so);
@@ -159,14 +159,14 @@ TEST(HybridReplay, CliReplaysGptOss20bWithPerGroupFigures) {
 TEST(HybridReplay, SlidingWindowOptionIsInTheTable) {
   ReplayConfig c;
   EXPECT_TRUE(set_option(c, "sliding-window", "512").ok());
-  EXPECT_EQ(c.sliding_window, 512);
+  EXPECT_EQ(c.device.sliding_window, 512);
   EXPECT_FALSE(set_option(c, "sliding-window", "-1").ok());
   EXPECT_TRUE(set_option(c, "model", "gpt-oss-20b").ok());
   EXPECT_EQ(c.effective_model().sliding_window, 512);
   EXPECT_TRUE(c.validate().ok());
-  c.device = DeviceKind::kGpu;  // the CUDA backend runs hybrid models (per-group block tables)
+  c.device.kind = DeviceKind::kGpu;  // the CUDA backend runs hybrid models (per-group block tables)
   EXPECT_TRUE(c.validate().ok()) << c.validate().message();
-  c.device = DeviceKind::kSim;
+  c.device.kind = DeviceKind::kSim;
   EXPECT_TRUE(set_option(c, "model", "llama3-8b").ok());
   EXPECT_EQ(c.validate().message(), "--sliding-window: model llama3-8b has no sliding-window layer");
 }

@@ -126,10 +126,10 @@ struct Outcome {
 Outcome replay_with(const std::string& events_file, const std::string& model) {
   ReplayConfig c;
   EXPECT_TRUE(set_option(c, "model", model).ok());
-  c.num_blocks = 400;  // small: blocks are evicted
-  c.limit = 60;
-  c.keep_decision_text = false;
-  c.kv_events_file = events_file;
+  c.scheduler.cache.num_blocks = 400;  // small: blocks are evicted
+  c.run.limit = 60;
+  c.run.replay.keep_decision_text = false;
+  c.events.file = events_file;
   auto run = build_replay(c, kTrace);
   EXPECT_TRUE(run.ok()) << run.status().message();
   auto summary = run->make_replayer(c)->run();
@@ -199,10 +199,10 @@ TEST(KvEventsTest, HybridEventsCarryTheGroupAndRebuildTheCache) {
 
 TEST(KvEventsTest, BadOptionsNameTheOption) {
   ReplayConfig c;
-  c.kv_events_replay = "tcp://127.0.0.1:1";
+  c.events.zmq.replay_endpoint = "tcp://127.0.0.1:1";
   EXPECT_EQ(c.validate().message(), "--kv-events-replay: needs --kv-events-zmq");
   ReplayConfig d;
-  d.kv_events_file = "/nonexistent-dir/x.jsonl";
+  d.events.file = "/nonexistent-dir/x.jsonl";
   auto run = build_replay(d, kTrace);
   ASSERT_FALSE(run.ok());
   EXPECT_EQ(run.status().message(), "--kv-events: cannot create /nonexistent-dir/x.jsonl.tmp-" +
@@ -231,10 +231,10 @@ TEST(KvEventsTest, FileAppearsWholeOnCloseAndIsNeverOverwrittenUnasked) {
   fs::create_directories(dir);
   const fs::path file = dir / "events.jsonl";
   ReplayConfig c;
-  c.num_blocks = 400;
-  c.limit = 30;
-  c.keep_decision_text = false;
-  c.kv_events_file = file.string();
+  c.scheduler.cache.num_blocks = 400;
+  c.run.limit = 30;
+  c.run.replay.keep_decision_text = false;
+  c.events.file = file.string();
   {  // aborted: the replay runs, the sink is dropped without close()
     auto run = build_replay(c, kTrace);
     ASSERT_TRUE(run.ok()) << run.status().message();
@@ -251,7 +251,7 @@ TEST(KvEventsTest, FileAppearsWholeOnCloseAndIsNeverOverwrittenUnasked) {
   EXPECT_EQ(refused.status().message(), "--kv-events: " + file.string() + " exists (use --force to replace it)");
   EXPECT_EQ(read_all(file), "the user's file\n");
 
-  c.overwrite_outputs = true;
+  c.events.overwrite_file = true;
   auto run = build_replay(c, kTrace);
   ASSERT_TRUE(run.ok()) << run.status().message();
   ASSERT_TRUE(run->make_replayer(c)->run().ok());

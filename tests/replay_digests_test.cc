@@ -17,7 +17,7 @@ using namespace kv::replay;
 
 std::string digest_of(const std::string& trace, const std::vector<std::pair<std::string, std::string>>& options) {
   ReplayConfig c;
-  c.keep_decision_text = false;
+  c.run.replay.keep_decision_text = false;
   for (const auto& [name, value] : options) {
     const Status s = set_option(c, name, value);
     EXPECT_TRUE(s.ok()) << s.message();

@@ -91,9 +91,9 @@ TEST(Arrivals, SameSeedSameArrivalsInfinityAllAtZero) {
 }
 
 ReplaySummary replay(ReplayConfig c) {
-  c.model = find_model_shape("llama3-8b").value();
-  c.verify = sim::VerifyMode::kOff;
-  c.keep_decision_text = false;
+  c.device.model = find_model_shape("llama3-8b").value();
+  c.device.verify = sim::VerifyMode::kOff;
+  c.run.replay.keep_decision_text = false;
   auto run = build_replay(c, kTrace);
   EXPECT_TRUE(run.ok()) << run.status().message();
   auto s = run->make_replayer(c)->run();
@@ -103,50 +103,50 @@ ReplaySummary replay(ReplayConfig c) {
 
 TEST(Overload, AnOverloadedRunIsFlaggedAndAnUnloadedOneIsNot) {
   ReplayConfig c;
-  c.limit = 400;
-  c.kv_cache_tokens = 200000;
-  c.request_rate = 200;  // far beyond what one simulated H100 serves on these prompts
+  c.run.limit = 400;
+  c.device.kv_cache_tokens = 200000;
+  c.arrivals.request_rate = 200;  // far beyond what one simulated H100 serves on these prompts
   const ReplaySummary hot = replay(c);
   EXPECT_TRUE(hot.overload.overloaded);
   EXPECT_NE(hot.overload.reason.find("last fifth"), std::string::npos) << hot.overload.reason;
-  c.request_rate = 0.5;
+  c.arrivals.request_rate = 0.5;
   const ReplaySummary calm = replay(c);
   EXPECT_FALSE(calm.overload.overloaded) << calm.overload.reason;
 }
 
 // The most requests in the engine (running + waiting) after any step.
 std::int64_t peak_in_flight(ReplayConfig c) {
-  c.model = find_model_shape("llama3-8b").value();
-  c.verify = sim::VerifyMode::kOff;
+  c.device.model = find_model_shape("llama3-8b").value();
+  c.device.verify = sim::VerifyMode::kOff;
   auto run = build_replay(c, kTrace);
   EXPECT_TRUE(run.ok()) << run.status().message();
   auto replayer = run->make_replayer(c);
   std::int64_t peak = 0;
   replayer->on_step = [&](const StepRecord& r) { peak = std::max<std::int64_t>(peak, r.running + r.waiting); };
   auto s = replayer->run();
-  EXPECT_TRUE(s.ok() && s->requests_finished == c.limit);
+  EXPECT_TRUE(s.ok() && s->requests_finished == c.run.limit);
   return peak;
 }
 
 TEST(MaxConcurrency, NeverMoreRequestsInFlightThanTheLimit) {
   ReplayConfig c;
-  c.limit = 200;
-  c.kv_cache_tokens = 200000;
-  c.request_rate = std::numeric_limits<double>::infinity();
-  c.max_concurrency = 8;
+  c.run.limit = 200;
+  c.device.kv_cache_tokens = 200000;
+  c.arrivals.request_rate = std::numeric_limits<double>::infinity();
+  c.run.replay.max_concurrency = 8;
   EXPECT_EQ(peak_in_flight(c), 8);
-  c.max_concurrency = 0;
+  c.run.replay.max_concurrency = 0;
   EXPECT_GT(peak_in_flight(c), 8);
 }
 
 // result.json's figures, recomputed from requests.csv.
 TEST(ResultJson, FiguresMatchThePerRequestFile) {
   ReplayConfig c;
-  c.limit = 300;
-  c.kv_cache_tokens = 400000;
-  c.request_rate = 4;
-  c.metric_percentiles = {50, 99};
-  c.goodput.ttft_ms = 200;
+  c.run.limit = 300;
+  c.device.kv_cache_tokens = 400000;
+  c.arrivals.request_rate = 4;
+  c.run.replay.metric_percentiles = {50, 99};
+  c.run.replay.goodput.ttft_ms = 200;
   auto run = build_replay(c, kTrace);
   ASSERT_TRUE(run.ok()) << run.status().message();
   const fs::path dir = fs::temp_directory_path() / ("kvsim_result_json_" + std::to_string(::getpid()));
@@ -201,9 +201,9 @@ TEST(ResultJson, FiguresMatchThePerRequestFile) {
 
 TEST(Capacity, TheRateFoundMeetsTheSloAndTwentyPercentMoreDoesNot) {
   ReplayConfig c;
-  c.limit = 200;
-  c.kv_cache_tokens = 400000;
-  c.verify = sim::VerifyMode::kOff;
+  c.run.limit = 200;
+  c.device.kv_cache_tokens = 400000;
+  c.device.verify = sim::VerifyMode::kOff;
   auto slo = parse_slo("ttft-p99=300,tpot-p99=30");
   ASSERT_TRUE(slo.ok());
   auto r = find_capacity(c, kTrace, *slo, CapacityOptions{});
@@ -212,8 +212,8 @@ TEST(Capacity, TheRateFoundMeetsTheSloAndTwentyPercentMoreDoesNot) {
   EXPECT_LE(r->failing_rate / r->rate, 1.02 + 1e-9);
   auto meets = [&](double rate) {
     ReplayConfig at = c;
-    at.request_rate = rate;
-    at.metric_percentiles = {99};
+    at.arrivals.request_rate = rate;
+    at.run.replay.metric_percentiles = {99};
     const ReplaySummary s = replay(at);
     return slo_figure(s.serving, (*slo)[0]) <= 300 && slo_figure(s.serving, (*slo)[1]) <= 30;
   };
@@ -225,9 +225,9 @@ TEST(Capacity, TheRateFoundMeetsTheSloAndTwentyPercentMoreDoesNot) {
 
 TEST(GridSweep, CrossProductInOrderAndTheSameTableOnAnyNumberOfThreads) {
   ReplayConfig c;
-  c.limit = 60;
-  c.kv_cache_tokens = 200000;
-  c.verify = sim::VerifyMode::kOff;
+  c.run.limit = 60;
+  c.device.kv_cache_tokens = 200000;
+  c.device.verify = sim::VerifyMode::kOff;
   auto rate = parse_axis("request-rate=2,8");
   auto block = parse_axis("block-size=16,32");
   ASSERT_TRUE(rate.ok() && block.ok());
@@ -235,7 +235,7 @@ TEST(GridSweep, CrossProductInOrderAndTheSameTableOnAnyNumberOfThreads) {
   ASSERT_TRUE(points.ok()) << points.status().message();
   ASSERT_EQ(points->size(), 4u);
   EXPECT_EQ((*points)[1].name, "request-rate=2,block-size=32");
-  EXPECT_EQ((*points)[2].config.request_rate, 8);
+  EXPECT_EQ((*points)[2].config.arrivals.request_rate, 8);
   auto one = run_grid(*points, kTrace, 1, {});
   auto two = run_grid(*points, kTrace, 2, {});
   ASSERT_TRUE(one.ok() && two.ok());
@@ -250,12 +250,12 @@ TEST(LoadOptions, BadValuesNameTheOption) {
   EXPECT_EQ(set_option(c, "request-rate", "-3").message(),
             "--request-rate: must be a number from 0.0001 to 1e+09 or inf, got '-3'");
   EXPECT_TRUE(set_option(c, "request-rate", "inf").ok());
-  EXPECT_TRUE(std::isinf(c.request_rate));
+  EXPECT_TRUE(std::isinf(c.arrivals.request_rate));
   EXPECT_EQ(set_option(c, "goodput", "ttft:abc").message(),
             "--goodput: 'ttft:abc' is not METRIC:MILLISECONDS (ttft, tpot or e2el)");
   EXPECT_EQ(set_option(c, "goodput", "tbt:5").message(), "--goodput: unknown metric 'tbt' (valid: ttft, tpot, e2el)");
   EXPECT_TRUE(set_option(c, "goodput", "ttft:500 tpot:50").ok());
-  EXPECT_EQ(c.goodput.tpot_ms, 50);
+  EXPECT_EQ(c.run.replay.goodput.tpot_ms, 50);
   EXPECT_EQ(set_option(c, "metric-percentiles", "50,101").message(),
             "--metric-percentiles: '101' is not a percentile in (0, 100]");
   EXPECT_EQ(set_option(c, "burstiness", "0").message(), "--burstiness: must be a number from 0.001 to 1000, got '0'");
@@ -282,12 +282,12 @@ TEST(LoadOptions, NonFiniteAndAbsurdValuesNameTheOption) {
   }
   const double nan = std::nan("");
   const std::pair<void (*)(ReplayConfig&, double), std::string> fields[] = {
-      {[](ReplayConfig& c, double v) { c.request_rate = v; }, "--request-rate:"},
-      {[](ReplayConfig& c, double v) { c.burstiness = v; }, "--burstiness:"},
-      {[](ReplayConfig& c, double v) { c.rate_scale = v; }, "--rate-scale:"},
-      {[](ReplayConfig& c, double v) { c.overload_ttft_ms = v; }, "--overload-ttft-ms:"},
-      {[](ReplayConfig& c, double v) { c.goodput.ttft_ms = v; }, "--goodput:"},
-      {[](ReplayConfig& c, double v) { c.gpu_memory_utilization = v; }, "--gpu-memory-utilization:"},
+      {[](ReplayConfig& c, double v) { c.arrivals.request_rate = v; }, "--request-rate:"},
+      {[](ReplayConfig& c, double v) { c.arrivals.burstiness = v; }, "--burstiness:"},
+      {[](ReplayConfig& c, double v) { c.arrivals.rate_scale = v; }, "--rate-scale:"},
+      {[](ReplayConfig& c, double v) { c.run.replay.overload_ttft_ms = v; }, "--overload-ttft-ms:"},
+      {[](ReplayConfig& c, double v) { c.run.replay.goodput.ttft_ms = v; }, "--goodput:"},
+      {[](ReplayConfig& c, double v) { c.device.gpu_memory_utilization = v; }, "--gpu-memory-utilization:"},
   };
   for (const auto& [set, option] : fields) {
     for (double bad : {nan, 1e30}) {
@@ -297,7 +297,7 @@ TEST(LoadOptions, NonFiniteAndAbsurdValuesNameTheOption) {
     }
   }
   ReplayConfig c;
-  c.request_rate = -std::numeric_limits<double>::infinity();
+  c.arrivals.request_rate = -std::numeric_limits<double>::infinity();
   EXPECT_EQ(c.validate().message().rfind("--request-rate:", 0), 0u);
 }
 

@@ -72,7 +72,7 @@ TEST(PoolSizingTest, TensorParallelHalvesTheKvBytesPerBlockPerRank) {
 
 TEST(PoolSizingTest, HostOverheadOption) {
   ReplayConfig c;
-  EXPECT_EQ(c.effective_gpu().host_step_ns, c.gpu.host_step_ns);  // "gpu": the preset's terms
+  EXPECT_EQ(c.effective_gpu().host_step_ns, c.device.gpu.host_step_ns);  // "gpu": the preset's terms
   ASSERT_TRUE(set_option(c, "host-overhead", "300000,2000,15").ok());
   EXPECT_EQ(c.effective_gpu().host_step_ns, 300000);
   EXPECT_EQ(c.effective_gpu().host_per_request_ns, 2000);

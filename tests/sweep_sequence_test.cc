@@ -162,7 +162,7 @@ TEST(SweepBadInput, NamesWhatIsWrong) {
   EXPECT_NE(missing.status().message().find("missing.kvtrace"), std::string::npos);
   o.traces = {"traces/data/sharegpt_sample.kvtrace"};
   o.mode = "serving";
-  o.serving.max_num_seqs = 0;  // the serving replay's configuration is checked before any work
+  o.serving.scheduler.max_num_seqs = 0;  // the serving replay's configuration is checked before any work
   auto bad_serving = run_sweep(o);
   ASSERT_FALSE(bad_serving.ok());
   EXPECT_NE(bad_serving.status().message().find("--max-num-seqs"), std::string::npos);

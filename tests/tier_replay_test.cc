@@ -22,11 +22,11 @@ const char* kTrace = "traces/data/mooncake_conversation.kvtrace";
 
 ReplayConfig base(std::int64_t kv_cache_tokens) {
   ReplayConfig c;
-  c.limit = 400;
-  c.rate_scale = 0.25;  // the trace's arrivals, four times slower: a loaded, not overloaded, server
-  c.kv_cache_tokens = kv_cache_tokens;
-  c.keep_decision_text = false;
-  c.verify = sim::VerifyMode::kFast;
+  c.run.limit = 400;
+  c.arrivals.rate_scale = 0.25;  // the trace's arrivals, four times slower: a loaded, not overloaded, server
+  c.device.kv_cache_tokens = kv_cache_tokens;
+  c.run.replay.keep_decision_text = false;
+  c.device.verify = sim::VerifyMode::kFast;
   return c;
 }
 
@@ -76,7 +76,7 @@ TEST(TierReplay, EveryPolicyFeedsTheHostTierOnEveryLayout) {
   for (const char* model : {"llama3-8b", "gpt-oss-20b"}) {
     for (const char* policy : {"lru", "lfu", "slru", "leaf-lru", "priority"}) {
       ReplayConfig c = base(kSmallGpu);
-      c.limit = 200;
+      c.run.limit = 200;
       set(c, "model", model);
       set(c, "eviction-policy", policy);
       set(c, "host-cache-bytes", "256000000000");

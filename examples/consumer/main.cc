@@ -12,7 +12,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   kv::replay::ReplayConfig config;
-  config.keep_decision_text = false;
+  config.run.replay.keep_decision_text = false;
   if (argc > 2) {
     if (kv::Status s = kv::replay::set_option(config, "num-blocks", argv[2]); !s.ok()) {
       std::fprintf(stderr, "kvsim_consumer: %s\n", s.message().c_str());
