@@ -37,6 +37,30 @@ std::optional<std::int64_t> parse_timestamp_us(const std::string& t) {
   return us;
 }
 
+// Row `row` (from 0) after its timestamp `us`: in order, within range, at most 31 years on.
+Status check_azure_row(const std::string& where, std::int64_t row, std::int64_t us, std::int64_t first_us,
+                       std::int64_t prev_us, std::int64_t context, std::int64_t generated) {
+  if (row > 0 && us < prev_us) return Status::error(where + "column TIMESTAMP: arrivals go backwards");
+  if (context < 0) return Status::error(where + "column ContextTokens: negative");
+  if (context > (1 << 20)) return Status::error(where + "column ContextTokens: too large");
+  if (generated < 0) return Status::error(where + "column GeneratedTokens: negative");
+  if (us - first_us > kMaxArrivalTimeUs) {
+    return Status::error(where + "column TIMESTAMP: more than 31 years after the first row");
+  }
+  return Status();
+}
+
+// The request of row `row`: a unique random prompt of `context` tokens.
+TraceRequest azure_request(std::uint64_t seed, std::int64_t row, std::int64_t arrival_us, std::int64_t context,
+                           std::int64_t generated) {
+  TraceRequest r;
+  r.id = "az" + std::to_string(row);
+  r.arrival_time_us = arrival_us;
+  r.prompt_segments.push_back(PromptSegment::block(random_prompt_block(seed, row), static_cast<int>(context)));
+  r.output_length = generated;
+  return r;
+}
+
 }  // namespace
 
 StatusOr<ConvertStats> convert_azure(const std::string& input, const ConvertOptions& o, TraceWriter& writer) {
@@ -47,7 +71,6 @@ StatusOr<ConvertStats> convert_azure(const std::string& input, const ConvertOpti
     std::string ts_text, context_text, generated_text;
     std::int64_t context = 0, generated = 0;
     std::int64_t first_us = 0, prev_us = 0, row = 0;
-    TraceRequest r;
     while (csv.read_row(ts_text, context_text, generated_text)) {
       const std::string where = input + ": line " + std::to_string(csv.get_file_line()) + ": ";
       if (Status s = cell_int(where, "ContextTokens", context_text, &context); !s.ok()) return s;
@@ -55,25 +78,14 @@ StatusOr<ConvertStats> convert_azure(const std::string& input, const ConvertOpti
       const std::optional<std::int64_t> us = parse_timestamp_us(ts_text);
       if (!us) return Status::error(where + "column TIMESTAMP: bad timestamp '" + ts_text + "'");
       if (row == 0) first_us = *us;
-      if (row > 0 && *us < prev_us) return Status::error(where + "column TIMESTAMP: arrivals go backwards");
-      if (context < 0) return Status::error(where + "column ContextTokens: negative");
-      if (context > (1 << 20)) return Status::error(where + "column ContextTokens: too large");
-      if (generated < 0) return Status::error(where + "column GeneratedTokens: negative");
-      if (*us - first_us > kMaxArrivalTimeUs) {
-        return Status::error(where + "column TIMESTAMP: more than 31 years after the first row");
-      }
+      if (Status s = check_azure_row(where, row, *us, first_us, prev_us, context, generated); !s.ok()) return s;
       prev_us = *us;
       if (context == 0) {
         ++stats.skipped;
         ++row;
         continue;
       }
-      r = TraceRequest();
-      r.id = "az" + std::to_string(row);
-      r.arrival_time_us = *us - first_us;
-      r.prompt_segments.push_back(PromptSegment::block(random_prompt_block(o.seed, row), static_cast<int>(context)));
-      r.output_length = generated;
-      ++row;
+      const TraceRequest r = azure_request(o.seed, row++, *us - first_us, context, generated);
       if (Status s = writer.write(r); !s.ok()) return s.with_context(where);
       if (++stats.requests == o.max_requests) break;
     }
