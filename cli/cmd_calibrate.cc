@@ -38,117 +38,142 @@ std::string pct(double v) {
   return buf;
 }
 
-}  // namespace
-
-int run_calibrate(int argc, char** argv) {
+// The command line of `kvsim calibrate`, with its defaults.
+struct CalibrateArgs {
   std::string profile, name, base_gpu = "h100-sxm", model = "llama3-8b", out, synthesize, truth_file, held_out;
   double noise_sigma = 0.03, step_noise_sigma = 0.02;
   std::uint64_t seed = 1;
   std::int64_t held_out_limit = 300;
   bool force = false;
-  po::options_description opts(
-      "kvsim calibrate PROFILE.csv --name NAME [options]\n"
-      "kvsim calibrate --synthesize OUT.csv --truth-preset-file TRUTH.gpu [options]\n\n"
-      "Fits the simulator's roofline efficiencies (compute and bandwidth, in whole percent) to a\n"
-      "per-kernel profile CSV (sim/profile_format.md) by least squares on relative errors, over all\n"
-      "rows and per kernel class, and writes a GPU preset file (default presets/NAME.gpu) that\n"
-      "kvsim replay --gpu-preset-file FILE, or --gpu NAME, loads. Launch overheads are not in a\n"
-      "kernel profile and keep the base preset's values.\n"
-      "--synthesize writes a profile from the roofline of a known preset plus log-normal noise;\n"
-      "--held-out-trace then checks predicted against 'measured' step times (the truth preset's\n"
-      "simulator, noised) on a trace. Exit status: 0 ok, 2 bad usage or bad input.\n\n"
-      "Options");
+};
+
+constexpr const char* kUsage =
+    "kvsim calibrate PROFILE.csv --name NAME [options]\n"
+    "kvsim calibrate --synthesize OUT.csv --truth-preset-file TRUTH.gpu [options]\n\n"
+    "Fits the simulator's roofline efficiencies (compute and bandwidth, in whole percent) to a\n"
+    "per-kernel profile CSV (sim/profile_format.md) by least squares on relative errors, over all\n"
+    "rows and per kernel class, and writes a GPU preset file (default presets/NAME.gpu) that\n"
+    "kvsim replay --gpu-preset-file FILE, or --gpu NAME, loads. Launch overheads are not in a\n"
+    "kernel profile and keep the base preset's values.\n"
+    "--synthesize writes a profile from the roofline of a known preset plus log-normal noise;\n"
+    "--held-out-trace then checks predicted against 'measured' step times (the truth preset's\n"
+    "simulator, noised) on a trace. Exit status: 0 ok, 2 bad usage or bad input.\n\n"
+    "Options";
+
+void add_calibrate_options(po::options_description& opts, CalibrateArgs& a) {
   opts.add_options()("help,h", "show this help")
-      ("profile", po::value(&profile), "profile CSV (positional)")
-      ("name", po::value(&name), "name of the fitted preset")
-      ("base-gpu", po::value(&base_gpu)->default_value(base_gpu), "built-in preset whose peaks and overheads are kept")
-      ("model", po::value(&model)->default_value(model), "model preset the profile was measured with")
-      ("out", po::value(&out), "preset file to write (default: presets/NAME.gpu)")
-      ("force", po::bool_switch(&force), "replace an existing output file")
-      ("synthesize", po::value(&synthesize), "write a synthetic profile CSV to this file instead of fitting")
-      ("truth-preset-file", po::value(&truth_file), "the known preset of --synthesize and --held-out-trace")
-      ("noise-sigma", po::value(&noise_sigma)->default_value(noise_sigma), "--synthesize: log-normal sigma of each row")
-      ("seed", po::value(&seed)->default_value(seed), "seed of the synthetic noise")
-      ("held-out-trace", po::value(&held_out), "trace to check the fitted preset on (needs --truth-preset-file)")
-      ("held-out-limit", po::value(&held_out_limit)->default_value(held_out_limit), "requests of it to replay (0 = all)")
-      ("step-noise-sigma", po::value(&step_noise_sigma)->default_value(step_noise_sigma),
+      ("profile", po::value(&a.profile), "profile CSV (positional)")
+      ("name", po::value(&a.name), "name of the fitted preset")
+      ("base-gpu", po::value(&a.base_gpu)->default_value(a.base_gpu), "built-in preset whose peaks and overheads are kept")
+      ("model", po::value(&a.model)->default_value(a.model), "model preset the profile was measured with")
+      ("out", po::value(&a.out), "preset file to write (default: presets/NAME.gpu)")
+      ("force", po::bool_switch(&a.force), "replace an existing output file")
+      ("synthesize", po::value(&a.synthesize), "write a synthetic profile CSV to this file instead of fitting")
+      ("truth-preset-file", po::value(&a.truth_file), "the known preset of --synthesize and --held-out-trace")
+      ("noise-sigma", po::value(&a.noise_sigma)->default_value(a.noise_sigma), "--synthesize: log-normal sigma of each row")
+      ("seed", po::value(&a.seed)->default_value(a.seed), "seed of the synthetic noise")
+      ("held-out-trace", po::value(&a.held_out), "trace to check the fitted preset on (needs --truth-preset-file)")
+      ("held-out-limit", po::value(&a.held_out_limit)->default_value(a.held_out_limit), "requests of it to replay (0 = all)")
+      ("step-noise-sigma", po::value(&a.step_noise_sigma)->default_value(a.step_noise_sigma),
        "--held-out-trace: log-normal sigma of each 'measured' step time");
-  po::positional_options_description pos;
-  pos.add("profile", 1);
-  po::variables_map vm;
-  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
-  if (!(noise_sigma >= 0 && noise_sigma < 1) || !(step_noise_sigma >= 0 && step_noise_sigma < 1)) {
-    return fail("noise sigmas must be in [0, 1)");
-  }
-  auto model_spec = find_model_shape(model);
-  if (!model_spec.ok()) return fail("--model: " + model_spec.status().message());
-  std::optional<sim::GpuSpec> truth;
-  if (!truth_file.empty()) {
-    auto t = sim::load_gpu_spec_file(truth_file);
-    if (!t.ok()) return fail("--truth-preset-file: " + t.status().message());
-    truth = *t;
-  }
+}
 
-  if (!synthesize.empty()) {
-    if (!truth) return fail("--synthesize needs --truth-preset-file (the known preset)");
-    const std::string csv = sim::synthetic_profile_csv(*model_spec, *truth, noise_sigma, seed);
-    if (Status s = write_new(synthesize, csv, force); !s.ok()) return fail(s.message());
-    std::cout << "wrote a synthetic profile of " << model << " on '" << truth->name << "' (compute "
-              << truth->compute_efficiency_pct << "%, bandwidth " << truth->bandwidth_efficiency_pct
-              << "%, noise sigma " << noise_sigma << ", seed " << seed << ") to " << synthesize << "\n";
-    return 0;
-  }
+// --synthesize: a profile from the truth preset's roofline plus noise.
+int write_synthetic(const CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth) {
+  if (!truth) return fail("--synthesize needs --truth-preset-file (the known preset)");
+  const std::string csv = sim::synthetic_profile_csv(model_spec, *truth, a.noise_sigma, a.seed);
+  if (Status s = write_new(a.synthesize, csv, a.force); !s.ok()) return fail(s.message());
+  std::cout << "wrote a synthetic profile of " << a.model << " on '" << truth->name << "' (compute "
+            << truth->compute_efficiency_pct << "%, bandwidth " << truth->bandwidth_efficiency_pct
+            << "%, noise sigma " << a.noise_sigma << ", seed " << a.seed << ") to " << a.synthesize << "\n";
+  return 0;
+}
 
-  if (profile.empty()) return fail("give a profile CSV (kvsim calibrate --help)");
-  if (name.empty()) return fail("--name is required");
-  auto base = sim::find_gpu_spec(base_gpu);
-  if (!base.ok()) return fail("--base-gpu: " + base.status().message());
-  auto rows = sim::read_profile(profile);
-  if (!rows.ok()) return fail(rows.status().message());
-  auto host_rows = sim::read_host_rows(profile);
-  if (!host_rows.ok()) return fail(host_rows.status().message());
-  auto cal = sim::calibrate(*rows, *model_spec, *base, name, *host_rows);
-  if (!cal.ok()) return fail(cal.status().message());
-  if (out.empty()) out = "presets/" + name + ".gpu";
-
-  std::cout << "kvsim calibrate: " << profile << " (" << rows->size() << " rows), model " << model << ", base "
-            << base_gpu << "\n";
+// The fit's table: efficiencies and errors over all rows, per class, and of the base preset.
+void print_fit(const CalibrateArgs& a, const sim::Calibration& cal, std::size_t num_rows) {
+  std::cout << "kvsim calibrate: " << a.profile << " (" << num_rows << " rows), model " << a.model << ", base "
+            << a.base_gpu << "\n";
   std::printf("  %-12s %6s %9s %10s %9s %9s %9s\n", "scope", "rows", "compute", "bandwidth", "median", "p90", "max");
   auto line = [](const sim::EfficiencyFit& f) {
     std::printf("  %-12s %6zu %8d%% %9d%% %9s %9s %9s\n", f.scope.c_str(), f.rows, f.compute_pct, f.bandwidth_pct,
                 pct(f.median_ape).c_str(), pct(f.p90_ape).c_str(), pct(f.max_ape).c_str());
   };
-  line(cal->all);
-  for (const auto& f : cal->classes) line(f);
-  sim::EfficiencyFit b = cal->base_errors;
+  line(cal.all);
+  for (const auto& f : cal.classes) line(f);
+  sim::EfficiencyFit b = cal.base_errors;
   b.scope = "base " + b.scope;
   line(b);
   std::cout << "  (errors: |predicted - measured| / measured over the profile rows)\n";
-  if (cal->host) {
-    std::cout << "  host per step: " << cal->host->step_ns << " ns + " << cal->host->per_request_ns
-              << " ns/request + " << cal->host->per_token_ns << " ns/token (" << cal->host->rows
-              << " host_step rows, median error " << pct(cal->host->median_ape) << ", max "
-              << pct(cal->host->max_ape) << ")\n";
+  if (cal.host) {
+    std::cout << "  host per step: " << cal.host->step_ns << " ns + " << cal.host->per_request_ns
+              << " ns/request + " << cal.host->per_token_ns << " ns/token (" << cal.host->rows
+              << " host_step rows, median error " << pct(cal.host->median_ape) << ", max "
+              << pct(cal.host->max_ape) << ")\n";
   }
-  if (Status s = write_new(out, sim::calibration_preset_text(*cal, profile), force); !s.ok()) return fail(s.message());
-  std::cout << "  wrote preset '" << name << "' to " << out << "\n";
+}
 
-  if (!held_out.empty()) {
-    if (!truth) return fail("--held-out-trace needs --truth-preset-file (what stands for the GPU)");
-    auto fitted = replay::held_out_error(held_out, held_out_limit, *model_spec, *truth, cal->spec, step_noise_sigma, seed);
-    if (!fitted.ok()) return fail(fitted.status().message());
-    sim::GpuSpec base_named = *base;
-    auto baseline = replay::held_out_error(held_out, held_out_limit, *model_spec, *truth, base_named, step_noise_sigma, seed);
-    if (!baseline.ok()) return fail(baseline.status().message());
-    std::cout << "  held-out " << held_out << " (" << fitted->steps << " steps, truth '" << truth->name << "'):\n";
-    std::printf("    %-12s median %8s  p90 %8s  max %8s\n", name.c_str(), pct(fitted->median_ape).c_str(),
-                pct(fitted->p90_ape).c_str(), pct(fitted->max_ape).c_str());
-    std::printf("    %-12s median %8s  p90 %8s  max %8s\n", base_gpu.c_str(), pct(baseline->median_ape).c_str(),
-                pct(baseline->p90_ape).c_str(), pct(baseline->max_ape).c_str());
-    const bool met = fitted->median_ape <= 0.05 && fitted->p90_ape <= 0.10;
-    std::cout << "    fidelity target (median <= 5%, p90 <= 10%): " << (met ? "met" : "NOT met") << "\n";
-  }
+// --held-out-trace: the fitted and the base preset against the truth preset's noised steps.
+int check_held_out(const CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth,
+                   const sim::Calibration& cal, const sim::GpuSpec& base) {
+  if (!truth) return fail("--held-out-trace needs --truth-preset-file (what stands for the GPU)");
+  auto fitted = replay::held_out_error(a.held_out, a.held_out_limit, model_spec, *truth, cal.spec, a.step_noise_sigma, a.seed);
+  if (!fitted.ok()) return fail(fitted.status().message());
+  sim::GpuSpec base_named = base;
+  auto baseline = replay::held_out_error(a.held_out, a.held_out_limit, model_spec, *truth, base_named, a.step_noise_sigma, a.seed);
+  if (!baseline.ok()) return fail(baseline.status().message());
+  std::cout << "  held-out " << a.held_out << " (" << fitted->steps << " steps, truth '" << truth->name << "'):\n";
+  std::printf("    %-12s median %8s  p90 %8s  max %8s\n", a.name.c_str(), pct(fitted->median_ape).c_str(),
+              pct(fitted->p90_ape).c_str(), pct(fitted->max_ape).c_str());
+  std::printf("    %-12s median %8s  p90 %8s  max %8s\n", a.base_gpu.c_str(), pct(baseline->median_ape).c_str(),
+              pct(baseline->p90_ape).c_str(), pct(baseline->max_ape).c_str());
+  const bool met = fitted->median_ape <= 0.05 && fitted->p90_ape <= 0.10;
+  std::cout << "    fidelity target (median <= 5%, p90 <= 10%): " << (met ? "met" : "NOT met") << "\n";
   return 0;
+}
+
+// The fit of PROFILE.csv, written as a preset file, then the held-out check if asked for.
+int fit_preset(CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth) {
+  if (a.profile.empty()) return fail("give a profile CSV (kvsim calibrate --help)");
+  if (a.name.empty()) return fail("--name is required");
+  auto base = sim::find_gpu_spec(a.base_gpu);
+  if (!base.ok()) return fail("--base-gpu: " + base.status().message());
+  auto rows = sim::read_profile(a.profile);
+  if (!rows.ok()) return fail(rows.status().message());
+  auto host_rows = sim::read_host_rows(a.profile);
+  if (!host_rows.ok()) return fail(host_rows.status().message());
+  auto cal = sim::calibrate(*rows, model_spec, *base, a.name, *host_rows);
+  if (!cal.ok()) return fail(cal.status().message());
+  if (a.out.empty()) a.out = "presets/" + a.name + ".gpu";
+  print_fit(a, *cal, rows->size());
+  if (Status s = write_new(a.out, sim::calibration_preset_text(*cal, a.profile), a.force); !s.ok()) return fail(s.message());
+  std::cout << "  wrote preset '" << a.name << "' to " << a.out << "\n";
+  if (!a.held_out.empty()) return check_held_out(a, model_spec, truth, *cal, *base);
+  return 0;
+}
+
+}  // namespace
+
+int run_calibrate(int argc, char** argv) {
+  CalibrateArgs a;
+  po::options_description opts(kUsage);
+  add_calibrate_options(opts, a);
+  po::positional_options_description pos;
+  pos.add("profile", 1);
+  po::variables_map vm;
+  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
+  if (!(a.noise_sigma >= 0 && a.noise_sigma < 1) || !(a.step_noise_sigma >= 0 && a.step_noise_sigma < 1)) {
+    return fail("noise sigmas must be in [0, 1)");
+  }
+  auto model_spec = find_model_shape(a.model);
+  if (!model_spec.ok()) return fail("--model: " + model_spec.status().message());
+  std::optional<sim::GpuSpec> truth;
+  if (!a.truth_file.empty()) {
+    auto t = sim::load_gpu_spec_file(a.truth_file);
+    if (!t.ok()) return fail("--truth-preset-file: " + t.status().message());
+    truth = *t;
+  }
+  if (!a.synthesize.empty()) return write_synthetic(a, *model_spec, truth);
+  return fit_preset(a, *model_spec, truth);
 }
 
 }  // namespace kv::cli

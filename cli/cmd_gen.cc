@@ -19,12 +19,14 @@ int fail(const std::string& message) {
   return 2;
 }
 
-}  // namespace
-
-int run_gen(int argc, char** argv) {
+// The command line of `kvsim gen`, with its defaults.
+struct GenArgs {
   trace::ShareGptGenOptions sg;
   trace::PrefixGenOptions px;
   std::string kind, out, seed_text = "0";
+};
+
+po::options_description common_options(GenArgs& a) {
   po::options_description common(
       "kvsim gen sharegpt|prefix -o OUT [options]\n\n"
       "Writes a seeded synthetic trace; the same arguments give the same bytes.\n"
@@ -36,10 +38,14 @@ int run_gen(int argc, char** argv) {
       "Exit status: 0 ok, 2 bad usage or an error writing OUT.\n\n"
       "Options");
   common.add_options()("help,h", "show this help")
-      ("kind", po::value<std::string>(&kind), "sharegpt or prefix")
-      ("output,o", po::value<std::string>(&out), "output trace file")
+      ("kind", po::value<std::string>(&a.kind), "sharegpt or prefix")
+      ("output,o", po::value<std::string>(&a.out), "output trace file")
       ("force", "replace OUT if it exists")
-      ("seed", po::value<std::string>(&seed_text)->default_value(seed_text), "random seed (0 to 2^64-1)");
+      ("seed", po::value<std::string>(&a.seed_text)->default_value(a.seed_text), "random seed (0 to 2^64-1)");
+  return common;
+}
+
+po::options_description sharegpt_options(trace::ShareGptGenOptions& sg) {
   po::options_description sharegpt("sharegpt options");
   sharegpt.add_options()
       ("num-requests", po::value<std::int64_t>(&sg.num_requests)->default_value(sg.num_requests), "requests (turns) to write")
@@ -53,6 +59,10 @@ int run_gen(int argc, char** argv) {
       ("sigma", po::value<double>(&sg.sigma)->default_value(sg.sigma), "lognormal sigma of turn lengths")
       ("max-turn", po::value<int>(&sg.max_turn_tokens)->default_value(sg.max_turn_tokens), "longest turn (longer draws are redrawn)")
       ("max-model-len", po::value<int>(&sg.max_model_len)->default_value(sg.max_model_len), "a conversation ends before exceeding this context");
+  return sharegpt;
+}
+
+po::options_description prefix_options(trace::PrefixGenOptions& px) {
   po::options_description prefix("prefix options");
   prefix.add_options()
       ("num-prompts", po::value<std::int64_t>(&px.num_prompts)->default_value(px.num_prompts), "distinct prompts")
@@ -62,37 +72,53 @@ int run_gen(int argc, char** argv) {
       ("repeat", po::value<int>(&px.repeat)->default_value(px.repeat), "copies of each prompt")
       ("output-len", po::value<int>(&px.output_len)->default_value(px.output_len), "output tokens per request")
       ("prefix-rate", po::value<double>(&px.rate)->default_value(px.rate), "arrivals per second (0 = all at time 0)");
-  po::options_description all;
-  all.add(common).add(sharegpt).add(prefix);
-  po::positional_options_description pos;
-  pos.add("kind", 1);
-  po::variables_map vm;
-  if (!parse_options(argc, argv, all, &pos, vm)) return 0;  // --help
-  if (kind != "sharegpt" && kind != "prefix") return fail("say what to generate: sharegpt or prefix (--help)");
-  if (out.empty()) return fail("missing -o OUT");
-  const std::optional<std::uint64_t> seed = parse_uint64(seed_text);
-  if (!seed) return fail("--seed: '" + seed_text + "' is not an integer from 0 to 2^64-1");
-  trace::TraceHeader header;
-  if (kind == "sharegpt") {
-    sg.seed = *seed;
-    if (Status s = trace::validate(sg); !s.ok()) return fail(s.message());
-    header = trace::sharegpt_gen_header(sg);
-  } else {
-    px.seed = *seed;
-    if (Status s = trace::validate(px); !s.ok()) return fail(s.message());
-    header = trace::prefix_gen_header(px);
+  return prefix;
+}
+
+// The seed set and the options of `a.kind` checked; the header of its trace.
+StatusOr<trace::TraceHeader> gen_header(GenArgs& a, std::uint64_t seed) {
+  if (a.kind == "sharegpt") {
+    a.sg.seed = seed;
+    if (Status s = trace::validate(a.sg); !s.ok()) return s;
+    return trace::sharegpt_gen_header(a.sg);
   }
-  StatusOr<trace::TraceWriter> writer = trace::TraceWriter::create(out, header, vm.count("force") > 0);
+  a.px.seed = seed;
+  if (Status s = trace::validate(a.px); !s.ok()) return s;
+  return trace::prefix_gen_header(a.px);
+}
+
+// Generates into OUT; a failed generation leaves no OUT behind.
+int write_trace(GenArgs& a, const trace::TraceHeader& header, bool force) {
+  StatusOr<trace::TraceWriter> writer = trace::TraceWriter::create(a.out, header, force);
   if (!writer.ok()) return fail(writer.status().message());
-  StatusOr<std::int64_t> n = kind == "sharegpt" ? trace::generate_sharegpt(sg, *writer)
-                                                : trace::generate_prefix(px, *writer);
+  StatusOr<std::int64_t> n = a.kind == "sharegpt" ? trace::generate_sharegpt(a.sg, *writer)
+                                                  : trace::generate_prefix(a.px, *writer);
   Status closed = n.ok() ? writer->close() : Status();
   if (!n.ok() || !closed.ok()) {
     writer->abandon();
     return fail(n.ok() ? closed.message() : n.status().message());
   }
-  std::cout << "wrote " << *n << " requests (" << writer->bytes_written() << " bytes) to " << out << "\n";
+  std::cout << "wrote " << *n << " requests (" << writer->bytes_written() << " bytes) to " << a.out << "\n";
   return 0;
+}
+
+}  // namespace
+
+int run_gen(int argc, char** argv) {
+  GenArgs a;
+  po::options_description all;
+  all.add(common_options(a)).add(sharegpt_options(a.sg)).add(prefix_options(a.px));
+  po::positional_options_description pos;
+  pos.add("kind", 1);
+  po::variables_map vm;
+  if (!parse_options(argc, argv, all, &pos, vm)) return 0;  // --help
+  if (a.kind != "sharegpt" && a.kind != "prefix") return fail("say what to generate: sharegpt or prefix (--help)");
+  if (a.out.empty()) return fail("missing -o OUT");
+  const std::optional<std::uint64_t> seed = parse_uint64(a.seed_text);
+  if (!seed) return fail("--seed: '" + a.seed_text + "' is not an integer from 0 to 2^64-1");
+  StatusOr<trace::TraceHeader> header = gen_header(a, *seed);
+  if (!header.ok()) return fail(header.status().message());
+  return write_trace(a, *header, vm.count("force") > 0);
 }
 
 }  // namespace kv::cli

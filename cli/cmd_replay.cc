@@ -67,11 +67,13 @@ Status write_cache_dump(const std::string& path, const Scheduler& scheduler, boo
   return files::write_file_atomically(path, text, force).with_context("--dump-cache: ");
 }
 
-}  // namespace
-
-int run_replay(int argc, char** argv) {
+// The command line of `kvsim replay` other than the replay options, with its defaults.
+struct ReplayArgs {
   std::string trace_path, out_dir, decision_log = "full", progress = "auto", dump_cache;
   bool force = false;
+};
+
+po::options_description replay_options(ReplayArgs& a) {
   po::options_description opts(
       "kvsim replay --trace TRACE [options]\n\n"
       "Replays TRACE through vLLM v1's scheduler and KV-cache manager (the rules of\n"
@@ -81,54 +83,71 @@ int run_replay(int argc, char** argv) {
       "Exit status: 0 ok, 1 verification failures, 2 bad input or configuration.\n\n"
       "Options");
   opts.add_options()("help,h", "show this help")
-      ("trace", po::value(&trace_path), "trace file (.kvtrace; see kvsim gen / convert)")
-      ("out", po::value(&out_dir), "run folder to write (default: runs/<trace>-<device>-caching-<on|off>)")
-      ("force", po::bool_switch(&force),
+      ("trace", po::value(&a.trace_path), "trace file (.kvtrace; see kvsim gen / convert)")
+      ("out", po::value(&a.out_dir), "run folder to write (default: runs/<trace>-<device>-caching-<on|off>)")
+      ("force", po::bool_switch(&a.force),
        "replace an existing non-empty run folder (as a whole, once the run is done), and existing --kv-events and "
        "--dump-cache files")
-      ("decision-log", po::value(&decision_log)->default_value("full"),
+      ("decision-log", po::value(&a.decision_log)->default_value("full"),
        "full: write decisions.log; digest: keep only its SHA-256 (long traces)")
-      ("progress", po::value(&progress)->default_value("auto"), "auto (on a terminal) | on | off")
-      ("dump-cache", po::value(&dump_cache),
+      ("progress", po::value(&a.progress)->default_value("auto"), "auto (on a terminal) | on | off")
+      ("dump-cache", po::value(&a.dump_cache),
        "at the end, write the hash of every cached block to FILE (hex, sorted, one a line; for a hybrid model \"HEX GROUP\")");
   add_config_options(opts);
-  po::positional_options_description pos;
-  pos.add("trace", 1);
-  po::variables_map vm;
-  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
-  if (trace_path.empty()) return fail("--trace is required (kvsim replay --help)");
-  if (decision_log != "full" && decision_log != "digest") {
-    return fail("--decision-log must be full or digest, got '" + decision_log + "'");
+  return opts;
+}
+
+// The arguments checked before anything runs (an existing --dump-cache file too).
+Status check_replay_args(const ReplayArgs& a) {
+  if (a.trace_path.empty()) return Status::error("--trace is required (kvsim replay --help)");
+  if (a.decision_log != "full" && a.decision_log != "digest") {
+    return Status::error("--decision-log must be full or digest, got '" + a.decision_log + "'");
   }
-  if (progress != "auto" && progress != "on" && progress != "off") {
-    return fail("--progress must be auto, on or off, got '" + progress + "'");
+  if (a.progress != "auto" && a.progress != "on" && a.progress != "off") {
+    return Status::error("--progress must be auto, on or off, got '" + a.progress + "'");
   }
   std::error_code ec;
-  if (!dump_cache.empty() && !force && std::filesystem::exists(dump_cache, ec)) {  // before the run, not after
-    return fail("--dump-cache: " + dump_cache + " exists (use --force to replace it)");
+  if (!a.dump_cache.empty() && !a.force && std::filesystem::exists(a.dump_cache, ec)) {  // before the run, not after
+    return Status::error("--dump-cache: " + a.dump_cache + " exists (use --force to replace it)");
   }
-  replay::ReplayConfig config;
-  if (Status s = apply_config_options(vm, config); !s.ok()) return fail(s.message());
-  config.run.replay.keep_decision_text = false;  // decisions.log is streamed to the run folder
-  config.events.overwrite_file = force;
-  auto run = replay::build_replay(config, trace_path);
-  if (!run.ok()) return fail(run.status().message());
+  return Status();
+}
 
-  const std::string caching = config.scheduler.cache.enable_caching ? "on" : "off";
-  if (out_dir.empty()) {
-    out_dir = "runs/" + std::filesystem::path(trace_path).stem().string() + "-" +
-              (config.device.kind == replay::DeviceKind::kSim ? "sim" : "gpu") + "-caching-" + caching;
+// After the run folder: the cache dump, the event sink's close and the injected faults.
+int finish_side_outputs(const ReplayArgs& a, replay::ReplayRun& run) {
+  if (!a.dump_cache.empty()) {
+    if (Status st = write_cache_dump(a.dump_cache, *run.scheduler, a.force); !st.ok()) return fail(st.message());
   }
-  auto folder = reports::RunFolder::create(out_dir, force);
+  if (run.events) {
+    if (Status st = run.events->close(); !st.ok()) return fail(st.message());
+  }
+  if (run.faults != nullptr) {
+    for (const std::string& f : run.faults->fired()) std::cerr << "kvsim replay: injected fault: " << f << "\n";
+    for (const sim::FaultSpec& f : run.faults->unfired()) {
+      return fail("--inject-fault " + f.to_string() + " never fired: no step from " + std::to_string(f.step) +
+                  " on had a target for it (the request not scheduled, or not yet computed)");
+    }
+  }
+  return 0;
+}
+
+// Runs the replay into its run folder, prints the summary, then the side outputs and verdict.
+int replay_into_folder(ReplayArgs& a, const replay::ReplayConfig& config, replay::ReplayRun& run) {
+  const std::string caching = config.scheduler.cache.enable_caching ? "on" : "off";
+  if (a.out_dir.empty()) {
+    a.out_dir = "runs/" + std::filesystem::path(a.trace_path).stem().string() + "-" +
+                (config.device.kind == replay::DeviceKind::kSim ? "sim" : "gpu") + "-caching-" + caching;
+  }
+  auto folder = reports::RunFolder::create(a.out_dir, a.force);
   if (!folder.ok()) return fail(folder.status().message());
   (*folder)->set_result_date(reports::result_date_from_environment());
-  auto replayer = run->make_replayer(config);
-  if (decision_log == "full") {
+  auto replayer = run.make_replayer(config);
+  if (a.decision_log == "full") {
     if (Status st = (*folder)->stream_decisions(); !st.ok()) return fail(st.message());
     reports::RunFolder* f = folder->get();
     replayer->set_decision_sink([f](std::string_view line) { f->add_decision(line); });
   }
-  const bool show_progress = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
+  const bool show_progress = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO));
   observe(*replayer, **folder, show_progress);
 
   const auto t0 = std::chrono::steady_clock::now();
@@ -136,32 +155,39 @@ int run_replay(int argc, char** argv) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (show_progress) std::fprintf(stderr, "\r%100s\r", "");
   if (!summary.ok()) return fail(summary.status().message());
-  std::cout << reports::format_summary("kvsim replay: " + trace_path + " on " + run->device->name() +
+  std::cout << reports::format_summary("kvsim replay: " + a.trace_path + " on " + run.device->name() +
                                            ", prefix caching " + caching,
                                        *summary, wall);
-  if (Status st = (*folder)->finish(run->description, *summary, replayer->log(), wall, run->device->kernel_times());
+  if (Status st = (*folder)->finish(run.description, *summary, replayer->log(), wall, run.device->kernel_times());
       !st.ok()) {
     return fail(st.message());
   }
-  std::cout << "  run folder                " << out_dir << "\n";
+  std::cout << "  run folder                " << a.out_dir << "\n";
   if (summary->overload.overloaded) {
     std::cerr << "kvsim replay: warning: overloaded: " << summary->overload.reason
               << "; the latencies reflect an ever-growing queue (lower --request-rate, or add capacity)\n";
   }
-  if (!dump_cache.empty()) {
-    if (Status st = write_cache_dump(dump_cache, *run->scheduler, force); !st.ok()) return fail(st.message());
-  }
-  if (run->events) {
-    if (Status st = run->events->close(); !st.ok()) return fail(st.message());
-  }
-  if (run->faults != nullptr) {
-    for (const std::string& f : run->faults->fired()) std::cerr << "kvsim replay: injected fault: " << f << "\n";
-    for (const sim::FaultSpec& f : run->faults->unfired()) {
-      return fail("--inject-fault " + f.to_string() + " never fired: no step from " + std::to_string(f.step) +
-                  " on had a target for it (the request not scheduled, or not yet computed)");
-    }
-  }
-  return verdict(*summary, trace_path);
+  if (int rc = finish_side_outputs(a, run); rc != 0) return rc;
+  return verdict(*summary, a.trace_path);
+}
+
+}  // namespace
+
+int run_replay(int argc, char** argv) {
+  ReplayArgs a;
+  po::options_description opts = replay_options(a);
+  po::positional_options_description pos;
+  pos.add("trace", 1);
+  po::variables_map vm;
+  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
+  if (Status s = check_replay_args(a); !s.ok()) return fail(s.message());
+  replay::ReplayConfig config;
+  if (Status s = apply_config_options(vm, config); !s.ok()) return fail(s.message());
+  config.run.replay.keep_decision_text = false;  // decisions.log is streamed to the run folder
+  config.events.overwrite_file = a.force;
+  auto run = replay::build_replay(config, a.trace_path);
+  if (!run.ok()) return fail(run.status().message());
+  return replay_into_folder(a, config, *run);
 }
 
 }  // namespace kv::cli

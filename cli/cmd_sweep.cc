@@ -1,23 +1,19 @@
 // kvsim sweep: prefix-cache hit rate (and serving metrics) against KV-cache capacity, for each
 // trace, eviction policy and block size; configurations run in parallel on a thread pool.
-// Writes sweep.csv and, when gnuplot is installed, hit_rate.png/.svg (reports/sweep.h).
+// Writes sweep.csv and, when gnuplot is installed, hit_rate.png/.svg (reports/sweep.h). This
+// file parses and prints; the run and its folder are replay/sweep_run.h's.
 #include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
-#include <sstream>
-#include <thread>
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
-#include "files/output_file.h"
-#include "files/output_folder.h"
-#include "model/util/parse_number.h"
 #include "replay/sweep.h"
+#include "replay/sweep_run.h"
 #include "reports/gnuplot.h"
 #include "reports/sweep_plot.h"
 
@@ -40,24 +36,6 @@ int fail(const std::string& message) {
 
 constexpr int kMaxJobs = 1024;  // threads at once
 
-template <typename T>
-StatusOr<std::vector<T>> split_list(const std::string& text, const char* what) {
-  std::vector<T> out;
-  std::stringstream ss(text);
-  for (std::string part; std::getline(ss, part, ',');) {
-    if (part.empty()) return Status::error(std::string("empty ") + what + " in '" + text + "'");
-    if constexpr (std::is_same_v<T, int>) {
-      const std::optional<std::int64_t> v = parse_int64(part);
-      if (!v || *v < 1 || *v > 1024) return Status::error(std::string(what) + " '" + part + "' is not an integer from 1 to 1024");
-      out.push_back(static_cast<int>(*v));
-    } else {
-      out.push_back(part);
-    }
-  }
-  if (out.empty()) return Status::error(std::string("no ") + what + " given");
-  return out;
-}
-
 // The hit-rate plots into `dir`; false (with a note) when gnuplot is missing or fails.
 bool plot(const std::vector<replay::SweepPoint>& points, const std::string& dir, const std::string& title) {
   std::string why;
@@ -72,18 +50,16 @@ bool plot(const std::vector<replay::SweepPoint>& points, const std::string& dir,
   return true;
 }
 
-}  // namespace
-
-int run_sweep(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--vary" || a.rfind("--vary=", 0) == 0) return run_grid_sweep(argc, argv);
-  }
+// The command line of a capacity sweep other than the replay options, with its defaults.
+struct SweepArgs {
   std::vector<std::string> traces;
-  std::string capacity_text, policy_text = "lru", block_text = "16", mode = "sequence", out_dir, progress = "auto";
-  std::string title;
+  replay::SweepLists lists;
+  std::string mode = "sequence", out_dir, progress = "auto", title;
   int jobs = 0;
   bool force = false, no_plot = false, no_optimum = false;
+};
+
+po::options_description sweep_options(SweepArgs& a) {
   po::options_description opts(
       "kvsim sweep --trace T --capacity LIST [options]\n\n"
       "Prefix-cache hit rate against KV-cache capacity (in tokens) for each trace, policy and block\n"
@@ -99,107 +75,132 @@ int run_sweep(int argc, char** argv) {
       "Exit status: 0 ok, 2 bad usage or bad input.\n\n"
       "Options");
   opts.add_options()("help,h", "show this help")
-      ("trace", po::value(&traces), "trace file (.kvtrace); repeat for several traces")
-      ("capacity", po::value(&capacity_text),
+      ("trace", po::value(&a.traces), "trace file (.kvtrace); repeat for several traces")
+      ("capacity", po::value(&a.lists.capacities),
        "capacities in tokens: a list 1e4,3e4,1M,... or a log range FROM:TO:POINTS_PER_DECADE (1e4:1e9:3)")
-      ("mode", po::value(&mode)->default_value(mode), "sequence | serving")
-      ("policy", po::value(&policy_text)->default_value(policy_text),
+      ("mode", po::value(&a.mode)->default_value(a.mode), "sequence | serving")
+      ("policy", po::value(&a.lists.policies)->default_value(a.lists.policies),
        "eviction policies, comma-separated: lru (vLLM's free queue), lru-unhashed-first, lfu, slru, leaf-lru, "
        "priority (docs/policies.md)")
-      ("no-optimum", po::bool_switch(&no_optimum),
+      ("no-optimum", po::bool_switch(&a.no_optimum),
        "sequence mode: leave out the rows of policy 'optimum' (the offline Belady bound, docs/policies.md)")
-      ("block-size", po::value(&block_text)->default_value(block_text), "block sizes in tokens, comma-separated")
-      ("jobs,j", po::value(&jobs)->default_value(0), "configurations run at once (0: one per core)")
-      ("out", po::value(&out_dir), "output directory (default: runs/sweep-<first trace>)")
-      ("force", po::bool_switch(&force), "replace the sweep files in an existing non-empty directory")
-      ("title", po::value(&title), "plot title (default: from the traces and mode)")
-      ("no-plot", po::bool_switch(&no_plot), "write the CSV only")
-      ("progress", po::value(&progress)->default_value(progress), "auto (on a terminal) | on | off");
+      ("block-size", po::value(&a.lists.block_sizes)->default_value(a.lists.block_sizes), "block sizes in tokens, comma-separated")
+      ("jobs,j", po::value(&a.jobs)->default_value(0), "configurations run at once (0: one per core)")
+      ("out", po::value(&a.out_dir), "output directory (default: runs/sweep-<first trace>)")
+      ("force", po::bool_switch(&a.force), "replace the sweep files in an existing non-empty directory")
+      ("title", po::value(&a.title), "plot title (default: from the traces and mode)")
+      ("no-plot", po::bool_switch(&a.no_plot), "write the CSV only")
+      ("progress", po::value(&a.progress)->default_value(a.progress), "auto (on a terminal) | on | off");
   po::options_description serving("Serving mode (the options of kvsim replay; verification is off by default)");
   add_config_options(serving, kServingOptions);
   opts.add(serving);
-  po::variables_map vm;
-  if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
-  if (traces.empty()) return fail("--trace is required (kvsim sweep --help)");
-  if (capacity_text.empty()) return fail("--capacity is required, e.g. --capacity 1e4:1e9:3");
-  if (mode != "sequence" && mode != "serving") return fail("--mode must be sequence or serving, got '" + mode + "'");
-  if (progress != "auto" && progress != "on" && progress != "off") {
-    return fail("--progress must be auto, on or off, got '" + progress + "'");
+  return opts;
+}
+
+Status check_sweep_args(const SweepArgs& a) {
+  if (a.traces.empty()) return Status::error("--trace is required (kvsim sweep --help)");
+  if (a.lists.capacities.empty()) return Status::error("--capacity is required, e.g. --capacity 1e4:1e9:3");
+  if (a.mode != "sequence" && a.mode != "serving") {
+    return Status::error("--mode must be sequence or serving, got '" + a.mode + "'");
   }
-  if (jobs < 0 || jobs > kMaxJobs) return fail("--jobs: must be from 0 to " + std::to_string(kMaxJobs));
-  for (const std::string& t : traces) {
-    if (!std::filesystem::is_regular_file(t)) return fail("trace " + t + " does not exist or is not a file");
+  if (a.progress != "auto" && a.progress != "on" && a.progress != "off") {
+    return Status::error("--progress must be auto, on or off, got '" + a.progress + "'");
   }
-  replay::SweepOptions so;
-  so.traces = traces;
-  so.mode = mode;
-  auto caps = replay::parse_capacities(capacity_text);
-  if (!caps.ok()) return fail("--capacity: " + caps.status().message());
-  so.capacities = *caps;
-  auto policies = split_list<std::string>(policy_text, "policy");
-  if (!policies.ok()) return fail("--policy: " + policies.status().message());
-  so.policies = *policies;
-  auto blocks = split_list<int>(block_text, "block size");
-  if (!blocks.ok()) return fail("--block-size: " + blocks.status().message());
-  so.block_sizes = *blocks;
-  so.jobs = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
-  so.optimum = !no_optimum;
-  if (mode == "serving") {
+  if (a.jobs < 0 || a.jobs > kMaxJobs) return Status::error("--jobs: must be from 0 to " + std::to_string(kMaxJobs));
+  for (const std::string& t : a.traces) {
+    if (!std::filesystem::is_regular_file(t)) return Status::error("trace " + t + " does not exist or is not a file");
+  }
+  return Status();
+}
+
+// Serving mode: the replay options into so.serving. Sequence mode: only --limit applies.
+Status apply_mode_options(const po::variables_map& vm, replay::SweepOptions& so) {
+  if (so.mode == "serving") {
     so.serving.device.verify = sim::VerifyMode::kOff;
-    if (Status s = apply_config_options(vm, so.serving, kServingOptions); !s.ok()) return fail(s.message());
-  } else {
-    for (const std::string& name : kServingOptions) {  // the cache alone: no model, no device
-      if (name == "limit") continue;  // sequence mode takes the first N requests too
-      if (vm.count(name) && !vm[name].defaulted()) {
-        return fail("--" + name + " applies to --mode serving; sequence mode runs the prefix cache alone "
-                    "(one full-attention group, no model or device)");
-      }
-    }
-    if (vm.count("limit") != 0 && !vm["limit"].defaulted()) {  // the first N requests of each trace
-      replay::ReplayConfig limits;
-      if (Status s = apply_config_options(vm, limits, {"limit"}); !s.ok()) return fail(s.message());
-      so.limit = limits.run.limit;
+    return apply_config_options(vm, so.serving, kServingOptions);
+  }
+  for (const std::string& name : kServingOptions) {  // the cache alone: no model, no device
+    if (name == "limit") continue;  // sequence mode takes the first N requests too
+    if (vm.count(name) && !vm[name].defaulted()) {
+      return Status::error("--" + name + " applies to --mode serving; sequence mode runs the prefix cache alone "
+                           "(one full-attention group, no model or device)");
     }
   }
+  if (vm.count("limit") != 0 && !vm["limit"].defaulted()) {  // the first N requests of each trace
+    replay::ReplayConfig limits;
+    if (Status s = apply_config_options(vm, limits, {"limit"}); !s.ok()) return s;
+    so.limit = limits.run.limit;
+  }
+  return Status();
+}
 
-  if (out_dir.empty()) out_dir = "runs/sweep-" + std::filesystem::path(traces.front()).stem().string();
-  auto folder = files::OutputFolder::open(out_dir, force);
-  if (!folder.ok()) return fail(folder.status().message());
+void print_points(const std::vector<replay::SweepPoint>& points) {
+  std::printf("  %-32s %14s %-20s %6s %9s %10s\n", "trace", "capacity", "policy", "block", "hit rate", "evictions");
+  for (const replay::SweepPoint& p : points) {
+    std::printf("  %-32s %14lld %-20s %6d %9.4f %10lld\n",
+                std::filesystem::path(p.config.trace).stem().string().c_str(),
+                static_cast<long long>(p.config.capacity_tokens), p.config.policy.c_str(), p.config.block_size,
+                p.hit_rate, static_cast<long long>(p.evictions));
+  }
+}
 
-  const bool show = progress == "on" || (progress == "auto" && isatty(STDERR_FILENO));
-  const auto t0 = std::chrono::steady_clock::now();
-  const std::size_t total = replay::sweep_configs(so).size();
-  std::cout << "kvsim sweep: " << total << " configurations (" << mode << " mode) on " << so.jobs << " threads\n";
+// Runs the sweep into its folder, with a progress line, the table, the wall time and the plots.
+int run_and_print(SweepArgs& a, replay::SweepOptions& so) {
+  if (a.out_dir.empty()) a.out_dir = replay::default_sweep_dir(a.traces);
+  const bool show = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO));
+  std::chrono::steady_clock::time_point t0;
+  std::size_t total = 0;
+  double wall = 0;
+  bool plotted = false;
+  replay::SweepRunHooks hooks;
+  hooks.on_start = [&](std::size_t configurations) {
+    t0 = std::chrono::steady_clock::now();
+    total = configurations;
+    std::cout << "kvsim sweep: " << total << " configurations (" << so.mode << " mode) on " << so.jobs << " threads\n";
+  };
   if (show) {
     so.on_progress = [&](std::size_t done, std::size_t n) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::fprintf(stderr, "\r  %zu / %zu configurations  %.0f s   ", done, n, s);
     };
   }
-  auto points = replay::run_sweep(so);
-  if (show) std::fprintf(stderr, "\r%60s\r", "");
-  if (!points.ok()) return fail(points.status().message());
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  const std::string csv_path = (std::filesystem::path(out_dir) / "sweep.csv").string();
-  if (Status s = files::write_whole_file((*folder)->staged("sweep.csv"), replay::sweep_csv(*points)); !s.ok()) {
-    return fail(s.message());
-  }
-  std::printf("  %-32s %14s %-20s %6s %9s %10s\n", "trace", "capacity", "policy", "block", "hit rate", "evictions");
-  for (const replay::SweepPoint& p : *points) {
-    std::printf("  %-32s %14lld %-20s %6d %9.4f %10lld\n",
-                std::filesystem::path(p.config.trace).stem().string().c_str(),
-                static_cast<long long>(p.config.capacity_tokens), p.config.policy.c_str(), p.config.block_size,
-                p.hit_rate, static_cast<long long>(p.evictions));
-  }
-  std::printf("  wall time %.1f s (%.2f s per configuration per thread)\n", wall,
-              wall * static_cast<double>(so.jobs) / static_cast<double>(total));
-  const bool plotted = !no_plot && plot(*points, (*folder)->staging(), title.empty() ?
-      "Prefix-cache hit rate vs KV-cache capacity (" + mode + " mode)" : title);
-  if (Status s = (*folder)->commit(); !s.ok()) return fail(s.message());
-  std::cout << "  wrote " << csv_path << "\n";
-  if (plotted) std::cout << "  wrote " << out_dir << "/hit_rate.png and .svg\n";
+  hooks.on_end = [&] {
+    if (show) std::fprintf(stderr, "\r%60s\r", "");
+    wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  hooks.before_commit = [&](const std::vector<replay::SweepPoint>& points, const std::string& staging) {
+    print_points(points);
+    std::printf("  wall time %.1f s (%.2f s per configuration per thread)\n", wall,
+                wall * static_cast<double>(so.jobs) / static_cast<double>(total));
+    plotted = !a.no_plot && plot(points, staging, a.title.empty() ?
+        "Prefix-cache hit rate vs KV-cache capacity (" + a.mode + " mode)" : a.title);
+  };
+  if (Status s = replay::run_sweep_into_folder(so, a.out_dir, a.force, hooks); !s.ok()) return fail(s.message());
+  std::cout << "  wrote " << (std::filesystem::path(a.out_dir) / "sweep.csv").string() << "\n";
+  if (plotted) std::cout << "  wrote " << a.out_dir << "/hit_rate.png and .svg\n";
   return 0;
+}
+
+}  // namespace
+
+int run_sweep(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--vary" || arg.rfind("--vary=", 0) == 0) return run_grid_sweep(argc, argv);
+  }
+  SweepArgs a;
+  po::options_description opts = sweep_options(a);
+  po::variables_map vm;
+  if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
+  if (Status s = check_sweep_args(a); !s.ok()) return fail(s.message());
+  replay::SweepOptions so;
+  so.traces = a.traces;
+  so.mode = a.mode;
+  if (Status s = replay::parse_sweep_lists(a.lists, so); !s.ok()) return fail(s.message());
+  so.jobs = replay::sweep_threads(a.jobs);
+  so.optimum = !a.no_optimum;
+  if (Status s = apply_mode_options(vm, so); !s.ok()) return fail(s.message());
+  return run_and_print(a, so);
 }
 
 }  // namespace kv::cli

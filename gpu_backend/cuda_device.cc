@@ -41,8 +41,24 @@ class CudaDevice final : public Device {
   StepResult execute(const StepPlan& plan) override;
 
  private:
+  // The KV cache's size: its blocks and the bytes of one block (K and V, every tensor).
+  struct KvCacheSize {
+    std::int64_t num_blocks = 0;
+    std::size_t block_bytes = 0;
+  };
+
   explicit CudaDevice(const CudaDeviceOptions& options) : options_(options) {}
+  // The steps of init(), in order; each reports the first failure as a Status.
   Status init();
+  Status check_options();  // model, KV layout, dtype, ranges and graph policy
+  Status select_device(cudaDeviceProp* prop, std::size_t* free_bytes);
+  StatusOr<ModelLimits> plan_limits();  // also sets max_tokens_, max_blocks_per_row_, max_updates_
+  StatusOr<KvCacheSize> size_kv_cache(const ModelLimits& limits, std::size_t free0) const;
+  Status create_model(const ModelLimits& limits);  // the stream, its events and the model
+  Status allocate_kv_cache(const KvCacheSize& size);
+  Status allocate_block_tables(std::int64_t num_blocks);
+  Status open_profile();  // only with options_.profile_csv
+  void describe(const cudaDeviceProp& prop, std::int64_t num_blocks);
   Status run_step(const StepPlan& plan, StepResult* result);
   Status launch_graph(const ForwardArgs& args);
   Status report_hidden_states(const StepPlan& plan, const gpuref::FlatBatch& batch);
@@ -82,6 +98,23 @@ StatusOr<std::unique_ptr<Device>> CudaDevice::create(const CudaDeviceOptions& op
 }
 
 Status CudaDevice::init() {
+  if (Status st = check_options(); !st.ok()) return st;
+  cudaDeviceProp prop{};
+  std::size_t free0 = 0;
+  if (Status st = select_device(&prop, &free0); !st.ok()) return st;
+  StatusOr<ModelLimits> limits = plan_limits();
+  if (!limits.ok()) return limits.status();
+  StatusOr<KvCacheSize> size = size_kv_cache(*limits, free0);
+  if (!size.ok()) return size.status();
+  if (Status st = create_model(*limits); !st.ok()) return st;
+  if (Status st = allocate_kv_cache(*size); !st.ok()) return st;
+  if (Status st = allocate_block_tables(size->num_blocks); !st.ok()) return st;
+  if (Status st = open_profile(); !st.ok()) return st;
+  describe(prop, size->num_blocks);
+  return Status();
+}
+
+Status CudaDevice::check_options() {
   const CudaDeviceOptions& o = options_;
   StatusOr<gpuref::ModelConfig> config = gpuref::model_preset(o.model);
   if (!config.ok()) return config.status();
@@ -108,18 +141,24 @@ Status CudaDevice::init() {
                                 o.max_num_seqs);
   if (!policy.ok()) return policy.status();
   graph_policy_ = std::move(policy.value());
+  return Status();
+}
 
+Status CudaDevice::select_device(cudaDeviceProp* prop, std::size_t* free_bytes) {
+  const CudaDeviceOptions& o = options_;
   std::string why;
   if (!cuda_device_available(&why)) return Status::error(why);
   if (Status st = cuda_status(cudaSetDevice(o.device_index), "selecting CUDA device " + std::to_string(o.device_index));
       !st.ok()) {
     return st;
   }
-  cudaDeviceProp prop{};
-  if (Status st = cuda_status(cudaGetDeviceProperties(&prop, o.device_index), "reading device properties"); !st.ok()) return st;
-  std::size_t free0 = 0, total = 0;
-  if (Status st = cuda_status(cudaMemGetInfo(&free0, &total), "cudaMemGetInfo"); !st.ok()) return st;
+  if (Status st = cuda_status(cudaGetDeviceProperties(prop, o.device_index), "reading device properties"); !st.ok()) return st;
+  std::size_t total = 0;
+  return cuda_status(cudaMemGetInfo(free_bytes, &total), "cudaMemGetInfo");
+}
 
+StatusOr<ModelLimits> CudaDevice::plan_limits() {
+  const CudaDeviceOptions& o = options_;
   const std::int64_t graph_max = graph_policy_->capture_sizes().empty() ? 0 : graph_policy_->capture_sizes().back();
   max_tokens_ = std::max(o.max_num_batched_tokens, graph_max);
   if (max_tokens_ > (1 << 30)) return Status::error("max_num_batched_tokens is too large");
@@ -131,6 +170,11 @@ Status CudaDevice::init() {
   limits.num_kv_groups = layout_.num_groups();
   max_blocks_per_row_ = static_cast<int>((o.max_model_len + o.block_size - 1) / o.block_size);
   max_updates_ = static_cast<std::int64_t>(layout_.num_groups()) * o.max_num_seqs * max_blocks_per_row_;
+  return limits;
+}
+
+StatusOr<CudaDevice::KvCacheSize> CudaDevice::size_kv_cache(const ModelLimits& limits, std::size_t free0) const {
+  const CudaDeviceOptions& o = options_;
   const MemoryPlan mem = plan_memory(config_, dtype_, limits);
   const std::size_t tables_bytes = static_cast<std::size_t>(max_updates_) * 4 * 4;
   const std::size_t fixed = mem.weight_bytes + mem.workspace_bytes + tables_bytes;
@@ -157,21 +201,27 @@ Status CudaDevice::init() {
                            std::to_string(block_bytes) + " bytes");
     }
   }
+  return KvCacheSize{num_blocks, block_bytes};
+}
 
+Status CudaDevice::create_model(const ModelLimits& limits) {
   if (Status st = cuda_status(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"); !st.ok()) {
     return st;
   }
   if (Status st = cuda_status(cudaEventCreate(&start_), "creating an event"); !st.ok()) return st;
   if (Status st = cuda_status(cudaEventCreate(&stop_), "creating an event"); !st.ok()) return st;
-  StatusOr<std::unique_ptr<SyntheticModel>> model = SyntheticModel::create(config_, dtype_, o.seed, limits, stream_);
+  StatusOr<std::unique_ptr<SyntheticModel>> model = SyntheticModel::create(config_, dtype_, options_.seed, limits, stream_);
   if (!model.ok()) return model.status();
   model_ = std::move(model.value());
+  return Status();
+}
 
-  kv_.num_blocks = num_blocks;
-  kv_.block_size = o.block_size;
+Status CudaDevice::allocate_kv_cache(const KvCacheSize& size) {
+  kv_.num_blocks = size.num_blocks;
+  kv_.block_size = options_.block_size;
   kv_.layout = layout_;
-  const std::size_t layer_bytes = block_bytes / 2 / static_cast<std::size_t>(layout_.num_tensors) *
-                                  static_cast<std::size_t>(num_blocks);
+  const std::size_t layer_bytes = size.block_bytes / 2 / static_cast<std::size_t>(layout_.num_tensors) *
+                                  static_cast<std::size_t>(size.num_blocks);
   for (int l = 0; l < layout_.num_tensors; ++l) {
     void* k = nullptr;
     void* v = nullptr;
@@ -184,6 +234,11 @@ Status CudaDevice::init() {
                            gib(static_cast<double>(layer_bytes)) + ") failed: " + cuda_error_string(e));
     }
   }
+  return Status();
+}
+
+Status CudaDevice::allocate_block_tables(std::int64_t num_blocks) {
+  const CudaDeviceOptions& o = options_;
   const std::size_t table_entries = static_cast<std::size_t>(max_updates_);
   if (Status st = cuda_status(cudaMalloc(&table_dev_, table_entries * 4), "allocating block tables"); !st.ok()) return st;
   if (Status st = cuda_status(cudaMemset(table_dev_, 0, table_entries * 4), "clearing block tables"); !st.ok()) return st;
@@ -200,18 +255,26 @@ Status CudaDevice::init() {
     kv_.tables.push_back(BlockTableView{table_dev_ + static_cast<std::ptrdiff_t>(g) * o.max_num_seqs * max_blocks_per_row_,
                                         max_blocks_per_row_, o.block_size, null_block});
   }
-  if (!o.profile_csv.empty()) {
-    const bool fresh = !std::ifstream(o.profile_csv).good() || std::ifstream(o.profile_csv).peek() == EOF;
-    profile_.open(o.profile_csv, std::ios::app);
-    if (!profile_) return Status::error(o.profile_csv + ": cannot open the profile CSV for writing");
-    if (fresh) profile_ << "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";
-    timer_ = std::make_unique<KernelTimer>(stream_);
-  }
+  return Status();
+}
+
+Status CudaDevice::open_profile() {
+  const CudaDeviceOptions& o = options_;
+  if (o.profile_csv.empty()) return Status();
+  const bool fresh = !std::ifstream(o.profile_csv).good() || std::ifstream(o.profile_csv).peek() == EOF;
+  profile_.open(o.profile_csv, std::ios::app);
+  if (!profile_) return Status::error(o.profile_csv + ": cannot open the profile CSV for writing");
+  if (fresh) profile_ << "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";
+  timer_ = std::make_unique<KernelTimer>(stream_);
+  return Status();
+}
+
+void CudaDevice::describe(const cudaDeviceProp& prop, std::int64_t num_blocks) {
+  const CudaDeviceOptions& o = options_;
   description_ = std::string("cuda:") + prop.name + " model=" + config_.name + " dtype=" + gpuref::to_string(dtype_) +
                  " blocks=" + std::to_string(num_blocks) + " block_size=" + std::to_string(o.block_size) +
                  " cudagraph=" + (o.profile_csv.empty() ? o.cudagraph_mode : std::string("NONE (profiling)")) +
                  (layout_.plain() ? std::string() : " kv_groups=" + std::to_string(layout_.num_groups()));
-  return Status();
 }
 
 CudaDevice::~CudaDevice() {

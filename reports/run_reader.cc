@@ -169,9 +169,9 @@ void read_tiers(const nlohmann::json& k, RunData& run) {
   run.tier_stall_ns = k.value("stall_ns", std::int64_t{0});
 }
 
-}  // namespace
-
-StatusOr<RunData> load_run(const std::string& dir) {
+// `dir` holds summary.json, steps.csv and requests.csv; an interrupted run (tables without a
+// summary) gets its own message.
+Status check_run_folder(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return Status::error(dir + ": not a directory (expected a run folder of kvsim replay)");
   const fs::path d(dir);
@@ -186,23 +186,73 @@ StatusOr<RunData> load_run(const std::string& dir) {
                            "; kvsim replay writes summary.json, steps.csv and requests.csv)");
     }
   }
-  RunData run;
-  run.dir = dir;
-  run.label = fs::path(dir).lexically_normal().filename().string();
-  if (run.label.empty() || run.label == ".") run.label = fs::path(dir).lexically_normal().parent_path().filename().string();
+  return {};
+}
 
-  const std::string summary_path = (d / "summary.json").string();
-  nlohmann::json j;
-  {
-    std::ifstream in(summary_path, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    try {
-      j = nlohmann::json::parse(ss.str());
-    } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e400
-      return Status::error(summary_path + ": not valid JSON: " + e.what());
-    }
+// The folder's own name ("runs/a/" and "runs/a/." give "a").
+std::string run_label(const std::string& dir) {
+  std::string label = fs::path(dir).lexically_normal().filename().string();
+  if (label.empty() || label == ".") label = fs::path(dir).lexically_normal().parent_path().filename().string();
+  return label;
+}
+
+StatusOr<nlohmann::json> parse_summary_json(const std::string& summary_path) {
+  std::ifstream in(summary_path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  try {
+    return nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e400
+    return Status::error(summary_path + ": not valid JSON: " + e.what());
   }
+}
+
+// The configuration, prefix-cache, scheduler and request counts of the summary.
+void read_summary_counts(const nlohmann::json& j, RunData& run) {
+  for (const auto& [k, v] : j.at("config").items()) run.config.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+  const auto& pc = j.at("prefix_cache");
+  run.hit_rate = pc.value("hit_rate", 0.0);
+  run.request_hit_rate = pc.value("request_hit_rate", run.hit_rate);
+  run.queries = pc.value("queries", std::int64_t{0});
+  run.hits = pc.value("hits", std::int64_t{0});
+  run.evictions = pc.value("evictions", std::int64_t{0});
+  if (j.contains("scheduler")) {
+    run.steps = j["scheduler"].value("steps", std::int64_t{0});
+    run.preemptions = j["scheduler"].value("preemptions", std::int64_t{0});
+  }
+  if (j.contains("requests")) {
+    run.requests_total = j["requests"].value("total", std::int64_t{0});
+    run.requests_finished = j["requests"].value("finished", std::int64_t{0});
+    run.requests_rejected = j["requests"].value("rejected", std::int64_t{0});
+  }
+}
+
+// The latencies, throughput, times, verification, digest and tiers of the summary.
+void read_summary_results(const nlohmann::json& j, RunData& run) {
+  const auto& lat = j.at("latency_us");
+  if (lat.contains("ttft")) run.ttft_us = percentiles(lat["ttft"]);
+  if (lat.contains("tpot")) run.tpot_us = percentiles(lat["tpot"]);
+  if (lat.contains("e2e")) run.e2e_us = percentiles(lat["e2e"]);
+  if (j.contains("throughput")) {
+    run.output_tokens_per_s = j["throughput"].value("output_tokens_per_s", 0.0);
+    run.prompt_tokens_per_s = j["throughput"].value("prompt_tokens_per_s", 0.0);
+    run.requests_per_s = j["throughput"].value("requests_per_s", 0.0);
+  }
+  if (j.contains("time")) {
+    run.simulated_us = j["time"].value("simulated_us", std::int64_t{0});
+    run.measured_total_ns = j["time"].value("measured_total_ns", std::int64_t{-1});
+  }
+  if (j.contains("verification")) run.violations = j["verification"].value("violations", std::int64_t{0});
+  run.digest = j.value("decision_log_sha256", std::string());
+  if (j.contains("kv_tiers")) read_tiers(j["kv_tiers"], run);
+}
+
+// summary.json of run folder `dir`: a kvsim run summary, complete, read into `run`.
+Status read_summary(const std::string& dir, RunData& run) {
+  const std::string summary_path = (fs::path(dir) / "summary.json").string();
+  StatusOr<nlohmann::json> parsed = parse_summary_json(summary_path);
+  if (!parsed.ok()) return parsed.status();
+  const nlohmann::json& j = *parsed;
   try {
     if (!j.is_object() || !j.contains("config") || !j.contains("prefix_cache") || !j.contains("latency_us")) {
       return Status::error(summary_path + ": not a kvsim run summary (needs config, prefix_cache and latency_us)");
@@ -211,41 +261,18 @@ StatusOr<RunData> load_run(const std::string& dir) {
       return Status::error(dir + ": incomplete run folder (summary.json lacks \"complete\": true, which kvsim "
                            "replay writes last); replay again");
     }
-    for (const auto& [k, v] : j.at("config").items()) run.config.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
-    const auto& pc = j.at("prefix_cache");
-    run.hit_rate = pc.value("hit_rate", 0.0);
-    run.request_hit_rate = pc.value("request_hit_rate", run.hit_rate);
-    run.queries = pc.value("queries", std::int64_t{0});
-    run.hits = pc.value("hits", std::int64_t{0});
-    run.evictions = pc.value("evictions", std::int64_t{0});
-    if (j.contains("scheduler")) {
-      run.steps = j["scheduler"].value("steps", std::int64_t{0});
-      run.preemptions = j["scheduler"].value("preemptions", std::int64_t{0});
-    }
-    if (j.contains("requests")) {
-      run.requests_total = j["requests"].value("total", std::int64_t{0});
-      run.requests_finished = j["requests"].value("finished", std::int64_t{0});
-      run.requests_rejected = j["requests"].value("rejected", std::int64_t{0});
-    }
-    const auto& lat = j.at("latency_us");
-    if (lat.contains("ttft")) run.ttft_us = percentiles(lat["ttft"]);
-    if (lat.contains("tpot")) run.tpot_us = percentiles(lat["tpot"]);
-    if (lat.contains("e2e")) run.e2e_us = percentiles(lat["e2e"]);
-    if (j.contains("throughput")) {
-      run.output_tokens_per_s = j["throughput"].value("output_tokens_per_s", 0.0);
-      run.prompt_tokens_per_s = j["throughput"].value("prompt_tokens_per_s", 0.0);
-      run.requests_per_s = j["throughput"].value("requests_per_s", 0.0);
-    }
-    if (j.contains("time")) {
-      run.simulated_us = j["time"].value("simulated_us", std::int64_t{0});
-      run.measured_total_ns = j["time"].value("measured_total_ns", std::int64_t{-1});
-    }
-    if (j.contains("verification")) run.violations = j["verification"].value("violations", std::int64_t{0});
-    run.digest = j.value("decision_log_sha256", std::string());
-    if (j.contains("kv_tiers")) read_tiers(j["kv_tiers"], run);
+    read_summary_counts(j, run);
+    read_summary_results(j, run);
   } catch (const nlohmann::json::exception& e) {
     return Status::error(summary_path + ": unexpected content: " + e.what());
   }
+  return {};
+}
+
+// steps.csv, requests.csv and, when present, kernels.csv of run folder `dir`.
+Status read_tables(const std::string& dir, RunData& run) {
+  std::error_code ec;
+  const fs::path d(dir);
   run.has_decisions_log = fs::is_regular_file(d / "decisions.log", ec);
   if (Status s = read_steps((d / "steps.csv").string(), run.step_rows); !s.ok()) return s;
   if (Status s = read_requests((d / "requests.csv").string(), run.request_rows); !s.ok()) return s;
@@ -253,6 +280,18 @@ StatusOr<RunData> load_run(const std::string& dir) {
     run.has_kernels = true;
     if (Status s = read_kernels((d / "kernels.csv").string(), run.kernels); !s.ok()) return s;
   }
+  return {};
+}
+
+}  // namespace
+
+StatusOr<RunData> load_run(const std::string& dir) {
+  if (Status s = check_run_folder(dir); !s.ok()) return s;
+  RunData run;
+  run.dir = dir;
+  run.label = run_label(dir);
+  if (Status s = read_summary(dir, run); !s.ok()) return s;
+  if (Status s = read_tables(dir, run); !s.ok()) return s;
   return run;
 }
 

@@ -83,6 +83,194 @@ std::string trim(std::string_view s) {
   return std::string(s.substr(b, e - b));
 }
 
+// The rows of a profile as read, before sorting.
+struct ParsedRows {
+  std::array<std::vector<ProfileTable::Row>, kNumKernels> rows;  // kernel rows, in file order
+  std::array<std::vector<int>, kNumKernels> lines;  // source line of each row, parallel to rows
+  std::vector<HostRow> host_rows;                   // host_step rows, in file order
+  std::size_t num_rows = 0;                         // kernel rows
+};
+
+// The header line with each name trimmed, as "a,b,c".
+std::string trimmed_header(std::string_view h) {
+  std::string got;
+  std::size_t start = 0;
+  while (true) {
+    std::size_t comma = h.find(',', start);
+    got += trim(h.substr(start, comma == std::string_view::npos ? h.npos : comma - start));
+    if (comma == std::string_view::npos) break;
+    got += ',';
+    start = comma + 1;
+  }
+  return got;
+}
+
+// The first line must name the five columns in order; `header` is null for an empty file.
+Status check_header(const std::string& name, const char* header) {
+  if (header == nullptr) {
+    return Status::error(name + ": empty profile, expected the header " +
+                         "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
+  }
+  const std::string got = trimmed_header(header);
+  if (got != "kernel,num_tokens,num_seqs,context_tokens,time_ns") {
+    return Status::error(name + ":1: header is '" + got +
+                         "', expected 'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
+  }
+  return Status();
+}
+
+// The four number cells of a row (columns 2 to 5).
+Status parse_row_numbers(const std::string& name, int line, const std::array<std::string, 4>& cells,
+                         ProfileTable::Row& row) {
+  std::int64_t* fields[] = {&row.num_tokens, &row.num_seqs, &row.context_tokens, &row.time_ns};
+  for (int c = 0; c < 4; ++c) {
+    const std::optional<std::int64_t> v = parse_int64(cells[static_cast<std::size_t>(c)]);
+    if (!v) {
+      return Status::error(where(name, line, c + 2) + "'" + cells[static_cast<std::size_t>(c)] +
+                           "' is not an integer");
+    }
+    *fields[c] = *v;
+  }
+  return Status();
+}
+
+Status unknown_kernel(const std::string& name, int line, const std::string& kernel) {
+  std::string valid;
+  for (std::string_view n : kKernelNames) valid += (valid.empty() ? "" : ", ") + std::string(n);
+  valid += ", host_step";
+  return Status::error(where(name, line, 1) + "unknown kernel '" + kernel + "' (valid: " + valid + ")");
+}
+
+// A kernel row's numbers inside their ranges.
+Status check_kernel_row(const std::string& name, int line, const ProfileTable::Row& row) {
+  if (row.num_tokens < 1) {
+    return Status::error(where(name, line, 2) + "num_tokens must be >= 1, got " +
+                         std::to_string(row.num_tokens));
+  }
+  const std::pair<int, std::int64_t> non_negative[] = {
+      {3, row.num_seqs}, {4, row.context_tokens}, {5, row.time_ns}};
+  for (auto [column, value] : non_negative) {
+    if (value < 0) {
+      return Status::error(where(name, line, column) + "must be >= 0, got " +
+                           std::to_string(value));
+    }
+  }
+  const std::pair<int, std::int64_t> bounded[] = {
+      {2, row.num_tokens}, {3, row.num_seqs}, {4, row.context_tokens}};
+  for (auto [column, value] : bounded) {
+    if (value > kMaxProfileKey) {
+      return Status::error(where(name, line, column) + "must be <= " + std::to_string(kMaxProfileKey) +
+                           ", got " + std::to_string(value));
+    }
+  }
+  if (row.time_ns > kMaxProfileNs) {
+    return Status::error(where(name, line, 5) + "must be <= " + std::to_string(kMaxProfileNs) +
+                         " (1000 s for one launch), got " + std::to_string(row.time_ns));
+  }
+  return Status();
+}
+
+// One data row: a host_step row or a kernel row, checked and added to `parsed`.
+Status add_row(const std::string& name, int line, const std::string& kernel,
+               const std::array<std::string, 4>& cells, ParsedRows& parsed) {
+  ProfileTable::Row row;
+  if (Status s = parse_row_numbers(name, line, cells, row); !s.ok()) return s;
+  std::optional<Kernel> k = parse_kernel(kernel);
+  if (!k && kernel == "host_step" && row.num_tokens >= 1 && row.num_seqs >= 1 && row.time_ns >= 0) {
+    parsed.host_rows.push_back({row.num_tokens, row.num_seqs, row.time_ns});
+    return Status();
+  }
+  if (!k && kernel == "host_step") {
+    return Status::error(where(name, line, 2) + "a host_step row needs num_tokens >= 1, num_seqs >= 1 and time_ns >= 0");
+  }
+  if (!k) return unknown_kernel(name, line, kernel);
+  if (Status s = check_kernel_row(name, line, row); !s.ok()) return s;
+  ProfileTable::Row stored = row;
+  if (*k != Kernel::kAttention) stored.num_seqs = stored.context_tokens = 0;
+  parsed.rows[static_cast<int>(*k)].push_back(stored);
+  parsed.lines[static_cast<int>(*k)].push_back(line);
+  ++parsed.num_rows;
+  return Status();
+}
+
+// What the CSV parser found wrong, at its line and column when it knows them.
+Status csv_error(const std::string& name, const io::error::base& e) {
+  int line = 0;
+  int column = 0;
+  std::string content;
+  if (auto* with_line = dynamic_cast<const io::error::with_file_line*>(&e)) {
+    line = with_line->file_line;
+  }
+  if (auto* with_column = dynamic_cast<const io::error::with_column_name*>(&e)) {
+    column = column_of(with_column->column_name);
+  }
+  if (auto* with_content = dynamic_cast<const io::error::with_column_content*>(&e)) {
+    content = with_content->column_content;
+  }
+  std::string what;
+  if (dynamic_cast<const io::error::too_few_columns*>(&e)) {
+    what = "too few columns, expected 5";
+  } else if (dynamic_cast<const io::error::too_many_columns*>(&e)) {
+    what = "too many columns, expected 5";
+  } else if (dynamic_cast<const io::error::no_digit*>(&e)) {
+    what = "'" + content + "' is not an integer";
+  } else if (dynamic_cast<const io::error::integer_overflow*>(&e) ||
+             dynamic_cast<const io::error::integer_underflow*>(&e)) {
+    what = "'" + content + "' is out of range";
+  } else {
+    what = e.what();
+  }
+  if (line <= 0) return Status::error(name + ": " + what);
+  return Status::error(where(name, line, column) + what);
+}
+
+// The header and every row of the CSV text [begin, end).
+Status read_rows(const std::string& name, const char* begin, const char* end, ParsedRows& parsed) {
+  try {
+    io::CSVReader<kNumColumns> csv(name, begin, end);
+    if (Status s = check_header(name, csv.next_line()); !s.ok()) return s;
+    csv.set_header(kColumns[0], kColumns[1], kColumns[2], kColumns[3], kColumns[4]);
+    std::string kernel;
+    std::array<std::string, 4> cells;
+    while (csv.read_row(kernel, cells[0], cells[1], cells[2], cells[3])) {
+      const int line = static_cast<int>(csv.get_file_line());
+      if (Status s = add_row(name, line, kernel, cells, parsed); !s.ok()) return s;
+    }
+  } catch (const io::error::base& e) {
+    return csv_error(name, e);
+  }
+  return Status();
+}
+
+// Sorts one kernel's rows by key (stable); two rows with one key are an error naming both lines.
+Status sort_kernel_rows(const std::string& name, int k, std::vector<ProfileTable::Row>& rows,
+                        const std::vector<int>& lines) {
+  std::vector<std::size_t> order(rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
+  std::vector<ProfileTable::Row> sorted;
+  sorted.reserve(rows.size());
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const ProfileTable::Row& r = rows[order[i]];
+    if (i > 0 && !(rows[order[i - 1]] < r)) {
+      int first = lines[order[i - 1]];
+      int again = lines[order[i]];
+      std::string key = "num_tokens " + std::to_string(r.num_tokens);
+      if (k == static_cast<int>(Kernel::kAttention)) {
+        key = "num_seqs " + std::to_string(r.num_seqs) + ", " + key + ", context_tokens " +
+              std::to_string(r.context_tokens);
+      }
+      return Status::error(where(name, std::max(first, again), 0) + "duplicate row for " +
+                           std::string(kKernelNames[k]) + " at " + key + " (also on line " +
+                           std::to_string(std::min(first, again)) + ")");
+    }
+    sorted.push_back(r);
+  }
+  rows = std::move(sorted);
+  return Status();
+}
+
 }  // namespace
 
 bool ProfileTable::Row::operator<(const Row& o) const {
@@ -112,147 +300,15 @@ StatusOr<ProfileTable> ProfileTable::parse(const std::string& name, std::string_
 
 StatusOr<ProfileTable> ProfileTable::read(const std::string& name, const char* begin,
                                           const char* end) {
-  ProfileTable table;
-  std::array<std::vector<int>, kNumKernels> lines;  // source line of each row, parallel
-  try {
-    io::CSVReader<kNumColumns> csv(name, begin, end);
-    char* header = csv.next_line();
-    if (header == nullptr) {
-      return Status::error(name + ": empty profile, expected the header " +
-                           "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
-    }
-    std::string got;
-    {
-      std::string_view h(header);
-      std::size_t start = 0;
-      while (true) {
-        std::size_t comma = h.find(',', start);
-        got += trim(h.substr(start, comma == std::string_view::npos ? h.npos : comma - start));
-        if (comma == std::string_view::npos) break;
-        got += ',';
-        start = comma + 1;
-      }
-    }
-    if (got != "kernel,num_tokens,num_seqs,context_tokens,time_ns") {
-      return Status::error(name + ":1: header is '" + got +
-                           "', expected 'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
-    }
-    csv.set_header(kColumns[0], kColumns[1], kColumns[2], kColumns[3], kColumns[4]);
-    std::string kernel;
-    std::array<std::string, 4> cells;
-    while (csv.read_row(kernel, cells[0], cells[1], cells[2], cells[3])) {
-      int line = static_cast<int>(csv.get_file_line());
-      Row row;
-      std::int64_t* fields[] = {&row.num_tokens, &row.num_seqs, &row.context_tokens, &row.time_ns};
-      for (int c = 0; c < 4; ++c) {
-        const std::optional<std::int64_t> v = parse_int64(cells[static_cast<std::size_t>(c)]);
-        if (!v) {
-          return Status::error(where(name, line, c + 2) + "'" + cells[static_cast<std::size_t>(c)] +
-                               "' is not an integer");
-        }
-        *fields[c] = *v;
-      }
-      std::optional<Kernel> k = parse_kernel(kernel);
-      if (!k && kernel == "host_step" && row.num_tokens >= 1 && row.num_seqs >= 1 && row.time_ns >= 0) {
-        table.host_rows_.push_back({row.num_tokens, row.num_seqs, row.time_ns});
-        continue;
-      }
-      if (!k && kernel == "host_step") {
-        return Status::error(where(name, line, 2) + "a host_step row needs num_tokens >= 1, num_seqs >= 1 and time_ns >= 0");
-      }
-      if (!k) {
-        std::string valid;
-        for (std::string_view n : kKernelNames) valid += (valid.empty() ? "" : ", ") + std::string(n);
-        valid += ", host_step";
-        return Status::error(where(name, line, 1) + "unknown kernel '" + kernel +
-                             "' (valid: " + valid + ")");
-      }
-      if (row.num_tokens < 1) {
-        return Status::error(where(name, line, 2) + "num_tokens must be >= 1, got " +
-                             std::to_string(row.num_tokens));
-      }
-      const std::pair<int, std::int64_t> non_negative[] = {
-          {3, row.num_seqs}, {4, row.context_tokens}, {5, row.time_ns}};
-      for (auto [column, value] : non_negative) {
-        if (value < 0) {
-          return Status::error(where(name, line, column) + "must be >= 0, got " +
-                               std::to_string(value));
-        }
-      }
-      const std::pair<int, std::int64_t> bounded[] = {
-          {2, row.num_tokens}, {3, row.num_seqs}, {4, row.context_tokens}};
-      for (auto [column, value] : bounded) {
-        if (value > kMaxProfileKey) {
-          return Status::error(where(name, line, column) + "must be <= " + std::to_string(kMaxProfileKey) +
-                               ", got " + std::to_string(value));
-        }
-      }
-      if (row.time_ns > kMaxProfileNs) {
-        return Status::error(where(name, line, 5) + "must be <= " + std::to_string(kMaxProfileNs) +
-                             " (1000 s for one launch), got " + std::to_string(row.time_ns));
-      }
-      Row stored = row;
-      if (*k != Kernel::kAttention) stored.num_seqs = stored.context_tokens = 0;
-      table.rows_[static_cast<int>(*k)].push_back(stored);
-      lines[static_cast<int>(*k)].push_back(line);
-      ++table.num_rows_;
-    }
-  } catch (const io::error::base& e) {
-    int line = 0;
-    int column = 0;
-    std::string content;
-    if (auto* with_line = dynamic_cast<const io::error::with_file_line*>(&e)) {
-      line = with_line->file_line;
-    }
-    if (auto* with_column = dynamic_cast<const io::error::with_column_name*>(&e)) {
-      column = column_of(with_column->column_name);
-    }
-    if (auto* with_content = dynamic_cast<const io::error::with_column_content*>(&e)) {
-      content = with_content->column_content;
-    }
-    std::string what;
-    if (dynamic_cast<const io::error::too_few_columns*>(&e)) {
-      what = "too few columns, expected 5";
-    } else if (dynamic_cast<const io::error::too_many_columns*>(&e)) {
-      what = "too many columns, expected 5";
-    } else if (dynamic_cast<const io::error::no_digit*>(&e)) {
-      what = "'" + content + "' is not an integer";
-    } else if (dynamic_cast<const io::error::integer_overflow*>(&e) ||
-               dynamic_cast<const io::error::integer_underflow*>(&e)) {
-      what = "'" + content + "' is out of range";
-    } else {
-      what = e.what();
-    }
-    if (line <= 0) return Status::error(name + ": " + what);
-    return Status::error(where(name, line, column) + what);
-  }
-
+  ParsedRows parsed;
+  if (Status s = read_rows(name, begin, end, parsed); !s.ok()) return s;
   for (int k = 0; k < kNumKernels; ++k) {
-    std::vector<Row>& rows = table.rows_[k];
-    std::vector<std::size_t> order(rows.size());
-    for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(),
-                     [&](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
-    std::vector<Row> sorted;
-    sorted.reserve(rows.size());
-    for (std::size_t i = 0; i < order.size(); ++i) {
-      const Row& r = rows[order[i]];
-      if (i > 0 && !(rows[order[i - 1]] < r)) {
-        int first = lines[k][order[i - 1]];
-        int again = lines[k][order[i]];
-        std::string key = "num_tokens " + std::to_string(r.num_tokens);
-        if (k == static_cast<int>(Kernel::kAttention)) {
-          key = "num_seqs " + std::to_string(r.num_seqs) + ", " + key + ", context_tokens " +
-                std::to_string(r.context_tokens);
-        }
-        return Status::error(where(name, std::max(first, again), 0) + "duplicate row for " +
-                             std::string(kKernelNames[k]) + " at " + key + " (also on line " +
-                             std::to_string(std::min(first, again)) + ")");
-      }
-      sorted.push_back(r);
-    }
-    rows = std::move(sorted);
+    if (Status s = sort_kernel_rows(name, k, parsed.rows[k], parsed.lines[k]); !s.ok()) return s;
   }
+  ProfileTable table;
+  table.rows_ = std::move(parsed.rows);
+  table.host_rows_ = std::move(parsed.host_rows);
+  table.num_rows_ = parsed.num_rows;
   return table;
 }
 
