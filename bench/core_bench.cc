@@ -26,16 +26,16 @@
 #include <benchmark/benchmark.h>
 #include <simdjson.h>
 
-#include <ctime>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <string>
 #include <vector>
 
-#include "model/kv_cache_manager.h"
 #include "model/catalog/model_shape.h"
+#include "model/kv_cache_manager.h"
 #include "traces/block_tokens.h"
 
 namespace {
@@ -58,8 +58,10 @@ const std::vector<TraceRequest>& trace() {
     std::vector<TraceRequest> out;
     simdjson::padded_string json;
     if (simdjson::padded_string::load(g_trace_path).get(json) != simdjson::SUCCESS) {
-      std::fprintf(stderr, "core_bench: cannot read '%s' (run from the repository root or pass "
-                           "--trace=PATH)\n", g_trace_path.c_str());
+      std::fprintf(stderr,
+                   "core_bench: cannot read '%s' (run from the repository root or pass "
+                   "--trace=PATH)\n",
+                   g_trace_path.c_str());
       std::exit(2);
     }
     simdjson::ondemand::parser parser;
@@ -75,25 +77,22 @@ const std::vector<TraceRequest>& trace() {
       simdjson::ondemand::array ids;
       if (doc["input_length"].get(r.input_length) != simdjson::SUCCESS ||
           doc["hash_ids"].get_array().get(ids) != simdjson::SUCCESS) {
-        std::fprintf(stderr, "core_bench: %s: line %zu: needs input_length and hash_ids\n",
-                     g_trace_path.c_str(), line);
+        std::fprintf(stderr, "core_bench: %s: line %zu: needs input_length and hash_ids\n", g_trace_path.c_str(), line);
         std::exit(2);
       }
       for (auto id : ids) {
         std::uint64_t v = 0;
         if (id.get(v) != simdjson::SUCCESS) {
-          std::fprintf(stderr, "core_bench: %s: line %zu: bad hash id\n", g_trace_path.c_str(),
-                       line);
+          std::fprintf(stderr, "core_bench: %s: line %zu: bad hash id\n", g_trace_path.c_str(), line);
           std::exit(2);
         }
         r.hash_ids.push_back(v);
       }
-      const auto expected = static_cast<std::size_t>(
-          (r.input_length + kv::trace::kMooncakeBlockTokens - 1) / kv::trace::kMooncakeBlockTokens);
+      const auto expected = static_cast<std::size_t>((r.input_length + kv::trace::kMooncakeBlockTokens - 1) /
+                                                     kv::trace::kMooncakeBlockTokens);
       if (r.input_length <= 0 || r.hash_ids.size() != expected) {
-        std::fprintf(stderr, "core_bench: %s: line %zu: %zu hash ids for %lld tokens\n",
-                     g_trace_path.c_str(), line, r.hash_ids.size(),
-                     static_cast<long long>(r.input_length));
+        std::fprintf(stderr, "core_bench: %s: line %zu: %zu hash ids for %lld tokens\n", g_trace_path.c_str(), line,
+                     r.hash_ids.size(), static_cast<long long>(r.input_length));
         std::exit(2);
       }
       out.push_back(std::move(r));
@@ -152,8 +151,7 @@ void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo) {
       {
         kv::Request request(std::move(id), std::move(prompt), {}, &hasher, kBlockSize);
         const kv::CacheHit hit = manager.get_computed_blocks(request);
-        const auto fresh =
-            manager.allocate_slots(request, request.num_tokens() - hit.num_tokens, hit);
+        const auto fresh = manager.allocate_slots(request, request.num_tokens() - hit.num_tokens, hit);
         if (fresh) {
           manager.free(request);
         } else {
@@ -256,21 +254,23 @@ void print_summary() {
   const auto& requests = trace();
   std::int64_t tokens = 0;
   for (const auto& r : requests) tokens += r.input_length;
-  std::printf("\ncore_bench summary (one thread, timed in thread CPU time): %s, %zu requests, %lld prompt tokens, block size %d, "
-              "pool %d blocks (%lld tokens)\n",
-              g_trace_path.c_str(), requests.size(), static_cast<long long>(tokens), kBlockSize,
-              kPoolBlocks, static_cast<long long>(kPoolTokens));
+  std::printf(
+      "\ncore_bench summary (one thread, timed in thread CPU time): %s, %zu requests, %lld prompt tokens, block size "
+      "%d, "
+      "pool %d blocks (%lld tokens)\n",
+      g_trace_path.c_str(), requests.size(), static_cast<long long>(tokens), kBlockSize, kPoolBlocks,
+      static_cast<long long>(kPoolTokens));
   for (const auto& [name, s] : g_summary) {
-    std::printf("  %-40s %7.1fM prompt tokens/s  hit rate %.4f  failed allocations %lld\n",
-                name.c_str(), s.tokens_per_s / 1e6, s.hit_rate,
-                static_cast<long long>(s.failed_allocations));
+    std::printf("  %-40s %7.1fM prompt tokens/s  hit rate %.4f  failed allocations %lld\n", name.c_str(),
+                s.tokens_per_s / 1e6, s.hit_rate, static_cast<long long>(s.failed_allocations));
   }
   const auto& any = g_summary.rbegin()->second;  // "one group, ..." (the hybrid has no index figure)
-  std::printf("  metadata per block: %zu bytes (sizeof(Block), free-queue links included; "
-              "nothing else per block outside the hash map)\n"
-              "  hash map: %.1f bytes per block (fixed, allocated with the pool); a live "
-              "request's block table: %zu bytes per held block\n",
-              sizeof(kv::Block), any.index_bytes_per_block, sizeof(kv::BlockId));
+  std::printf(
+      "  metadata per block: %zu bytes (sizeof(Block), free-queue links included; "
+      "nothing else per block outside the hash map)\n"
+      "  hash map: %.1f bytes per block (fixed, allocated with the pool); a live "
+      "request's block table: %zu bytes per held block\n",
+      sizeof(kv::Block), any.index_bytes_per_block, sizeof(kv::BlockId));
 }
 
 }  // namespace

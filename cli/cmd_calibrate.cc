@@ -61,21 +61,23 @@ constexpr const char* kUsage =
     "Options";
 
 void add_calibrate_options(po::options_description& opts, CalibrateArgs& a) {
-  opts.add_options()("help,h", "show this help")
-      ("profile", po::value(&a.profile), "profile CSV (positional)")
-      ("name", po::value(&a.name), "name of the fitted preset")
-      ("base-gpu", po::value(&a.base_gpu)->default_value(a.base_gpu), "built-in preset whose peaks and overheads are kept")
-      ("model", po::value(&a.model)->default_value(a.model), "model preset the profile was measured with")
-      ("out", po::value(&a.out), "preset file to write (default: presets/NAME.gpu)")
-      ("force", po::bool_switch(&a.force), "replace an existing output file")
-      ("synthesize", po::value(&a.synthesize), "write a synthetic profile CSV to this file instead of fitting")
-      ("truth-preset-file", po::value(&a.truth_file), "the known preset of --synthesize and --held-out-trace")
-      ("noise-sigma", po::value(&a.noise_sigma)->default_value(a.noise_sigma), "--synthesize: log-normal sigma of each row")
-      ("seed", po::value(&a.seed)->default_value(a.seed), "seed of the synthetic noise")
-      ("held-out-trace", po::value(&a.held_out), "trace to check the fitted preset on (needs --truth-preset-file)")
-      ("held-out-limit", po::value(&a.held_out_limit)->default_value(a.held_out_limit), "requests of it to replay (0 = all)")
-      ("step-noise-sigma", po::value(&a.step_noise_sigma)->default_value(a.step_noise_sigma),
-       "--held-out-trace: log-normal sigma of each 'measured' step time");
+  opts.add_options()("help,h", "show this help")("profile", po::value(&a.profile), "profile CSV (positional)")(
+      "name", po::value(&a.name), "name of the fitted preset")("base-gpu",
+                                                               po::value(&a.base_gpu)->default_value(a.base_gpu),
+                                                               "built-in preset whose peaks and overheads are kept")(
+      "model", po::value(&a.model)->default_value(a.model), "model preset the profile was measured with")(
+      "out", po::value(&a.out), "preset file to write (default: presets/NAME.gpu)")("force", po::bool_switch(&a.force),
+                                                                                    "replace an existing output file")(
+      "synthesize", po::value(&a.synthesize), "write a synthetic profile CSV to this file instead of fitting")(
+      "truth-preset-file", po::value(&a.truth_file), "the known preset of --synthesize and --held-out-trace")(
+      "noise-sigma", po::value(&a.noise_sigma)->default_value(a.noise_sigma),
+      "--synthesize: log-normal sigma of each row")("seed", po::value(&a.seed)->default_value(a.seed),
+                                                    "seed of the synthetic noise")(
+      "held-out-trace", po::value(&a.held_out), "trace to check the fitted preset on (needs --truth-preset-file)")(
+      "held-out-limit", po::value(&a.held_out_limit)->default_value(a.held_out_limit),
+      "requests of it to replay (0 = all)")("step-noise-sigma",
+                                            po::value(&a.step_noise_sigma)->default_value(a.step_noise_sigma),
+                                            "--held-out-trace: log-normal sigma of each 'measured' step time");
 }
 
 // --synthesize: a profile from the truth preset's roofline plus noise.
@@ -84,8 +86,8 @@ int write_synthetic(const CalibrateArgs& a, const ModelShape& model_spec, const 
   const std::string csv = sim::synthetic_profile_csv(model_spec, *truth, a.noise_sigma, a.seed);
   if (Status s = write_new(a.synthesize, csv, a.force); !s.ok()) return fail(s.message());
   std::cout << "wrote a synthetic profile of " << a.model << " on '" << truth->name << "' (compute "
-            << truth->compute_efficiency_pct << "%, bandwidth " << truth->bandwidth_efficiency_pct
-            << "%, noise sigma " << a.noise_sigma << ", seed " << a.seed << ") to " << a.synthesize << "\n";
+            << truth->compute_efficiency_pct << "%, bandwidth " << truth->bandwidth_efficiency_pct << "%, noise sigma "
+            << a.noise_sigma << ", seed " << a.seed << ") to " << a.synthesize << "\n";
   return 0;
 }
 
@@ -105,10 +107,9 @@ void print_fit(const CalibrateArgs& a, const sim::Calibration& cal, std::size_t 
   line(b);
   std::cout << "  (errors: |predicted - measured| / measured over the profile rows)\n";
   if (cal.host) {
-    std::cout << "  host per step: " << cal.host->step_ns << " ns + " << cal.host->per_request_ns
-              << " ns/request + " << cal.host->per_token_ns << " ns/token (" << cal.host->rows
-              << " host_step rows, median error " << pct(cal.host->median_ape) << ", max "
-              << pct(cal.host->max_ape) << ")\n";
+    std::cout << "  host per step: " << cal.host->step_ns << " ns + " << cal.host->per_request_ns << " ns/request + "
+              << cal.host->per_token_ns << " ns/token (" << cal.host->rows << " host_step rows, median error "
+              << pct(cal.host->median_ape) << ", max " << pct(cal.host->max_ape) << ")\n";
   }
 }
 
@@ -116,10 +117,12 @@ void print_fit(const CalibrateArgs& a, const sim::Calibration& cal, std::size_t 
 int check_held_out(const CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth,
                    const sim::Calibration& cal, const sim::GpuSpec& base) {
   if (!truth) return fail("--held-out-trace needs --truth-preset-file (what stands for the GPU)");
-  auto fitted = replay::held_out_error(a.held_out, a.held_out_limit, model_spec, *truth, cal.spec, a.step_noise_sigma, a.seed);
+  auto fitted =
+      replay::held_out_error(a.held_out, a.held_out_limit, model_spec, *truth, cal.spec, a.step_noise_sigma, a.seed);
   if (!fitted.ok()) return fail(fitted.status().message());
   sim::GpuSpec base_named = base;
-  auto baseline = replay::held_out_error(a.held_out, a.held_out_limit, model_spec, *truth, base_named, a.step_noise_sigma, a.seed);
+  auto baseline =
+      replay::held_out_error(a.held_out, a.held_out_limit, model_spec, *truth, base_named, a.step_noise_sigma, a.seed);
   if (!baseline.ok()) return fail(baseline.status().message());
   std::cout << "  held-out " << a.held_out << " (" << fitted->steps << " steps, truth '" << truth->name << "'):\n";
   std::printf("    %-12s median %8s  p90 %8s  max %8s\n", a.name.c_str(), pct(fitted->median_ape).c_str(),
@@ -145,7 +148,8 @@ int fit_preset(CalibrateArgs& a, const ModelShape& model_spec, const std::option
   if (!cal.ok()) return fail(cal.status().message());
   if (a.out.empty()) a.out = "presets/" + a.name + ".gpu";
   print_fit(a, *cal, rows->size());
-  if (Status s = write_new(a.out, sim::calibration_preset_text(*cal, a.profile), a.force); !s.ok()) return fail(s.message());
+  if (Status s = write_new(a.out, sim::calibration_preset_text(*cal, a.profile), a.force); !s.ok())
+    return fail(s.message());
   std::cout << "  wrote preset '" << a.name << "' to " << a.out << "\n";
   if (!a.held_out.empty()) return check_held_out(a, model_spec, truth, *cal, *base);
   return 0;

@@ -44,11 +44,11 @@ int run_capacity(int argc, char** argv) {
       "the rate and every probe. Bounds: METRIC-STAT=MS with METRIC ttft, tpot, itl or e2el and\n"
       "STAT mean, median or pNN. Deterministic for a given --seed.\n"
       "Exit status: 0 a rate was found, 1 no rate meets the SLO, 2 bad usage or bad input.\n\nOptions");
-  opts.add_options()("help,h", "show this help")("trace", po::value(&trace), "trace file (.kvtrace)")
-      ("slo", po::value(&slo_text), "the SLO, e.g. ttft-p99=500,tpot-p99=50")
-      ("start-rate", po::value(&co.start_rate)->default_value(co.start_rate), "first rate probed (req/s)")
-      ("precision", po::value(&co.precision)->default_value(co.precision), "stop when high / low <= 1 + this")
-      ("max-probes", po::value(&co.max_probes)->default_value(co.max_probes), "replays at most");
+  opts.add_options()("help,h", "show this help")("trace", po::value(&trace), "trace file (.kvtrace)")(
+      "slo", po::value(&slo_text), "the SLO, e.g. ttft-p99=500,tpot-p99=50")(
+      "start-rate", po::value(&co.start_rate)->default_value(co.start_rate), "first rate probed (req/s)")(
+      "precision", po::value(&co.precision)->default_value(co.precision), "stop when high / low <= 1 + this")(
+      "max-probes", po::value(&co.max_probes)->default_value(co.max_probes), "replays at most");
   add_config_options(opts);
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
@@ -66,8 +66,7 @@ int run_capacity(int argc, char** argv) {
   std::string slo_desc;
   for (const replay::SloBound& b : *slo) slo_desc += (slo_desc.empty() ? "" : ", ") + b.text();
   std::cout << "kvsim capacity: " << trace << " on sim:" << base.device.model.name << "@" << base.device.gpu.name
-            << ", SLO "
-            << slo_desc << "\n";
+            << ", SLO " << slo_desc << "\n";
   auto r = replay::find_capacity(base, trace, *slo, co);
   if (!r.ok()) return fail(r.status().message());
   print(*r, *slo);

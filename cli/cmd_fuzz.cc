@@ -34,8 +34,8 @@ int run_fuzz(int argc, char** argv) {
       "the scheduler on the simulated device) for a time budget. On a failure prints the\n"
       "shrunk counterexample (an ops script for the manager level) and exits 1.\n\n"
       "Options");
-  opts.add_options()("help,h", "show this help")(
-      "seconds", po::value<double>()->default_value(10.0), "time budget in seconds")(
+  opts.add_options()("help,h", "show this help")("seconds", po::value<double>()->default_value(10.0),
+                                                 "time budget in seconds")(
       "seed", po::value<std::uint64_t>()->default_value(1), "base seed (rounds derive theirs from it)")(
       "level", po::value<std::string>()->default_value("all"), "queue, manager, hybrid, scheduler or all")(
       "cases", po::value<int>()->default_value(50), "cases per property per round")(
@@ -96,8 +96,7 @@ int run_fuzz(int argc, char** argv) {
             << " s, no failure\n";
   for (const auto& [name, t] : per_level) {
     std::cout << "  " << std::left << std::setw(10) << name << std::right << std::setw(9) << t.cases << " cases  "
-              << std::setw(8) << std::setprecision(0) << (t.seconds > 0 ? t.cases / t.seconds : 0.0)
-              << " cases/s\n";
+              << std::setw(8) << std::setprecision(0) << (t.seconds > 0 ? t.cases / t.seconds : 0.0) << " cases/s\n";
   }
   return 0;
 }

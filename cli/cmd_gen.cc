@@ -37,41 +37,46 @@ po::options_description common_options(GenArgs& a) {
       "            repeated, shuffled.\n"
       "Exit status: 0 ok, 2 bad usage or an error writing OUT.\n\n"
       "Options");
-  common.add_options()("help,h", "show this help")
-      ("kind", po::value<std::string>(&a.kind), "sharegpt or prefix")
-      ("output,o", po::value<std::string>(&a.out), "output trace file")
-      ("force", "replace OUT if it exists")
-      ("seed", po::value<std::string>(&a.seed_text)->default_value(a.seed_text), "random seed (0 to 2^64-1)");
+  common.add_options()("help,h", "show this help")("kind", po::value<std::string>(&a.kind), "sharegpt or prefix")(
+      "output,o", po::value<std::string>(&a.out), "output trace file")("force", "replace OUT if it exists")(
+      "seed", po::value<std::string>(&a.seed_text)->default_value(a.seed_text), "random seed (0 to 2^64-1)");
   return common;
 }
 
 po::options_description sharegpt_options(trace::ShareGptGenOptions& sg) {
   po::options_description sharegpt("sharegpt options");
-  sharegpt.add_options()
-      ("num-requests", po::value<std::int64_t>(&sg.num_requests)->default_value(sg.num_requests), "requests (turns) to write")
-      ("rate", po::value<double>(&sg.rate)->default_value(sg.rate), "arrivals per second")
-      ("arrival-cv", po::value<double>(&sg.arrival_cv)->default_value(sg.arrival_cv), "coefficient of variation of gaps: 1 Poisson, > 1 bursty")
-      ("sessions", po::value<int>(&sg.concurrent_sessions)->default_value(sg.concurrent_sessions), "conversations open at once")
-      ("system-prompt", po::value<int>(&sg.system_prompt_tokens)->default_value(sg.system_prompt_tokens), "tokens of the shared system prompt")
-      ("mean-turns", po::value<double>(&sg.mean_turns)->default_value(sg.mean_turns), "mean turns per conversation (>= 1)")
-      ("mean-user", po::value<double>(&sg.mean_user_tokens)->default_value(sg.mean_user_tokens), "mean user-turn tokens")
-      ("mean-reply", po::value<double>(&sg.mean_reply_tokens)->default_value(sg.mean_reply_tokens), "mean reply tokens")
-      ("sigma", po::value<double>(&sg.sigma)->default_value(sg.sigma), "lognormal sigma of turn lengths")
-      ("max-turn", po::value<int>(&sg.max_turn_tokens)->default_value(sg.max_turn_tokens), "longest turn (longer draws are redrawn)")
-      ("max-model-len", po::value<int>(&sg.max_model_len)->default_value(sg.max_model_len), "a conversation ends before exceeding this context");
+  sharegpt.add_options()("num-requests", po::value<std::int64_t>(&sg.num_requests)->default_value(sg.num_requests),
+                         "requests (turns) to write")("rate", po::value<double>(&sg.rate)->default_value(sg.rate),
+                                                      "arrivals per second")(
+      "arrival-cv", po::value<double>(&sg.arrival_cv)->default_value(sg.arrival_cv),
+      "coefficient of variation of gaps: 1 Poisson, > 1 bursty")(
+      "sessions", po::value<int>(&sg.concurrent_sessions)->default_value(sg.concurrent_sessions),
+      "conversations open at once")("system-prompt",
+                                    po::value<int>(&sg.system_prompt_tokens)->default_value(sg.system_prompt_tokens),
+                                    "tokens of the shared system prompt")(
+      "mean-turns", po::value<double>(&sg.mean_turns)->default_value(sg.mean_turns),
+      "mean turns per conversation (>= 1)")("mean-user",
+                                            po::value<double>(&sg.mean_user_tokens)->default_value(sg.mean_user_tokens),
+                                            "mean user-turn tokens")(
+      "mean-reply", po::value<double>(&sg.mean_reply_tokens)->default_value(sg.mean_reply_tokens), "mean reply tokens")(
+      "sigma", po::value<double>(&sg.sigma)->default_value(sg.sigma), "lognormal sigma of turn lengths")(
+      "max-turn", po::value<int>(&sg.max_turn_tokens)->default_value(sg.max_turn_tokens),
+      "longest turn (longer draws are redrawn)")("max-model-len",
+                                                 po::value<int>(&sg.max_model_len)->default_value(sg.max_model_len),
+                                                 "a conversation ends before exceeding this context");
   return sharegpt;
 }
 
 po::options_description prefix_options(trace::PrefixGenOptions& px) {
   po::options_description prefix("prefix options");
-  prefix.add_options()
-      ("num-prompts", po::value<std::int64_t>(&px.num_prompts)->default_value(px.num_prompts), "distinct prompts")
-      ("num-prefixes", po::value<int>(&px.num_prefixes)->default_value(px.num_prefixes), "distinct shared prefixes")
-      ("prefix-len", po::value<int>(&px.prefix_len)->default_value(px.prefix_len), "shared prefix tokens")
-      ("suffix-len", po::value<int>(&px.suffix_len)->default_value(px.suffix_len), "unique suffix tokens")
-      ("repeat", po::value<int>(&px.repeat)->default_value(px.repeat), "copies of each prompt")
-      ("output-len", po::value<int>(&px.output_len)->default_value(px.output_len), "output tokens per request")
-      ("prefix-rate", po::value<double>(&px.rate)->default_value(px.rate), "arrivals per second (0 = all at time 0)");
+  prefix.add_options()("num-prompts", po::value<std::int64_t>(&px.num_prompts)->default_value(px.num_prompts),
+                       "distinct prompts")(
+      "num-prefixes", po::value<int>(&px.num_prefixes)->default_value(px.num_prefixes), "distinct shared prefixes")(
+      "prefix-len", po::value<int>(&px.prefix_len)->default_value(px.prefix_len), "shared prefix tokens")(
+      "suffix-len", po::value<int>(&px.suffix_len)->default_value(px.suffix_len), "unique suffix tokens")(
+      "repeat", po::value<int>(&px.repeat)->default_value(px.repeat), "copies of each prompt")(
+      "output-len", po::value<int>(&px.output_len)->default_value(px.output_len), "output tokens per request")(
+      "prefix-rate", po::value<double>(&px.rate)->default_value(px.rate), "arrivals per second (0 = all at time 0)");
   return prefix;
 }
 
@@ -91,8 +96,8 @@ StatusOr<trace::TraceHeader> gen_header(GenArgs& a, std::uint64_t seed) {
 int write_trace(GenArgs& a, const trace::TraceHeader& header, bool force) {
   StatusOr<trace::TraceWriter> writer = trace::TraceWriter::create(a.out, header, force);
   if (!writer.ok()) return fail(writer.status().message());
-  StatusOr<std::int64_t> n = a.kind == "sharegpt" ? trace::generate_sharegpt(a.sg, *writer)
-                                                  : trace::generate_prefix(a.px, *writer);
+  StatusOr<std::int64_t> n =
+      a.kind == "sharegpt" ? trace::generate_sharegpt(a.sg, *writer) : trace::generate_prefix(a.px, *writer);
   Status closed = n.ok() ? writer->close() : Status();
   if (!n.ok() || !closed.ok()) {
     writer->abandon();

@@ -12,13 +12,14 @@ namespace po = boost::program_options;
 namespace kv::cli {
 
 int run_ops(int argc, char** argv) {
-  po::options_description opts("kvsim ops [SCRIPT|-]\n\n"
-                               "Runs an ops script (one command a line, docs/semantics.md §6) against a\n"
-                               "fresh KV-cache manager and prints one line per query command.\n"
-                               "Exit status: 0 ok, 1 a `check` found a broken invariant, 2 a malformed line.\n\n"
-                               "Options");
-  opts.add_options()("help,h", "show this help")(
-      "script", po::value<std::string>()->default_value("-"), "script file, or - for standard input");
+  po::options_description opts(
+      "kvsim ops [SCRIPT|-]\n\n"
+      "Runs an ops script (one command a line, docs/semantics.md §6) against a\n"
+      "fresh KV-cache manager and prints one line per query command.\n"
+      "Exit status: 0 ok, 1 a `check` found a broken invariant, 2 a malformed line.\n\n"
+      "Options");
+  opts.add_options()("help,h", "show this help")("script", po::value<std::string>()->default_value("-"),
+                                                 "script file, or - for standard input");
   po::positional_options_description pos;
   pos.add("script", 1);
   po::variables_map vm;

@@ -38,8 +38,8 @@ void observe(replay::Replayer& replayer, reports::RunFolder& folder, bool show_p
     if (now - *last_print < std::chrono::milliseconds(200)) return;
     *last_print = now;
     std::fprintf(stderr, "\r  step %lld  t=%.2fs  done %lld  running %d  waiting %d  kv %.0f%%   ",
-                 static_cast<long long>(r.step), static_cast<double>(r.start_us) / 1e6,
-                 static_cast<long long>(*done), r.running, r.waiting, 100.0 * r.kv_usage);
+                 static_cast<long long>(r.step), static_cast<double>(r.start_us) / 1e6, static_cast<long long>(*done),
+                 r.running, r.waiting, 100.0 * r.kv_usage);
   };
   replayer.on_request_done = [&folder, done](const replay::RequestMetrics& m) {
     folder.add_request(m);
@@ -82,17 +82,17 @@ po::options_description replay_options(ReplayArgs& a) {
       "shape of vllm bench serve's saved result: docs/results.md).\n"
       "Exit status: 0 ok, 1 verification failures, 2 bad input or configuration.\n\n"
       "Options");
-  opts.add_options()("help,h", "show this help")
-      ("trace", po::value(&a.trace_path), "trace file (.kvtrace; see kvsim gen / convert)")
-      ("out", po::value(&a.out_dir), "run folder to write (default: runs/<trace>-<device>-caching-<on|off>)")
-      ("force", po::bool_switch(&a.force),
-       "replace an existing non-empty run folder (as a whole, once the run is done), and existing --kv-events and "
-       "--dump-cache files")
-      ("decision-log", po::value(&a.decision_log)->default_value("full"),
-       "full: write decisions.log; digest: keep only its SHA-256 (long traces)")
-      ("progress", po::value(&a.progress)->default_value("auto"), "auto (on a terminal) | on | off")
-      ("dump-cache", po::value(&a.dump_cache),
-       "at the end, write the hash of every cached block to FILE (hex, sorted, one a line; for a hybrid model \"HEX GROUP\")");
+  opts.add_options()("help,h", "show this help")("trace", po::value(&a.trace_path),
+                                                 "trace file (.kvtrace; see kvsim gen / convert)")(
+      "out", po::value(&a.out_dir), "run folder to write (default: runs/<trace>-<device>-caching-<on|off>)")(
+      "force", po::bool_switch(&a.force),
+      "replace an existing non-empty run folder (as a whole, once the run is done), and existing --kv-events and "
+      "--dump-cache files")("decision-log", po::value(&a.decision_log)->default_value("full"),
+                            "full: write decisions.log; digest: keep only its SHA-256 (long traces)")(
+      "progress", po::value(&a.progress)->default_value("auto"), "auto (on a terminal) | on | off")(
+      "dump-cache", po::value(&a.dump_cache),
+      "at the end, write the hash of every cached block to FILE (hex, sorted, one a line; for a hybrid model \"HEX "
+      "GROUP\")");
   add_config_options(opts);
   return opts;
 }
@@ -155,9 +155,8 @@ int replay_into_folder(ReplayArgs& a, const replay::ReplayConfig& config, replay
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (show_progress) std::fprintf(stderr, "\r%100s\r", "");
   if (!summary.ok()) return fail(summary.status().message());
-  std::cout << reports::format_summary("kvsim replay: " + a.trace_path + " on " + run.device->name() +
-                                           ", prefix caching " + caching,
-                                       *summary, wall);
+  std::cout << reports::format_summary(
+      "kvsim replay: " + a.trace_path + " on " + run.device->name() + ", prefix caching " + caching, *summary, wall);
   if (Status st = (*folder)->finish(run.description, *summary, replayer->log(), wall, run.device->kernel_times());
       !st.ok()) {
     return fail(st.message());

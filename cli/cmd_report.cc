@@ -20,10 +20,9 @@ int run_report(int argc, char** argv) {
       "time (runs with a kernels.csv), and simulated vs measured step times and decisions.\n"
       "Plots need gnuplot (Debian gnuplot-nox). Exit status: 0 ok, 2 bad usage or bad input.\n\n"
       "Options");
-  opts.add_options()("help,h", "show this help")
-      ("run", po::value(&o.runs), "run folder (positional, one or more)")
-      ("out", po::value(&o.out_dir), "output folder (default: runs/report)")
-      ("force", po::bool_switch(&o.force), "replace the report files in an existing non-empty folder");
+  opts.add_options()("help,h", "show this help")("run", po::value(&o.runs), "run folder (positional, one or more)")(
+      "out", po::value(&o.out_dir), "output folder (default: runs/report)")(
+      "force", po::bool_switch(&o.force), "replace the report files in an existing non-empty folder");
   po::positional_options_description pos;
   pos.add("run", -1);
   po::variables_map vm;

@@ -24,10 +24,22 @@ namespace kv::cli {
 namespace {
 
 // The replay options a serving sweep takes (block size and free order are sweep axes).
-const std::set<std::string> kServingOptions = {
-    "model", "gpu", "gpu-preset-file", "profile", "verify", "cuda-graphs", "max-num-batched-tokens",
-    "max-num-seqs", "max-model-len", "no-chunked-prefill", "long-prefill-token-threshold", "full-sequence-gate",
-    "hash", "seed", "limit", "max-steps"};
+const std::set<std::string> kServingOptions = {"model",
+                                               "gpu",
+                                               "gpu-preset-file",
+                                               "profile",
+                                               "verify",
+                                               "cuda-graphs",
+                                               "max-num-batched-tokens",
+                                               "max-num-seqs",
+                                               "max-model-len",
+                                               "no-chunked-prefill",
+                                               "long-prefill-token-threshold",
+                                               "full-sequence-gate",
+                                               "hash",
+                                               "seed",
+                                               "limit",
+                                               "max-steps"};
 
 int fail(const std::string& message) {
   std::cerr << "kvsim sweep: " << message << "\n";
@@ -74,23 +86,24 @@ po::options_description sweep_options(SweepArgs& a) {
       "(kvsim sweep --vary x=1 --help).\n"
       "Exit status: 0 ok, 2 bad usage or bad input.\n\n"
       "Options");
-  opts.add_options()("help,h", "show this help")
-      ("trace", po::value(&a.traces), "trace file (.kvtrace); repeat for several traces")
-      ("capacity", po::value(&a.lists.capacities),
-       "capacities in tokens: a list 1e4,3e4,1M,... or a log range FROM:TO:POINTS_PER_DECADE (1e4:1e9:3)")
-      ("mode", po::value(&a.mode)->default_value(a.mode), "sequence | serving")
-      ("policy", po::value(&a.lists.policies)->default_value(a.lists.policies),
-       "eviction policies, comma-separated: lru (vLLM's free queue), lru-unhashed-first, lfu, slru, leaf-lru, "
-       "priority (docs/policies.md)")
-      ("no-optimum", po::bool_switch(&a.no_optimum),
-       "sequence mode: leave out the rows of policy 'optimum' (the offline Belady bound, docs/policies.md)")
-      ("block-size", po::value(&a.lists.block_sizes)->default_value(a.lists.block_sizes), "block sizes in tokens, comma-separated")
-      ("jobs,j", po::value(&a.jobs)->default_value(0), "configurations run at once (0: one per core)")
-      ("out", po::value(&a.out_dir), "output directory (default: runs/sweep-<first trace>)")
-      ("force", po::bool_switch(&a.force), "replace the sweep files in an existing non-empty directory")
-      ("title", po::value(&a.title), "plot title (default: from the traces and mode)")
-      ("no-plot", po::bool_switch(&a.no_plot), "write the CSV only")
-      ("progress", po::value(&a.progress)->default_value(a.progress), "auto (on a terminal) | on | off");
+  opts.add_options()("help,h", "show this help")("trace", po::value(&a.traces),
+                                                 "trace file (.kvtrace); repeat for several traces")(
+      "capacity", po::value(&a.lists.capacities),
+      "capacities in tokens: a list 1e4,3e4,1M,... or a log range FROM:TO:POINTS_PER_DECADE (1e4:1e9:3)")(
+      "mode", po::value(&a.mode)->default_value(a.mode), "sequence | serving")(
+      "policy", po::value(&a.lists.policies)->default_value(a.lists.policies),
+      "eviction policies, comma-separated: lru (vLLM's free queue), lru-unhashed-first, lfu, slru, leaf-lru, "
+      "priority (docs/policies.md)")(
+      "no-optimum", po::bool_switch(&a.no_optimum),
+      "sequence mode: leave out the rows of policy 'optimum' (the offline Belady bound, docs/policies.md)")(
+      "block-size", po::value(&a.lists.block_sizes)->default_value(a.lists.block_sizes),
+      "block sizes in tokens, comma-separated")("jobs,j", po::value(&a.jobs)->default_value(0),
+                                                "configurations run at once (0: one per core)")(
+      "out", po::value(&a.out_dir), "output directory (default: runs/sweep-<first trace>)")(
+      "force", po::bool_switch(&a.force), "replace the sweep files in an existing non-empty directory")(
+      "title", po::value(&a.title), "plot title (default: from the traces and mode)")(
+      "no-plot", po::bool_switch(&a.no_plot), "write the CSV only")(
+      "progress", po::value(&a.progress)->default_value(a.progress), "auto (on a terminal) | on | off");
   po::options_description serving("Serving mode (the options of kvsim replay; verification is off by default)");
   add_config_options(serving, kServingOptions);
   opts.add(serving);
@@ -120,9 +133,10 @@ Status apply_mode_options(const po::variables_map& vm, replay::SweepOptions& so)
     return apply_config_options(vm, so.serving, kServingOptions);
   }
   for (const std::string& name : kServingOptions) {  // the cache alone: no model, no device
-    if (name == "limit") continue;  // sequence mode takes the first N requests too
+    if (name == "limit") continue;                   // sequence mode takes the first N requests too
     if (vm.count(name) && !vm[name].defaulted()) {
-      return Status::error("--" + name + " applies to --mode serving; sequence mode runs the prefix cache alone "
+      return Status::error("--" + name +
+                           " applies to --mode serving; sequence mode runs the prefix cache alone "
                            "(one full-attention group, no model or device)");
     }
   }
@@ -172,8 +186,9 @@ int run_and_print(SweepArgs& a, replay::SweepOptions& so) {
     print_points(points);
     std::printf("  wall time %.1f s (%.2f s per configuration per thread)\n", wall,
                 wall * static_cast<double>(so.jobs) / static_cast<double>(total));
-    plotted = !a.no_plot && plot(points, staging, a.title.empty() ?
-        "Prefix-cache hit rate vs KV-cache capacity (" + a.mode + " mode)" : a.title);
+    plotted = !a.no_plot &&
+              plot(points, staging,
+                   a.title.empty() ? "Prefix-cache hit rate vs KV-cache capacity (" + a.mode + " mode)" : a.title);
   };
   if (Status s = replay::run_sweep_into_folder(so, a.out_dir, a.force, hooks); !s.ok()) return fail(s.message());
   std::cout << "  wrote " << (std::filesystem::path(a.out_dir) / "sweep.csv").string() << "\n";

@@ -46,13 +46,13 @@ po::options_description grid_options(GridArgs& a) {
       "DIR/latency_throughput.png (and goodput.png with --goodput). The same bytes whatever --jobs is,\n"
       "and whatever the number of ranks under mpirun -np N (rank r runs the points i with i % N == r).\n"
       "Exit status: 0 ok, 2 bad usage or bad input.\n\nOptions");
-  opts.add_options()("help,h", "show this help")("trace", po::value(&a.trace), "trace file (.kvtrace)")
-      ("vary", po::value(&a.vary), "OPTION=V1,V2,...: an axis of the grid (repeat for more)")
-      ("out", po::value(&a.out_dir), "output directory (default: runs/grid-<trace>)")
-      ("jobs,j", po::value(&a.jobs)->default_value(0), "points run at once (0: one per core)")
-      ("force", po::bool_switch(&a.force), "replace the files of an existing non-empty directory")
-      ("no-plot", po::bool_switch(&a.no_plot), "write the CSV and run folders only")
-      ("progress", po::value(&a.progress)->default_value(a.progress), "auto (on a terminal) | on | off");
+  opts.add_options()("help,h", "show this help")("trace", po::value(&a.trace), "trace file (.kvtrace)")(
+      "vary", po::value(&a.vary), "OPTION=V1,V2,...: an axis of the grid (repeat for more)")(
+      "out", po::value(&a.out_dir), "output directory (default: runs/grid-<trace>)")(
+      "jobs,j", po::value(&a.jobs)->default_value(0), "points run at once (0: one per core)")(
+      "force", po::bool_switch(&a.force), "replace the files of an existing non-empty directory")(
+      "no-plot", po::bool_switch(&a.no_plot), "write the CSV and run folders only")(
+      "progress", po::value(&a.progress)->default_value(a.progress), "auto (on a terminal) | on | off");
   add_config_options(opts);
   return opts;
 }
@@ -83,8 +83,10 @@ int run_on_ranks(const GridArgs& a, const std::vector<replay::GridPoint>& points
   std::unique_ptr<files::OutputFolder> folder;
   if (mpi.rank() == 0) {
     auto opened = files::OutputFolder::open(a.out_dir, a.force, suffix);
-    if (opened.ok()) folder = std::move(*opened);
-    else ready = opened.status();
+    if (opened.ok())
+      folder = std::move(*opened);
+    else
+      ready = opened.status();
   }
   if (!mpi.all_ok(ready.ok())) return ready.ok() ? 2 : fail(ready.message());
   const std::string staging = folder ? folder->staging() : files::staging_folder(a.out_dir, suffix);
@@ -93,7 +95,8 @@ int run_on_ranks(const GridArgs& a, const std::vector<replay::GridPoint>& points
   std::vector<std::unique_ptr<reports::RunFolder>> folders(points.size());
   replay::GridHooks hooks = reports::grid_folder_hooks(staging, folders);
   const bool show = mpi.rank() == 0 && (a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO)));
-  if (show) hooks.on_progress = [](std::size_t d, std::size_t n) { std::fprintf(stderr, "\r  %zu / %zu points ", d, n); };
+  if (show)
+    hooks.on_progress = [](std::size_t d, std::size_t n) { std::fprintf(stderr, "\r  %zu / %zu points ", d, n); };
   const int threads = replay::sweep_threads(a.jobs);
   if (mpi.rank() == 0) {
     std::cout << "kvsim sweep: " << points.size() << " points on " << mpi.size() << " rank(s) x " << threads
@@ -103,7 +106,8 @@ int run_on_ranks(const GridArgs& a, const std::vector<replay::GridPoint>& points
   if (show) std::fprintf(stderr, "\r%40s\r", "");
   if (!mpi.all_ok(results.ok())) return results.ok() ? 2 : fail(results.status().message());
   std::vector<std::pair<std::size_t, std::string>> rows;
-  for (std::size_t k = 0; k < mine.size(); ++k) rows.emplace_back(mine[k].index, reports::grid_point_row(mine[k], (*results)[k]));
+  for (std::size_t k = 0; k < mine.size(); ++k)
+    rows.emplace_back(mine[k].index, reports::grid_point_row(mine[k], (*results)[k]));
   const std::vector<std::string> all = mpi.gather(rows);
   if (mpi.rank() != 0) return 0;
   return write_merged(points, all, *folder, a.no_plot);

@@ -40,8 +40,8 @@ int run_tokenize(int argc, char** argv) {
       "FILE is a Hugging Face tokenizer.json (BPE; docs/tokenizers.md), or word-hash.\n"
       "Exit status: 0 ok, 2 bad usage or a bad line (the message names the line).\n\n"
       "Options");
-  opts.add_options()("help,h", "show this help")
-      ("tokenizer", po::value<std::string>(&tokenizer), "tokenizer.json path, or word-hash");
+  opts.add_options()("help,h", "show this help")("tokenizer", po::value<std::string>(&tokenizer),
+                                                 "tokenizer.json path, or word-hash");
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;
   if (tokenizer.empty()) return fail("missing --tokenizer FILE");

@@ -1,8 +1,8 @@
 // kvsim: the command-line entry point; dispatches to one subcommand per file.
+#include <boost/program_options/parsers.hpp>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <boost/program_options/parsers.hpp>
 #include <exception>
 #include <iostream>
 #include <new>
@@ -20,22 +20,17 @@ const Command kCommands[] = {
      kv::cli::run_ops},
     {"scenario", "check kvsim against scenario files recorded from vLLM (scheduler, KV-cache groups)",
      kv::cli::run_scenario},
-    {"replay", "replay a trace through the scheduler on a device (sim or gpu); the main job",
-     kv::cli::run_replay},
-    {"gen", "write a seeded synthetic trace (sharegpt multi-turn chat, prefix benchmark)",
-     kv::cli::run_gen},
+    {"replay", "replay a trace through the scheduler on a device (sim or gpu); the main job", kv::cli::run_replay},
+    {"gen", "write a seeded synthetic trace (sharegpt multi-turn chat, prefix benchmark)", kv::cli::run_gen},
     {"convert", "convert a ShareGPT, Mooncake, Azure, BurstGPT or pre-tokenized JSONL trace to a kvsim trace",
      kv::cli::run_convert},
     {"tokenize", "print the token ids of JSON strings under a tokenizer.json (BPE) or word-hash",
      kv::cli::run_tokenize},
-    {"trace", "trace info: sizes, lengths, arrivals and prefix sharing of a trace",
-     kv::cli::run_trace},
-    {"sweep", "hit rate (and serving metrics) against KV-cache capacity, policies and block sizes",
-     kv::cli::run_sweep},
+    {"trace", "trace info: sizes, lengths, arrivals and prefix sharing of a trace", kv::cli::run_trace},
+    {"sweep", "hit rate (and serving metrics) against KV-cache capacity, policies and block sizes", kv::cli::run_sweep},
     {"capacity", "the highest request rate that meets a latency SLO (bisection over full replays)",
      kv::cli::run_capacity},
-    {"report", "Markdown and HTML report with plots from one or more run folders",
-     kv::cli::run_report},
+    {"report", "Markdown and HTML report with plots from one or more run folders", kv::cli::run_report},
     {"calibrate", "fit the simulator's cost model to a GPU kernel profile; save a GPU preset file",
      kv::cli::run_calibrate},
     {"fuzz", "run the stateful property tests for a time budget; prints a shrunk ops script on failure",
@@ -43,8 +38,9 @@ const Command kCommands[] = {
 };
 
 void usage(std::FILE* f) {
-  std::fprintf(f, "usage: kvsim <command> [options]   (kvsim <command> --help for its options;\n"
-                  "       kvsim --version)\n\n");
+  std::fprintf(f,
+               "usage: kvsim <command> [options]   (kvsim <command> --help for its options;\n"
+               "       kvsim --version)\n\n");
   std::fprintf(f, "commands:\n");
   for (const Command& c : kCommands) std::fprintf(f, "  %-10s %s\n", c.name, c.summary);
 }
@@ -93,8 +89,10 @@ int main(int argc, char** argv) {
       try {
         return c.run(argc - 1, argv + 1);
       } catch (const std::bad_alloc&) {
-        std::fprintf(stderr, "kvsim %s: out of memory (lower the sizes asked for: --num-blocks, "
-                     "--kv-cache-tokens, --jobs, or the trace's)\n", c.name);
+        std::fprintf(stderr,
+                     "kvsim %s: out of memory (lower the sizes asked for: --num-blocks, "
+                     "--kv-cache-tokens, --jobs, or the trace's)\n",
+                     c.name);
         return 2;
       } catch (const std::exception& e) {
         // Option parsing and library errors on bad input end here, never in a crash.

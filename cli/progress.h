@@ -18,7 +18,8 @@ class ProgressLine {
   ProgressLine(std::string unit, const std::string& mode)
       : unit_(std::move(unit)),
         enabled_(mode == "on" || (mode == "auto" && isatty(STDERR_FILENO))),
-        start_(std::chrono::steady_clock::now()), last_(start_) {}
+        start_(std::chrono::steady_clock::now()),
+        last_(start_) {}
   ~ProgressLine() { done(); }
 
   void update(std::int64_t count) {

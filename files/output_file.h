@@ -58,8 +58,10 @@ class AtomicFile {
   // Refuses an existing PATH unless overwrite, and a PATH that is a directory.
   static StatusOr<AtomicFile> create(const std::string& path, bool overwrite);
   AtomicFile(AtomicFile&& other) noexcept
-      : path_(std::move(other.path_)), temp_(std::exchange(other.temp_, std::string())),
-        out_(std::move(other.out_)), overwrite_(other.overwrite_) {}
+      : path_(std::move(other.path_)),
+        temp_(std::exchange(other.temp_, std::string())),
+        out_(std::move(other.out_)),
+        overwrite_(other.overwrite_) {}
   AtomicFile& operator=(AtomicFile&& other) noexcept;
   ~AtomicFile();
 

@@ -57,8 +57,10 @@ void sync_tree(const std::string& dir) {
     ::close(fd);
   };
   for (const fs::directory_entry& e : fs::recursive_directory_iterator(dir, ec)) {
-    if (e.is_regular_file(ec)) sync_path(e.path(), O_RDONLY);
-    else if (e.is_directory(ec)) sync_path(e.path(), O_RDONLY | O_DIRECTORY);
+    if (e.is_regular_file(ec))
+      sync_path(e.path(), O_RDONLY);
+    else if (e.is_directory(ec))
+      sync_path(e.path(), O_RDONLY | O_DIRECTORY);
   }
   sync_path(dir, O_RDONLY | O_DIRECTORY);
 }

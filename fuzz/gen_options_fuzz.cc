@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <limits>
 #include <map>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 
 #include "fuzz/fuzz_target.h"
 #include "traces/generators.h"

@@ -24,7 +24,8 @@ void check_spec(const GpuSpec& g) {
   for (std::int64_t flops : {g.peak_fp8_flops, g.peak_fp4_flops}) {
     FUZZ_CHECK(flops >= 0 && flops <= 1'000'000'000'000'000'000, what);
   }
-  for (std::int64_t bw : {g.hbm_bytes_per_s, g.h2d_bytes_per_s}) FUZZ_CHECK(bw > 0 && bw <= 1'000'000'000'000'000, what);
+  for (std::int64_t bw : {g.hbm_bytes_per_s, g.h2d_bytes_per_s})
+    FUZZ_CHECK(bw > 0 && bw <= 1'000'000'000'000'000, what);
   FUZZ_CHECK(g.interconnect_bytes_per_s >= 0 && g.interconnect_bytes_per_s <= 1'000'000'000'000'000, what);
   FUZZ_CHECK(g.memory_bytes > 0 && g.memory_bytes <= (std::int64_t{1} << 50), what);
   FUZZ_CHECK(g.clock_mhz > 0 && g.clock_mhz <= 100'000 && g.sm_count >= 0 && g.sm_count <= 1'000'000, what);

@@ -29,10 +29,14 @@ const char* type_name(AttentionType t) {
 
 // The shape as a dense config.json with an explicit layer_types list.
 std::string to_config(const ModelShape& m) {
-  nlohmann::json j = {{"_name_or_path", m.name},       {"hidden_size", m.hidden},
-                      {"num_hidden_layers", m.layers}, {"num_attention_heads", m.heads},
-                      {"num_key_value_heads", m.kv_heads}, {"head_dim", m.head_dim},
-                      {"intermediate_size", m.intermediate}, {"vocab_size", m.vocab}};
+  nlohmann::json j = {{"_name_or_path", m.name},
+                      {"hidden_size", m.hidden},
+                      {"num_hidden_layers", m.layers},
+                      {"num_attention_heads", m.heads},
+                      {"num_key_value_heads", m.kv_heads},
+                      {"head_dim", m.head_dim},
+                      {"intermediate_size", m.intermediate},
+                      {"vocab_size", m.vocab}};
   if (!m.layer_types.empty()) {
     nlohmann::json types = nlohmann::json::array();
     for (AttentionType t : m.layer_types) types.push_back(type_name(t));

@@ -7,12 +7,12 @@
 
 #include <cuda_runtime.h>
 
+#include "gpu_backend/kernels.h"
 #include "gpu_backend/reference/block_tables.h"
 #include "gpu_backend/reference/flat_batch.h"
 #include "gpu_backend/reference/graph_policy.h"
 #include "gpu_backend/reference/model_config.h"
 #include "gpu_backend/reference/numerics.h"
-#include "gpu_backend/kernels.h"
 #include "gpu_backend/synthetic_model.h"
 #include "model/attention_window.h"
 #include "model/block_table.h"
@@ -131,14 +131,14 @@ Status CudaDevice::check_options() {
   }
   if (o.block_size < 1 || o.max_num_seqs < 1 || o.max_num_batched_tokens < 1 || o.max_model_len < 1 ||
       o.num_gpu_blocks < 0 || !(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
-    return Status::error("CUDA device options: block_size, max_num_seqs, max_num_batched_tokens and max_model_len "
-                         "must be >= 1, num_gpu_blocks >= 0 and gpu_memory_utilization in (0, 1]");
+    return Status::error(
+        "CUDA device options: block_size, max_num_seqs, max_num_batched_tokens and max_model_len "
+        "must be >= 1, num_gpu_blocks >= 0 and gpu_memory_utilization in (0, 1]");
   }
-  const std::int64_t max_capture =
-      o.max_cudagraph_capture_size > 0 ? o.max_cudagraph_capture_size : std::min<std::int64_t>(2LL * o.max_num_seqs, 512);
-  StatusOr<std::unique_ptr<gpuref::GraphPolicy>> policy =
-      gpuref::make_graph_policy(o.profile_csv.empty() ? o.cudagraph_mode : "NONE", o.cudagraph_capture_sizes, max_capture,
-                                o.max_num_seqs);
+  const std::int64_t max_capture = o.max_cudagraph_capture_size > 0 ? o.max_cudagraph_capture_size
+                                                                    : std::min<std::int64_t>(2LL * o.max_num_seqs, 512);
+  StatusOr<std::unique_ptr<gpuref::GraphPolicy>> policy = gpuref::make_graph_policy(
+      o.profile_csv.empty() ? o.cudagraph_mode : "NONE", o.cudagraph_capture_sizes, max_capture, o.max_num_seqs);
   if (!policy.ok()) return policy.status();
   graph_policy_ = std::move(policy.value());
   return Status();
@@ -152,7 +152,8 @@ Status CudaDevice::select_device(cudaDeviceProp* prop, std::size_t* free_bytes) 
       !st.ok()) {
     return st;
   }
-  if (Status st = cuda_status(cudaGetDeviceProperties(prop, o.device_index), "reading device properties"); !st.ok()) return st;
+  if (Status st = cuda_status(cudaGetDeviceProperties(prop, o.device_index), "reading device properties"); !st.ok())
+    return st;
   std::size_t total = 0;
   return cuda_status(cudaMemGetInfo(free_bytes, &total), "cudaMemGetInfo");
 }
@@ -179,16 +180,18 @@ StatusOr<CudaDevice::KvCacheSize> CudaDevice::size_kv_cache(const ModelLimits& l
   const std::size_t tables_bytes = static_cast<std::size_t>(max_updates_) * 4 * 4;
   const std::size_t fixed = mem.weight_bytes + mem.workspace_bytes + tables_bytes;
   const std::size_t elem = static_cast<std::size_t>(gpuref::dtype_bytes(dtype_));
-  const std::size_t block_bytes = 2 * static_cast<std::size_t>(layout_.num_tensors) * static_cast<std::size_t>(o.block_size) *
-                                  static_cast<std::size_t>(config_.kv_dim()) * elem;
+  const std::size_t block_bytes = 2 * static_cast<std::size_t>(layout_.num_tensors) *
+                                  static_cast<std::size_t>(o.block_size) * static_cast<std::size_t>(config_.kv_dim()) *
+                                  elem;
   std::int64_t num_blocks = o.num_gpu_blocks;
   if (num_blocks > 0) {
     const double need = static_cast<double>(num_blocks) * static_cast<double>(block_bytes);
     if (need + static_cast<double>(fixed) > static_cast<double>(free0)) {
       return Status::error("KV cache of " + std::to_string(num_blocks) + " blocks needs " + gib(need) + " (" +
-                           std::to_string(block_bytes) + " bytes per block) but only " + gib(static_cast<double>(free0)) +
-                           " of GPU memory is free, of which weights take " + gib(static_cast<double>(mem.weight_bytes)) +
-                           " and the workspace " + gib(static_cast<double>(fixed - mem.weight_bytes)));
+                           std::to_string(block_bytes) + " bytes per block) but only " +
+                           gib(static_cast<double>(free0)) + " of GPU memory is free, of which weights take " +
+                           gib(static_cast<double>(mem.weight_bytes)) + " and the workspace " +
+                           gib(static_cast<double>(fixed - mem.weight_bytes)));
     }
   } else {
     const double budget = static_cast<double>(free0) * o.gpu_memory_utilization - static_cast<double>(fixed);
@@ -205,12 +208,14 @@ StatusOr<CudaDevice::KvCacheSize> CudaDevice::size_kv_cache(const ModelLimits& l
 }
 
 Status CudaDevice::create_model(const ModelLimits& limits) {
-  if (Status st = cuda_status(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream"); !st.ok()) {
+  if (Status st = cuda_status(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "creating a stream");
+      !st.ok()) {
     return st;
   }
   if (Status st = cuda_status(cudaEventCreate(&start_), "creating an event"); !st.ok()) return st;
   if (Status st = cuda_status(cudaEventCreate(&stop_), "creating an event"); !st.ok()) return st;
-  StatusOr<std::unique_ptr<SyntheticModel>> model = SyntheticModel::create(config_, dtype_, options_.seed, limits, stream_);
+  StatusOr<std::unique_ptr<SyntheticModel>> model =
+      SyntheticModel::create(config_, dtype_, options_.seed, limits, stream_);
   if (!model.ok()) return model.status();
   model_ = std::move(model.value());
   return Status();
@@ -220,8 +225,8 @@ Status CudaDevice::allocate_kv_cache(const KvCacheSize& size) {
   kv_.num_blocks = size.num_blocks;
   kv_.block_size = options_.block_size;
   kv_.layout = layout_;
-  const std::size_t layer_bytes = size.block_bytes / 2 / static_cast<std::size_t>(layout_.num_tensors) *
-                                  static_cast<std::size_t>(size.num_blocks);
+  const std::size_t layer_bytes =
+      size.block_bytes / 2 / static_cast<std::size_t>(layout_.num_tensors) * static_cast<std::size_t>(size.num_blocks);
   for (int l = 0; l < layout_.num_tensors; ++l) {
     void* k = nullptr;
     void* v = nullptr;
@@ -240,20 +245,26 @@ Status CudaDevice::allocate_kv_cache(const KvCacheSize& size) {
 Status CudaDevice::allocate_block_tables(std::int64_t num_blocks) {
   const CudaDeviceOptions& o = options_;
   const std::size_t table_entries = static_cast<std::size_t>(max_updates_);
-  if (Status st = cuda_status(cudaMalloc(&table_dev_, table_entries * 4), "allocating block tables"); !st.ok()) return st;
-  if (Status st = cuda_status(cudaMemset(table_dev_, 0, table_entries * 4), "clearing block tables"); !st.ok()) return st;
-  if (Status st = cuda_status(cudaMalloc(&updates_dev_, table_entries * 12), "allocating block-table updates"); !st.ok()) {
+  if (Status st = cuda_status(cudaMalloc(&table_dev_, table_entries * 4), "allocating block tables"); !st.ok())
+    return st;
+  if (Status st = cuda_status(cudaMemset(table_dev_, 0, table_entries * 4), "clearing block tables"); !st.ok())
+    return st;
+  if (Status st = cuda_status(cudaMalloc(&updates_dev_, table_entries * 12), "allocating block-table updates");
+      !st.ok()) {
     return st;
   }
   const std::size_t pinned_ints = 4 * static_cast<std::size_t>(max_tokens_) + 3 * table_entries;
-  if (Status st = cuda_status(cudaMallocHost(&pinned_, pinned_ints * 4), "allocating pinned staging memory"); !st.ok()) {
+  if (Status st = cuda_status(cudaMallocHost(&pinned_, pinned_ints * 4), "allocating pinned staging memory");
+      !st.ok()) {
     return st;
   }
-  tables_ = std::make_unique<gpuref::BlockTables>(o.max_num_seqs, max_blocks_per_row_, num_blocks, layout_.group_windows);
+  tables_ =
+      std::make_unique<gpuref::BlockTables>(o.max_num_seqs, max_blocks_per_row_, num_blocks, layout_.group_windows);
   for (int g = 0; g < layout_.num_groups(); ++g) {  // group g's rows start at g * max_num_seqs
     const std::int32_t null_block = layout_.plain() ? -1 : static_cast<std::int32_t>(kNullBlock);
-    kv_.tables.push_back(BlockTableView{table_dev_ + static_cast<std::ptrdiff_t>(g) * o.max_num_seqs * max_blocks_per_row_,
-                                        max_blocks_per_row_, o.block_size, null_block});
+    kv_.tables.push_back(
+        BlockTableView{table_dev_ + static_cast<std::ptrdiff_t>(g) * o.max_num_seqs * max_blocks_per_row_,
+                       max_blocks_per_row_, o.block_size, null_block});
   }
   return Status();
 }
@@ -359,7 +370,8 @@ Status CudaDevice::run_step(const StepPlan& plan, StepResult* result) {
   cudaError_t e = cudaSuccess;
   if (n > 0) {
     e = cudaMemcpyAsync(model_->token_ids(), host_tokens, bytes, cudaMemcpyHostToDevice, stream_);
-    if (e == cudaSuccess) e = cudaMemcpyAsync(model_->positions(), host_positions, bytes, cudaMemcpyHostToDevice, stream_);
+    if (e == cudaSuccess)
+      e = cudaMemcpyAsync(model_->positions(), host_positions, bytes, cudaMemcpyHostToDevice, stream_);
     if (e == cudaSuccess) e = cudaMemcpyAsync(model_->rows(), host_rows, bytes, cudaMemcpyHostToDevice, stream_);
     if (e == cudaSuccess && args.num_logit_rows > 0) {
       e = cudaMemcpyAsync(model_->logit_rows(), host_logit_rows, static_cast<std::size_t>(args.num_logit_rows) * 4,
@@ -407,7 +419,8 @@ Status CudaDevice::launch_graph(const ForwardArgs& args) {
     // same K/V again), so the first step of each size is timed with two passes.
     if (Status st = model_->forward(args, kv_, nullptr, nullptr); !st.ok()) return st;
     cudaGraph_t graph = nullptr;
-    if (Status st = cuda_status(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "beginning graph capture");
+    if (Status st =
+            cuda_status(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal), "beginning graph capture");
         !st.ok()) {
       return st;
     }
@@ -415,7 +428,8 @@ Status CudaDevice::launch_graph(const ForwardArgs& args) {
     const cudaError_t end = cudaStreamEndCapture(stream_, &graph);
     if (!forward.ok()) {
       if (graph) cudaGraphDestroy(graph);
-      return Status::error("capturing the CUDA graph of " + std::to_string(args.num_tokens) + " tokens: " + forward.message());
+      return Status::error("capturing the CUDA graph of " + std::to_string(args.num_tokens) +
+                           " tokens: " + forward.message());
     }
     if (Status st = cuda_status(end, "ending graph capture"); !st.ok()) return st;
     cudaGraphExec_t exec = nullptr;

@@ -26,30 +26,30 @@
 
 #include "model/device.h"
 #include "model/kv_cache_groups.h"
-#include "model/util/status.h"
 #include "model/sched/step_plan.h"
+#include "model/util/status.h"
 
 namespace kv::gpu {
 
 struct CudaDeviceOptions {
-  std::string model = "tiny";        // preset of model/catalog/model_shape.h: tiny, small, llama3-8b, ...
+  std::string model = "tiny";  // preset of model/catalog/model_shape.h: tiny, small, llama3-8b, ...
   // The model's KV-cache groups (ModelShape::kv_cache_groups, layers named "layers.I"); empty:
   // one full-attention group of every layer. With groups, plans must carry group_block_ids and
   // group_windows (docs/hybrid-groups.md); each layer uses its group's block table and window.
   std::vector<KvCacheGroupSpec> kv_cache_groups;
-  std::uint64_t seed = 1;            // weights are a pure function of (seed, tensor, index)
-  std::string dtype = "bf16";        // bf16 or fp16: weights, activations and the KV cache
+  std::uint64_t seed = 1;      // weights are a pure function of (seed, tensor, index)
+  std::string dtype = "bf16";  // bf16 or fp16: weights, activations and the KV cache
   int device_index = 0;
   int block_size = 16;
-  std::int64_t num_gpu_blocks = 0;   // > 0: exactly this many blocks; 0: sized as vLLM from
-  double gpu_memory_utilization = 0.9;  // (free memory * this - weights - workspace) / block bytes
-  int max_num_seqs = 256;            // block-table rows (live requests) and logit rows
-  std::int64_t max_num_batched_tokens = 8192;  // tokens per step (activation workspace)
-  std::int64_t max_model_len = 8192;           // block-table columns = ceil(this / block_size)
-  std::string cudagraph_mode = "FULL_DECODE_ONLY";  // or NONE (FULL*, see graph_policy.h)
+  std::int64_t num_gpu_blocks = 0;                    // > 0: exactly this many blocks; 0: sized as vLLM from
+  double gpu_memory_utilization = 0.9;                // (free memory * this - weights - workspace) / block bytes
+  int max_num_seqs = 256;                             // block-table rows (live requests) and logit rows
+  std::int64_t max_num_batched_tokens = 8192;         // tokens per step (activation workspace)
+  std::int64_t max_model_len = 8192;                  // block-table columns = ceil(this / block_size)
+  std::string cudagraph_mode = "FULL_DECODE_ONLY";    // or NONE (FULL*, see graph_policy.h)
   std::vector<std::int64_t> cudagraph_capture_sizes;  // empty: vLLM's default list
   std::int64_t max_cudagraph_capture_size = 0;        // 0: min(2 * max_num_seqs, 512) as vLLM
-  bool compute_logits = true;        // LM head over the last token of each sequence
+  bool compute_logits = true;                         // LM head over the last token of each sequence
   // Non-empty: every step runs eagerly and appends one CSV row per kernel
   // (kernel,num_tokens,num_seqs,context_tokens,time_ns: one launch, one layer) to this file.
   std::string profile_csv;

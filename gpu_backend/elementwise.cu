@@ -130,9 +130,8 @@ template <typename T>
 __global__ void seeded_fill_kernel(SeededFillView<T> v) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < v.count;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float w = v.constant_fill
-                        ? v.scale
-                        : gpuref::seeded_weight(v.seed, v.tensor_id, static_cast<std::uint64_t>(i), v.scale);
+    const float w =
+        v.constant_fill ? v.scale : gpuref::seeded_weight(v.seed, v.tensor_id, static_cast<std::uint64_t>(i), v.scale);
     v.dst[i] = from_float<T>(w);
   }
 }
@@ -147,12 +146,12 @@ cudaError_t launch_seeded_fill(const SeededFillView<T>& v, cudaStream_t stream) 
   return cudaGetLastError();
 }
 
-#define KV_GPU_INSTANTIATE(T)                                                                  \
-  template cudaError_t launch_rmsnorm<T>(const RmsNormView<T>&, cudaStream_t);                 \
-  template cudaError_t launch_rotary<T>(const RotaryView<T>&, cudaStream_t);                   \
-  template cudaError_t launch_silu_mul<T>(const SiluMulView<T>&, cudaStream_t);                \
-  template cudaError_t launch_embedding<T>(const EmbeddingView<T>&, cudaStream_t);             \
-  template cudaError_t launch_gather_rows<T>(const GatherRowsView<T>&, cudaStream_t);          \
+#define KV_GPU_INSTANTIATE(T)                                                         \
+  template cudaError_t launch_rmsnorm<T>(const RmsNormView<T>&, cudaStream_t);        \
+  template cudaError_t launch_rotary<T>(const RotaryView<T>&, cudaStream_t);          \
+  template cudaError_t launch_silu_mul<T>(const SiluMulView<T>&, cudaStream_t);       \
+  template cudaError_t launch_embedding<T>(const EmbeddingView<T>&, cudaStream_t);    \
+  template cudaError_t launch_gather_rows<T>(const GatherRowsView<T>&, cudaStream_t); \
   template cudaError_t launch_seeded_fill<T>(const SeededFillView<T>&, cudaStream_t);
 KV_GPU_INSTANTIATE(__nv_bfloat16)
 KV_GPU_INSTANTIATE(__half)

@@ -41,8 +41,8 @@ void* open_cublas(std::string& error) {
   const std::string first = dlerror();
   const std::string built = std::string(KVSIM_CUDA_LIBRARY_DIR) + "/" + soname;
   if (void* lib = dlopen(built.c_str(), RTLD_NOW | RTLD_LOCAL)) return lib;
-  error = "cannot load cuBLAS: " + first + "; " + dlerror() +
-          " (install the CUDA " + std::to_string(CUBLAS_VER_MAJOR) + " toolkit libraries or set LD_LIBRARY_PATH)";
+  error = "cannot load cuBLAS: " + first + "; " + dlerror() + " (install the CUDA " + std::to_string(CUBLAS_VER_MAJOR) +
+          " toolkit libraries or set LD_LIBRARY_PATH)";
   return nullptr;
 }
 
@@ -92,8 +92,8 @@ Status Gemm::init(cudaStream_t stream, std::size_t workspace_bytes) {
   return Status();
 }
 
-cublasStatus_t Gemm::linear(gpuref::DType dtype, const void* x, std::int64_t rows, int in_dim,
-                            const void* w, int out_dim, void* y, bool accumulate) {
+cublasStatus_t Gemm::linear(gpuref::DType dtype, const void* x, std::int64_t rows, int in_dim, const void* w,
+                            int out_dim, void* y, bool accumulate) {
   if (rows == 0) return CUBLAS_STATUS_SUCCESS;
   if (!handle_ || rows < 0 || rows > INT32_MAX) return CUBLAS_STATUS_INVALID_VALUE;
   const cudaDataType_t in_type = dtype == gpuref::DType::kFp16 ? CUDA_R_16F : CUDA_R_16BF;
@@ -102,8 +102,8 @@ cublasStatus_t Gemm::linear(gpuref::DType dtype, const void* x, std::int64_t row
   const float beta = accumulate ? 1.0f : 0.0f;
   // Column-major view: y^T[N, M] = W[N, K] (stored as K x N, transposed) * x^T[K, M].
   return cublas().gemm_ex(handle_, CUBLAS_OP_T, CUBLAS_OP_N, out_dim, static_cast<int>(rows), in_dim, &alpha, w,
-                          in_type, in_dim, x, in_type, in_dim, &beta, y, out_type, out_dim,
-                          CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                          in_type, in_dim, x, in_type, in_dim, &beta, y, out_type, out_dim, CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT);
 }
 
 std::string cublas_load_error() { return cublas().error; }

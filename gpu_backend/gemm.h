@@ -29,8 +29,8 @@ class Gemm {
 
   // dtype: the element type of x and w (kBf16 or kFp16); y has that type too unless
   // accumulate, where y is fp32. Returns CUBLAS_STATUS_SUCCESS or the cuBLAS error.
-  cublasStatus_t linear(gpuref::DType dtype, const void* x, std::int64_t rows, int in_dim,
-                        const void* w, int out_dim, void* y, bool accumulate);
+  cublasStatus_t linear(gpuref::DType dtype, const void* x, std::int64_t rows, int in_dim, const void* w, int out_dim,
+                        void* y, bool accumulate);
 
  private:
   cublasHandle_t handle_ = nullptr;

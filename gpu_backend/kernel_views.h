@@ -21,15 +21,15 @@ struct BlockTableView {
   const std::int32_t* table = nullptr;  // [rows, row_stride]
   std::int32_t row_stride = 0;
   std::int32_t block_size = 16;
-  std::int32_t null_block = -1;         // the null block's id (0) in hybrid layouts; -1: none
+  std::int32_t null_block = -1;  // the null block's id (0) in hybrid layouts; -1: none
   KVG_HD std::int64_t slot(std::int32_t row, std::int32_t position) const {
     const std::int64_t block = table[static_cast<std::int64_t>(row) * row_stride + block_index(position, block_size)];
     return block == null_block ? kPaddingSlot : slot_in_block(block, block_size, position);
   }
 };
 
-struct TokenView {  // the flattened batch, per token
-  const std::int32_t* rows = nullptr;       // block-table row, -1 for padding
+struct TokenView {                     // the flattened batch, per token
+  const std::int32_t* rows = nullptr;  // block-table row, -1 for padding
   const std::int32_t* positions = nullptr;
   std::int32_t num_tokens = 0;
 };
@@ -42,9 +42,7 @@ struct PagedKvView {  // one layer
   std::int32_t block_size = 16;
   std::int32_t kv_heads = 1;
   std::int32_t head_dim = 8;
-  KVG_HD std::int64_t offset(std::int64_t slot, std::int32_t head) const {
-    return (slot * kv_heads + head) * head_dim;
-  }
+  KVG_HD std::int64_t offset(std::int64_t slot, std::int32_t head) const { return (slot * kv_heads + head) * head_dim; }
 };
 
 struct BlockTableUpdateView {  // (row, column, block) triples
@@ -62,7 +60,7 @@ struct SlotMappingView {
 
 template <typename T>
 struct CacheWriteView {
-  const T* k = nullptr;            // row i at k + i * src_stride, kv_heads * head_dim values
+  const T* k = nullptr;  // row i at k + i * src_stride, kv_heads * head_dim values
   const T* v = nullptr;
   std::int64_t src_stride = 0;
   const std::int64_t* slots = nullptr;
@@ -72,26 +70,26 @@ struct CacheWriteView {
 
 template <typename T>
 struct AttentionView {
-  const T* q = nullptr;            // head h of token i at q + i * q_stride + h * head_dim
+  const T* q = nullptr;  // head h of token i at q + i * q_stride + h * head_dim
   std::int64_t q_stride = 0;
-  T* out = nullptr;                // [num_tokens, num_heads * head_dim]
+  T* out = nullptr;  // [num_tokens, num_heads * head_dim]
   TokenView tokens;
   BlockTableView table;
   PagedKvView<T> cache;
   std::int32_t num_heads = 1;
   float scale = 1.0f;
-  std::int32_t num_splits = 1;     // split-K over the context; > 1 needs the partial buffers
-  float* partial_out = nullptr;    // [num_tokens, num_heads, num_splits, head_dim]
-  float* partial_max = nullptr;    // [num_tokens, num_heads, num_splits]
-  float* partial_sum = nullptr;    // [num_tokens, num_heads, num_splits]
-  std::int64_t window = 0;         // the layer's reach: 0 full, w sliding, -c chunked
+  std::int32_t num_splits = 1;   // split-K over the context; > 1 needs the partial buffers
+  float* partial_out = nullptr;  // [num_tokens, num_heads, num_splits, head_dim]
+  float* partial_max = nullptr;  // [num_tokens, num_heads, num_splits]
+  float* partial_sum = nullptr;  // [num_tokens, num_heads, num_splits]
+  std::int64_t window = 0;       // the layer's reach: 0 full, w sliding, -c chunked
 };
 
 template <typename T>
 struct RmsNormView {
-  const float* x = nullptr;        // fp32 residual stream [rows, dim]
-  const T* weight = nullptr;       // [dim]
-  T* out = nullptr;                // [rows, dim]
+  const float* x = nullptr;   // fp32 residual stream [rows, dim]
+  const T* weight = nullptr;  // [dim]
+  T* out = nullptr;           // [rows, dim]
   std::int32_t rows = 0;
   std::int32_t dim = 0;
   float eps = 1e-5f;
@@ -99,10 +97,10 @@ struct RmsNormView {
 
 template <typename T>
 struct RotaryView {
-  T* qkv = nullptr;                // rotates the first num_heads + kv_heads heads of each row
+  T* qkv = nullptr;  // rotates the first num_heads + kv_heads heads of each row
   std::int64_t stride = 0;
   const std::int32_t* positions = nullptr;
-  const float* inv_freq = nullptr; // [head_dim / 2]
+  const float* inv_freq = nullptr;  // [head_dim / 2]
   std::int32_t num_tokens = 0;
   std::int32_t num_heads = 1;
   std::int32_t kv_heads = 1;
@@ -111,8 +109,8 @@ struct RotaryView {
 
 template <typename T>
 struct SiluMulView {
-  const T* gate_up = nullptr;      // [rows, 2 * inter]: gate then up
-  T* out = nullptr;                // [rows, inter]
+  const T* gate_up = nullptr;  // [rows, 2 * inter]: gate then up
+  T* out = nullptr;            // [rows, inter]
   std::int32_t rows = 0;
   std::int32_t inter = 0;
 };
@@ -120,8 +118,8 @@ struct SiluMulView {
 template <typename T>
 struct EmbeddingView {
   const std::int32_t* tokens = nullptr;
-  const T* table = nullptr;        // [vocab, dim]
-  float* out = nullptr;            // fp32 residual [rows, dim]
+  const T* table = nullptr;  // [vocab, dim]
+  float* out = nullptr;      // fp32 residual [rows, dim]
   std::int32_t rows = 0;
   std::int32_t dim = 0;
   std::int32_t vocab = 0;
@@ -142,7 +140,7 @@ struct SeededFillView {
   std::int64_t count = 0;
   std::uint64_t seed = 0;
   std::uint32_t tensor_id = 0;
-  float scale = 0.0f;              // U(-scale, scale); with constant_fill, every value = scale
+  float scale = 0.0f;  // U(-scale, scale); with constant_fill, every value = scale
   bool constant_fill = false;
 };
 

@@ -53,8 +53,8 @@ WeightLayout weight_layout(const ModelConfig& c, std::size_t elem) {
 }
 
 struct WorkspaceLayout {
-  std::size_t token_ids, positions, rows, logit_rows, slots, residual, x, qkv, attn, gate_up, act,
-      gathered, logits, partial_out, partial_max, partial_sum;
+  std::size_t token_ids, positions, rows, logit_rows, slots, residual, x, qkv, attn, gate_up, act, gathered, logits,
+      partial_out, partial_max, partial_sum;
   std::size_t total;
 };
 
@@ -104,8 +104,7 @@ std::string cuda_error_string(cudaError_t e) {
 
 MemoryPlan plan_memory(const ModelConfig& config, DType dtype, const ModelLimits& limits) {
   const auto elem = static_cast<std::size_t>(gpuref::dtype_bytes(dtype));
-  return {weight_layout(config, elem).total,
-          workspace_layout(config, elem, limits).total + kCublasWorkspaceBytes};
+  return {weight_layout(config, elem).total, workspace_layout(config, elem, limits).total + kCublasWorkspaceBytes};
 }
 
 KernelTimer::~KernelTimer() {
@@ -147,8 +146,8 @@ Status KernelTimer::read(std::vector<std::pair<std::string, std::int64_t>>* out)
 }
 
 StatusOr<std::unique_ptr<SyntheticModel>> SyntheticModel::create(const ModelConfig& config, DType dtype,
-                                                                  std::uint64_t seed, const ModelLimits& limits,
-                                                                  cudaStream_t stream) {
+                                                                 std::uint64_t seed, const ModelLimits& limits,
+                                                                 cudaStream_t stream) {
   if (Status st = config.validate(); !st.ok()) return st;
   if (dtype != DType::kBf16 && dtype != DType::kFp16) {
     return Status::error(std::string("the CUDA model runs in bf16 or fp16, not ") + gpuref::to_string(dtype));
@@ -178,14 +177,14 @@ StatusOr<std::unique_ptr<SyntheticModel>> SyntheticModel::create(const ModelConf
   }
   if (cudaError_t e = cudaMalloc(&m->workspace_arena_, ws.total); e != cudaSuccess) {
     m->workspace_arena_ = nullptr;
-    return Status::error("allocating the " + std::to_string(ws.total) + "-byte activation workspace failed: " +
-                         cuda_error_string(e));
+    return Status::error("allocating the " + std::to_string(ws.total) +
+                         "-byte activation workspace failed: " + cuda_error_string(e));
   }
   void* w = m->weight_arena_;
   m->embedding_ = at<char>(w, wl.embedding);
   for (const auto& l : wl.layers) {
-    m->layers_.push_back({at<char>(w, l[0]), at<char>(w, l[1]), at<char>(w, l[2]), at<char>(w, l[3]),
-                          at<char>(w, l[4]), at<char>(w, l[5])});
+    m->layers_.push_back({at<char>(w, l[0]), at<char>(w, l[1]), at<char>(w, l[2]), at<char>(w, l[3]), at<char>(w, l[4]),
+                          at<char>(w, l[5])});
   }
   m->final_norm_ = at<char>(w, wl.final_norm);
   m->lm_head_ = at<char>(w, wl.lm_head);
@@ -216,7 +215,8 @@ StatusOr<std::unique_ptr<SyntheticModel>> SyntheticModel::create(const ModelConf
   Status st = dtype == DType::kBf16 ? m->generate_weights<__nv_bfloat16>(seed) : m->generate_weights<__half>(seed);
   if (!st.ok()) return st;
   const std::vector<float> inv = gpuref::rope_inv_freq(config);
-  if (cudaError_t e = cudaMemcpyAsync(m->inv_freq_, inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice, stream);
+  if (cudaError_t e =
+          cudaMemcpyAsync(m->inv_freq_, inv.data(), inv.size() * sizeof(float), cudaMemcpyHostToDevice, stream);
       e != cudaSuccess) {
     return Status::error("uploading rotary frequencies failed: " + cuda_error_string(e));
   }
@@ -252,7 +252,8 @@ Status SyntheticModel::generate_weights(std::uint64_t seed) {
     if (st.ok()) {
       st = fill(w.gate_up, 2LL * c.intermediate * h, TensorKind::kGateUp, l, gpuref::uniform_scale(c.hidden), false);
     }
-    if (st.ok()) st = fill(w.down, h * c.intermediate, TensorKind::kDown, l, gpuref::uniform_scale(c.intermediate), false);
+    if (st.ok())
+      st = fill(w.down, h * c.intermediate, TensorKind::kDown, l, gpuref::uniform_scale(c.intermediate), false);
   }
   if (st.ok()) st = fill(final_norm_, h, TensorKind::kFinalNorm, 0, 1.0f, true);
   if (st.ok()) st = fill(lm_head_, c.vocab * h, TensorKind::kLmHead, 0, gpuref::uniform_scale(c.hidden), false);
@@ -272,10 +273,11 @@ Status SyntheticModel::forward(const ForwardArgs& args, const KvCacheSet& kv, Ke
   const gpuref::KvLayout& layout = kv.layout;
   if (args.num_tokens < 0 || args.num_tokens > limits_.max_tokens || args.num_logit_rows < 0 ||
       args.num_logit_rows > args.num_tokens || (args.num_logit_rows > 0 && !limits_.compute_logits) ||
-      args.num_logit_rows > limits_.max_logit_rows || args.num_splits < 1 ||
-      args.num_splits > kMaxAttentionSplits || (args.num_splits > 1 && args.num_tokens > limits_.max_split_tokens) ||
+      args.num_logit_rows > limits_.max_logit_rows || args.num_splits < 1 || args.num_splits > kMaxAttentionSplits ||
+      (args.num_splits > 1 && args.num_tokens > limits_.max_split_tokens) ||
       layout.num_layers() != config_.num_layers || layout.num_groups() < 1 ||
-      layout.num_groups() > limits_.num_kv_groups || kv.tables.size() != static_cast<std::size_t>(layout.num_groups()) ||
+      layout.num_groups() > limits_.num_kv_groups ||
+      kv.tables.size() != static_cast<std::size_t>(layout.num_groups()) ||
       kv.k.size() != static_cast<std::size_t>(layout.num_tensors) || kv.v.size() != kv.k.size()) {
     return Status::error("forward pass: bad arguments (tokens " + std::to_string(args.num_tokens) + " of at most " +
                          std::to_string(limits_.max_tokens) + ", logit rows " + std::to_string(args.num_logit_rows) +
@@ -298,7 +300,8 @@ Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, 
     if (timing) timer->end();
     if (launches) ++*launches;
     if (!ok(result)) {
-      return Status::error(std::string("kernel ") + name + (layer >= 0 ? " (layer " + std::to_string(layer) + ")" : "") +
+      return Status::error(std::string("kernel ") + name +
+                           (layer >= 0 ? " (layer " + std::to_string(layer) + ")" : "") +
                            " failed: " + message(result));
     }
     return Status();
@@ -315,32 +318,35 @@ Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, 
   auto group_slots = [&](std::size_t g) { return slots_ + g * static_cast<std::size_t>(limits_.max_tokens); };
   Status st;
   for (std::size_t g = 0; g < kv.tables.size() && st.ok(); ++g) {
-    st = step("slot_mapping", true,
-              [&] { return launch_slot_mapping(SlotMappingView{tokens, kv.tables[g], group_slots(g)}, stream_); });
+    st = step("slot_mapping", true, [&] {
+      return launch_slot_mapping(SlotMappingView{tokens, kv.tables[g], group_slots(g)}, stream_);
+    });
   }
   if (!st.ok()) return st;
   st = step("embedding", false, [&] {
-    return launch_embedding(EmbeddingView<T>{token_ids_, static_cast<const T*>(embedding_), residual_, n, c.hidden, c.vocab},
-                            stream_);
+    return launch_embedding(
+        EmbeddingView<T>{token_ids_, static_cast<const T*>(embedding_), residual_, n, c.hidden, c.vocab}, stream_);
   });
   if (!st.ok()) return st;
   for (layer = 0; layer < c.num_layers; ++layer) {
     const Layer& w = layers_[static_cast<std::size_t>(layer)];
     const auto g = static_cast<std::size_t>(layout.layer_group[static_cast<std::size_t>(layer)]);
     const auto t = static_cast<std::size_t>(layout.layer_tensor[static_cast<std::size_t>(layer)]);
-    const PagedKvView<T> cache{static_cast<T*>(kv.k[t]), static_cast<T*>(kv.v[t]), kv.num_blocks, kv.block_size,
-                               c.num_kv_heads, c.head_dim};
+    const PagedKvView<T> cache{
+        static_cast<T*>(kv.k[t]), static_cast<T*>(kv.v[t]), kv.num_blocks, kv.block_size, c.num_kv_heads, c.head_dim};
     const std::int64_t* slots = group_slots(g);
     st = step("rmsnorm", true, [&] {
-      return launch_rmsnorm(RmsNormView<T>{residual_, static_cast<const T*>(w.attn_norm), x, n, c.hidden, c.rms_eps}, stream_);
+      return launch_rmsnorm(RmsNormView<T>{residual_, static_cast<const T*>(w.attn_norm), x, n, c.hidden, c.rms_eps},
+                            stream_);
     });
     if (st.ok()) {
       st = step("qkv_proj", true, [&] { return gemm_.linear(dtype_, x, n, c.hidden, w.qkv, c.qkv_dim(), qkv, false); });
     }
     if (st.ok()) {
       st = step("rotary", true, [&] {
-        return launch_rotary(RotaryView<T>{qkv, c.qkv_dim(), positions_, inv_freq_, n, c.num_heads, c.num_kv_heads, c.head_dim},
-                             stream_);
+        return launch_rotary(
+            RotaryView<T>{qkv, c.qkv_dim(), positions_, inv_freq_, n, c.num_heads, c.num_kv_heads, c.head_dim},
+            stream_);
       });
     }
     if (st.ok()) {
@@ -351,18 +357,20 @@ Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, 
     }
     if (st.ok()) {
       st = step("attention", true, [&] {
-        return launch_paged_attention(AttentionView<T>{qkv, c.qkv_dim(), attn, tokens, kv.tables[g], cache, c.num_heads,
-                                                       scale, args.num_splits, partial_out_, partial_max_, partial_sum_,
-                                                       layout.group_windows[g]},
-                                      stream_);
+        return launch_paged_attention(
+            AttentionView<T>{qkv, c.qkv_dim(), attn, tokens, kv.tables[g], cache, c.num_heads, scale, args.num_splits,
+                             partial_out_, partial_max_, partial_sum_, layout.group_windows[g]},
+            stream_);
       });
     }
     if (st.ok()) {
-      st = step("o_proj", true, [&] { return gemm_.linear(dtype_, attn, n, c.q_dim(), w.o_proj, c.hidden, residual_, true); });
+      st = step("o_proj", true,
+                [&] { return gemm_.linear(dtype_, attn, n, c.q_dim(), w.o_proj, c.hidden, residual_, true); });
     }
     if (st.ok()) {
       st = step("rmsnorm", true, [&] {
-        return launch_rmsnorm(RmsNormView<T>{residual_, static_cast<const T*>(w.mlp_norm), x, n, c.hidden, c.rms_eps}, stream_);
+        return launch_rmsnorm(RmsNormView<T>{residual_, static_cast<const T*>(w.mlp_norm), x, n, c.hidden, c.rms_eps},
+                              stream_);
       });
     }
     if (st.ok()) {
@@ -370,8 +378,9 @@ Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, 
                 [&] { return gemm_.linear(dtype_, x, n, c.hidden, w.gate_up, 2 * c.intermediate, gate_up, false); });
     }
     if (st.ok()) {
-      st = step("silu_mul", true,
-                [&] { return launch_silu_mul(SiluMulView<T>{gate_up, act, n, c.intermediate}, stream_); });
+      st = step("silu_mul", true, [&] {
+        return launch_silu_mul(SiluMulView<T>{gate_up, act, n, c.intermediate}, stream_);
+      });
     }
     if (st.ok()) {
       st = step("down_proj", true,
@@ -381,7 +390,8 @@ Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, 
   }
   layer = -1;
   st = step("rmsnorm", true, [&] {
-    return launch_rmsnorm(RmsNormView<T>{residual_, static_cast<const T*>(final_norm_), x, n, c.hidden, c.rms_eps}, stream_);
+    return launch_rmsnorm(RmsNormView<T>{residual_, static_cast<const T*>(final_norm_), x, n, c.hidden, c.rms_eps},
+                          stream_);
   });
   if (!st.ok() || args.num_logit_rows == 0) return st;
   T* gathered = static_cast<T*>(gathered_);

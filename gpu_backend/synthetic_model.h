@@ -40,7 +40,7 @@ struct ModelLimits {
 
 struct MemoryPlan {
   std::size_t weight_bytes = 0;
-  std::size_t workspace_bytes = 0;      // activations, inputs, attention partials, cuBLAS
+  std::size_t workspace_bytes = 0;  // activations, inputs, attention partials, cuBLAS
 };
 MemoryPlan plan_memory(const gpuref::ModelConfig& config, gpuref::DType dtype, const ModelLimits& limits);
 

@@ -26,8 +26,8 @@ struct alignas(64) Block {
   // The next younger block cached under the same hash (kNoBlock: none); touched only by the
   // pool's CachedBlockIndex, meaningful only while the block is cached.
   BlockId next_cached = kNoBlock;
-  BlockHash hash;            // non-empty exactly while listed in the pool's hash map
-  bool is_null = false;      // the placeholder block 0: never freed, cached or counted
+  BlockHash hash;        // non-empty exactly while listed in the pool's hash map
+  bool is_null = false;  // the placeholder block 0: never freed, cached or counted
   // The group the block is cached for: the map key is (hash, group). 0 while uncached.
   KvCacheGroupId group = 0;
 

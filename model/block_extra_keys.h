@@ -34,8 +34,7 @@ using BlockExtraKeys = std::optional<std::vector<ExtraKey>>;
 // Calls visit(text) for a LoRA name or the cache salt and visit(item, offset) for a multimodal
 // item of the block [block_start, block_end), in the order of invariant 1.
 template <typename Visit>
-void for_each_extra_key(const HashExtras& extras, std::int64_t block_start, std::int64_t block_end,
-                        Visit&& visit) {
+void for_each_extra_key(const HashExtras& extras, std::int64_t block_start, std::int64_t block_end, Visit&& visit) {
   if (!extras.lora_name.empty()) visit(extras.lora_name);
   for (const MultiModalItem& mm : extras.mm_items) {
     if (mm.offset < block_end && mm.offset + mm.length > block_start) visit(mm, mm.offset - block_start);

@@ -55,8 +55,7 @@ inline std::uint8_t* put_head(std::uint8_t* p, std::uint8_t major, std::uint64_t
 }
 
 inline std::uint8_t* put_int(std::uint8_t* p, std::int64_t v) {
-  return v >= 0 ? put_head(p, 0, static_cast<std::uint64_t>(v))
-                : put_head(p, 1, static_cast<std::uint64_t>(-(v + 1)));
+  return v >= 0 ? put_head(p, 0, static_cast<std::uint64_t>(v)) : put_head(p, 1, static_cast<std::uint64_t>(-(v + 1)));
 }
 
 // An integer in [0, 2^32) without data-dependent branches: token ids are spread over the
@@ -65,8 +64,8 @@ inline std::uint8_t* put_int(std::uint8_t* p, std::int64_t v) {
 inline std::uint8_t* put_uint32(std::uint8_t* p, std::uint32_t v) {
   static constexpr std::uint8_t kLength[4] = {1, 2, 3, 5};
   static constexpr std::uint8_t kShift[4] = {0, 56, 48, 32};
-  const unsigned size_class = static_cast<unsigned>(v >= 24) + static_cast<unsigned>(v > 0xff) +
-                              static_cast<unsigned>(v > 0xffff);
+  const unsigned size_class =
+      static_cast<unsigned>(v >= 24) + static_cast<unsigned>(v > 0xff) + static_cast<unsigned>(v > 0xffff);
   // The value's bytes, most significant first, in the low bytes of `payload`.
   const std::uint64_t big_endian = __builtin_bswap64(v);
   const std::uint64_t payload = size_class == 0 ? 0 : big_endian >> kShift[size_class];
@@ -90,12 +89,9 @@ inline std::uint8_t* put_bytes(std::uint8_t* p, const std::uint8_t* data, std::s
 
 constexpr std::uint8_t kCborNull = 0xf6;
 
-
 }  // namespace
 
-const char* to_string(HashAlgo algo) {
-  return algo == HashAlgo::kSha256Cbor ? "sha256_cbor" : "xxhash_cbor";
-}
+const char* to_string(HashAlgo algo) { return algo == HashAlgo::kSha256Cbor ? "sha256_cbor" : "xxhash_cbor"; }
 
 std::optional<HashAlgo> parse_hash_algo(std::string_view text) {
   if (text == "sha256_cbor") return HashAlgo::kSha256Cbor;
@@ -123,8 +119,8 @@ BlockHash BlockHasher::digest(const std::uint8_t* data, std::size_t size) const 
   BlockHash h;
   if (algo_ == HashAlgo::kSha256Cbor) {
     SHA256_CTX ctx;
-    const bool ok = SHA256_Init(&ctx) == 1 && SHA256_Update(&ctx, data, size) == 1 &&
-                    SHA256_Final(h.bytes.data(), &ctx) == 1;
+    const bool ok =
+        SHA256_Init(&ctx) == 1 && SHA256_Update(&ctx, data, size) == 1 && SHA256_Final(h.bytes.data(), &ctx) == 1;
     KV_CHECK(ok, "SHA-256 failed");
     h.size = 32;
   } else {
@@ -138,8 +134,8 @@ BlockHash BlockHasher::digest(const std::uint8_t* data, std::size_t size) const 
 }
 
 std::size_t BlockHasher::encode_block(std::vector<std::uint8_t>& buf, const BlockHash& parent,
-                                      std::span<const TokenId> block_tokens,
-                                      const HashExtras& extras, std::int64_t block_start) const {
+                                      std::span<const TokenId> block_tokens, const HashExtras& extras,
+                                      std::int64_t block_start) const {
   // Extra keys (model/block_extra_keys.h): first counted and bounded, then encoded.
   const std::int64_t block_end = block_start + static_cast<std::int64_t>(block_tokens.size());
   std::size_t n_extra = 0;
@@ -158,8 +154,7 @@ std::size_t BlockHasher::encode_block(std::vector<std::uint8_t>& buf, const Bloc
   p = put_bytes(p, parent.bytes.data(), parent.size);
   p = put_head(p, 4, block_tokens.size());
   for (TokenId t : block_tokens) {
-    p = static_cast<std::uint64_t>(t) <= 0xffffffffULL ? put_uint32(p, static_cast<std::uint32_t>(t))
-                                                       : put_int(p, t);
+    p = static_cast<std::uint64_t>(t) <= 0xffffffffULL ? put_uint32(p, static_cast<std::uint32_t>(t)) : put_int(p, t);
   }
   if (n_extra == 0) {
     *p++ = kCborNull;
@@ -179,10 +174,8 @@ std::size_t BlockHasher::encode_block(std::vector<std::uint8_t>& buf, const Bloc
   return static_cast<std::size_t>(p - begin);
 }
 
-std::vector<std::uint8_t> BlockHasher::cbor_block(const BlockHash& parent,
-                                                  std::span<const TokenId> block_tokens,
-                                                  const HashExtras& extras,
-                                                  std::int64_t block_start) const {
+std::vector<std::uint8_t> BlockHasher::cbor_block(const BlockHash& parent, std::span<const TokenId> block_tokens,
+                                                  const HashExtras& extras, std::int64_t block_start) const {
   std::vector<std::uint8_t> out;
   out.resize(encode_block(out, parent, block_tokens, extras, block_start));
   return out;
@@ -195,8 +188,8 @@ BlockHash BlockHasher::hash_block(const BlockHash& parent, std::span<const Token
   return digest(buf.data(), size);
 }
 
-void BlockHasher::extend(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens,
-                         int block_size, const HashExtras& extras) const {
+void BlockHasher::extend(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens, int block_size,
+                         const HashExtras& extras) const {
   KV_CHECK(block_size > 0);
   const std::size_t full = tokens.size() / static_cast<std::size_t>(block_size);
   if (full > hashes.capacity()) hashes.reserve(std::max(full, 2 * hashes.capacity()));
@@ -205,14 +198,12 @@ void BlockHasher::extend(std::vector<BlockHash>& hashes, std::span<const TokenId
     const std::size_t start = i * static_cast<std::size_t>(block_size);
     // hashes may reallocate below: copy the parent first.
     const BlockHash parent_copy = parent;
-    hashes.push_back(hash_block(parent_copy, tokens.subspan(start, static_cast<std::size_t>(block_size)),
-                                extras, static_cast<std::int64_t>(start)));
+    hashes.push_back(hash_block(parent_copy, tokens.subspan(start, static_cast<std::size_t>(block_size)), extras,
+                                static_cast<std::int64_t>(start)));
   }
 }
 
-const char* to_string(FreeOrder order) {
-  return order == FreeOrder::kClassic ? "classic" : "unhashed_first";
-}
+const char* to_string(FreeOrder order) { return order == FreeOrder::kClassic ? "classic" : "unhashed_first"; }
 
 bool parse_free_order(const std::string& text, FreeOrder* out) {
   if (text == "classic") {

@@ -56,8 +56,8 @@ class BlockHasher {
   const BlockHash& none_hash() const { return none_hash_; }
 
   // The hash of one block whose first token is at position block_start of the request.
-  BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> block_tokens,
-                       const HashExtras& extras, std::int64_t block_start) const;
+  BlockHash hash_block(const BlockHash& parent, std::span<const TokenId> block_tokens, const HashExtras& extras,
+                       std::int64_t block_start) const;
 
   // Appends to `hashes` the hash of every full block of `tokens` not yet hashed.
   void extend(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens, int block_size,

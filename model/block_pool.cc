@@ -13,10 +13,11 @@ constexpr std::size_t kPrefetchDistance = 16;
 
 BlockPool::BlockPool(int num_blocks, bool enable_caching, FreeOrder free_order, bool enable_events,
                      EvictionPolicyFactory make_policy)
-    : blocks_(static_cast<std::size_t>(num_blocks)), index_(blocks_), caching_(enable_caching),
+    : blocks_(static_cast<std::size_t>(num_blocks)),
+      index_(blocks_),
+      caching_(enable_caching),
       events_enabled_(enable_events) {
-  KV_CHECK(num_blocks >= 2, "a pool needs the null block and at least one usable block, got "
-                                << num_blocks);
+  KV_CHECK(num_blocks >= 2, "a pool needs the null block and at least one usable block, got " << num_blocks);
   for (int i = 0; i < num_blocks; ++i) blocks_[static_cast<std::size_t>(i)].id = i;
   policy_ = make_policy ? make_policy(blocks_, free_order, enable_caching)
                         : make_lru_policy(blocks_, free_order, enable_caching);
@@ -50,7 +51,8 @@ bool BlockPool::evict_cached(Block& b) {
 
 void BlockPool::evict_for_reuse(Block& b) {
   if (b.hash.empty()) return;
-  if (record_evictions_) [[unlikely]] evicted_.push_back({b.id, b.hash});
+  if (record_evictions_) [[unlikely]]
+    evicted_.push_back({b.id, b.hash});
   evict_cached(b);
   ++num_evictions_;
 }
@@ -108,8 +110,7 @@ void BlockPool::free_blocks(std::span<const BlockId> ordered_ids, const BlockRet
 }
 
 BlockStored* BlockPool::begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached,
-                                           std::size_t num_full, int block_size,
-                                           std::span<const TokenId> tokens,
+                                           std::size_t num_full, int block_size, std::span<const TokenId> tokens,
                                            const HashExtras& extras, KvCacheGroupId group) {
   if (!events_enabled_) return nullptr;
   auto* stored = &std::get<BlockStored>(events_.emplace_back(BlockStored{}));
@@ -118,8 +119,8 @@ BlockStored* BlockPool::begin_stored_event(std::span<const BlockHash> hashes, st
   stored->group_idx = group;
   if (num_cached > 0) stored->parent_block_hash = hashes[num_cached - 1];
   const auto bs = static_cast<std::size_t>(block_size);
-  KV_CHECK(num_full * bs <= tokens.size(), "caching " << num_full << " blocks of " << bs
-                                                      << " tokens with " << tokens.size() << " tokens");
+  KV_CHECK(num_full * bs <= tokens.size(),
+           "caching " << num_full << " blocks of " << bs << " tokens with " << tokens.size() << " tokens");
   stored->token_ids.assign(tokens.begin() + static_cast<std::ptrdiff_t>(num_cached * bs),
                            tokens.begin() + static_cast<std::ptrdiff_t>(num_full * bs));
   return stored;
@@ -133,15 +134,13 @@ void BlockPool::add_stored_block(BlockStored& stored, const BlockHash& hash, std
 }
 
 void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
-                                  std::size_t num_cached, std::size_t num_full,
-                                  KvCacheGroupId group, int block_size,
+                                  std::size_t num_cached, std::size_t num_full, KvCacheGroupId group, int block_size,
                                   std::span<const TokenId> tokens, const HashExtras& extras) {
   if (num_cached >= num_full) return;
   KV_CHECK(num_full <= blocks.size() && num_full <= hashes.size(),
-           "group " << group << ": caching " << num_full << " blocks with " << blocks.size()
-                    << " blocks and " << hashes.size() << " hashes");
-  BlockStored* stored =
-      begin_stored_event(hashes, num_cached, num_full, block_size, tokens, extras, group);
+           "group " << group << ": caching " << num_full << " blocks with " << blocks.size() << " blocks and "
+                    << hashes.size() << " hashes");
+  BlockStored* stored = begin_stored_event(hashes, num_cached, num_full, block_size, tokens, extras, group);
   for (std::size_t i = num_cached; i < std::min(num_cached + kPrefetchDistance, num_full); ++i) {
     index_.prefetch(hashes[i]);
   }
@@ -223,8 +222,7 @@ bool BlockPool::check_invariants(std::string* why) const {
     }
     queued += in_queue ? 1 : 0;
     if (b.hash.empty() && b.group != 0) {
-      *why = "block " + std::to_string(b.id) + " is not cached but keeps group " +
-             std::to_string(b.group);
+      *why = "block " + std::to_string(b.id) + " is not cached but keeps group " + std::to_string(b.group);
       return false;
     }
     if (!b.hash.empty()) {
@@ -236,14 +234,12 @@ bool BlockPool::check_invariants(std::string* why) const {
     }
   }
   if (queued != policy_->size()) {
-    *why = "free count " + std::to_string(policy_->size()) + " but " + std::to_string(queued) +
-           " blocks are queued";
+    *why = "free count " + std::to_string(policy_->size()) + " but " + std::to_string(queued) + " blocks are queued";
     return false;
   }
   const std::size_t listed = index_.size();
   if (listed != hashed) {
-    *why = "hash map lists " + std::to_string(listed) + " blocks but " + std::to_string(hashed) +
-           " blocks have a hash";
+    *why = "hash map lists " + std::to_string(listed) + " blocks but " + std::to_string(hashed) + " blocks have a hash";
     return false;
   }
   return true;

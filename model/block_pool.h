@@ -22,8 +22,8 @@
 #include "model/block.h"
 #include "model/block_hasher.h"
 #include "model/cached_block_index.h"
-#include "model/policies/eviction_policy.h"
 #include "model/kv_events.h"
+#include "model/policies/eviction_policy.h"
 
 namespace kv {
 
@@ -68,9 +68,8 @@ class BlockPool {
   // null entries (positions a windowed group skips) are skipped. `tokens` and `extras` are
   // the request's (for the stored event: its tokens, LoRA name, the group as group_idx and
   // the extra keys of each block).
-  void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes,
-                         std::size_t num_cached, std::size_t num_full, KvCacheGroupId group,
-                         int block_size, std::span<const TokenId> tokens,
+  void cache_full_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes, std::size_t num_cached,
+                         std::size_t num_full, KvCacheGroupId group, int block_size, std::span<const TokenId> tokens,
                          const HashExtras& extras);
 
   // Drops the cached hash of each given block that has one (they stay where they are).
@@ -100,13 +99,11 @@ class BlockPool {
   void evict_for_reuse(Block& b);
   // Queues an empty BlockStored for blocks [num_cached, num_full) (null when events are off);
   // the caller appends, with add_stored_block, each block it caches.
-  BlockStored* begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached,
-                                  std::size_t num_full, int block_size,
-                                  std::span<const TokenId> tokens, const HashExtras& extras,
+  BlockStored* begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached, std::size_t num_full,
+                                  int block_size, std::span<const TokenId> tokens, const HashExtras& extras,
                                   KvCacheGroupId group);
   // Lists block `index` of the request (hash `hash`) in `stored` with its extra keys.
-  static void add_stored_block(BlockStored& stored, const BlockHash& hash, std::size_t index,
-                               const HashExtras& extras);
+  static void add_stored_block(BlockStored& stored, const BlockHash& hash, std::size_t index, const HashExtras& extras);
 
   std::vector<Block> blocks_;
   std::unique_ptr<EvictionPolicy> policy_;

@@ -15,9 +15,9 @@
 #include <span>
 #include <vector>
 
-#include "model/util/check.h"
 #include "model/slot.h"
 #include "model/types.h"
+#include "model/util/check.h"
 
 namespace kv {
 

@@ -13,8 +13,7 @@ CachedBlockIndex::CachedBlockIndex(std::span<Block> blocks) : blocks_(blocks) {
   mask_ = capacity - 1;
 }
 
-std::size_t CachedBlockIndex::probe(const BlockHash& hash, KvCacheGroupId group,
-                                    std::uint32_t tag) const {
+std::size_t CachedBlockIndex::probe(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag) const {
   std::size_t i = tag & mask_;
   while (true) {
     const Slot& s = slots_[i];
@@ -104,8 +103,7 @@ void CachedBlockIndex::clear() {
 
 bool CachedBlockIndex::contains(const Block& b) const {
   if (b.hash.empty()) return false;
-  for (BlockId id = find(b.hash, b.group); id != kNoBlock;
-       id = blocks_[static_cast<std::size_t>(id)].next_cached) {
+  for (BlockId id = find(b.hash, b.group); id != kNoBlock; id = blocks_[static_cast<std::size_t>(id)].next_cached) {
     if (id == b.id) return true;
   }
   return false;
@@ -139,8 +137,7 @@ bool CachedBlockIndex::check(std::string* why) const {
         return false;
       }
     }
-    for (BlockId id = s.block; id != kNoBlock;
-         id = blocks_[static_cast<std::size_t>(id)].next_cached) {
+    for (BlockId id = s.block; id != kNoBlock; id = blocks_[static_cast<std::size_t>(id)].next_cached) {
       if (id < 0 || static_cast<std::size_t>(id) >= blocks_.size() ||
           !(blocks_[static_cast<std::size_t>(id)].hash == hash) ||
           blocks_[static_cast<std::size_t>(id)].group != group) {

@@ -10,11 +10,16 @@ namespace kv {
 
 const char* to_string(CudaGraphMode mode) {
   switch (mode) {
-    case CudaGraphMode::kNone: return "NONE";
-    case CudaGraphMode::kPiecewise: return "PIECEWISE";
-    case CudaGraphMode::kFull: return "FULL";
-    case CudaGraphMode::kFullDecodeOnly: return "FULL_DECODE_ONLY";
-    case CudaGraphMode::kFullAndPiecewise: return "FULL_AND_PIECEWISE";
+    case CudaGraphMode::kNone:
+      return "NONE";
+    case CudaGraphMode::kPiecewise:
+      return "PIECEWISE";
+    case CudaGraphMode::kFull:
+      return "FULL";
+    case CudaGraphMode::kFullDecodeOnly:
+      return "FULL_DECODE_ONLY";
+    case CudaGraphMode::kFullAndPiecewise:
+      return "FULL_AND_PIECEWISE";
   }
   return "?";
 }
@@ -31,11 +36,14 @@ std::optional<CudaGraphMode> parse_cuda_graph_mode(std::string_view text) {
 
 CudaGraphMode decode_mode(CudaGraphMode mode) {
   switch (mode) {
-    case CudaGraphMode::kNone: return CudaGraphMode::kNone;
-    case CudaGraphMode::kPiecewise: return CudaGraphMode::kPiecewise;
+    case CudaGraphMode::kNone:
+      return CudaGraphMode::kNone;
+    case CudaGraphMode::kPiecewise:
+      return CudaGraphMode::kPiecewise;
     case CudaGraphMode::kFull:
     case CudaGraphMode::kFullDecodeOnly:
-    case CudaGraphMode::kFullAndPiecewise: return CudaGraphMode::kFull;
+    case CudaGraphMode::kFullAndPiecewise:
+      return CudaGraphMode::kFull;
   }
   return CudaGraphMode::kNone;
 }
@@ -43,10 +51,13 @@ CudaGraphMode decode_mode(CudaGraphMode mode) {
 CudaGraphMode mixed_mode(CudaGraphMode mode) {
   switch (mode) {
     case CudaGraphMode::kNone:
-    case CudaGraphMode::kFullDecodeOnly: return CudaGraphMode::kNone;
+    case CudaGraphMode::kFullDecodeOnly:
+      return CudaGraphMode::kNone;
     case CudaGraphMode::kPiecewise:
-    case CudaGraphMode::kFullAndPiecewise: return CudaGraphMode::kPiecewise;
-    case CudaGraphMode::kFull: return CudaGraphMode::kFull;
+    case CudaGraphMode::kFullAndPiecewise:
+      return CudaGraphMode::kPiecewise;
+    case CudaGraphMode::kFull:
+      return CudaGraphMode::kFull;
   }
   return CudaGraphMode::kNone;
 }
@@ -91,8 +102,7 @@ CudaGraphDispatcher::CudaGraphDispatcher(const CudaGraphConfig& config) : config
   if (!config_.capture_sizes.empty()) {
     capture_sizes_ = config_.capture_sizes;
     std::sort(capture_sizes_.begin(), capture_sizes_.end());
-    capture_sizes_.erase(std::unique(capture_sizes_.begin(), capture_sizes_.end()),
-                         capture_sizes_.end());
+    capture_sizes_.erase(std::unique(capture_sizes_.begin(), capture_sizes_.end()), capture_sizes_.end());
   } else {
     std::int64_t max_size = config_.max_capture_size > 0
                                 ? config_.max_capture_size
@@ -107,8 +117,7 @@ CudaGraphDispatcher::CudaGraphDispatcher(const CudaGraphConfig& config) : config
   if (mixed == CudaGraphMode::kFull) full_mixed_sizes_ = capture_sizes_;
   if (mixed == CudaGraphMode::kPiecewise) piecewise_sizes_ = capture_sizes_;
   // A separate decode routine exists when decode and mixed batches use different modes.
-  bool separate_decode = decode_mode(config_.mode) == CudaGraphMode::kFull &&
-                         mixed != CudaGraphMode::kFull;
+  bool separate_decode = decode_mode(config_.mode) == CudaGraphMode::kFull && mixed != CudaGraphMode::kFull;
   if (separate_decode) {
     std::int64_t q = config_.uniform_decode_query_len;
     std::int64_t max_decode_tokens = q * config_.max_num_seqs;

@@ -64,9 +64,7 @@ class CudaGraphDispatcher {
 
   CudaGraphMode mode() const { return config_.mode; }
   const std::vector<std::int64_t>& capture_sizes() const { return capture_sizes_; }
-  std::int64_t max_capture_size() const {
-    return capture_sizes_.empty() ? 0 : capture_sizes_.back();
-  }
+  std::int64_t max_capture_size() const { return capture_sizes_.empty() ? 0 : capture_sizes_.back(); }
   // The smallest capture size >= num_tokens, or num_tokens itself above the largest.
   std::int64_t padded_size(std::int64_t num_tokens) const;
 
@@ -75,17 +73,16 @@ class CudaGraphDispatcher {
 
   // vLLM's dispatch: FULL (exact key, then the mixed key) unless cascade attention is used,
   // then PIECEWISE, else NONE for eager execution.
-  DispatchResult dispatch(std::int64_t num_tokens, bool uniform_decode,
-                          bool uses_cascade_attention = false) const;
+  DispatchResult dispatch(std::int64_t num_tokens, bool uniform_decode, bool uses_cascade_attention = false) const;
 
  private:
   static bool contains(const std::vector<std::int64_t>& sorted, std::int64_t value);
 
   CudaGraphConfig config_;
   std::vector<std::int64_t> capture_sizes_;
-  std::vector<std::int64_t> full_mixed_sizes_;    // keys {n, false} of runtime mode FULL
-  std::vector<std::int64_t> full_decode_sizes_;   // keys {n, true} of runtime mode FULL
-  std::vector<std::int64_t> piecewise_sizes_;     // keys {n, false} of runtime mode PIECEWISE
+  std::vector<std::int64_t> full_mixed_sizes_;   // keys {n, false} of runtime mode FULL
+  std::vector<std::int64_t> full_decode_sizes_;  // keys {n, true} of runtime mode FULL
+  std::vector<std::int64_t> piecewise_sizes_;    // keys {n, false} of runtime mode PIECEWISE
 };
 
 }  // namespace kv

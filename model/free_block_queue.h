@@ -30,14 +30,14 @@ class FreeBlockQueue {
   static bool contains(const Block* b) { return b->prev_free != nullptr; }
   Block* front() const { return empty() ? nullptr : head_.next_free; }
 
-  Block* popleft();                                   // nullptr when empty
+  Block* popleft();                                         // nullptr when empty
   void popleft_n(std::size_t n, std::vector<Block*>& out);  // requires n <= size()
-  void remove(Block* b);                              // requires contains(b)
-  void append(Block* b);                              // to the tail
-  void append_n(std::span<Block* const> blocks);      // to the tail, in order
-  void prepend_n(std::span<Block* const> blocks);     // at the head; blocks[0] becomes the head
+  void remove(Block* b);                                    // requires contains(b)
+  void append(Block* b);                                    // to the tail
+  void append_n(std::span<Block* const> blocks);            // to the tail, in order
+  void prepend_n(std::span<Block* const> blocks);           // at the head; blocks[0] becomes the head
 
-  std::vector<BlockId> ids() const;                   // head first
+  std::vector<BlockId> ids() const;  // head first
   // Verifies the invariants above; on failure writes the reason to *why.
   bool check(std::string* why) const;
 

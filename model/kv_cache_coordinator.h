@@ -61,7 +61,7 @@ struct BlockNeed {
 
 struct CoordinatorOptions {
   bool enable_caching = true;
-  bool use_eagle = false;                    // drop the last hit block (per group type)
+  bool use_eagle = false;  // drop the last hit block (per group type)
   std::int64_t max_model_len = 1 << 20;
   std::int64_t max_in_flight_tokens = 8192;  // per-request cap of windowed groups
   // The scheduler's block size (hybrid hits and caching are multiples of it) and the block
@@ -72,8 +72,7 @@ struct CoordinatorOptions {
 
 class KvCacheCoordinator {
  public:
-  KvCacheCoordinator(std::span<const KvCacheGroupSpec> groups, BlockPool& pool,
-                     const CoordinatorOptions& options);
+  KvCacheCoordinator(std::span<const KvCacheGroupSpec> groups, BlockPool& pool, const CoordinatorOptions& options);
   virtual ~KvCacheCoordinator() = default;
   KvCacheCoordinator(const KvCacheCoordinator&) = delete;
   KvCacheCoordinator& operator=(const KvCacheCoordinator&) = delete;
@@ -83,19 +82,17 @@ class KvCacheCoordinator {
   virtual const char* name() const = 0;  // vLLM's class name
 
   // vLLM find_longest_cache_hit over every group, at most max_length tokens.
-  virtual CacheHit find_longest_cache_hit(std::span<const BlockHash> hashes,
-                                          std::int64_t max_length) const = 0;
+  virtual CacheHit find_longest_cache_hit(std::span<const BlockHash> hashes, std::int64_t max_length) const = 0;
 
   // Free blocks the request needs for `demand` with `hit` (a new request's), summed over the
   // groups; `capped`: a sliding or chunked group's required blocks are capped at its
   // per-request maximum.
-  BlockNeed num_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
-                                   const CacheHit& hit, bool capped) const;
+  BlockNeed num_blocks_to_allocate(const RequestId& id, const SlotDemand& demand, const CacheHit& hit,
+                                   bool capped) const;
   // Frees what every group no longer reads after demand.total_computed tokens.
   void remove_skipped_blocks(const RequestId& id, const SlotDemand& demand);
   // A new request's tables from its hit (every group before any new block is taken).
-  void save_new_computed_blocks(const RequestId& id, const CacheHit& hit,
-                                std::int64_t total_computed);
+  void save_new_computed_blocks(const RequestId& id, const CacheHit& hit, std::int64_t total_computed);
   // Extends every table to the slots its type needs; the new blocks per group.
   GroupBlockIds allocate_new_blocks(const RequestId& id, const SlotDemand& demand);
   // Caches every group's full blocks up to `num_tokens` tokens.
@@ -104,9 +101,7 @@ class KvCacheCoordinator {
   // A scheduler step starts: every group hears it (vLLM new_step_starts).
   void new_step();
 
-  std::span<const BlockId> blocks_of(const RequestId& id, std::size_t g) const {
-    return managers_[g]->blocks_of(id);
-  }
+  std::span<const BlockId> blocks_of(const RequestId& id, std::size_t g) const { return managers_[g]->blocks_of(id); }
   bool holds_blocks(const RequestId& id) const { return managers_.front()->is_running(id); }
   // The most blocks one request of `num_tokens` tokens holds at once, summed over groups.
   std::int64_t max_blocks_per_request(std::int64_t num_tokens) const;
@@ -120,7 +115,7 @@ class KvCacheCoordinator {
 };
 
 // NoPrefixCache for caching off, Unitary for one group, Hybrid otherwise.
-std::unique_ptr<KvCacheCoordinator> make_kv_cache_coordinator(
-    std::span<const KvCacheGroupSpec> groups, BlockPool& pool, const CoordinatorOptions& options);
+std::unique_ptr<KvCacheCoordinator> make_kv_cache_coordinator(std::span<const KvCacheGroupSpec> groups, BlockPool& pool,
+                                                              const CoordinatorOptions& options);
 
 }  // namespace kv

@@ -16,10 +16,14 @@ AttentionType kind_of(AttentionType type) {
 bool same_kind(const KvCacheSpec& a, const KvCacheSpec& b) {
   if (kind_of(a.type) != kind_of(b.type) || a.block_size != b.block_size) return false;
   switch (a.type) {
-    case AttentionType::kSlidingWindow: return a.window == b.window;
-    case AttentionType::kChunkedLocalAttention: return a.chunk == b.chunk;
-    case AttentionType::kMamba: return a.num_speculative_blocks == b.num_speculative_blocks;
-    default: return true;
+    case AttentionType::kSlidingWindow:
+      return a.window == b.window;
+    case AttentionType::kChunkedLocalAttention:
+      return a.chunk == b.chunk;
+    case AttentionType::kMamba:
+      return a.num_speculative_blocks == b.num_speculative_blocks;
+    default:
+      return true;
   }
 }
 
@@ -56,9 +60,9 @@ Status unify_page_sizes(std::vector<LayerKvCacheSpec>& layers) {
     }
     const std::int64_t block_size = l.spec.block_size * (max_page / page);
     if (block_size > (std::int64_t{1} << 30)) {
-      return Status::error("layer " + l.name + ": a page of " + std::to_string(page) +
-                           " bytes grown to " + std::to_string(max_page) + " needs a block of " +
-                           std::to_string(block_size) + " tokens, too many");
+      return Status::error("layer " + l.name + ": a page of " + std::to_string(page) + " bytes grown to " +
+                           std::to_string(max_page) + " needs a block of " + std::to_string(block_size) +
+                           " tokens, too many");
     }
     l.spec.block_size = static_cast<int>(block_size);
   }
@@ -70,8 +74,7 @@ std::vector<std::vector<std::size_t>> bucket_by_spec(std::span<const LayerKvCach
   std::vector<std::vector<std::size_t>> buckets;
   std::vector<const KvCacheSpec*> specs;
   for (std::size_t i = 0; i < layers.size(); ++i) {
-    auto it = std::find_if(specs.begin(), specs.end(),
-                           [&](const KvCacheSpec* s) { return *s == layers[i].spec; });
+    auto it = std::find_if(specs.begin(), specs.end(), [&](const KvCacheSpec* s) { return *s == layers[i].spec; });
     if (it == specs.end()) {
       specs.push_back(&layers[i].spec);
       buckets.emplace_back();
@@ -104,8 +107,7 @@ std::vector<KvCacheGroupSpec> groups_of_uniform_pages(std::span<const LayerKvCac
       for (std::size_t k = i; k < bucket.size(); k += num_groups) {
         g.layer_names.push_back(layers[bucket[k]].name);
       }
-      g.group_page_size_bytes =
-          g.spec.page_size_bytes() * static_cast<std::int64_t>(g.layer_names.size());
+      g.group_page_size_bytes = g.spec.page_size_bytes() * static_cast<std::int64_t>(g.layer_names.size());
       groups.push_back(std::move(g));
     }
   }
@@ -117,8 +119,8 @@ std::vector<KvCacheGroupSpec> groups_of_uniform_pages(std::span<const LayerKvCac
 Status check_one_type(std::span<const LayerKvCacheSpec> layers) {
   for (const LayerKvCacheSpec& l : layers) {
     if (l.spec.type != layers.front().spec.type) {
-      return Status::error("layers " + layers.front().name + " (" + describe(layers.front().spec) +
-                           ") and " + l.name + " (" + describe(l.spec) +
+      return Status::error("layers " + layers.front().name + " (" + describe(layers.front().spec) + ") and " + l.name +
+                           " (" + describe(l.spec) +
                            ") would share one KV-cache group of two types; kvsim does not "
                            "support that");
     }
@@ -128,16 +130,14 @@ Status check_one_type(std::span<const LayerKvCacheSpec> layers) {
 
 }  // namespace
 
-StatusOr<std::vector<KvCacheGroupSpec>> get_kv_cache_groups(
-    std::span<const LayerKvCacheSpec> layers) {
+StatusOr<std::vector<KvCacheGroupSpec>> get_kv_cache_groups(std::span<const LayerKvCacheSpec> layers) {
   if (layers.empty()) return Status::error("a model needs at least one attention layer");
   for (const LayerKvCacheSpec& l : layers) {
     if (Status s = validate_spec(l.spec); !s.ok()) return s.with_context("layer " + l.name + ": ");
   }
   // Cases 1 and 2 (one spec is one kind).
-  const bool uniform_kind = std::all_of(layers.begin(), layers.end(), [&](const auto& l) {
-    return same_kind(l.spec, layers.front().spec);
-  });
+  const bool uniform_kind =
+      std::all_of(layers.begin(), layers.end(), [&](const auto& l) { return same_kind(l.spec, layers.front().spec); });
   if (uniform_kind) {
     if (Status s = check_one_type(layers); !s.ok()) return s;
     return std::vector<KvCacheGroupSpec>{one_group(layers)};
@@ -182,15 +182,13 @@ StatusOr<KvCachePoolSize> size_pool_for_budget(std::span<const KvCacheGroupSpec>
       if (g.spec.page_size_bytes() != size.page_size_bytes) {
         return Status::error("KV-cache groups with different page sizes cannot share a pool");
       }
-      size.layers_per_group =
-          std::max(size.layers_per_group, static_cast<int>(g.layer_names.size()));
+      size.layers_per_group = std::max(size.layers_per_group, static_cast<int>(g.layer_names.size()));
     }
     blocks = memory_budget_bytes / size.page_size_bytes / size.layers_per_group;
   }
   if (blocks < 2) {
-    return Status::error("memory budget " + std::to_string(memory_budget_bytes) +
-                         " bytes holds " + std::to_string(blocks) +
-                         " blocks; a pool needs the null block and one more");
+    return Status::error("memory budget " + std::to_string(memory_budget_bytes) + " bytes holds " +
+                         std::to_string(blocks) + " blocks; a pool needs the null block and one more");
   }
   size.num_blocks = static_cast<int>(blocks);
   return size;

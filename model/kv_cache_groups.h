@@ -41,9 +41,9 @@ struct KvCacheGroupSpec {
 // attention and R-SWA count as one) with the same window/chunk/speculative blocks and block
 // size -> one group (refused when it would mix full attention and R-SWA); (3) otherwise pages
 // are unified (a smaller attention page multiplies its block size, which must divide evenly;
-// a smaller Mamba page is padded) and layers are bucketed by spec; group_size is the smallest bucket's size (the largest's when it
-// is below 1.5x the smallest), and a bucket of n layers makes ceil(n / group_size) groups,
-// group i taking the bucket's layers i, i+g, i+2g, ...
+// a smaller Mamba page is padded) and layers are bucketed by spec; group_size is the smallest bucket's size (the
+// largest's when it is below 1.5x the smallest), and a bucket of n layers makes ceil(n / group_size) groups, group i
+// taking the bucket's layers i, i+g, i+2g, ...
 StatusOr<std::vector<KvCacheGroupSpec>> get_kv_cache_groups(std::span<const LayerKvCacheSpec> layers);
 
 // vLLM verify_and_split_kv_cache_groups: ids of groups with equal specs, full attention first.

@@ -7,8 +7,7 @@
 namespace kv {
 
 bool KvCacheConfig::is_hybrid() const {
-  return groups.size() > 1 ||
-         (groups.size() == 1 && groups.front().spec.type != AttentionType::kFullAttention);
+  return groups.size() > 1 || (groups.size() == 1 && groups.front().spec.type != AttentionType::kFullAttention);
 }
 
 std::vector<KvCacheGroupSpec> KvCacheConfig::effective_groups() const {
@@ -18,13 +17,9 @@ std::vector<KvCacheGroupSpec> KvCacheConfig::effective_groups() const {
   return {full};
 }
 
-int KvCacheConfig::scheduler_block_size() const {
-  return kv::scheduler_block_size(effective_groups());
-}
+int KvCacheConfig::scheduler_block_size() const { return kv::scheduler_block_size(effective_groups()); }
 
-int KvCacheConfig::hash_block_size() const {
-  return kv::hash_block_size(effective_groups(), enable_caching);
-}
+int KvCacheConfig::hash_block_size() const { return kv::hash_block_size(effective_groups(), enable_caching); }
 
 namespace {
 
@@ -37,10 +32,12 @@ Status validate_group(const KvCacheConfig& config, const KvCacheSpec& spec) {
   if (config.enable_caching && spec.type == AttentionType::kRSwa) {
     return Status::error("R-SWA needs prefix caching off (vLLM's model config turns it off)");
   }
-  if (spec.type == AttentionType::kMamba &&
-      config.enable_caching == (spec.mamba_mode == MambaCacheMode::kNone)) {
-    return Status::error(std::string("Mamba mode ") + to_string(spec.mamba_mode) + " with prefix "
-                         "caching " + (config.enable_caching ? "on" : "off") + " (vLLM uses "
+  if (spec.type == AttentionType::kMamba && config.enable_caching == (spec.mamba_mode == MambaCacheMode::kNone)) {
+    return Status::error(std::string("Mamba mode ") + to_string(spec.mamba_mode) +
+                         " with prefix "
+                         "caching " +
+                         (config.enable_caching ? "on" : "off") +
+                         " (vLLM uses "
                          "none without caching, align or all with it)");
   }
   const int hash_block = config.hash_block_size();
@@ -56,8 +53,7 @@ Status validate_group(const KvCacheConfig& config, const KvCacheSpec& spec) {
 Status KvCacheConfig::validate() const {
   if (block_size < 1) return Status::error("block_size must be at least 1, got " + std::to_string(block_size));
   if (num_blocks < 2) {
-    return Status::error("num_blocks (with the null block) must be at least 2, got " +
-                         std::to_string(num_blocks));
+    return Status::error("num_blocks (with the null block) must be at least 2, got " + std::to_string(num_blocks));
   }
   if (max_model_len < 1) return Status::error("max_model_len must be at least 1");
   for (std::size_t g = 0; g < groups.size(); ++g) {
@@ -65,13 +61,14 @@ Status KvCacheConfig::validate() const {
       return s.with_context("KV-cache group " + std::to_string(g) + ": ");
     }
     if (use_eagle && groups[g].spec.type == AttentionType::kChunkedLocalAttention) {
-      return Status::error("eagle is not supported with chunked local attention (vLLM refuses "
-                           "it: KV-cache group " + std::to_string(g) + ")");
+      return Status::error(
+          "eagle is not supported with chunked local attention (vLLM refuses "
+          "it: KV-cache group " +
+          std::to_string(g) + ")");
     }
   }
   if (!groups.empty() && cache_block_size(groups) != block_size) {
-    return Status::error("block_size " + std::to_string(block_size) +
-                         " is not the smallest group block size " +
+    return Status::error("block_size " + std::to_string(block_size) + " is not the smallest group block size " +
                          std::to_string(cache_block_size(groups)));
   }
   return {};
@@ -100,9 +97,12 @@ CoordinatorOptions coordinator_options(const KvCacheConfig& config) {
 // A group's reach as StepPlan::group_windows states it.
 std::int64_t reach_of(const KvCacheSpec& spec) {
   switch (spec.type) {
-    case AttentionType::kSlidingWindow: return spec.window;
-    case AttentionType::kChunkedLocalAttention: return -std::int64_t{spec.chunk};
-    default: return 0;
+    case AttentionType::kSlidingWindow:
+      return spec.window;
+    case AttentionType::kChunkedLocalAttention:
+      return -std::int64_t{spec.chunk};
+    default:
+      return 0;
   }
 }
 
@@ -121,8 +121,8 @@ KvCacheManager::KvCacheManager(const KvCacheConfig& config, EvictionPolicyFactor
 
 CacheHit KvCacheManager::get_computed_blocks(const Request& request) {
   if (!config_.enable_caching) return {};
-  KV_CHECK(request.num_computed_tokens == 0, "lookup of " << request.id() << " after it computed "
-                                                          << request.num_computed_tokens);
+  KV_CHECK(request.num_computed_tokens == 0,
+           "lookup of " << request.id() << " after it computed " << request.num_computed_tokens);
   // The last token is always recomputed to produce logits.
   const std::int64_t max_length = std::max<std::int64_t>(request.num_tokens() - 1, 0);
   CacheHit hit = coordinator_->find_longest_cache_hit(request.block_hashes(), max_length);
@@ -145,17 +145,13 @@ void KvCacheManager::count_lookup(const Request& request, const CacheHit& hit) {
 
 void KvCacheManager::count_group_hits(const CacheHit& hit) {
   for (std::size_t g = 0; g < hit.blocks.size(); ++g) {
-    const auto real = std::count_if(hit.blocks[g].begin(), hit.blocks[g].end(),
-                                    [](BlockId id) { return id != 0; });
-    group_hit_tokens_[g] +=
-        static_cast<std::int64_t>(real) * coordinator_->group(g).spec().block_size;
+    const auto real = std::count_if(hit.blocks[g].begin(), hit.blocks[g].end(), [](BlockId id) { return id != 0; });
+    group_hit_tokens_[g] += static_cast<std::int64_t>(real) * coordinator_->group(g).spec().block_size;
   }
 }
 
-std::optional<GroupBlockIds> KvCacheManager::allocate_slots(const Request& request,
-                                                            std::int64_t num_new_tokens,
-                                                            const CacheHit& hit,
-                                                            std::int64_t num_lookahead_tokens,
+std::optional<GroupBlockIds> KvCacheManager::allocate_slots(const Request& request, std::int64_t num_new_tokens,
+                                                            const CacheHit& hit, std::int64_t num_lookahead_tokens,
                                                             bool full_sequence_must_fit,
                                                             std::int64_t num_encoder_tokens) {
   KV_CHECK(num_new_tokens > 0, "allocate of 0 tokens for " << request.id());
@@ -163,8 +159,7 @@ std::optional<GroupBlockIds> KvCacheManager::allocate_slots(const Request& reque
            "a hit for " << hit.blocks.size() << " groups, the model has " << num_groups());
   const RequestId& id = request.id();
   const bool running = holds_blocks(id);
-  KV_CHECK(!running || hit.num_tokens == 0,
-           "cache hits given for " << id << ", which already holds blocks");
+  KV_CHECK(!running || hit.num_tokens == 0, "cache hits given for " << id << ", which already holds blocks");
   const std::int64_t max_len = config_.max_model_len;
   const std::int64_t total = std::min(request.num_computed_tokens + hit.num_tokens, max_len);
   SlotDemand demand;
@@ -199,9 +194,7 @@ std::optional<GroupBlockIds> KvCacheManager::allocate_slots(const Request& reque
   return fresh;
 }
 
-void KvCacheManager::free(const Request& request) {
-  coordinator_->free(request.id(), request.retention);
-}
+void KvCacheManager::free(const Request& request) { coordinator_->free(request.id(), request.retention); }
 
 int KvCacheManager::mamba_align_block_size() const {
   for (std::size_t g = 0; g < num_groups(); ++g) {

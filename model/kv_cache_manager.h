@@ -77,16 +77,13 @@ struct PrefixCacheStats {
 
 class KvCacheManager {
  public:
-  explicit KvCacheManager(const KvCacheConfig& config,
-                          EvictionPolicyFactory make_policy = nullptr);
+  explicit KvCacheManager(const KvCacheConfig& config, EvictionPolicyFactory make_policy = nullptr);
 
   const KvCacheConfig& config() const { return config_; }
   std::size_t num_groups() const { return coordinator_->num_groups(); }
   const KvCacheCoordinator& coordinator() const { return *coordinator_; }
   // The hybrid lookup's sets of group ids (lookup_sets of the groups).
-  std::vector<std::vector<int>> lookup_order() const {
-    return lookup_sets(config_.effective_groups());
-  }
+  std::vector<std::vector<int>> lookup_order() const { return lookup_sets(config_.effective_groups()); }
 
   // vLLM get_computed_blocks (counted in stats()). Call only while the request has computed
   // nothing.
@@ -98,10 +95,8 @@ class KvCacheManager {
   // include draft tokens (never cached); num_lookahead_tokens are slots past them;
   // num_encoder_tokens gives cross-attention groups their blocks (encoder-decoder models).
   std::optional<GroupBlockIds> allocate_slots(const Request& request, std::int64_t num_new_tokens,
-                                              const CacheHit& hit = {},
-                                              std::int64_t num_lookahead_tokens = 0,
-                                              bool full_sequence_must_fit = false,
-                                              std::int64_t num_encoder_tokens = 0);
+                                              const CacheHit& hit = {}, std::int64_t num_lookahead_tokens = 0,
+                                              bool full_sequence_must_fit = false, std::int64_t num_encoder_tokens = 0);
 
   // A scheduler step starts (vLLM new_step_starts; schedule() calls it first): a Mamba group
   // forgets which states it cached in the last step, so they can be hit from now on.

@@ -64,10 +64,8 @@ struct KvCacheSpec {
   // full ceil(max_model_len / block); sliding ceil(min(window - 1 + in_flight, len) / block) + 1;
   // chunked ceil(min(chunk + in_flight, len) / block); Mamba none 1 + s, align 2 + s, all
   // ceil(max_model_len / block) + s (s = speculative blocks).
-  std::int64_t max_blocks_per_request(std::int64_t max_model_len,
-                                      std::int64_t max_in_flight_tokens) const;
-  std::int64_t max_memory_usage_bytes(std::int64_t max_model_len,
-                                      std::int64_t max_in_flight_tokens) const {
+  std::int64_t max_blocks_per_request(std::int64_t max_model_len, std::int64_t max_in_flight_tokens) const;
+  std::int64_t max_memory_usage_bytes(std::int64_t max_model_len, std::int64_t max_in_flight_tokens) const {
     return max_blocks_per_request(max_model_len, max_in_flight_tokens) * page_size_bytes();
   }
 

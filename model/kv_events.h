@@ -22,12 +22,12 @@ struct BlockStored {
   std::optional<BlockHash> parent_block_hash;  // none when the first stored block starts the chain
   std::vector<TokenId> token_ids;              // the tokens of exactly those blocks
   int block_size = 0;
-  std::string lora_name;                       // empty = none
+  std::string lora_name;  // empty = none
   std::string medium = "GPU";
   // One entry per block of block_hashes: the extra keys its hash was computed with (nullopt:
   // none). Empty only when block_hashes is (vLLM then sends None for the whole field).
   std::vector<BlockExtraKeys> extra_keys;
-  KvCacheGroupId group_idx = 0;                // the KV-cache group the blocks were cached for
+  KvCacheGroupId group_idx = 0;  // the KV-cache group the blocks were cached for
 };
 
 // A cached block evicted (its hash dropped) when the block was reused.

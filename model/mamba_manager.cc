@@ -6,9 +6,10 @@
 
 namespace kv {
 
-std::vector<std::vector<BlockId>> MambaManager::find_longest_cache_hit(
-    std::span<const BlockHash> hashes, std::int64_t max_length,
-    std::span<const KvCacheGroupId> group_ids, bool /*drop*/, std::int64_t alignment) const {
+std::vector<std::vector<BlockId>> MambaManager::find_longest_cache_hit(std::span<const BlockHash> hashes,
+                                                                       std::int64_t max_length,
+                                                                       std::span<const KvCacheGroupId> group_ids,
+                                                                       bool /*drop*/, std::int64_t alignment) const {
   const std::int64_t b = spec_.block_size;
   const auto n = std::min(static_cast<std::size_t>(max_length / b), hashes.size());
   std::vector<std::vector<BlockId>> hit(group_ids.size());
@@ -41,8 +42,7 @@ std::int64_t MambaManager::num_blocks_to_allocate(const RequestId& id, const Slo
   return SingleTypeKvCacheManager::num_blocks_to_allocate(id, demand, hit);
 }
 
-std::int64_t MambaManager::num_align_blocks_to_allocate(const RequestId& id,
-                                                        const SlotDemand& demand,
+std::int64_t MambaManager::num_align_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
                                                         std::span<const BlockId> hit) const {
   const Table* table = find_table(id);
   const auto held = static_cast<std::int64_t>(table != nullptr ? table->blocks.size() : 0);
@@ -76,8 +76,7 @@ std::size_t MambaManager::remove_skipped_blocks(const RequestId& id, const SlotD
   return removed + 1;
 }
 
-void MambaManager::allocate_new_blocks(const RequestId& id, const SlotDemand& demand,
-                                       std::vector<BlockId>& out) {
+void MambaManager::allocate_new_blocks(const RequestId& id, const SlotDemand& demand, std::vector<BlockId>& out) {
   if (is_align()) {
     allocate_align_blocks(id, demand, out);
   } else {
@@ -85,8 +84,7 @@ void MambaManager::allocate_new_blocks(const RequestId& id, const SlotDemand& de
   }
 }
 
-void MambaManager::allocate_align_blocks(const RequestId& id, const SlotDemand& demand,
-                                         std::vector<BlockId>& out) {
+void MambaManager::allocate_align_blocks(const RequestId& id, const SlotDemand& demand, std::vector<BlockId>& out) {
   std::vector<BlockId>& blocks = table_of(id).blocks;
   const auto s = static_cast<std::size_t>(spec_.num_speculative_blocks);
   const auto required = static_cast<std::size_t>(blocks_for(demand.num_tokens_main_model)) + s;
@@ -108,8 +106,7 @@ void MambaManager::allocate_align_blocks(const RequestId& id, const SlotDemand& 
     }
   }
   const std::size_t n = required - blocks.size();
-  KV_CHECK(n <= (state.allocated ? 1 : 1 + s),
-           "group " << group_id_ << ": " << n << " new Mamba blocks for " << id);
+  KV_CHECK(n <= (state.allocated ? 1 : 1 + s), "group " << group_id_ << ": " << n << " new Mamba blocks for " << id);
   pool_.get_new_blocks(n, blocks);
   state.allocated = true;
   out.insert(out.end(), blocks.begin() + static_cast<std::ptrdiff_t>(held), blocks.end());

@@ -34,18 +34,15 @@ class MambaManager final : public SingleTypeKvCacheManager {
  public:
   using SingleTypeKvCacheManager::SingleTypeKvCacheManager;
 
-  std::vector<std::vector<BlockId>> find_longest_cache_hit(
-      std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids, bool drop,
-      std::int64_t alignment) const override;
+  std::vector<std::vector<BlockId>> find_longest_cache_hit(std::span<const BlockHash> hashes, std::int64_t max_length,
+                                                           std::span<const KvCacheGroupId> group_ids, bool drop,
+                                                           std::int64_t alignment) const override;
   // The per-request cap does not apply to Mamba (only windows are capped).
-  std::int64_t num_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
-                                      std::span<const BlockId> hit,
-                                      std::int64_t max_required_blocks =
-                                          std::numeric_limits<std::int64_t>::max()) const override;
+  std::int64_t num_blocks_to_allocate(
+      const RequestId& id, const SlotDemand& demand, std::span<const BlockId> hit,
+      std::int64_t max_required_blocks = std::numeric_limits<std::int64_t>::max()) const override;
   std::size_t remove_skipped_blocks(const RequestId& id, const SlotDemand& demand) override;
-  void allocate_new_blocks(const RequestId& id, const SlotDemand& demand,
-                           std::vector<BlockId>& out) override;
+  void allocate_new_blocks(const RequestId& id, const SlotDemand& demand, std::vector<BlockId>& out) override;
   void cache_blocks(const Request& request, std::int64_t num_tokens) override;
   void free(const RequestId& id, const BlockRetention& retention = {}) override;
   void new_step() override { cached_this_step_.clear(); }
@@ -67,8 +64,7 @@ class MambaManager final : public SingleTypeKvCacheManager {
   bool hit_cached_this_step(std::span<const BlockId> hit) const;
   std::int64_t num_align_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
                                             std::span<const BlockId> hit) const;
-  void allocate_align_blocks(const RequestId& id, const SlotDemand& demand,
-                             std::vector<BlockId>& out);
+  void allocate_align_blocks(const RequestId& id, const SlotDemand& demand, std::vector<BlockId>& out);
 
   std::unordered_map<RequestId, AlignState> align_;
   std::unordered_set<BlockHash, BlockHashHasher> cached_this_step_;

@@ -6,23 +6,34 @@ namespace kv {
 
 const char* to_string(RequestStatus s) {
   switch (s) {
-    case RequestStatus::kWaiting: return "waiting";
-    case RequestStatus::kRunning: return "running";
-    case RequestStatus::kPreempted: return "preempted";
-    case RequestStatus::kFinishedLength: return "finished_length";
-    case RequestStatus::kFinishedMaxLen: return "finished_max_model_len";
-    case RequestStatus::kFinishedStopped: return "finished_stopped";
-    case RequestStatus::kFinishedAborted: return "aborted";
-    case RequestStatus::kRejected: return "rejected";
+    case RequestStatus::kWaiting:
+      return "waiting";
+    case RequestStatus::kRunning:
+      return "running";
+    case RequestStatus::kPreempted:
+      return "preempted";
+    case RequestStatus::kFinishedLength:
+      return "finished_length";
+    case RequestStatus::kFinishedMaxLen:
+      return "finished_max_model_len";
+    case RequestStatus::kFinishedStopped:
+      return "finished_stopped";
+    case RequestStatus::kFinishedAborted:
+      return "aborted";
+    case RequestStatus::kRejected:
+      return "rejected";
   }
   return "?";
 }
 
-Request::Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras,
-                 const BlockHasher* hasher, int block_size)
-    : id_(std::move(id)), tokens_(std::move(prompt)),
-      num_prompt_tokens_(static_cast<std::int64_t>(tokens_.size())), extras_(std::move(extras)),
-      hasher_(hasher), block_size_(block_size) {
+Request::Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, const BlockHasher* hasher,
+                 int block_size)
+    : id_(std::move(id)),
+      tokens_(std::move(prompt)),
+      num_prompt_tokens_(static_cast<std::int64_t>(tokens_.size())),
+      extras_(std::move(extras)),
+      hasher_(hasher),
+      block_size_(block_size) {
   KV_CHECK(block_size > 0);
   if (hasher_) hasher_->extend(block_hashes_, tokens_, block_size_, extras_);
 }

@@ -30,21 +30,19 @@ enum class RequestStatus {
   kFinishedMaxLen,   // reached max_model_len
   kFinishedStopped,  // appended one of its stop tokens
   kFinishedAborted,
-  kRejected,         // could never run (empty prompt, longer than max_model_len)
+  kRejected,  // could never run (empty prompt, longer than max_model_len)
 };
 
 const char* to_string(RequestStatus s);
 inline bool is_finished(RequestStatus s) {
   return s == RequestStatus::kFinishedLength || s == RequestStatus::kFinishedMaxLen ||
-         s == RequestStatus::kFinishedStopped ||
-         s == RequestStatus::kFinishedAborted || s == RequestStatus::kRejected;
+         s == RequestStatus::kFinishedStopped || s == RequestStatus::kFinishedAborted || s == RequestStatus::kRejected;
 }
 
 class Request {
  public:
   // hasher == nullptr: no block hashes (prefix caching off).
-  Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, const BlockHasher* hasher,
-          int block_size);
+  Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, const BlockHasher* hasher, int block_size);
 
   const RequestId& id() const { return id_; }
   std::span<const TokenId> tokens() const { return tokens_; }
@@ -60,12 +58,12 @@ class Request {
   // Scheduling state, owned by whoever drives the request (the scheduler or a test).
   std::int64_t num_computed_tokens = 0;
   RequestStatus status = RequestStatus::kWaiting;
-  int priority = 0;                  // lower runs first (vLLM's priority policy)
+  int priority = 0;  // lower runs first (vLLM's priority policy)
   std::int64_t arrival_time_us = 0;
   std::int64_t max_output_tokens = 0;  // finish after this many outputs
   int num_preemptions = 0;
   std::int64_t num_cached_tokens = -1;  // prefix-cache hit tokens when first scheduled
-  BlockRetention retention;          // how long its blocks should stay cached (priority policy)
+  BlockRetention retention;             // how long its blocks should stay cached (priority policy)
   // Speculative decoding (docs/semantics.md §5.9): the drafts proposed after its last token,
   // held for its next step, where they follow tokens().
   std::vector<TokenId> spec_token_ids;

@@ -7,19 +7,20 @@
 
 namespace kv {
 
-SingleTypeKvCacheManager::SingleTypeKvCacheManager(const KvCacheSpec& spec, BlockPool& pool,
-                                                   KvCacheGroupId group_id, int hash_block_size)
-    : spec_(spec), pool_(pool), group_id_(group_id),
+SingleTypeKvCacheManager::SingleTypeKvCacheManager(const KvCacheSpec& spec, BlockPool& pool, KvCacheGroupId group_id,
+                                                   int hash_block_size)
+    : spec_(spec),
+      pool_(pool),
+      group_id_(group_id),
       hash_stride_(hash_block_size > 0 ? spec.block_size / hash_block_size : 1) {
-  KV_CHECK(validate_spec(spec).ok(), "group " << group_id << " has an invalid spec "
-                                              << describe(spec));
+  KV_CHECK(validate_spec(spec).ok(), "group " << group_id << " has an invalid spec " << describe(spec));
   KV_CHECK(hash_block_size <= 0 || spec.block_size % hash_block_size == 0,
-           "group " << group_id << ": block size " << spec.block_size
-                    << " is not a multiple of the hash block size " << hash_block_size);
+           "group " << group_id << ": block size " << spec.block_size << " is not a multiple of the hash block size "
+                    << hash_block_size);
 }
 
-std::span<const BlockHash> SingleTypeKvCacheManager::block_hashes(
-    std::span<const BlockHash> chain, std::vector<BlockHash>& scratch) const {
+std::span<const BlockHash> SingleTypeKvCacheManager::block_hashes(std::span<const BlockHash> chain,
+                                                                  std::vector<BlockHash>& scratch) const {
   if (hash_stride_ == 1) return chain;
   scratch.clear();
   const auto m = static_cast<std::size_t>(hash_stride_);
@@ -32,14 +33,12 @@ SingleTypeKvCacheManager::Table* SingleTypeKvCacheManager::find_table(const Requ
   return it == tables_.end() ? nullptr : &it->second;
 }
 
-const SingleTypeKvCacheManager::Table* SingleTypeKvCacheManager::find_table(
-    const RequestId& id) const {
+const SingleTypeKvCacheManager::Table* SingleTypeKvCacheManager::find_table(const RequestId& id) const {
   auto it = tables_.find(id);
   return it == tables_.end() ? nullptr : &it->second;
 }
 
-std::int64_t SingleTypeKvCacheManager::num_evictable(std::span<const BlockId> hit,
-                                                     std::size_t first) const {
+std::int64_t SingleTypeKvCacheManager::num_evictable(std::span<const BlockId> hit, std::size_t first) const {
   std::int64_t n = 0;
   for (std::size_t i = first; i < hit.size(); ++i) {
     const Block& b = pool_.block(hit[i]);
@@ -48,8 +47,7 @@ std::int64_t SingleTypeKvCacheManager::num_evictable(std::span<const BlockId> hi
   return n;
 }
 
-std::size_t SingleTypeKvCacheManager::null_out_down(std::vector<BlockId>& blocks, std::size_t hi,
-                                                    std::size_t lo) {
+std::size_t SingleTypeKvCacheManager::null_out_down(std::vector<BlockId>& blocks, std::size_t hi, std::size_t lo) {
   std::vector<BlockId> removed;
   for (std::size_t i = hi; i-- > lo;) {
     // Entries before a null one were nulled by an earlier call.
@@ -62,8 +60,7 @@ std::size_t SingleTypeKvCacheManager::null_out_down(std::vector<BlockId>& blocks
   return removed.size();
 }
 
-bool SingleTypeKvCacheManager::lookup_all(const BlockHash& hash,
-                                          std::span<const KvCacheGroupId> group_ids,
+bool SingleTypeKvCacheManager::lookup_all(const BlockHash& hash, std::span<const KvCacheGroupId> group_ids,
                                           std::vector<BlockId>& out) const {
   out.clear();
   for (KvCacheGroupId g : group_ids) {
@@ -74,43 +71,35 @@ bool SingleTypeKvCacheManager::lookup_all(const BlockHash& hash,
   return true;
 }
 
-std::int64_t SingleTypeKvCacheManager::num_blocks_to_allocate(const RequestId& id,
-                                                              const SlotDemand& demand,
+std::int64_t SingleTypeKvCacheManager::num_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
                                                               std::span<const BlockId> hit,
                                                               std::int64_t max_required_blocks) const {
-  const std::int64_t required =
-      std::min(blocks_for(required_tokens(demand)), max_required_blocks);
+  const std::int64_t required = std::min(blocks_for(required_tokens(demand)), max_required_blocks);
   if (const Table* table = find_table(id)) {
     return std::max<std::int64_t>(required - static_cast<std::int64_t>(table->blocks.size()), 0);
   }
   const std::int64_t skipped = std::min<std::int64_t>(
-      spec_.num_skipped_tokens(demand.total_computed) / spec_.block_size,
-      static_cast<std::int64_t>(hit.size()));
-  const std::int64_t n =
-      std::max<std::int64_t>(required - std::max(skipped, static_cast<std::int64_t>(hit.size())), 0);
+      spec_.num_skipped_tokens(demand.total_computed) / spec_.block_size, static_cast<std::int64_t>(hit.size()));
+  const std::int64_t n = std::max<std::int64_t>(required - std::max(skipped, static_cast<std::int64_t>(hit.size())), 0);
   // Hit blocks in the free queue leave it when touched: they cost free blocks too.
   return n + num_evictable(hit, static_cast<std::size_t>(skipped));
 }
 
-std::size_t SingleTypeKvCacheManager::remove_skipped_blocks(const RequestId& id,
-                                                            const SlotDemand& demand) {
+std::size_t SingleTypeKvCacheManager::remove_skipped_blocks(const RequestId& id, const SlotDemand& demand) {
   Table* table = find_table(id);
   if (table == nullptr) return 0;
-  const std::size_t skipped = static_cast<std::size_t>(std::min<std::int64_t>(
-      spec_.num_skipped_tokens(demand.total_computed) / spec_.block_size,
-      static_cast<std::int64_t>(table->blocks.size())));
+  const std::size_t skipped = static_cast<std::size_t>(
+      std::min<std::int64_t>(spec_.num_skipped_tokens(demand.total_computed) / spec_.block_size,
+                             static_cast<std::int64_t>(table->blocks.size())));
   return null_out_down(table->blocks, skipped, 0);
 }
 
-void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id,
-                                                            std::span<const BlockId> hit,
+void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id, std::span<const BlockId> hit,
                                                             std::int64_t total_computed_tokens) {
-  KV_CHECK(!is_running(id), "group " << group_id_ << ": cache hits given for running request "
-                                     << id);
+  KV_CHECK(!is_running(id), "group " << group_id_ << ": cache hits given for running request " << id);
   Table& table = tables_[id];
   const std::size_t skipped = static_cast<std::size_t>(std::min<std::int64_t>(
-      spec_.num_skipped_tokens(total_computed_tokens) / spec_.block_size,
-      static_cast<std::int64_t>(hit.size())));
+      spec_.num_skipped_tokens(total_computed_tokens) / spec_.block_size, static_cast<std::int64_t>(hit.size())));
   table.blocks.assign(skipped, pool_.null_block());
   // A chunked hit can hold nulls past the skipped part (a chunk not aligned to blocks): they
   // stay null and are not touched.
@@ -126,13 +115,11 @@ void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id,
 void SingleTypeKvCacheManager::allocate_new_blocks(const RequestId& id, const SlotDemand& demand,
                                                    std::vector<BlockId>& out) {
   Table& table = tables_[id];
-  const std::int64_t n =
-      blocks_for(required_tokens(demand)) - static_cast<std::int64_t>(table.blocks.size());
+  const std::int64_t n = blocks_for(required_tokens(demand)) - static_cast<std::int64_t>(table.blocks.size());
   if (n <= 0) return;
   const std::size_t first = out.size();
   pool_.get_new_blocks(static_cast<std::size_t>(n), out);
-  table.blocks.insert(table.blocks.end(), out.begin() + static_cast<std::ptrdiff_t>(first),
-                      out.end());
+  table.blocks.insert(table.blocks.end(), out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
 }
 
 void SingleTypeKvCacheManager::cache_blocks(const Request& request, std::int64_t num_tokens) {
@@ -142,9 +129,8 @@ void SingleTypeKvCacheManager::cache_blocks(const Request& request, std::int64_t
   const std::size_t num_full = static_cast<std::size_t>(num_tokens / spec_.block_size);
   if (num_full <= table.num_cached) return;
   std::vector<BlockHash> scratch;
-  pool_.cache_full_blocks(table.blocks, block_hashes(request.block_hashes(), scratch),
-                          table.num_cached, num_full, group_id_, spec_.block_size,
-                          request.tokens(), request.extras());
+  pool_.cache_full_blocks(table.blocks, block_hashes(request.block_hashes(), scratch), table.num_cached, num_full,
+                          group_id_, spec_.block_size, request.tokens(), request.extras());
   table.num_cached = num_full;
 }
 
@@ -163,8 +149,7 @@ std::span<const BlockId> SingleTypeKvCacheManager::blocks_of(const RequestId& id
   return it->second.blocks;
 }
 
-void SingleTypeKvCacheManager::collect_holders(
-    std::vector<std::vector<KvCacheGroupId>>& holders) const {
+void SingleTypeKvCacheManager::collect_holders(std::vector<std::vector<KvCacheGroupId>>& holders) const {
   for (const auto& entry : tables_) {
     for (BlockId b : entry.second.blocks) {
       if (b != pool_.null_block()) holders[static_cast<std::size_t>(b)].push_back(group_id_);
@@ -209,11 +194,10 @@ bool SingleTypeKvCacheManager::check(std::string* why) const {
 }
 
 std::vector<std::vector<BlockId>> FullAttentionManager::find_longest_cache_hit(
-    std::span<const BlockHash> hashes, std::int64_t max_length,
-    std::span<const KvCacheGroupId> group_ids, bool drop, std::int64_t alignment) const {
+    std::span<const BlockHash> hashes, std::int64_t max_length, std::span<const KvCacheGroupId> group_ids, bool drop,
+    std::int64_t alignment) const {
   std::vector<std::vector<BlockId>> hit(group_ids.size());
-  const std::size_t n = std::min(static_cast<std::size_t>(max_length / spec_.block_size),
-                                 hashes.size());
+  const std::size_t n = std::min(static_cast<std::size_t>(max_length / spec_.block_size), hashes.size());
   if (group_ids.size() == 1) {  // the common case: no per-block scratch list
     const KvCacheGroupId g = group_ids.front();
     for (std::size_t i = 0; i < n; ++i) {
@@ -248,10 +232,9 @@ int FullAttentionManager::num_common_prefix_blocks(const RequestId& id, int num_
 }
 
 std::vector<std::vector<BlockId>> SlidingWindowManager::find_longest_cache_hit(
-    std::span<const BlockHash> hashes, std::int64_t max_length,
-    std::span<const KvCacheGroupId> group_ids, bool drop, std::int64_t /*alignment*/) const {
-  const std::size_t n = std::min(static_cast<std::size_t>(max_length / spec_.block_size),
-                                 hashes.size());
+    std::span<const BlockHash> hashes, std::int64_t max_length, std::span<const KvCacheGroupId> group_ids, bool drop,
+    std::int64_t /*alignment*/) const {
+  const std::size_t n = std::min(static_cast<std::size_t>(max_length / spec_.block_size), hashes.size());
   // The token being computed is inside its own window: window - 1 earlier tokens are read.
   // Eagle needs one block more, the one it drops.
   const std::size_t need = static_cast<std::size_t>(blocks_for(spec_.window - 1)) + (drop ? 1 : 0);
@@ -279,13 +262,12 @@ std::vector<std::vector<BlockId>> SlidingWindowManager::find_longest_cache_hit(
 }
 
 std::vector<std::vector<BlockId>> ChunkedLocalAttentionManager::find_longest_cache_hit(
-    std::span<const BlockHash> hashes, std::int64_t max_length,
-    std::span<const KvCacheGroupId> group_ids, bool drop, std::int64_t /*alignment*/) const {
+    std::span<const BlockHash> hashes, std::int64_t max_length, std::span<const KvCacheGroupId> group_ids, bool drop,
+    std::int64_t /*alignment*/) const {
   KV_CHECK(!drop, "eagle with chunked local attention (vLLM refuses it; configs are validated)");
   const std::int64_t chunk_start = max_length / spec_.chunk * spec_.chunk;
   const std::size_t first = static_cast<std::size_t>(chunk_start / spec_.block_size);
-  const std::size_t n = std::min(static_cast<std::size_t>(max_length / spec_.block_size),
-                                 hashes.size());
+  const std::size_t n = std::min(static_cast<std::size_t>(max_length / spec_.block_size), hashes.size());
   std::vector<std::vector<BlockId>> hit(group_ids.size(), std::vector<BlockId>(first, 0));
   std::vector<BlockId> found;
   for (std::size_t i = first; i < n && lookup_all(hashes[i], group_ids, found); ++i) {
@@ -295,23 +277,20 @@ std::vector<std::vector<BlockId>> ChunkedLocalAttentionManager::find_longest_cac
 }
 
 std::vector<std::vector<BlockId>> CrossAttentionManager::find_longest_cache_hit(
-    std::span<const BlockHash> /*hashes*/, std::int64_t /*max_length*/,
-    std::span<const KvCacheGroupId> /*group_ids*/, bool /*drop*/,
-    std::int64_t /*alignment*/) const {
-  KV_CHECK(false, "a lookup of cross-attention group " << group_id_
-                                                       << " (vLLM raises; caching must be off)");
+    std::span<const BlockHash> /*hashes*/, std::int64_t /*max_length*/, std::span<const KvCacheGroupId> /*group_ids*/,
+    bool /*drop*/, std::int64_t /*alignment*/) const {
+  KV_CHECK(false, "a lookup of cross-attention group " << group_id_ << " (vLLM raises; caching must be off)");
   return {};
 }
 
 void CrossAttentionManager::cache_blocks(const Request& request, std::int64_t /*num_tokens*/) {
-  KV_CHECK(false, "caching cross-attention blocks of " << request.id()
-                                                       << " (vLLM raises; caching must be off)");
+  KV_CHECK(false, "caching cross-attention blocks of " << request.id() << " (vLLM raises; caching must be off)");
 }
 
-std::vector<std::vector<BlockId>> RSwaManager::find_longest_cache_hit(
-    std::span<const BlockHash> /*hashes*/, std::int64_t /*max_length*/,
-    std::span<const KvCacheGroupId> /*group_ids*/, bool /*drop*/,
-    std::int64_t /*alignment*/) const {
+std::vector<std::vector<BlockId>> RSwaManager::find_longest_cache_hit(std::span<const BlockHash> /*hashes*/,
+                                                                      std::int64_t /*max_length*/,
+                                                                      std::span<const KvCacheGroupId> /*group_ids*/,
+                                                                      bool /*drop*/, std::int64_t /*alignment*/) const {
   KV_CHECK(false, "a lookup of R-SWA group " << group_id_ << " (R-SWA runs with caching off)");
   return {};
 }
@@ -323,17 +302,14 @@ std::size_t RSwaManager::remove_skipped_blocks(const RequestId& id, const SlotDe
   const std::int64_t b = spec_.block_size;
   // The prompt's blocks and the window's stay; the gap between them goes.
   const auto first = static_cast<std::size_t>((prompt + b - 1) / b);
-  const auto end = static_cast<std::size_t>(
-      std::min<std::int64_t>(std::max(prompt, demand.total_computed - spec_.window) / b,
-                             static_cast<std::int64_t>(table->blocks.size())));
+  const auto end = static_cast<std::size_t>(std::min<std::int64_t>(
+      std::max(prompt, demand.total_computed - spec_.window) / b, static_cast<std::int64_t>(table->blocks.size())));
   if (end <= first) return 0;
   return null_out_down(table->blocks, end, first);
 }
 
-std::unique_ptr<SingleTypeKvCacheManager> make_single_type_manager(const KvCacheSpec& spec,
-                                                                   BlockPool& pool,
-                                                                   KvCacheGroupId group_id,
-                                                                   int hash_block_size) {
+std::unique_ptr<SingleTypeKvCacheManager> make_single_type_manager(const KvCacheSpec& spec, BlockPool& pool,
+                                                                   KvCacheGroupId group_id, int hash_block_size) {
   switch (spec.type) {
     case AttentionType::kSlidingWindow:
       return std::make_unique<SlidingWindowManager>(spec, pool, group_id, hash_block_size);

@@ -33,8 +33,8 @@ namespace kv {
 
 // One allocate_slots call as each group sees it (all in tokens).
 struct SlotDemand {
-  std::int64_t total_computed = 0;  // computed + hit tokens, capped at max_model_len
-  std::int64_t num_tokens = 0;      // slots: total + new + lookahead, capped at max_model_len
+  std::int64_t total_computed = 0;         // computed + hit tokens, capped at max_model_len
+  std::int64_t num_tokens = 0;             // slots: total + new + lookahead, capped at max_model_len
   std::int64_t num_tokens_main_model = 0;  // the same without the lookahead slots
   std::int64_t num_encoder_tokens = 0;     // cross attention's slots (encoder-decoder models)
   std::int64_t num_prompt_tokens = 0;      // R-SWA keeps the prompt's blocks
@@ -44,8 +44,7 @@ class SingleTypeKvCacheManager {
  public:
   // hash_block_size: the block size of the requests' hash chains (0: the group's block size,
   // which must be a multiple of it).
-  SingleTypeKvCacheManager(const KvCacheSpec& spec, BlockPool& pool, KvCacheGroupId group_id,
-                           int hash_block_size = 0);
+  SingleTypeKvCacheManager(const KvCacheSpec& spec, BlockPool& pool, KvCacheGroupId group_id, int hash_block_size = 0);
   virtual ~SingleTypeKvCacheManager() = default;
   SingleTypeKvCacheManager(const SingleTypeKvCacheManager&) = delete;
   SingleTypeKvCacheManager& operator=(const SingleTypeKvCacheManager&) = delete;
@@ -55,8 +54,7 @@ class SingleTypeKvCacheManager {
 
   // The hashes of this group's blocks, from the request's chain (invariant 4): the chain
   // itself when the group's block is one hash block, else every m-th hash, in `scratch`.
-  std::span<const BlockHash> block_hashes(std::span<const BlockHash> chain,
-                                          std::vector<BlockHash>& scratch) const;
+  std::span<const BlockHash> block_hashes(std::span<const BlockHash> chain, std::vector<BlockHash>& scratch) const;
 
   // vLLM find_longest_cache_hit for the lookup set `group_ids` (groups with this spec): the
   // hit blocks of each group of the set (null = 0 where the type skips), all of one length,
@@ -65,19 +63,19 @@ class SingleTypeKvCacheManager {
   // `drop` (eagle): the hit gives up its last block, each type by its own rule; the hit is a
   // multiple of `alignment` tokens (the coordinator's: the group's block size, or the lcm of
   // the groups' block sizes).
-  virtual std::vector<std::vector<BlockId>> find_longest_cache_hit(
-      std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids, bool drop, std::int64_t alignment) const = 0;
+  virtual std::vector<std::vector<BlockId>> find_longest_cache_hit(std::span<const BlockHash> hashes,
+                                                                   std::int64_t max_length,
+                                                                   std::span<const KvCacheGroupId> group_ids, bool drop,
+                                                                   std::int64_t alignment) const = 0;
 
   // Blocks this group takes from the free queue to give the request its slots (required
   // blocks capped at max_required_blocks); `hit` is the fresh hit of a request not yet
   // running, empty otherwise.
   // Signed: vLLM's Mamba align rule can count less than nothing, which the sum over groups
   // keeps.
-  virtual std::int64_t num_blocks_to_allocate(const RequestId& id, const SlotDemand& demand,
-                                              std::span<const BlockId> hit,
-                                              std::int64_t max_required_blocks =
-                                                  std::numeric_limits<std::int64_t>::max()) const;
+  virtual std::int64_t num_blocks_to_allocate(
+      const RequestId& id, const SlotDemand& demand, std::span<const BlockId> hit,
+      std::int64_t max_required_blocks = std::numeric_limits<std::int64_t>::max()) const;
 
   // Replaces the request's skipped blocks by the null block, highest index first, stopping at
   // the first null, and frees them in that order (one free call). Returns how many entries
@@ -90,8 +88,7 @@ class SingleTypeKvCacheManager {
 
   // Pops blocks until the table covers the slots the type needs; appends the ids it returns
   // (the new blocks; Mamba align: every entry past the old table) to `out`.
-  virtual void allocate_new_blocks(const RequestId& id, const SlotDemand& demand,
-                                   std::vector<BlockId>& out);
+  virtual void allocate_new_blocks(const RequestId& id, const SlotDemand& demand, std::vector<BlockId>& out);
 
   // Caches the table's full non-null blocks from num_cached up to num_tokens / block_size.
   virtual void cache_blocks(const Request& request, std::int64_t num_tokens);
@@ -112,9 +109,7 @@ class SingleTypeKvCacheManager {
   std::int64_t num_blocks_in_use() const;
   // vLLM get_num_common_prefix_blocks: leading blocks of `id` held by all `num_running`
   // requests (cascade attention); 0 for every type but full attention.
-  virtual int num_common_prefix_blocks(const RequestId& /*id*/, int /*num_running*/) const {
-    return 0;
-  }
+  virtual int num_common_prefix_blocks(const RequestId& /*id*/, int /*num_running*/) const { return 0; }
 
   bool check(std::string* why) const;
 
@@ -141,8 +136,7 @@ class SingleTypeKvCacheManager {
   const Table* find_table(const RequestId& id) const;
   Table& table_of(const RequestId& id) { return tables_[id]; }
   // The blocks cached under hash for each of group_ids, or empty if one group misses it.
-  bool lookup_all(const BlockHash& hash, std::span<const KvCacheGroupId> group_ids,
-                  std::vector<BlockId>& out) const;
+  bool lookup_all(const BlockHash& hash, std::span<const KvCacheGroupId> group_ids, std::vector<BlockId>& out) const;
 
   const KvCacheSpec spec_;
   BlockPool& pool_;
@@ -158,10 +152,9 @@ class FullAttentionManager final : public SingleTypeKvCacheManager {
   using SingleTypeKvCacheManager::SingleTypeKvCacheManager;
   // Left to right; stops at the first block missing from any group of the set. Eagle gives
   // back min(alignment, block) tokens; then the hit is cut down to a multiple of alignment.
-  std::vector<std::vector<BlockId>> find_longest_cache_hit(
-      std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids, bool drop,
-      std::int64_t alignment) const override;
+  std::vector<std::vector<BlockId>> find_longest_cache_hit(std::span<const BlockHash> hashes, std::int64_t max_length,
+                                                           std::span<const KvCacheGroupId> group_ids, bool drop,
+                                                           std::int64_t alignment) const override;
   int num_common_prefix_blocks(const RequestId& id, int num_running) const override;
 };
 
@@ -171,10 +164,9 @@ class SlidingWindowManager final : public SingleTypeKvCacheManager {
   // Right to left; the first run of ceil((window - 1) / block) cached blocks (one more with
   // eagle) ends the hit, with nulls before it. Without such a run, the cached run that
   // reaches block 0. Eagle then drops the hit's last block.
-  std::vector<std::vector<BlockId>> find_longest_cache_hit(
-      std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids, bool drop,
-      std::int64_t alignment) const override;
+  std::vector<std::vector<BlockId>> find_longest_cache_hit(std::span<const BlockHash> hashes, std::int64_t max_length,
+                                                           std::span<const KvCacheGroupId> group_ids, bool drop,
+                                                           std::int64_t alignment) const override;
 };
 
 class ChunkedLocalAttentionManager final : public SingleTypeKvCacheManager {
@@ -182,10 +174,9 @@ class ChunkedLocalAttentionManager final : public SingleTypeKvCacheManager {
   using SingleTypeKvCacheManager::SingleTypeKvCacheManager;
   // Blocks before the chunk holding max_length are a hit as nulls, without a lookup; then
   // left to right within that chunk. Eagle is refused with this type (as vLLM refuses it).
-  std::vector<std::vector<BlockId>> find_longest_cache_hit(
-      std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids, bool drop,
-      std::int64_t alignment) const override;
+  std::vector<std::vector<BlockId>> find_longest_cache_hit(std::span<const BlockHash> hashes, std::int64_t max_length,
+                                                           std::span<const KvCacheGroupId> group_ids, bool drop,
+                                                           std::int64_t alignment) const override;
 };
 
 // Cross attention (encoder-decoder models): blocks for the encoder tokens only, given by the
@@ -194,16 +185,13 @@ class ChunkedLocalAttentionManager final : public SingleTypeKvCacheManager {
 class CrossAttentionManager final : public SingleTypeKvCacheManager {
  public:
   using SingleTypeKvCacheManager::SingleTypeKvCacheManager;
-  std::vector<std::vector<BlockId>> find_longest_cache_hit(
-      std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids, bool drop,
-      std::int64_t alignment) const override;
+  std::vector<std::vector<BlockId>> find_longest_cache_hit(std::span<const BlockHash> hashes, std::int64_t max_length,
+                                                           std::span<const KvCacheGroupId> group_ids, bool drop,
+                                                           std::int64_t alignment) const override;
   void cache_blocks(const Request& request, std::int64_t num_tokens) override;
 
  protected:
-  std::int64_t required_tokens(const SlotDemand& demand) const override {
-    return demand.num_encoder_tokens;
-  }
+  std::int64_t required_tokens(const SlotDemand& demand) const override { return demand.num_encoder_tokens; }
 };
 
 // R-SWA (reference sliding window): full attention over the prompt and over the last
@@ -214,10 +202,9 @@ class CrossAttentionManager final : public SingleTypeKvCacheManager {
 class RSwaManager final : public SingleTypeKvCacheManager {
  public:
   using SingleTypeKvCacheManager::SingleTypeKvCacheManager;
-  std::vector<std::vector<BlockId>> find_longest_cache_hit(
-      std::span<const BlockHash> hashes, std::int64_t max_length,
-      std::span<const KvCacheGroupId> group_ids, bool drop,
-      std::int64_t alignment) const override;
+  std::vector<std::vector<BlockId>> find_longest_cache_hit(std::span<const BlockHash> hashes, std::int64_t max_length,
+                                                           std::span<const KvCacheGroupId> group_ids, bool drop,
+                                                           std::int64_t alignment) const override;
   std::size_t remove_skipped_blocks(const RequestId& id, const SlotDemand& demand) override;
 
  protected:
@@ -225,9 +212,7 @@ class RSwaManager final : public SingleTypeKvCacheManager {
 };
 
 // The manager for spec's type (the spec must pass validate_spec).
-std::unique_ptr<SingleTypeKvCacheManager> make_single_type_manager(const KvCacheSpec& spec,
-                                                                   BlockPool& pool,
-                                                                   KvCacheGroupId group_id,
-                                                                   int hash_block_size = 0);
+std::unique_ptr<SingleTypeKvCacheManager> make_single_type_manager(const KvCacheSpec& spec, BlockPool& pool,
+                                                                   KvCacheGroupId group_id, int hash_block_size = 0);
 
 }  // namespace kv

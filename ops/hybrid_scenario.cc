@@ -15,8 +15,8 @@
 #include <nlohmann/json.hpp>
 
 #include "model/block_hasher.h"
-#include "model/kv_cache_manager.h"
 #include "model/kv_cache_groups.h"
+#include "model/kv_cache_manager.h"
 #include "model/request.h"
 
 namespace kv::ops {
@@ -30,8 +30,7 @@ Status field_error(const std::string& field, const std::string& problem) {
   return Status::error(field + ": " + problem);
 }
 
-Status check_keys(const Json& obj, const std::string& where,
-                  std::initializer_list<std::string_view> allowed) {
+Status check_keys(const Json& obj, const std::string& where, std::initializer_list<std::string_view> allowed) {
   if (!obj.is_object()) return field_error(where.empty() ? "(top)" : where, "not an object");
   for (const auto& item : obj.items()) {
     if (std::find(allowed.begin(), allowed.end(), item.key()) == allowed.end()) {
@@ -41,9 +40,7 @@ Status check_keys(const Json& obj, const std::string& where,
   return Status();
 }
 
-std::string join(const std::string& where, const std::string& key) {
-  return where.empty() ? key : where + "." + key;
-}
+std::string join(const std::string& where, const std::string& key) { return where.empty() ? key : where + "." + key; }
 
 StatusOr<const Json*> get(const Json& obj, const std::string& where, const std::string& key) {
   auto it = obj.find(key);
@@ -73,17 +70,15 @@ StatusOr<bool> get_bool(const Json& obj, const std::string& where, const std::st
 }
 
 // Token ids as [[start, count], ...]: start, start+1, ..., start+count-1 per segment.
-StatusOr<std::vector<TokenId>> get_tokens(const Json& obj, const std::string& where,
-                                          const std::string& key) {
+StatusOr<std::vector<TokenId>> get_tokens(const Json& obj, const std::string& where, const std::string& key) {
   auto v = get(obj, where, key);
   if (!v.ok()) return v.status();
   const std::string field = join(where, key);
   if (!(*v)->is_array()) return field_error(field, "not a list of [start, count] segments");
   std::vector<TokenId> tokens;
   for (const Json& seg : **v) {
-    if (!seg.is_array() || seg.size() != 2 || !seg[0].is_number_integer() ||
-        !seg[1].is_number_integer() || seg[0].get<std::int64_t>() < 0 ||
-        seg[1].get<std::int64_t>() < 0) {
+    if (!seg.is_array() || seg.size() != 2 || !seg[0].is_number_integer() || !seg[1].is_number_integer() ||
+        seg[0].get<std::int64_t>() < 0 || seg[1].get<std::int64_t>() < 0) {
       return field_error(field, "segment " + seg.dump() + " is not [start >= 0, count >= 0]");
     }
     const auto start = seg[0].get<std::int64_t>();
@@ -96,9 +91,9 @@ StatusOr<std::vector<TokenId>> get_tokens(const Json& obj, const std::string& wh
 
 // What a layer's spec takes from the config rather than from the layer.
 struct LayerDefaults {
-  int block_size = 16;                  // attention layers and Mamba align/all
-  std::int64_t max_model_len = 0;       // Mamba none: one block holds the whole request
-  int num_speculative_blocks = 0;       // Mamba: the number of speculative tokens
+  int block_size = 16;             // attention layers and Mamba align/all
+  std::int64_t max_model_len = 0;  // Mamba none: one block holds the whole request
+  int num_speculative_blocks = 0;  // Mamba: the number of speculative tokens
 };
 
 const std::map<std::string, AttentionType, std::less<>>& layer_types() {
@@ -116,23 +111,28 @@ const std::map<std::string, AttentionType, std::less<>>& layer_types() {
 std::vector<std::string_view> layer_fields(AttentionType type) {
   std::vector<std::string_view> keys = {"name", "type"};
   switch (type) {
-    case AttentionType::kSlidingWindow: keys.push_back("window"); break;
-    case AttentionType::kChunkedLocalAttention: keys.push_back("chunk"); break;
-    case AttentionType::kRSwa: keys.push_back("rswa_window"); break;
+    case AttentionType::kSlidingWindow:
+      keys.push_back("window");
+      break;
+    case AttentionType::kChunkedLocalAttention:
+      keys.push_back("chunk");
+      break;
+    case AttentionType::kRSwa:
+      keys.push_back("rswa_window");
+      break;
     case AttentionType::kMamba:
       keys.insert(keys.end(), {"mode", "state_bytes", "page_size_padded"});
       return keys;  // a state, not a KV layout
-    default: break;
+    default:
+      break;
   }
   keys.insert(keys.end(), {"num_kv_heads", "head_size", "head_size_v", "dtype_bytes"});
   return keys;
 }
 
-Status parse_mamba_fields(const Json& layer, const std::string& where, const LayerDefaults& d,
-                          KvCacheSpec& spec) {
+Status parse_mamba_fields(const Json& layer, const std::string& where, const LayerDefaults& d, KvCacheSpec& spec) {
   static const std::map<std::string, MambaCacheMode, std::less<>> kModes = {
-      {"none", MambaCacheMode::kNone}, {"align", MambaCacheMode::kAlign},
-      {"all", MambaCacheMode::kAll}};
+      {"none", MambaCacheMode::kNone}, {"align", MambaCacheMode::kAlign}, {"all", MambaCacheMode::kAll}};
   auto mode = get_string(layer, where, "mode");
   if (!mode.ok()) return mode.status();
   auto m = kModes.find(*mode);
@@ -176,8 +176,7 @@ Status parse_int_fields(const Json& layer, const std::string& where, KvCacheSpec
   return Status();
 }
 
-StatusOr<LayerKvCacheSpec> parse_layer(const Json& layer, const std::string& where,
-                                       const LayerDefaults& defaults) {
+StatusOr<LayerKvCacheSpec> parse_layer(const Json& layer, const std::string& where, const LayerDefaults& defaults) {
   if (!layer.is_object()) return field_error(where, "not an object");
   auto name = get_string(layer, where, "name");
   auto type = get_string(layer, where, "type");
@@ -197,23 +196,20 @@ StatusOr<LayerKvCacheSpec> parse_layer(const Json& layer, const std::string& whe
   out.name = *name;
   // The format's fixed layout: 2 KV heads of 64 (K and V), bfloat16.
   out.spec = KvCacheSpec{t->second, defaults.block_size, 2, 64, 64, 2, 0, 0};
-  Status s = t->second == AttentionType::kMamba
-                 ? parse_mamba_fields(layer, where, defaults, out.spec)
-                 : parse_int_fields(layer, where, out.spec);
+  Status s = t->second == AttentionType::kMamba ? parse_mamba_fields(layer, where, defaults, out.spec)
+                                                : parse_int_fields(layer, where, out.spec);
   if (!s.ok()) return s;
   if (Status v = validate_spec(out.spec); !v.ok()) return v.with_context(where + ": ");
   return out;
 }
 
-StatusOr<std::vector<LayerKvCacheSpec>> parse_layers(const Json& config,
-                                                     const LayerDefaults& defaults) {
+StatusOr<std::vector<LayerKvCacheSpec>> parse_layers(const Json& config, const LayerDefaults& defaults) {
   auto layers_json = get(config, "config", "layers");
   if (!layers_json.ok()) return layers_json.status();
   if (!(*layers_json)->is_array()) return field_error("config.layers", "not a list");
   std::vector<LayerKvCacheSpec> layers;
   for (std::size_t i = 0; i < (*layers_json)->size(); ++i) {
-    auto layer = parse_layer((**layers_json)[i], "config.layers[" + std::to_string(i) + "]",
-                             defaults);
+    auto layer = parse_layer((**layers_json)[i], "config.layers[" + std::to_string(i) + "]", defaults);
     if (!layer.ok()) return layer.status();
     layers.push_back(*layer);
   }
@@ -257,28 +253,25 @@ class HybridScenario {
  private:
   // The cache settings of the config (everything but the groups and the pool size).
   Status read_settings(const Json& config, KvCacheConfig& mc, LayerDefaults& defaults);
-  Status check_config_outputs(const Json& config, const KvCacheConfig& mc,
-                              const KvCachePoolSize& size);
+  Status check_config_outputs(const Json& config, const KvCacheConfig& mc, const KvCachePoolSize& size);
   // Records the first mismatch; returns false when expected != got.
   bool compare(std::int64_t step, const std::string& field, const Json& expected, const Json& got);
   StatusOr<ScenarioRequest*> find(const Json& step, const std::string& where);
   Json held_of(const RequestId& id) const;
   Status run_add(const Json& step, const std::string& where, Json& got);
-  Status run_on_request(const std::string& op, const Json& step, const std::string& where,
-                        Json& got);
+  Status run_on_request(const std::string& op, const Json& step, const std::string& where, Json& got);
   Status run_allocate(const Json& step, const std::string& where, ScenarioRequest& r, Json& got);
   Status run_rollback(const Json& step, const std::string& where, Request& req, Json& got);
 
   ScenarioOutcome outcome_;
-  bool extended_ = false;     // golden-mamba's format (speculative decoding in the config)
-  int hash_block_size_ = 16;  // the requests' hash chains
+  bool extended_ = false;                // golden-mamba's format (speculative decoding in the config)
+  int hash_block_size_ = 16;             // the requests' hash chains
   std::unique_ptr<BlockHasher> hasher_;  // null with caching off: no hashes
   std::unique_ptr<KvCacheManager> manager_;
   std::map<std::string, ScenarioRequest> requests_;
 };
 
-bool HybridScenario::compare(std::int64_t step, const std::string& field, const Json& expected,
-                             const Json& got) {
+bool HybridScenario::compare(std::int64_t step, const std::string& field, const Json& expected, const Json& got) {
   if (expected == got) return true;
   if (outcome_.ok) {
     outcome_.ok = false;
@@ -287,16 +280,15 @@ bool HybridScenario::compare(std::int64_t step, const std::string& field, const 
   return false;
 }
 
-Status HybridScenario::read_settings(const Json& config, KvCacheConfig& mc,
-                                     LayerDefaults& defaults) {
+Status HybridScenario::read_settings(const Json& config, KvCacheConfig& mc, LayerDefaults& defaults) {
   const std::string w = "config";
   auto block_size = get_int(config, w, "block_size");
   auto order = get_string(config, w, "free_order");
   auto caching = get_bool(config, w, "enable_caching");
   auto max_model_len = get_int(config, w, "max_model_len");
   auto in_flight = get_int(config, w, "max_in_flight_tokens");
-  for (const Status& s : {block_size.status(), order.status(), caching.status(),
-                          max_model_len.status(), in_flight.status()}) {
+  for (const Status& s :
+       {block_size.status(), order.status(), caching.status(), max_model_len.status(), in_flight.status()}) {
     if (!s.ok()) return s;
   }
   if (*block_size <= 0 || *block_size > (1 << 20)) {
@@ -328,13 +320,26 @@ Status HybridScenario::read_settings(const Json& config, KvCacheConfig& mc,
 
 Status HybridScenario::load(const Json& config) {
   const std::string w = "config";
-  if (Status s = check_keys(config, w, {"format_version", "vllm_commit", "block_size",
-                                        "num_blocks", "hash", "hash_seed", "free_order",
-                                        "enable_caching", "use_eagle", "num_speculative_tokens",
-                                        "max_model_len", "max_in_flight_tokens",
-                                        "scheduler_block_size", "hash_block_size", "coordinator",
-                                        "page_size_bytes", "layers_per_group",
-                                        "memory_budget_bytes", "layers", "groups",
+  if (Status s = check_keys(config, w, {"format_version",
+                                        "vllm_commit",
+                                        "block_size",
+                                        "num_blocks",
+                                        "hash",
+                                        "hash_seed",
+                                        "free_order",
+                                        "enable_caching",
+                                        "use_eagle",
+                                        "num_speculative_tokens",
+                                        "max_model_len",
+                                        "max_in_flight_tokens",
+                                        "scheduler_block_size",
+                                        "hash_block_size",
+                                        "coordinator",
+                                        "page_size_bytes",
+                                        "layers_per_group",
+                                        "memory_budget_bytes",
+                                        "layers",
+                                        "groups",
                                         "lookup_order"});
       !s.ok()) {
     return s;
@@ -376,20 +381,18 @@ const char* coordinator_name(const KvCacheConfig& mc) {
   return mc.groups.size() == 1 ? "UnitaryKVCacheCoordinator" : "HybridKVCacheCoordinator";
 }
 
-Status HybridScenario::check_config_outputs(const Json& config, const KvCacheConfig& mc,
-                                            const KvCachePoolSize& size) {
+Status HybridScenario::check_config_outputs(const Json& config, const KvCacheConfig& mc, const KvCachePoolSize& size) {
   Json got_groups = Json::array();
   for (const KvCacheGroupSpec& g : mc.groups) got_groups.push_back(group_to_json(g, extended_));
-  const Json got = {
-      {"groups", got_groups},
-      {"lookup_order", mc.enable_caching ? Json(lookup_sets(mc.groups)) : Json::array()},
-      {"block_size", mc.block_size},
-      {"num_blocks", size.num_blocks},
-      {"page_size_bytes", size.page_size_bytes},
-      {"layers_per_group", size.layers_per_group},
-      {"scheduler_block_size", mc.scheduler_block_size()},
-      {"hash_block_size", mc.hash_block_size()},
-      {"coordinator", coordinator_name(mc)}};
+  const Json got = {{"groups", got_groups},
+                    {"lookup_order", mc.enable_caching ? Json(lookup_sets(mc.groups)) : Json::array()},
+                    {"block_size", mc.block_size},
+                    {"num_blocks", size.num_blocks},
+                    {"page_size_bytes", size.page_size_bytes},
+                    {"layers_per_group", size.layers_per_group},
+                    {"scheduler_block_size", mc.scheduler_block_size()},
+                    {"hash_block_size", mc.hash_block_size()},
+                    {"coordinator", coordinator_name(mc)}};
   for (const auto& item : got.items()) {
     auto expected = get(config, "config", item.key());
     if (!expected.ok()) return expected.status();
@@ -424,8 +427,7 @@ StatusOr<std::int64_t> get_count(const Json& step, const std::string& where, con
   return *v;
 }
 
-Status HybridScenario::run_allocate(const Json& step, const std::string& where,
-                                    ScenarioRequest& r, Json& got) {
+Status HybridScenario::run_allocate(const Json& step, const std::string& where, ScenarioRequest& r, Json& got) {
   auto n = get_int(step, where, "num_new_tokens");
   auto lookahead = get_count(step, where, "num_lookahead_tokens");
   auto encoder = get_count(step, where, "num_encoder_tokens");
@@ -462,14 +464,12 @@ Status HybridScenario::run_allocate(const Json& step, const std::string& where,
   return Status();
 }
 
-Status HybridScenario::run_rollback(const Json& step, const std::string& where, Request& req,
-                                    Json& got) {
+Status HybridScenario::run_rollback(const Json& step, const std::string& where, Request& req, Json& got) {
   auto rejected = get_int(step, where, "num_rejected");
   if (!rejected.ok()) return rejected.status();
   if (*rejected < 0 || *rejected > req.num_computed_tokens) {
     return field_error(where + ".num_rejected",
-                       "must be in 0 .. num_computed_tokens (" +
-                           std::to_string(req.num_computed_tokens) + ")");
+                       "must be in 0 .. num_computed_tokens (" + std::to_string(req.num_computed_tokens) + ")");
   }
   req.num_computed_tokens -= *rejected;
   got["num_computed_tokens"] = req.num_computed_tokens;
@@ -486,11 +486,10 @@ const std::map<std::string, OpFields, std::less<>>& op_fields() {
   static const std::map<std::string, OpFields, std::less<>> kOps = {
       {"add", {{"op", "req", "prompt", "expect"}, {"num_tokens", "num_block_hashes"}}},
       {"append", {{"op", "req", "tokens", "expect"}, {"num_tokens", "num_block_hashes"}}},
-      {"get_computed",
-       {{"op", "req", "expect"}, {"hit_tokens", "blocks", "shared_prefix_boundary"}}},
+      {"get_computed", {{"op", "req", "expect"}, {"hit_tokens", "blocks", "shared_prefix_boundary"}}},
       {"allocate",
-       {{"op", "req", "num_new_tokens", "num_lookahead_tokens", "num_encoder_tokens",
-         "full_sequence_must_fit", "expect"},
+       {{"op", "req", "num_new_tokens", "num_lookahead_tokens", "num_encoder_tokens", "full_sequence_must_fit",
+         "expect"},
         {"ok", "new_blocks", "num_computed_tokens", "held", "window_freed"}}},
       {"rollback", {{"op", "req", "num_rejected", "expect"}, {"num_computed_tokens"}}},
       {"new_step", {{"op", "expect"}, {}}},
@@ -516,15 +515,13 @@ Status HybridScenario::run_add(const Json& step, const std::string& where, Json&
   if (!prompt.ok()) return prompt.status();
   if (requests_.count(*id)) return field_error(where + ".req", "request '" + *id + "' exists");
   ScenarioRequest& r = requests_[*id];
-  r.request =
-      std::make_unique<Request>(*id, *prompt, HashExtras{}, hasher_.get(), hash_block_size_);
+  r.request = std::make_unique<Request>(*id, *prompt, HashExtras{}, hasher_.get(), hash_block_size_);
   got["num_tokens"] = r.request->num_tokens();
   got["num_block_hashes"] = r.request->block_hashes().size();
   return Status();
 }
 
-Status HybridScenario::run_on_request(const std::string& op, const Json& step,
-                                      const std::string& where, Json& got) {
+Status HybridScenario::run_on_request(const std::string& op, const Json& step, const std::string& where, Json& got) {
   auto r = find(step, where);
   if (!r.ok()) return r.status();
   Request& req = *(*r)->request;

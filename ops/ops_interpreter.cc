@@ -30,8 +30,7 @@ bool parse_nonneg(std::string_view s, std::int64_t* out) {
 }
 
 Status bad_int(std::string_view what, std::string_view text) {
-  return Status::error(std::string(what) + " must be a non-negative integer, got '" +
-                       std::string(text) + "'");
+  return Status::error(std::string(what) + " must be a non-negative integer, got '" + std::string(text) + "'");
 }
 
 // key=value arguments after the positional ones; flags are keys with no '='.
@@ -40,9 +39,8 @@ struct Args {
   std::set<std::string, std::less<>> flags;
 };
 
-Status parse_args(const std::vector<std::string_view>& words, std::size_t first,
-                  const std::set<std::string_view>& keys, const std::set<std::string_view>& flags,
-                  Args* args) {
+Status parse_args(const std::vector<std::string_view>& words, std::size_t first, const std::set<std::string_view>& keys,
+                  const std::set<std::string_view>& flags, Args* args) {
   for (std::size_t i = first; i < words.size(); ++i) {
     const std::string_view w = words[i];
     const auto eq = w.find('=');
@@ -79,18 +77,24 @@ std::string join_groups(const GroupBlockIds& groups) {
 // How `groups` names a group's spec: full, sliding_window:W, chunked_local:C.
 std::string spec_name(const KvCacheSpec& spec) {
   switch (spec.type) {
-    case AttentionType::kSlidingWindow: return "sliding_window:" + std::to_string(spec.window);
-    case AttentionType::kChunkedLocalAttention: return "chunked_local:" + std::to_string(spec.chunk);
-    default: return "full";
+    case AttentionType::kSlidingWindow:
+      return "sliding_window:" + std::to_string(spec.window);
+    case AttentionType::kChunkedLocalAttention:
+      return "chunked_local:" + std::to_string(spec.chunk);
+    default:
+      return "full";
   }
 }
 
 Status on_off(const Args& a, const char* key, bool* out) {
   auto it = a.kv.find(key);
   if (it == a.kv.end()) return {};
-  if (it->second == "on") *out = true;
-  else if (it->second == "off") *out = false;
-  else return Status::error(std::string(key) + " must be on or off, got '" + it->second + "'");
+  if (it->second == "on")
+    *out = true;
+  else if (it->second == "off")
+    *out = false;
+  else
+    return Status::error(std::string(key) + " must be on or off, got '" + it->second + "'");
   return {};
 }
 
@@ -207,10 +211,10 @@ StatusOr<OpsInterpreter::OpsRequest*> OpsInterpreter::find(std::string_view id) 
 
 Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
   Args a;
-  Status s = parse_args(words, 1,
-                        {"blocks", "block_size", "hash", "seed", "free_order", "caching", "eagle",
-                         "max_model_len", "layers", "policy"},
-                        {}, &a);
+  Status s = parse_args(
+      words, 1,
+      {"blocks", "block_size", "hash", "seed", "free_order", "caching", "eagle", "max_model_len", "layers", "policy"},
+      {}, &a);
   if (!s.ok()) return s;
   for (const char* required : {"blocks", "block_size"}) {
     if (!a.kv.count(required)) return Status::error("config needs " + std::string(required) + "=");
@@ -236,8 +240,8 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
     return Status::error("free_order must be classic or unhashed_first, got '" + a.kv["free_order"] + "'");
   }
   if (a.kv.count("policy") && !parse_eviction_policy(a.kv["policy"], &c.eviction_policy)) {
-    return Status::error("policy must be one of " + std::string(eviction_policy_names()) + ", got '" +
-                         a.kv["policy"] + "'");
+    return Status::error("policy must be one of " + std::string(eviction_policy_names()) + ", got '" + a.kv["policy"] +
+                         "'");
   }
   if (s = on_off(a, "caching", &c.enable_caching); !s.ok()) return s;
   if (s = on_off(a, "eagle", &c.use_eagle); !s.ok()) return s;
@@ -296,8 +300,7 @@ Status OpsInterpreter::cmd_request(const std::vector<std::string_view>& words) {
   }
   OpsRequest r;
   r.request = std::make_unique<Request>(id, std::move(tokens.value()), std::move(extras),
-                                        config_.enable_caching ? hasher_.get() : nullptr,
-                                        config_.block_size);
+                                        config_.enable_caching ? hasher_.get() : nullptr, config_.block_size);
   r.request->retention = retention;
   requests_.emplace(id, std::move(r));
   return {};
@@ -329,8 +332,8 @@ Status OpsInterpreter::cmd_alloc(const std::vector<std::string_view>& words) {
     if (n == 0) return Status::error("alloc of 0 tokens");
     if (req.num_computed_tokens + hit.num_tokens + n > req.num_tokens()) {
       return Status::error("alloc of " + std::to_string(n) + " tokens exceeds the " +
-                           std::to_string(req.num_tokens() - req.num_computed_tokens - hit.num_tokens) +
-                           " tokens " + req.id() + " has left");
+                           std::to_string(req.num_tokens() - req.num_computed_tokens - hit.num_tokens) + " tokens " +
+                           req.id() + " has left");
     }
   }
   auto fresh = manager_->allocate_slots(req, n, hit, lookahead, a.flags.count("fullfit") != 0);
@@ -363,11 +366,10 @@ Status OpsInterpreter::cmd_table(const std::vector<std::string_view>& words) {
   }
   std::int64_t g = 0;
   if (!parse_nonneg(a.kv["group"], &g) || g >= static_cast<std::int64_t>(table.size())) {
-    return Status::error("group must be from 0 to " + std::to_string(table.size() - 1) + ", got '" +
-                         a.kv["group"] + "'");
+    return Status::error("group must be from 0 to " + std::to_string(table.size() - 1) + ", got '" + a.kv["group"] +
+                         "'");
   }
-  out_ << "table " << words[1] << " group=" << g << " " << join_ids(table[static_cast<std::size_t>(g)])
-       << "\n";
+  out_ << "table " << words[1] << " group=" << g << " " << join_ids(table[static_cast<std::size_t>(g)]) << "\n";
   return {};
 }
 
@@ -429,9 +431,9 @@ Status OpsInterpreter::cmd_pool_query(std::string_view cmd, bool* check_failed) 
 
 Status OpsInterpreter::dispatch(const std::vector<std::string_view>& w, bool* check_failed) {
   const std::string_view cmd = w[0];
-  static constexpr std::string_view kCommands[] = {
-      "config", "request", "lookup", "alloc", "append", "free", "queue",
-      "num_free", "stats", "reset", "hashes", "check", "table", "groups"};
+  static constexpr std::string_view kCommands[] = {"config", "request", "lookup",   "alloc", "append",
+                                                   "free",   "queue",   "num_free", "stats", "reset",
+                                                   "hashes", "check",   "table",    "groups"};
   if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
     return Status::error("unknown command '" + std::string(cmd) + "'");
   }

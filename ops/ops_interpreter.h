@@ -48,7 +48,7 @@ class OpsInterpreter {
  private:
   struct OpsRequest {
     std::unique_ptr<Request> request;
-    std::optional<CacheHit> pending_hit;    // from `lookup`, consumed by the next `alloc`
+    std::optional<CacheHit> pending_hit;  // from `lookup`, consumed by the next `alloc`
   };
 
   Status dispatch(const std::vector<std::string_view>& words, bool* check_failed);

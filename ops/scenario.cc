@@ -20,8 +20,9 @@ StatusOr<ScenarioOutcome> run_scenario(const std::string& path) {
   if (j.contains("config") && j["config"].is_object() && j["config"].contains("layers")) {
     return run_hybrid_scenario(path);
   }
-  return Status::error(path + ": neither a scheduler scenario (no 'requests') nor a KV-cache groups scenario "
-                              "(no 'config.layers')");
+  return Status::error(path +
+                       ": neither a scheduler scenario (no 'requests') nor a KV-cache groups scenario "
+                       "(no 'config.layers')");
 }
 
 }  // namespace kv::ops

@@ -1,10 +1,10 @@
 #include "ops/scheduler_scenario.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
 #include <limits>
-#include <algorithm>
 #include <map>
 #include <span>
 #include <sstream>
@@ -14,8 +14,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/util/check.h"
 #include "model/sched/scheduler.h"
+#include "model/util/check.h"
 
 namespace kv::ops {
 namespace {
@@ -67,8 +67,8 @@ class FieldReader {
     }
     const auto value = v->get<std::int64_t>();
     if (value < min || value > max || (v->is_number_unsigned() && v->get<std::uint64_t>() > 1ULL << 62)) {
-      fail(join(where, key), "must be from " + std::to_string(min) + " to " + std::to_string(max) + ", got " +
-                                  v->dump());
+      fail(join(where, key),
+           "must be from " + std::to_string(min) + " to " + std::to_string(max) + ", got " + v->dump());
       return min;
     }
     return value;
@@ -138,22 +138,29 @@ struct ScenarioStep {
 struct Scenario {
   SchedulerConfig config;
   bool valid_vllm_config = true;
-  bool speculative = false;                     // the golden-spec format (config.spec_method)
-  json derived;                                 // speculative: what vLLM derived, by config key
-  std::map<std::string, RequestSpec> requests;  // by id; consumed when they arrive
+  bool speculative = false;                          // the golden-spec format (config.spec_method)
+  json derived;                                      // speculative: what vLLM derived, by config key
+  std::map<std::string, RequestSpec> requests;       // by id; consumed when they arrive
   std::map<std::string, std::int64_t> arrival_step;  // by id; erased when a step lists it
-  std::map<std::string, TokenId> output_start;  // by id: its k-th output is output_start + k
+  std::map<std::string, TokenId> output_start;       // by id: its k-th output is output_start + k
   std::vector<ScenarioStep> steps;
 };
 
 // The speculative format's config keys beyond the scheduler format's.
-const std::vector<std::string_view> kSpecConfigKeys = {
-    "spec_method", "num_speculative_tokens", "parallel_drafting", "use_eagle", "drafting_slots_per_seq",
-    "max_num_scheduled_tokens", "acceptance_rates", "drafter", "no_match_probability", "mamba_cache_mode",
-    "kv_cache_groups"};
+const std::vector<std::string_view> kSpecConfigKeys = {"spec_method",
+                                                       "num_speculative_tokens",
+                                                       "parallel_drafting",
+                                                       "use_eagle",
+                                                       "drafting_slots_per_seq",
+                                                       "max_num_scheduled_tokens",
+                                                       "acceptance_rates",
+                                                       "drafter",
+                                                       "no_match_probability",
+                                                       "mamba_cache_mode",
+                                                       "kv_cache_groups"};
 // The derived values a speculative file records, compared with kvsim's before the first step.
-const char* const kDerivedKeys[] = {"parallel_drafting", "use_eagle", "num_lookahead_tokens",
-                                    "drafting_slots_per_seq", "max_num_scheduled_tokens"};
+const char* const kDerivedKeys[] = {"parallel_drafting", "use_eagle", "num_lookahead_tokens", "drafting_slots_per_seq",
+                                    "max_num_scheduled_tokens"};
 
 // The option names of the file's `config` and what kvsim runs them as.
 void parse_cache_options(FieldReader& in, const json& c, SchedulerConfig& sc) {
@@ -242,8 +249,10 @@ void parse_speculative_options(FieldReader& in, const json& c, Scenario& s) {
   if (auto m = parse_spec_method(method); m && *m != SpecMethod::kNone) {
     spec.method = *m;
   } else if (in.ok()) {
-    in.fail(where + ".spec_method", "must be eagle, eagle3, mtp, dspark, dflash, draft_model, ngram, suffix or "
-                                    "medusa, got '" + method + "'");
+    in.fail(where + ".spec_method",
+            "must be eagle, eagle3, mtp, dspark, dflash, draft_model, ngram, suffix or "
+            "medusa, got '" +
+                method + "'");
   }
   spec.num_speculative_tokens = static_cast<int>(in.integer(c, where, "num_speculative_tokens", 1, 1 << 10));
   spec.parallel_drafting = in.boolean(c, where, "parallel_drafting");
@@ -262,11 +271,26 @@ void parse_speculative_options(FieldReader& in, const json& c, Scenario& s) {
 
 void parse_config(FieldReader& in, const json& c, Scenario& s) {
   if (!c.is_object()) return in.fail("config", "must be an object");
-  std::vector<std::string_view> known = {
-      "format_version", "vllm_commit", "block_size", "num_blocks", "hash", "hash_seed", "free_order",
-      "max_num_batched_tokens", "max_num_seqs", "max_model_len", "enable_chunked_prefill",
-      "long_prefill_token_threshold", "policy", "enable_prefix_caching", "scheduler_reserve_full_isl",
-      "watermark", "num_lookahead_tokens", "async_scheduling", "valid_vllm_config", "invalid_because"};
+  std::vector<std::string_view> known = {"format_version",
+                                         "vllm_commit",
+                                         "block_size",
+                                         "num_blocks",
+                                         "hash",
+                                         "hash_seed",
+                                         "free_order",
+                                         "max_num_batched_tokens",
+                                         "max_num_seqs",
+                                         "max_model_len",
+                                         "enable_chunked_prefill",
+                                         "long_prefill_token_threshold",
+                                         "policy",
+                                         "enable_prefix_caching",
+                                         "scheduler_reserve_full_isl",
+                                         "watermark",
+                                         "num_lookahead_tokens",
+                                         "async_scheduling",
+                                         "valid_vllm_config",
+                                         "invalid_because"};
   s.speculative = c.contains("spec_method");
   if (s.speculative) known.insert(known.end(), kSpecConfigKeys.begin(), kSpecConfigKeys.end());
   in.only_keys(c, "config", known);
@@ -288,8 +312,8 @@ void parse_config(FieldReader& in, const json& c, Scenario& s) {
 // Prompt segments [start, count] concatenated; the k-th output is output_start + k.
 void parse_request(FieldReader& in, const json& r, const std::string& where, Scenario& s) {
   if (!r.is_object()) return in.fail(where, "must be an object");
-  std::vector<std::string_view> known = {"id",         "arrival_step", "arrival_time", "priority",
-                                         "prompt",     "prompt_len",   "max_tokens",   "output_start"};
+  std::vector<std::string_view> known = {"id",     "arrival_step", "arrival_time", "priority",
+                                         "prompt", "prompt_len",   "max_tokens",   "output_start"};
   if (s.speculative) known.push_back("stop_token_ids");
   in.only_keys(r, where, known);
   RequestSpec spec;
@@ -417,8 +441,7 @@ json observe_schedule(const Scheduler& sched, const StepPlan& plan) {
               {"scheduled_resumed", json::array()}, {"admission_order", json::array()},
               {"total_tokens", plan.total_tokens},  {"scheduled_spec_decode_tokens", json::array()},
               {"preempted", plan.preempted},        {"new_tokens", json::array()},
-              {"finished", json::array()},
-              {"free_blocks_after_schedule", sched.kv_cache().num_free_blocks()}};
+              {"finished", json::array()},          {"free_blocks_after_schedule", sched.kv_cache().num_free_blocks()}};
   for (const ScheduledRequest& sr : plan.requests) {
     const auto tokens = static_cast<std::int64_t>(sr.token_ids.size());
     if (!sr.spec_token_ids.empty()) got["scheduled_spec_decode_tokens"].push_back({sr.id, sr.spec_token_ids});
@@ -470,8 +493,8 @@ StepResult execute(const Scheduler& sched, const Scenario& s, const ScenarioStep
     if (!sr.samples) continue;
     int accepted = 0;
     if (!sr.spec_token_ids.empty()) {
-      const auto real = std::find(sr.spec_token_ids.begin(), sr.spec_token_ids.end(), kPaddingDraft) -
-                        sr.spec_token_ids.begin();
+      const auto real =
+          std::find(sr.spec_token_ids.begin(), sr.spec_token_ids.end(), kPaddingDraft) - sr.spec_token_ids.begin();
       auto it = step.accepted.find(sr.id);
       accepted = it == step.accepted.end() ? 0 : static_cast<int>(std::min<std::int64_t>(it->second, real));
       executed.num_accepted.emplace_back(sr.id, accepted);
@@ -519,7 +542,8 @@ StatusOr<json> run_step(Scheduler& sched, Scenario& s, const ScenarioStep& step)
   for (const TokenEvent& ev : sched.update_from_output(plan, execute(sched, s, step, plan))) {
     if (appended.empty() || appended.back()[0] != ev.id) appended.push_back({ev.id, 0});
     appended.back()[1] = appended.back()[1].get<std::int64_t>() + 1;
-    if (ev.finished) got["finished"].push_back({ev.id, ev.status == RequestStatus::kFinishedStopped ? "stop" : "length"});
+    if (ev.finished)
+      got["finished"].push_back({ev.id, ev.status == RequestStatus::kFinishedStopped ? "stop" : "length"});
   }
   got["spec_stats"] = spec_stats(before, sched.stats());
   if (plan.total_tokens > 0) propose_drafts(sched, s, step);

@@ -27,17 +27,29 @@ namespace kv::ops {
 
 // Every key an `expect` object may hold, in the order they are compared.
 inline constexpr const char* kSchedulerExpectKeys[] = {
-    "scheduled_running", "scheduled_new", "scheduled_resumed", "admission_order",
-    "total_tokens",      "preempted",     "finished",          "waiting",
-    "running",           "num_computed_tokens", "num_output_tokens",
-    "free_blocks_after_schedule", "free_blocks"};
+    "scheduled_running", "scheduled_new",       "scheduled_resumed", "admission_order",
+    "total_tokens",      "preempted",           "finished",          "waiting",
+    "running",           "num_computed_tokens", "num_output_tokens", "free_blocks_after_schedule",
+    "free_blocks"};
 // The same for a speculative file (tests/golden-spec).
-inline constexpr const char* kSpecExpectKeys[] = {
-    "scheduled_running", "scheduled_new",  "scheduled_resumed", "admission_order",
-    "total_tokens",      "scheduled_spec_decode_tokens", "preempted", "new_tokens",
-    "finished",          "waiting",        "running",           "num_computed_tokens",
-    "num_output_tokens", "num_spec_token_ids", "num_blocks",    "spec_stats",
-    "free_blocks_after_schedule", "free_blocks"};
+inline constexpr const char* kSpecExpectKeys[] = {"scheduled_running",
+                                                  "scheduled_new",
+                                                  "scheduled_resumed",
+                                                  "admission_order",
+                                                  "total_tokens",
+                                                  "scheduled_spec_decode_tokens",
+                                                  "preempted",
+                                                  "new_tokens",
+                                                  "finished",
+                                                  "waiting",
+                                                  "running",
+                                                  "num_computed_tokens",
+                                                  "num_output_tokens",
+                                                  "num_spec_token_ids",
+                                                  "num_blocks",
+                                                  "spec_stats",
+                                                  "free_blocks_after_schedule",
+                                                  "free_blocks"};
 
 StatusOr<ScenarioOutcome> run_scheduler_scenario(const std::string& path);
 

@@ -18,8 +18,8 @@ namespace {
 
 // Shared between the parent and its forked child: the child's verdict and progress.
 struct SharedVerdict {
-  int step;          // the step now running (written before each command)
-  int finished;      // 1 once the child wrote its verdict
+  int step;      // the step now running (written before each command)
+  int finished;  // 1 once the child wrote its verdict
   int passed;
   int failed_step;
   char message[60000];
@@ -27,8 +27,7 @@ struct SharedVerdict {
 
 SharedVerdict* shared_page() {
   static SharedVerdict* page = [] {
-    void* p = mmap(nullptr, sizeof(SharedVerdict), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
-                   -1, 0);
+    void* p = mmap(nullptr, sizeof(SharedVerdict), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       std::perror("kvsim properties: mmap");
       std::abort();

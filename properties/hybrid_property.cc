@@ -97,19 +97,19 @@ const KvCacheSpec& spec_of(const HybridSut& sut, std::size_t g) { return sut.man
 // lookup set's rule gives for a limit of `limit` tokens, as blocks per group of the set (0 =
 // null), from what the pool caches now.
 struct SetHit {
-  std::size_t blocks = 0;                  // hit length in blocks
+  std::size_t blocks = 0;                       // hit length in blocks
   std::vector<std::vector<BlockId>> per_group;  // one list per group of the set, `blocks` long
 };
 
 // `drop`: eagle gives back the hit's last block (a sliding window first needs one block more).
-SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& set, std::int64_t limit,
-                bool drop) {
+SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& set, std::int64_t limit, bool drop) {
   const KvCacheSpec& s = spec_of(sut, static_cast<std::size_t>(set.front()));
   const auto b = static_cast<std::size_t>(s.block_size);
   const std::size_t n = std::min(static_cast<std::size_t>(limit) / b, r.block_hashes().size());
   const auto cached = [&](std::size_t i) {
     for (int g : set) {
-      if (sut.manager->pool().get_cached_block(r.block_hashes()[i], static_cast<KvCacheGroupId>(g)) == kNoBlock) return false;
+      if (sut.manager->pool().get_cached_block(r.block_hashes()[i], static_cast<KvCacheGroupId>(g)) == kNoBlock)
+        return false;
     }
     return true;
   };
@@ -198,9 +198,11 @@ void check_hit(const HybridSut& sut, const Request& r, const CacheHit& hit) {
   const CacheHit want = expected_hit(sut, r);
   if (hit.num_tokens != want.num_tokens) {
     RC_FAIL("lookup " + r.id() + ": hit of " + std::to_string(hit.num_tokens) + " tokens, the fixed point of the " +
-            "lookup sets is " + std::to_string(want.num_tokens) + " (of " + std::to_string(r.num_tokens()) + " tokens)");
+            "lookup sets is " + std::to_string(want.num_tokens) + " (of " + std::to_string(r.num_tokens()) +
+            " tokens)");
   }
-  if (hit.num_tokens > std::max<std::int64_t>(r.num_tokens() - 1, 0)) RC_FAIL("lookup " + r.id() + " hits its last token");
+  if (hit.num_tokens > std::max<std::int64_t>(r.num_tokens() - 1, 0))
+    RC_FAIL("lookup " + r.id() + " hits its last token");
   for (std::size_t g = 0; g < want.blocks.size(); ++g) {
     if (hit.blocks[g] != want.blocks[g]) {
       std::ostringstream os;
@@ -355,7 +357,8 @@ void Admit::run(const HybridModel&, HybridSut& sut) const {
     return;
   }
   std::vector<std::size_t> nulls;
-  for (const auto& blocks : hit.blocks) nulls.push_back(static_cast<std::size_t>(std::count(blocks.begin(), blocks.end(), 0)));
+  for (const auto& blocks : hit.blocks)
+    nulls.push_back(static_cast<std::size_t>(std::count(blocks.begin(), blocks.end(), 0)));
   sut.hit_nulls[id] = nulls;
   sut.last_total[id] = hit.num_tokens;
   req.num_computed_tokens += hit.num_tokens + count;
@@ -395,10 +398,12 @@ rc::Gen<std::shared_ptr<const HybridCommand>> gen_hybrid_command(const HybridMod
       }
       const auto extra = *rc::gen::inRange<std::size_t>(tokens.empty() ? 1 : 0, 3 * m.c.block_size);
       for (std::size_t i = 0; i < extra; ++i) tokens.push_back(*rc::gen::inRange<TokenId>(0, 2));
-      if (static_cast<std::int64_t>(tokens.size()) >= m.c.max_model_len) tokens.resize(static_cast<std::size_t>(m.c.max_model_len - 1));
+      if (static_cast<std::int64_t>(tokens.size()) >= m.c.max_model_len)
+        tokens.resize(static_cast<std::size_t>(m.c.max_model_len - 1));
       return std::make_shared<Arrive>("r" + std::to_string(m.requests.size()), std::move(tokens));
     }
-    if (kind < 11 && !waiting.empty()) return std::make_shared<Admit>(*rc::gen::elementOf(waiting), n, *rc::gen::inRange(0, 4) == 3);
+    if (kind < 11 && !waiting.empty())
+      return std::make_shared<Admit>(*rc::gen::elementOf(waiting), n, *rc::gen::inRange(0, 4) == 3);
     if (kind < 17 && !held.empty()) return std::make_shared<Grow>(*rc::gen::elementOf(held), n);
     if (kind < 19 && !held.empty()) return std::make_shared<Free>(*rc::gen::elementOf(held));
     return std::make_shared<Drain>();
@@ -430,8 +435,7 @@ HybridCase gen_hybrid_case() {
   });
   hc.eagle = !chunked && *rc::gen::inRange(0, 3) == 0;
   hc.policy = *rc::gen::element(EvictionPolicyKind::kLru, EvictionPolicyKind::kLru, EvictionPolicyKind::kLfu,
-                                EvictionPolicyKind::kSlru, EvictionPolicyKind::kLeafLru,
-                                EvictionPolicyKind::kPriority);
+                                EvictionPolicyKind::kSlru, EvictionPolicyKind::kLeafLru, EvictionPolicyKind::kPriority);
   return hc;
 }
 

@@ -26,8 +26,8 @@ std::string tokens_text(const std::vector<TokenId>& tokens) {
 std::string ModelConfig::ops_config_line() const {
   std::ostringstream os;
   os << "config blocks=" << num_blocks << " block_size=" << block_size << " hash=" << to_string(algo)
-     << " seed=" << seed << " free_order=" << to_string(free_order)
-     << " caching=" << (caching ? "on" : "off") << " eagle=" << (eagle ? "on" : "off");
+     << " seed=" << seed << " free_order=" << to_string(free_order) << " caching=" << (caching ? "on" : "off")
+     << " eagle=" << (eagle ? "on" : "off");
   if (policy != EvictionPolicyKind::kLru) os << " policy=" << to_string(policy);
   if (max_model_len != (1 << 20)) os << " max_model_len=" << max_model_len;
   return os.str();
@@ -172,9 +172,7 @@ std::int64_t ManagerModel::blocks_needed(std::int64_t tokens, const ModelRequest
   return n;
 }
 
-void ManagerModel::remove_from_queue(BlockId b) {
-  queue_.erase(std::find(queue_.begin(), queue_.end(), b));
-}
+void ManagerModel::remove_from_queue(BlockId b) { queue_.erase(std::find(queue_.begin(), queue_.end(), b)); }
 
 void ManagerModel::uncache(BlockId b) {
   ModelBlock& blk = blocks_[static_cast<std::size_t>(b)];
@@ -220,8 +218,7 @@ ModelAlloc ManagerModel::alloc(const std::string& id, std::int64_t n, std::int64
   }
   const std::int64_t free = static_cast<std::int64_t>(queue_.size());
   const std::int64_t computed = std::min(r.computed + hit.tokens, config_.max_model_len);
-  const bool gate_fails =
-      fullfit && blocks_needed(std::min(n_tokens, config_.max_model_len), r, hit) > free;
+  const bool gate_fails = fullfit && blocks_needed(std::min(n_tokens, config_.max_model_len), r, hit) > free;
   const std::int64_t slots = std::min(computed + n + lookahead, config_.max_model_len);
   if (gate_fails || blocks_needed(slots, r, hit) > free) {
     out.kind = ModelAlloc::kFail;

@@ -20,9 +20,9 @@
 
 #include "model/block_hasher.h"
 #include "model/policies/eviction_policy.h"
+#include "model/types.h"
 #include "properties/model_policy.h"
 #include "properties/reference_hasher.h"
-#include "model/types.h"
 
 namespace kv::props {
 
@@ -58,10 +58,10 @@ struct ModelRequest {
   BlockRetention retention;
   std::vector<BlockHash> hashes;  // one per full block (none with caching off)
   std::int64_t computed = 0;
-  std::vector<BlockId> table;     // blocks held, in allocation order
-  std::size_t num_cached = 0;     // leading table blocks already inserted in the map
-  bool held = false;              // a successful allocation happened and no free since
-  bool retired = false;           // freed after holding blocks: the scheduler never reuses it
+  std::vector<BlockId> table;       // blocks held, in allocation order
+  std::size_t num_cached = 0;       // leading table blocks already inserted in the map
+  bool held = false;                // a successful allocation happened and no free since
+  bool retired = false;             // freed after holding blocks: the scheduler never reuses it
   std::optional<ModelHit> pending;  // remembered by `lookup`, consumed by the next `alloc`
 };
 
@@ -94,8 +94,8 @@ class ManagerModel {
 
   // The operations of docs/semantics.md §3. Each adds to events() and printed(); a command calls
   // begin_command() once before its operations.
-  void add_request(const std::string& id, std::vector<TokenId> tokens, const std::string& salt,
-                   const std::string& lora, std::vector<MultiModalItem> mm = {}, BlockRetention retention = {});
+  void add_request(const std::string& id, std::vector<TokenId> tokens, const std::string& salt, const std::string& lora,
+                   std::vector<MultiModalItem> mm = {}, BlockRetention retention = {});
   ModelHit lookup(const std::string& id);
   // n < 0 means `rest`.
   ModelAlloc alloc(const std::string& id, std::int64_t n, std::int64_t lookahead, bool fullfit);

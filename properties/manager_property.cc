@@ -15,8 +15,8 @@
 #include <memory>
 #include <sstream>
 
-#include "ops/ops_interpreter.h"
 #include "model/kv_cache_manager.h"
+#include "ops/ops_interpreter.h"
 #include "properties/manager_model.h"
 #include "properties/manager_script.h"
 #include "properties/properties.h"
@@ -26,9 +26,12 @@ namespace kv::props {
 
 const char* to_string(ManagerVariant v) {
   switch (v) {
-    case ManagerVariant::kCaching: return "caching";
-    case ManagerVariant::kCachingEagle: return "caching_eagle";
-    case ManagerVariant::kNoCaching: return "no_caching";
+    case ManagerVariant::kCaching:
+      return "caching";
+    case ManagerVariant::kCachingEagle:
+      return "caching_eagle";
+    case ManagerVariant::kNoCaching:
+      return "no_caching";
   }
   return "?";
 }
@@ -114,13 +117,13 @@ void compare_all(const ManagerModel& m, ManagerSut& sut) {
     const std::optional<BlockHash> h = blk.hash.empty() ? std::nullopt : std::optional<BlockHash>(blk.hash);
     fail_if(h != mb.hash, "block " + std::to_string(b) + " hash " + hex_or_none(h) + ", model " + hex_or_none(mb.hash));
   }
-  fail_if(pool.num_cached_blocks() != m.num_cached_blocks(),
-          "cached blocks " + std::to_string(pool.num_cached_blocks()) + ", model " +
-              std::to_string(m.num_cached_blocks()));
+  fail_if(
+      pool.num_cached_blocks() != m.num_cached_blocks(),
+      "cached blocks " + std::to_string(pool.num_cached_blocks()) + ", model " + std::to_string(m.num_cached_blocks()));
   for (const auto& [hash, ids] : m.map()) {
     const BlockId got = pool.get_cached_block(hash);
-    fail_if(got != ids.front(), "lookup of hash " + hash.hex().substr(0, 12) + " gives block " +
-                                    std::to_string(got) + ", model " + std::to_string(ids.front()));
+    fail_if(got != ids.front(), "lookup of hash " + hash.hex().substr(0, 12) + " gives block " + std::to_string(got) +
+                                    ", model " + std::to_string(ids.front()));
   }
   for (const ModelRequest& r : m.requests()) {
     const Request& req = *sut.requests.at(r.id);
@@ -191,7 +194,11 @@ struct NewRequest final : ManagerCommand {
   BlockRetention retention;
   NewRequest(std::string i, std::vector<TokenId> t, std::string s, std::string l, std::vector<MultiModalItem> items,
              BlockRetention r)
-      : id(std::move(i)), tokens(std::move(t)), salt(std::move(s)), lora(std::move(l)), mm(std::move(items)),
+      : id(std::move(i)),
+        tokens(std::move(t)),
+        salt(std::move(s)),
+        lora(std::move(l)),
+        mm(std::move(items)),
         retention(r) {}
   void checkPreconditions(const ManagerModel& m) const override {
     require(m.find(id) == nullptr);
@@ -204,8 +211,8 @@ struct NewRequest final : ManagerCommand {
     extras.lora_name = lora;
     extras.mm_items = mm;
     const bool caching = after.config().caching;
-    sut.requests[id] = std::make_unique<Request>(id, tokens, extras, caching ? sut.hasher.get() : nullptr,
-                                                 after.config().block_size);
+    sut.requests[id] =
+        std::make_unique<Request>(id, tokens, extras, caching ? sut.hasher.get() : nullptr, after.config().block_size);
     sut.requests[id]->retention = retention;
   }
   std::vector<std::string> ops_lines(const ManagerModel&) const override {
@@ -243,8 +250,8 @@ struct Lookup final : ManagerCommand {
     const std::vector<BlockId> hit_blocks(hit.group(0).begin(), hit.group(0).end());
     const ModelHit& want = *after.find(id)->pending;
     fail_if(hit_blocks != want.blocks || hit.num_tokens != want.tokens,
-            "lookup " + id + " hit " + ids_text(hit_blocks) + " tokens=" + std::to_string(hit.num_tokens) +
-                ", model " + ids_text(want.blocks) + " tokens=" + std::to_string(want.tokens));
+            "lookup " + id + " hit " + ids_text(hit_blocks) + " tokens=" + std::to_string(hit.num_tokens) + ", model " +
+                ids_text(want.blocks) + " tokens=" + std::to_string(want.tokens));
     // Independently of the model: hits are a contiguous prefix of the request's hashes, capped.
     const auto cap = static_cast<std::size_t>((req.num_tokens() - 1) / after.config().block_size);
     fail_if(hit_blocks.size() > cap, "lookup " + id + " hits more than (num_tokens-1)/block_size blocks");
@@ -260,7 +267,9 @@ struct Lookup final : ManagerCommand {
   std::vector<std::string> ops_lines(const ManagerModel&) const override { return {"lookup " + id}; }
 };
 
-std::string tenant(const Request& r) { return "salt '" + r.extras().cache_salt + "', lora '" + r.extras().lora_name + "'"; }
+std::string tenant(const Request& r) {
+  return "salt '" + r.extras().cache_salt + "', lora '" + r.extras().lora_name + "'";
+}
 
 // The isolation property: a request with another cache salt or another LoRA adapter never gets
 // a block (as a hit) whose KV a different tenant computed. Fresh blocks become the request's.
@@ -387,9 +396,9 @@ struct Drain final : ManagerCommand {
       if (r.held) sut.manager->free(*sut.requests.at(r.id));
     }
     const auto n = static_cast<std::size_t>(before.config().num_blocks - 1);
-    fail_if(sut.manager->num_free_blocks() != n,
-            "after freeing everything num_free is " + std::to_string(sut.manager->num_free_blocks()) +
-                ", not " + std::to_string(n));
+    fail_if(sut.manager->num_free_blocks() != n, "after freeing everything num_free is " +
+                                                     std::to_string(sut.manager->num_free_blocks()) + ", not " +
+                                                     std::to_string(n));
     fail_if(!sut.manager->reset_prefix_cache(), "reset fails after freeing everything");
   }
   std::vector<std::string> ops_lines(const ManagerModel& before) const override {
@@ -411,8 +420,7 @@ std::vector<TokenId> gen_tokens(std::size_t min_len, std::size_t max_len) {
 
 std::shared_ptr<const ManagerCommand> gen_new_request(const ManagerModel& m) {
   const int b = m.config().block_size;
-  const std::size_t max_len =
-      static_cast<std::size_t>(std::min<std::int64_t>(m.config().max_model_len, 6 * b));
+  const std::size_t max_len = static_cast<std::size_t>(std::min<std::int64_t>(m.config().max_model_len, 6 * b));
   std::vector<TokenId> tokens;
   if (!m.requests().empty() && *rc::gen::inRange(0, 2) == 0) {
     // Share a prefix with an earlier request, so that lookups hit.
@@ -496,17 +504,23 @@ rc::Gen<std::shared_ptr<const ManagerCommandBase>> gen_manager_command(const Man
       pick -= w;
     }
     switch (kind) {
-      case kNew: return gen_new_request(m);
-      case kLookup: return std::make_shared<Lookup>(m.requests()[*rc::gen::elementOf(lookupable)].id);
-      case kAlloc: return gen_alloc(m.requests()[*rc::gen::elementOf(allocatable)]);
+      case kNew:
+        return gen_new_request(m);
+      case kLookup:
+        return std::make_shared<Lookup>(m.requests()[*rc::gen::elementOf(lookupable)].id);
+      case kAlloc:
+        return gen_alloc(m.requests()[*rc::gen::elementOf(allocatable)]);
       case kAppend: {
         const ModelRequest& r = m.requests()[*rc::gen::elementOf(appendable)];
         const std::int64_t room = m.config().max_model_len - static_cast<std::int64_t>(r.tokens.size());
         return std::make_shared<Append>(r.id, gen_tokens(1, static_cast<std::size_t>(std::min<std::int64_t>(room, 3))));
       }
-      case kFree: return std::make_shared<Free>((*rc::gen::elementOf(m.requests())).id);
-      case kReset: return std::make_shared<Reset>();
-      default: return std::make_shared<Drain>();
+      case kFree:
+        return std::make_shared<Free>((*rc::gen::elementOf(m.requests())).id);
+      case kReset:
+        return std::make_shared<Reset>();
+      default:
+        return std::make_shared<Drain>();
     }
   });
 }
@@ -534,8 +548,8 @@ CaseOutcome replay_through_ops(const ManagerScript& script) {
   const int rc = OpsInterpreter::run_script(in, out, err);
   if (rc != 0 || out.str() != script.expected) {
     o.passed = false;
-    o.message = "the ops script of this case does not replay as the model predicts (exit " + std::to_string(rc) +
-                ", " + err.str() + ")\n--- ops output:\n" + out.str() + "--- expected:\n" + script.expected;
+    o.message = "the ops script of this case does not replay as the model predicts (exit " + std::to_string(rc) + ", " +
+                err.str() + ")\n--- ops output:\n" + out.str() + "--- expected:\n" + script.expected;
   }
   return o;
 }

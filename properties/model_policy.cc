@@ -42,9 +42,9 @@ void ModelPolicy::released(const std::vector<BlockId>& blocks, const std::vector
     x.stamp = clock_;
     x.priority = r.priority;
     x.expiry = r.duration > 0 ? releases_ + r.duration : 0;
-    x.rank_at_release = kind_ == EvictionPolicyKind::kLfu ? age_ + std::max<std::int64_t>(x.uses, 1)
+    x.rank_at_release = kind_ == EvictionPolicyKind::kLfu    ? age_ + std::max<std::int64_t>(x.uses, 1)
                         : kind_ == EvictionPolicyKind::kSlru ? (x.was_hit ? 1 : 0)
-                                                              : 0;
+                                                             : 0;
   }
   if (kind_ == EvictionPolicyKind::kSlru) demote_protected(hashed);
 }
@@ -93,10 +93,12 @@ bool ModelPolicy::has_live_child(BlockId b) const {
 std::int64_t ModelPolicy::rank(BlockId b) const {
   const Facts& x = f_[static_cast<std::size_t>(b)];
   switch (kind_) {
-    case EvictionPolicyKind::kLeafLru: return has_live_child(b) ? 1 : 0;
+    case EvictionPolicyKind::kLeafLru:
+      return has_live_child(b) ? 1 : 0;
     case EvictionPolicyKind::kPriority:
       return x.expiry == 0 || releases_ < x.expiry ? x.priority : BlockRetention::kDefaultPriority;
-    default: return x.rank_at_release;
+    default:
+      return x.rank_at_release;
   }
 }
 

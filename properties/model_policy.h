@@ -32,14 +32,14 @@ class ModelPolicy {
  private:
   struct Facts {
     bool free = false;
-    std::int64_t unhashed_since = 0;   // when it became free and unhashed (FIFO position)
-    std::int64_t stamp = 0;            // cached and free: its release (or demotion) time
-    std::int64_t rank_at_release = 0;  // lfu: L + uses; slru: 0 probation, 1 protected
-    std::int64_t uses = 0;             // lfu
-    bool was_hit = false;              // slru
-    BlockId parent = kNoBlock;         // leaf-lru: parent when cached
-    std::int64_t parent_version = 0;   // the parent's version then
-    std::int64_t version = 0;          // bumped when it loses its hash
+    std::int64_t unhashed_since = 0;                  // when it became free and unhashed (FIFO position)
+    std::int64_t stamp = 0;                           // cached and free: its release (or demotion) time
+    std::int64_t rank_at_release = 0;                 // lfu: L + uses; slru: 0 probation, 1 protected
+    std::int64_t uses = 0;                            // lfu
+    bool was_hit = false;                             // slru
+    BlockId parent = kNoBlock;                        // leaf-lru: parent when cached
+    std::int64_t parent_version = 0;                  // the parent's version then
+    std::int64_t version = 0;                         // bumped when it loses its hash
     int priority = BlockRetention::kDefaultPriority;  // priority policy
     std::int64_t expiry = 0;
   };

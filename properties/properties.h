@@ -22,8 +22,7 @@ enum class ManagerVariant {
 const char* to_string(ManagerVariant v);
 // `policy`: the eviction policy under test; ManagerModel follows it through ModelPolicy, so
 // every check (free queue order included) applies to every policy.
-void manager_property(FreeOrder order, ManagerVariant variant,
-                      EvictionPolicyKind policy = EvictionPolicyKind::kLru);
+void manager_property(FreeOrder order, ManagerVariant variant, EvictionPolicyKind policy = EvictionPolicyKind::kLru);
 
 // Level (b'): KvCacheManager on random layouts of full, sliding and chunked groups, with
 // eagle and every eviction policy, against brute-force hit lengths and each group type's

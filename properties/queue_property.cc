@@ -104,9 +104,7 @@ struct Remove : QueueCommand {
   BlockId id;
   explicit Remove(BlockId b) : id(b) {}
   void checkPreconditions(const QueueModel& m) const override { require(m.queued(id)); }
-  void apply(QueueModel& m) const override {
-    m.order.erase(std::find(m.order.begin(), m.order.end(), id));
-  }
+  void apply(QueueModel& m) const override { m.order.erase(std::find(m.order.begin(), m.order.end(), id)); }
   void run(const QueueModel& m, QueueSut& sut) const override {
     sut.queue->remove(sut.block(id));
     compare(nextState(m), sut);
@@ -153,16 +151,19 @@ struct Insert : QueueCommand {
 rc::Gen<std::shared_ptr<const QueueCommand>> gen_queue_command(const QueueModel& m) {
   return rc::gen::exec([m]() -> std::shared_ptr<const QueueCommand> {
     const std::vector<BlockId> outside = m.not_queued();
-    std::vector<int> kinds{0};                      // popleft: always valid
+    std::vector<int> kinds{0};                                   // popleft: always valid
     if (!m.order.empty()) kinds.insert(kinds.end(), {1, 2, 2});  // popleft_n, remove
     if (!outside.empty()) kinds.insert(kinds.end(), {3, 4, 5, 5});
     switch (*rc::gen::elementOf(kinds)) {
-      case 0: return std::make_shared<PopLeft>();
+      case 0:
+        return std::make_shared<PopLeft>();
       case 1:
         return std::make_shared<PopLeftN>(
             static_cast<std::size_t>(*rc::gen::inRange<std::size_t>(0, m.order.size() + 1)));
-      case 2: return std::make_shared<Remove>(*rc::gen::elementOf(m.order));
-      case 3: return std::make_shared<Insert>(Insert::kAppend, std::vector<BlockId>{*rc::gen::elementOf(outside)});
+      case 2:
+        return std::make_shared<Remove>(*rc::gen::elementOf(m.order));
+      case 3:
+        return std::make_shared<Insert>(Insert::kAppend, std::vector<BlockId>{*rc::gen::elementOf(outside)});
       default: {
         // A random subset of the blocks outside the queue, in random order.
         const auto k = outside.size();
@@ -172,13 +173,11 @@ rc::Gen<std::shared_ptr<const QueueCommand>> gen_queue_command(const QueueModel&
         for (std::size_t i = 0; i < k; ++i) {
           if (keep[i]) keyed.emplace_back(keys[i], outside[i]);
         }
-        std::stable_sort(keyed.begin(), keyed.end(),
-                         [](const auto& a, const auto& b) { return a.first < b.first; });
+        std::stable_sort(keyed.begin(), keyed.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
         std::vector<BlockId> pick;
         for (const auto& kb : keyed) pick.push_back(kb.second);
-        return std::make_shared<Insert>(*rc::gen::elementOf(std::vector<int>{4, 5}) == 4 ? Insert::kAppendN
-                                                                                          : Insert::kPrependN,
-                                        std::move(pick));
+        return std::make_shared<Insert>(
+            *rc::gen::elementOf(std::vector<int>{4, 5}) == 4 ? Insert::kAppendN : Insert::kPrependN, std::move(pick));
       }
     }
   });

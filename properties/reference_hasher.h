@@ -27,11 +27,10 @@ class ReferenceHasher {
 
   const BlockHash& none_hash() const { return none_hash_; }
   // The hashes of every full block of `tokens` (block size `block_size`).
-  std::vector<BlockHash> hashes(const std::vector<TokenId>& tokens, int block_size,
-                                const HashExtras& extras) const;
+  std::vector<BlockHash> hashes(const std::vector<TokenId>& tokens, int block_size, const HashExtras& extras) const;
   // The CBOR bytes of block `index` given its parent (exposed for the byte-level tests).
-  std::vector<std::uint8_t> block_bytes(const BlockHash& parent, const std::vector<TokenId>& tokens,
-                                        int block_size, std::size_t index, const HashExtras& extras) const;
+  std::vector<std::uint8_t> block_bytes(const BlockHash& parent, const std::vector<TokenId>& tokens, int block_size,
+                                        std::size_t index, const HashExtras& extras) const;
 
  private:
   BlockHash digest(const std::vector<std::uint8_t>& bytes) const;

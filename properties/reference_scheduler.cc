@@ -69,8 +69,7 @@ ReferenceScheduler::ReferenceScheduler(const SchedulerConfig& config)
 void ReferenceScheduler::add_request(const RequestSpec& spec) {
   auto seq = std::make_unique<Seq>();
   seq->request = std::make_unique<Request>(spec.id, spec.prompt, spec.extras,
-                                           config_.cache.enable_caching ? &hasher_ : nullptr,
-                                           config_.cache.block_size);
+                                           config_.cache.enable_caching ? &hasher_ : nullptr, config_.cache.block_size);
   seq->outputs = spec.outputs;
   seq->priority = spec.priority;
   seq->arrival = spec.arrival_time_us;
@@ -136,8 +135,8 @@ void ReferenceScheduler::running_pass(std::vector<Chunk>& chunks, std::int64_t& 
 // Allocates n slots for s, preempting one victim at a time. FCFS: the last running request;
 // priority: the first running request with the largest (priority, arrival), and a victim
 // already scheduled in this step gives its tokens back. False when the victim was s itself.
-bool ReferenceScheduler::fit_or_preempt(Seq& s, std::int64_t n, std::vector<Chunk>& chunks,
-                                        std::int64_t& budget, std::size_t& index, StepDecisions& d) {
+bool ReferenceScheduler::fit_or_preempt(Seq& s, std::int64_t n, std::vector<Chunk>& chunks, std::int64_t& budget,
+                                        std::size_t& index, StepDecisions& d) {
   while (!kv_.allocate_slots(*s.request, n)) {
     std::size_t at = running_.size() - 1;
     if (config_.policy == SchedulingPolicy::kPriority) {

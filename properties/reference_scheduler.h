@@ -72,8 +72,8 @@ class ReferenceScheduler {
   };
 
   void running_pass(std::vector<Chunk>& chunks, std::int64_t& budget, StepDecisions& d);
-  bool fit_or_preempt(Seq& s, std::int64_t n, std::vector<Chunk>& chunks, std::int64_t& budget,
-                      std::size_t& index, StepDecisions& d);
+  bool fit_or_preempt(Seq& s, std::int64_t n, std::vector<Chunk>& chunks, std::int64_t& budget, std::size_t& index,
+                      StepDecisions& d);
   void waiting_pass(std::vector<Chunk>& chunks, std::int64_t& budget, StepDecisions& d);
   std::size_t waiting_head() const;
   std::vector<RequestId> waiting_order() const;

@@ -31,7 +31,8 @@ const std::vector<PropertyDef>& all_properties() {
                                  EvictionPolicyKind::kPriority}) {
       for (ManagerVariant v : {ManagerVariant::kCaching, ManagerVariant::kCachingEagle}) {
         d.push_back({std::string("manager/") + to_string(p) + "/" + to_string(v), "manager",
-                     [p, v] { manager_property(FreeOrder::kClassic, v, p); }, scaled(v == ManagerVariant::kCaching ? 150 : 50)});
+                     [p, v] { manager_property(FreeOrder::kClassic, v, p); },
+                     scaled(v == ManagerVariant::kCaching ? 150 : 50)});
       }
     }
     d.push_back({"hybrid", "hybrid", [] { hybrid_property(); }, scaled(200)});

@@ -45,7 +45,8 @@ struct SchedCase {
        << " max_num_seqs=" << config.max_num_seqs << " chunked=" << (config.enable_chunked_prefill ? "on" : "off")
        << " long_prefill=" << config.long_prefill_token_threshold
        << " policy=" << (config.policy == SchedulingPolicy::kFcfs ? "fcfs" : "priority")
-       << " lookahead=" << config.num_lookahead_tokens << " full_sequence_gate=" << (config.full_sequence_gate ? "on" : "off");
+       << " lookahead=" << config.num_lookahead_tokens
+       << " full_sequence_gate=" << (config.full_sequence_gate ? "on" : "off");
     return os.str();
   }
 };
@@ -128,7 +129,8 @@ void step_once(SchedSut& sut) {
     RC_FAIL(at + std::to_string(plan.total_tokens) + " tokens exceed the budget of " +
             std::to_string(cfg.max_num_batched_tokens));
   }
-  if (static_cast<int>(plan.requests.size()) > cfg.max_num_seqs || static_cast<int>(s.num_running()) > cfg.max_num_seqs) {
+  if (static_cast<int>(plan.requests.size()) > cfg.max_num_seqs ||
+      static_cast<int>(s.num_running()) > cfg.max_num_seqs) {
     RC_FAIL(at + "more than max_num_seqs=" + std::to_string(cfg.max_num_seqs) + " requests");
   }
   if (!plan.preempted.empty() && any_new) RC_FAIL(at + "a request was admitted in a step that preempted");
@@ -268,7 +270,8 @@ struct Drain final : SchedCommand {
     if (!late.empty()) RC_FAIL("drain: the device's final verification found: " + late.front());
     KvCacheManager& kv = sut.scheduler.mutable_kv_cache();
     const auto n = static_cast<std::size_t>(sut.scheduler.config().cache.num_blocks - 1);
-    if (kv.num_free_blocks() != n) RC_FAIL("drain: " + std::to_string(kv.num_free_blocks()) + " free blocks, not " + std::to_string(n));
+    if (kv.num_free_blocks() != n)
+      RC_FAIL("drain: " + std::to_string(kv.num_free_blocks()) + " free blocks, not " + std::to_string(n));
     if (!kv.reset_prefix_cache()) RC_FAIL("drain: reset_prefix_cache fails with nothing running");
   }
   void show(std::ostream& os) const override { os << "drain"; }
@@ -304,11 +307,11 @@ rc::Gen<std::shared_ptr<const SchedCommand>> gen_sched_command(const SchedModel&
       const std::int64_t prompt_len = *rc::gen::inRange<std::int64_t>(1, max_total);
       const std::int64_t outputs = *rc::gen::inRange<std::int64_t>(1, max_total - prompt_len + 1);
       auto prompt = *rc::gen::container<std::vector<TokenId>>(static_cast<std::size_t>(prompt_len),
-                                                               rc::gen::inRange<TokenId>(0, 2));
+                                                              rc::gen::inRange<TokenId>(0, 2));
       HashExtras extras = gen_extras(prompt_len);
       const int priority = m.c.config.policy == SchedulingPolicy::kPriority ? *rc::gen::inRange(0, 3) : 0;
-      return std::make_shared<Arrive>("q" + std::to_string(m.next_id), std::move(prompt), outputs,
-                                      std::move(extras), priority);
+      return std::make_shared<Arrive>("q" + std::to_string(m.next_id), std::move(prompt), outputs, std::move(extras),
+                                      priority);
     }
     if (kind < 8) return std::make_shared<Step>(*rc::gen::inRange(1, 4));
     if (kind < 9) return std::make_shared<Abort>(*rc::gen::elementOf(m.arrived));

@@ -25,7 +25,7 @@ struct Arrival {
 
 struct Workload {
   SchedulerConfig config;
-  std::vector<Arrival> arrivals;                          // by step, then request index
+  std::vector<Arrival> arrivals;                           // by step, then request index
   std::vector<std::pair<std::int64_t, RequestId>> aborts;  // by step
 
   std::string describe() const {
@@ -86,8 +86,8 @@ RequestSpec gen_request(int index, std::int64_t max_model_len, std::int64_t step
     spec.prompt.push_back(k < shared ? doc + k : 1000000 + 10000 * index + k);
   }
   // Long outputs (half the requests) grow into the pool and force preemptions.
-  const std::int64_t max_tokens = *rc::gen::inRange<std::int64_t>(
-      *rc::gen::inRange(0, 2) == 0 ? 1 : max_model_len / 2, max_model_len + 1);
+  const std::int64_t max_tokens =
+      *rc::gen::inRange<std::int64_t>(*rc::gen::inRange(0, 2) == 0 ? 1 : max_model_len / 2, max_model_len + 1);
   for (std::int64_t k = 0; k < max_tokens; ++k) spec.outputs.push_back(5000000 + 10000 * index + k);
   return spec;
 }

@@ -53,8 +53,10 @@ py::object extra_keys_object(const std::vector<BlockExtraKeys>& extra_keys) {
     }
     py::list keys;
     for (const ExtraKey& key : *block) {
-      if (const auto* text = std::get_if<std::string>(&key)) keys.append(py::str(*text));
-      else keys.append(py::make_tuple(std::get<MultiModalKey>(key).identifier, std::get<MultiModalKey>(key).offset));
+      if (const auto* text = std::get_if<std::string>(&key))
+        keys.append(py::str(*text));
+      else
+        keys.append(py::make_tuple(std::get<MultiModalKey>(key).identifier, std::get<MultiModalKey>(key).offset));
     }
     out.append(py::tuple(keys));
   }
@@ -114,8 +116,8 @@ py::dict stats_dict(const PrefixCacheStats& s) {
 // The core's manager with the requests it serves, addressed by id from Python.
 class PyKvCacheManager {
  public:
-  PyKvCacheManager(int num_blocks, int block_size, bool enable_caching, bool enable_kv_events,
-                   const std::string& hash, const std::string& free_order, const std::string& eviction_policy) {
+  PyKvCacheManager(int num_blocks, int block_size, bool enable_caching, bool enable_kv_events, const std::string& hash,
+                   const std::string& free_order, const std::string& eviction_policy) {
     if (num_blocks < 2) raise("num_blocks: the pool needs at least 2 blocks (the null block and one more)");
     if (block_size < 1 || block_size > 1024) raise("block_size: must be 1..1024");
     KvCacheConfig c;
@@ -123,15 +125,21 @@ class PyKvCacheManager {
     c.block_size = block_size;
     c.enable_caching = enable_caching;
     c.enable_kv_events = enable_kv_events;
-    if (free_order == "classic") c.free_order = FreeOrder::kClassic;
-    else if (free_order == "unhashed_first") c.free_order = FreeOrder::kUnhashedFirst;
-    else raise("free_order: must be one of classic, unhashed_first, got '" + free_order + "'");
+    if (free_order == "classic")
+      c.free_order = FreeOrder::kClassic;
+    else if (free_order == "unhashed_first")
+      c.free_order = FreeOrder::kUnhashedFirst;
+    else
+      raise("free_order: must be one of classic, unhashed_first, got '" + free_order + "'");
     if (!parse_eviction_policy(eviction_policy, &c.eviction_policy)) {
-      raise("eviction_policy: must be one of " + std::string(eviction_policy_names()) + ", got '" + eviction_policy + "'");
+      raise("eviction_policy: must be one of " + std::string(eviction_policy_names()) + ", got '" + eviction_policy +
+            "'");
     }
     HashAlgo algo = HashAlgo::kSha256Cbor;
-    if (hash == "xxhash_cbor") algo = HashAlgo::kXxhashCbor;
-    else if (hash != "sha256_cbor") raise("hash: must be one of sha256_cbor, xxhash_cbor, got '" + hash + "'");
+    if (hash == "xxhash_cbor")
+      algo = HashAlgo::kXxhashCbor;
+    else if (hash != "sha256_cbor")
+      raise("hash: must be one of sha256_cbor, xxhash_cbor, got '" + hash + "'");
     hasher_ = std::make_unique<BlockHasher>(algo);
     manager_ = std::make_unique<KvCacheManager>(c);
   }
@@ -221,10 +229,11 @@ void bind_manager(py::module_& m) {
       .def("reset_prefix_cache", [](PyKvCacheManager& p) { return p.manager().reset_prefix_cache(); })
       .def("take_events", [](PyKvCacheManager& p) { return events_list(p.manager().take_events()); })
       .def("cached_hashes", [](PyKvCacheManager& p) { return replay::cached_block_hashes(p.manager().pool()); })
-      .def("check_invariants", [](PyKvCacheManager& p) {
-        std::string why;
-        if (!p.manager().check_invariants(&why)) throw std::runtime_error(why);
-      })
+      .def("check_invariants",
+           [](PyKvCacheManager& p) {
+             std::string why;
+             if (!p.manager().check_invariants(&why)) throw std::runtime_error(why);
+           })
       .def_property_readonly("num_free_blocks", [](PyKvCacheManager& p) { return p.manager().num_free_blocks(); })
       .def_property_readonly("usage", [](PyKvCacheManager& p) { return p.manager().usage(); })
       .def_property_readonly("stats", [](PyKvCacheManager& p) { return stats_dict(p.manager().stats()); });
@@ -403,5 +412,6 @@ PYBIND11_MODULE(kvsim, m) {
         for (std::string line; std::getline(text, line);) lines.push_back(line);
         return lines;
       },
-      py::arg("script"), "runs an ops script; its output lines (ValueError on a bad line, RuntimeError on a failed check)");
+      py::arg("script"),
+      "runs an ops script; its output lines (ValueError on a bad line, RuntimeError on a failed check)");
 }

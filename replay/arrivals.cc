@@ -2,8 +2,8 @@
 
 #include <cmath>
 #include <cstdio>
-#include <string>
 #include <limits>
+#include <string>
 
 #include "sim/seeded_normal.h"
 #include "traces/trace.h"
@@ -39,8 +39,8 @@ Status bad(const std::string& option, const std::string& why) { return Status::e
 Status ArrivalOptions::validate() const {
   const auto outside = [](double v, double lo, double hi) { return !(v >= lo && v <= hi); };
   if (request_rate != 0 && !std::isinf(request_rate) && outside(request_rate, kMinRequestRate, kMaxRequestRate)) {
-    return bad("request-rate", "must be 0, inf or from " + bound(kMinRequestRate) + " to " +
-                                   bound(kMaxRequestRate) + " requests/s");
+    return bad("request-rate",
+               "must be 0, inf or from " + bound(kMinRequestRate) + " to " + bound(kMaxRequestRate) + " requests/s");
   }
   if (request_rate < 0) return bad("request-rate", "must be >= 0");
   if (outside(burstiness, kMinBurstiness, kMaxBurstiness)) {

@@ -45,8 +45,8 @@ const LatencyStats& stats_of(const ServingMetrics& m, const std::string& metric)
   return m.e2el_ms;
 }
 
-CapacityProbe probe(const ReplayConfig& base, const std::string& trace, const std::vector<SloBound>& slo,
-                    double rate, Status* error) {
+CapacityProbe probe(const ReplayConfig& base, const std::string& trace, const std::vector<SloBound>& slo, double rate,
+                    Status* error) {
   ReplayConfig c = base;
   c.arrivals.request_rate = rate;
   c.run.replay.keep_decision_text = false;
@@ -127,22 +127,32 @@ StatusOr<CapacityResult> find_capacity(const ReplayConfig& base, const std::stri
   double lo = 0, hi = 0;  // lo meets, hi does not (0: not found yet)
   if (run(o.start_rate)) {
     lo = o.start_rate;
-    for (double rate = lo * 2; error.ok() && rate <= kMaxRequestRate && static_cast<int>(r.probes.size()) < o.max_probes;
-         rate *= 2) {
-      if (!run(rate)) { hi = rate; break; }
+    for (double rate = lo * 2;
+         error.ok() && rate <= kMaxRequestRate && static_cast<int>(r.probes.size()) < o.max_probes; rate *= 2) {
+      if (!run(rate)) {
+        hi = rate;
+        break;
+      }
       lo = rate;
     }
   } else {
     hi = o.start_rate;
-    for (double rate = hi / 2; error.ok() && rate >= kMinRequestRate && static_cast<int>(r.probes.size()) < o.max_probes; rate /= 2) {
-      if (run(rate)) { lo = rate; break; }
+    for (double rate = hi / 2;
+         error.ok() && rate >= kMinRequestRate && static_cast<int>(r.probes.size()) < o.max_probes; rate /= 2) {
+      if (run(rate)) {
+        lo = rate;
+        break;
+      }
       hi = rate;
     }
   }
-  while (error.ok() && lo > 0 && hi > 0 && hi / lo > 1 + o.precision && static_cast<int>(r.probes.size()) < o.max_probes) {
+  while (error.ok() && lo > 0 && hi > 0 && hi / lo > 1 + o.precision &&
+         static_cast<int>(r.probes.size()) < o.max_probes) {
     const double mid = std::sqrt(lo * hi);
-    if (run(mid)) lo = mid;
-    else hi = mid;
+    if (run(mid))
+      lo = mid;
+    else
+      hi = mid;
   }
   if (!error.ok()) return error;
   r.rate = lo;

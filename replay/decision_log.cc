@@ -46,8 +46,10 @@ void put_list(std::string& s, const std::vector<T>& items) {
   s += '[';
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i) s += ',';
-    if constexpr (std::is_integral_v<T>) s += std::to_string(items[i]);
-    else s += items[i];
+    if constexpr (std::is_integral_v<T>)
+      s += std::to_string(items[i]);
+    else
+      s += items[i];
   }
   s += ']';
 }
@@ -60,7 +62,8 @@ void DecisionLog::record(const StepPlan& plan, std::int64_t new_evictions, std::
     s += r.id;
     s += " +" + std::to_string(r.token_ids.size());
     if (r.is_new) s += " new@" + std::to_string(r.num_computed_tokens) + " hit=" + std::to_string(r.num_cached_tokens);
-    if (r.num_external_tokens > 0) [[unlikely]] s += " tier=" + std::to_string(r.num_external_tokens);
+    if (r.num_external_tokens > 0) [[unlikely]]
+      s += " tier=" + std::to_string(r.num_external_tokens);
     s += " blocks=";
     put_list(s, r.block_ids);
     if (!r.group_block_ids.empty()) [[unlikely]] {  // hybrid: never for one group

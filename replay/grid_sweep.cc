@@ -69,8 +69,8 @@ StatusOr<ReplaySummary> run_point(const GridPoint& p, const std::string& trace, 
 
 }  // namespace
 
-StatusOr<std::vector<ReplaySummary>> run_grid(const std::vector<GridPoint>& points, const std::string& trace,
-                                              int jobs, const GridHooks& hooks) {
+StatusOr<std::vector<ReplaySummary>> run_grid(const std::vector<GridPoint>& points, const std::string& trace, int jobs,
+                                              const GridHooks& hooks) {
   std::vector<StatusOr<ReplaySummary>> results(points.size(), StatusOr<ReplaySummary>(Status::error("not run")));
   for_each_index(
       points.size(), jobs, [&](std::size_t i) { results[i] = run_point(points[i], trace, hooks); }, hooks.on_progress);

@@ -41,10 +41,10 @@ StatusOr<std::vector<GridPoint>> grid_points(const ReplayConfig& base, const std
 struct GridHooks {
   std::function<Status(const GridPoint&, ReplayRun&, Replayer&)> before;  // attach observers
   std::function<Status(const GridPoint&, const ReplayRun&, const Replayer&, const ReplaySummary&)> after;
-  std::function<void(std::size_t done, std::size_t total)> on_progress;   // serialized
+  std::function<void(std::size_t done, std::size_t total)> on_progress;  // serialized
 };
 
-StatusOr<std::vector<ReplaySummary>> run_grid(const std::vector<GridPoint>& points, const std::string& trace,
-                                              int jobs, const GridHooks& hooks);
+StatusOr<std::vector<ReplaySummary>> run_grid(const std::vector<GridPoint>& points, const std::string& trace, int jobs,
+                                              const GridHooks& hooks);
 
 }  // namespace kv::replay

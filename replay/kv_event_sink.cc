@@ -67,15 +67,19 @@ void pack_event(Packer& p, const BlockStored& e) {
   p.pack_array(10);
   pack_str(p, "BlockStored");
   pack_hashes(p, e.block_hashes);
-  if (e.parent_block_hash) pack_hash(p, *e.parent_block_hash);
-  else p.pack_nil();
+  if (e.parent_block_hash)
+    pack_hash(p, *e.parent_block_hash);
+  else
+    p.pack_nil();
   p.pack_array(static_cast<std::uint32_t>(e.token_ids.size()));
   for (TokenId t : e.token_ids) p.pack(static_cast<std::int64_t>(t));
   p.pack(e.block_size);
   p.pack_nil();  // lora_id: deprecated, no LoRA ids here
   pack_str(p, e.medium);
-  if (e.lora_name.empty()) p.pack_nil();
-  else pack_str(p, e.lora_name);
+  if (e.lora_name.empty())
+    p.pack_nil();
+  else
+    pack_str(p, e.lora_name);
   pack_extra_keys(p, e.extra_keys);
   p.pack(static_cast<std::uint32_t>(e.group_idx));
 }
@@ -112,8 +116,10 @@ nlohmann::ordered_json extra_keys_json(const std::vector<BlockExtraKeys>& extra_
     }
     nlohmann::ordered_json keys = nlohmann::ordered_json::array();
     for (const ExtraKey& key : *block) {
-      if (const auto* text = std::get_if<std::string>(&key)) keys.push_back(*text);
-      else keys.push_back({std::get<MultiModalKey>(key).identifier, std::get<MultiModalKey>(key).offset});
+      if (const auto* text = std::get_if<std::string>(&key))
+        keys.push_back(*text);
+      else
+        keys.push_back({std::get<MultiModalKey>(key).identifier, std::get<MultiModalKey>(key).offset});
     }
     out.push_back(std::move(keys));
   }
@@ -127,17 +133,21 @@ nlohmann::ordered_json event_json(const KvEvent& event) {
         if constexpr (std::is_same_v<E, BlockStored>) {
           return {{"type", "BlockStored"},
                   {"block_hashes", hashes_json(e.block_hashes)},
-                  {"parent_block_hash", e.parent_block_hash ? nlohmann::ordered_json(e.parent_block_hash->hex()) : nlohmann::ordered_json(nullptr)},
+                  {"parent_block_hash", e.parent_block_hash ? nlohmann::ordered_json(e.parent_block_hash->hex())
+                                                            : nlohmann::ordered_json(nullptr)},
                   {"token_ids", e.token_ids},
                   {"block_size", e.block_size},
                   {"lora_id", nullptr},
                   {"medium", e.medium},
-                  {"lora_name", e.lora_name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.lora_name)},
+                  {"lora_name",
+                   e.lora_name.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(e.lora_name)},
                   {"extra_keys", extra_keys_json(e.extra_keys)},
                   {"group_idx", e.group_idx}};
         } else if constexpr (std::is_same_v<E, BlockRemoved>) {
-          return {{"type", "BlockRemoved"}, {"block_hashes", hashes_json(e.block_hashes)},
-                  {"medium", e.medium}, {"group_idx", e.group_idx}};
+          return {{"type", "BlockRemoved"},
+                  {"block_hashes", hashes_json(e.block_hashes)},
+                  {"medium", e.medium},
+                  {"group_idx", e.group_idx}};
         } else {
           return {{"type", "AllBlocksCleared"}};
         }

@@ -42,10 +42,10 @@ struct ZmqSinkOptions {
   std::string endpoint;         // PUB: binds if it holds '*', "::", or is ipc:// / inproc://; else connects
   std::string replay_endpoint;  // ROUTER (bound), empty: none
   std::string topic;
-  int buffer_steps = 10000;     // batches kept for replay
-  int hwm = 100000;             // PUB high-water mark
-  int linger_ms = 0;            // close(): keep answering replay requests this long
-  int startup_ms = 0;           // open(): wait this long for subscribers to connect
+  int buffer_steps = 10000;  // batches kept for replay
+  int hwm = 100000;          // PUB high-water mark
+  int linger_ms = 0;         // close(): keep answering replay requests this long
+  int startup_ms = 0;        // open(): wait this long for subscribers to connect
   int data_parallel_rank = 0;
 };
 
@@ -54,10 +54,10 @@ StatusOr<std::unique_ptr<KvEventSink>> make_zmq_event_sink(const ZmqSinkOptions&
 // Where a replay's events go: the "KV events" rows of the option table write here. Either
 // writer turns the core's event queue on; `zmq` is used when its endpoint is set.
 struct KvEventOptions {
-  std::string file;              // JSONL, one batch a step (--kv-events)
-  ZmqSinkOptions zmq;            // PUB endpoint in vLLM's wire format, its ROUTER, topic, ...
-  bool observed = false;         // not an option: a caller's own sink (the Python module)
-  bool overwrite_file = false;   // not an option: kvsim replay --force (replace --kv-events FILE)
+  std::string file;             // JSONL, one batch a step (--kv-events)
+  ZmqSinkOptions zmq;           // PUB endpoint in vLLM's wire format, its ROUTER, topic, ...
+  bool observed = false;        // not an option: a caller's own sink (the Python module)
+  bool overwrite_file = false;  // not an option: kvsim replay --force (replace --kv-events FILE)
 
   bool writes() const { return !file.empty() || !zmq.endpoint.empty(); }
   bool enabled() const { return observed || writes(); }

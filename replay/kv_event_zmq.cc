@@ -51,8 +51,10 @@ class ZmqSink : public KvEventSink {
     try {
       pub_.set(zmq::sockopt::sndhwm, options_.hwm);
       pub_.set(zmq::sockopt::linger, 2000);
-      if (should_bind(options_.endpoint)) pub_.bind(options_.endpoint);
-      else pub_.connect(options_.endpoint);
+      if (should_bind(options_.endpoint))
+        pub_.bind(options_.endpoint);
+      else
+        pub_.connect(options_.endpoint);
       if (!options_.replay_endpoint.empty()) {
         router_ = zmq::socket_t(ctx_, zmq::socket_type::router);
         router_.set(zmq::sockopt::linger, 0);

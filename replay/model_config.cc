@@ -12,12 +12,12 @@ using Json = nlohmann::json;
 
 // Bounds far above any real model that keep every size product (bytes per token, parameters,
 // a kernel's FLOPs) inside int64_t (header, invariant 3).
-constexpr int kMaxTokens = 1 << 30;        // windows, chunks, layer-pattern periods
+constexpr int kMaxTokens = 1 << 30;  // windows, chunks, layer-pattern periods
 constexpr int kMaxLayers = 1024;
-constexpr int kMaxHidden = 1 << 16;        // hidden_size; also heads * head_dim
+constexpr int kMaxHidden = 1 << 16;  // hidden_size; also heads * head_dim
 constexpr int kMaxHeads = 1024;
-constexpr int kMaxMlp = 1 << 20;           // one MLP or expert width
-constexpr int kMaxActiveMlp = 1 << 21;     // the active MLP width of an MoE
+constexpr int kMaxMlp = 1 << 20;        // one MLP or expert width
+constexpr int kMaxActiveMlp = 1 << 21;  // the active MLP width of an MoE
 constexpr int kMaxExperts = 1 << 14;
 constexpr int kMaxVocab = 1 << 22;
 
@@ -44,7 +44,8 @@ struct Fields {
       if (fallback > 0) return fallback;
       return error(field, "missing (a positive integer is required)");
     }
-    if (!v->is_number_integer() || (v->is_number_unsigned() ? v->get<std::uint64_t>() == 0 : v->get<std::int64_t>() <= 0)) {
+    if (!v->is_number_integer() ||
+        (v->is_number_unsigned() ? v->get<std::uint64_t>() == 0 : v->get<std::int64_t>() <= 0)) {
       return error(field, "must be a positive integer, got " + v->dump());
     }
     if (v->get<std::uint64_t>() > static_cast<std::uint64_t>(max)) {
@@ -54,11 +55,11 @@ struct Fields {
   }
 };
 
-#define KV_ASSIGN(dst, expr)                  \
-  do {                                        \
-    auto kv_value_ = (expr);                  \
+#define KV_ASSIGN(dst, expr)                        \
+  do {                                              \
+    auto kv_value_ = (expr);                        \
     if (!kv_value_.ok()) return kv_value_.status(); \
-    dst = *kv_value_;                         \
+    dst = *kv_value_;                               \
   } while (0)
 
 // The active MLP width of a mixture of experts (ModelShape invariant 3), or the dense width.
@@ -69,22 +70,23 @@ StatusOr<int> active_intermediate(const Fields& f, int intermediate) {
   KV_ASSIGN(experts, f.positive(f.find("num_local_experts") ? "num_local_experts" : "num_experts", 0, kMaxExperts));
   KV_ASSIGN(per_token, f.positive("num_experts_per_tok", 0, kMaxExperts));
   if (per_token > experts) {
-    return f.error("num_experts_per_tok", std::to_string(per_token) + " exceeds the " + std::to_string(experts) +
-                                              " experts");
+    return f.error("num_experts_per_tok",
+                   std::to_string(per_token) + " exceeds the " + std::to_string(experts) + " experts");
   }
   KV_ASSIGN(width, f.positive("moe_intermediate_size", intermediate, kMaxMlp));
   if (f.find("shared_expert_intermediate_size") != nullptr) {
     KV_ASSIGN(shared, f.positive("shared_expert_intermediate_size", 0, kMaxMlp));
-  } else if (const Json* type = f.find("model_type"); type != nullptr && type->is_string() &&
-                                                      type->get<std::string>().rfind("llama4", 0) == 0) {
+  } else if (const Json* type = f.find("model_type");
+             type != nullptr && type->is_string() && type->get<std::string>().rfind("llama4", 0) == 0) {
     shared = intermediate;  // Llama 4: one shared expert as wide as a routed one
   }
   const std::int64_t active = std::int64_t{per_token} * width + shared;
   if (active > kMaxActiveMlp) {
-    return f.error("num_experts_per_tok", std::to_string(per_token) + " experts of width " + std::to_string(width) +
-                                              (shared > 0 ? " plus a shared " + std::to_string(shared) : std::string()) +
-                                              " make an active MLP of " + std::to_string(active) +
-                                              ", above the bound " + std::to_string(kMaxActiveMlp));
+    return f.error("num_experts_per_tok",
+                   std::to_string(per_token) + " experts of width " + std::to_string(width) +
+                       (shared > 0 ? " plus a shared " + std::to_string(shared) : std::string()) +
+                       " make an active MLP of " + std::to_string(active) + ", above the bound " +
+                       std::to_string(kMaxActiveMlp));
   }
   return static_cast<int>(active);
 }
@@ -97,10 +99,15 @@ Status read_layer_types(const Fields& f, ModelShape& m) {
   for (std::size_t i = 0; i < list.size(); ++i) {
     const std::string where = "layer_types[" + std::to_string(i) + "]";
     const std::string t = list[i].is_string() ? list[i].get<std::string>() : list[i].dump();
-    if (t == "full_attention") m.layer_types.push_back(AttentionType::kFullAttention);
-    else if (t == "sliding_attention") m.layer_types.push_back(AttentionType::kSlidingWindow);
-    else if (t == "chunked_attention") m.layer_types.push_back(AttentionType::kChunkedLocalAttention);
-    else return f.error(where, "unsupported layer type " + t + " (valid: full_attention, sliding_attention, chunked_attention)");
+    if (t == "full_attention")
+      m.layer_types.push_back(AttentionType::kFullAttention);
+    else if (t == "sliding_attention")
+      m.layer_types.push_back(AttentionType::kSlidingWindow);
+    else if (t == "chunked_attention")
+      m.layer_types.push_back(AttentionType::kChunkedLocalAttention);
+    else
+      return f.error(where,
+                     "unsupported layer type " + t + " (valid: full_attention, sliding_attention, chunked_attention)");
   }
   if (m.num_layers_of(AttentionType::kSlidingWindow) > 0) KV_ASSIGN(m.sliding_window, f.positive("sliding_window"));
   if (m.num_layers_of(AttentionType::kChunkedLocalAttention) > 0) {
@@ -121,7 +128,8 @@ Status read_chunked(const Fields& f, ModelShape& m) {
       const Json& v = (*no_rope)[i];
       // Compared whole: 2^32 read as an int would wrap to 0.
       if (!v.is_number_integer() || (v != 0 && v != 1)) {
-        return f.error("no_rope_layers[" + std::to_string(i) + "]", "must be 0 (global) or 1 (chunked), got " + v.dump());
+        return f.error("no_rope_layers[" + std::to_string(i) + "]",
+                       "must be 0 (global) or 1 (chunked), got " + v.dump());
       }
       m.layer_types.push_back(v == 0 ? AttentionType::kFullAttention : AttentionType::kChunkedLocalAttention);
     }
@@ -130,7 +138,8 @@ Status read_chunked(const Fields& f, ModelShape& m) {
   int interval = 0;
   KV_ASSIGN(interval, f.positive("no_rope_layer_interval", 4));
   for (int i = 0; i < m.layers; ++i) {
-    m.layer_types.push_back((i + 1) % interval == 0 ? AttentionType::kFullAttention : AttentionType::kChunkedLocalAttention);
+    m.layer_types.push_back((i + 1) % interval == 0 ? AttentionType::kFullAttention
+                                                    : AttentionType::kChunkedLocalAttention);
   }
   return {};
 }
@@ -189,8 +198,8 @@ StatusOr<ModelShape> read_shape(const Fields& f, const std::string& name) {
   KV_ASSIGN(m.heads, f.positive("num_attention_heads", 0, kMaxHeads));
   KV_ASSIGN(m.kv_heads, f.positive("num_key_value_heads", m.heads, kMaxHeads));
   if (m.heads % m.kv_heads != 0) {
-    return f.error("num_key_value_heads", std::to_string(m.kv_heads) + " does not divide num_attention_heads " +
-                                              std::to_string(m.heads));
+    return f.error("num_key_value_heads",
+                   std::to_string(m.kv_heads) + " does not divide num_attention_heads " + std::to_string(m.heads));
   }
   if (f.find("head_dim") == nullptr && m.hidden % m.heads != 0) {
     return f.error("head_dim", "missing, and hidden_size " + std::to_string(m.hidden) +

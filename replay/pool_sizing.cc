@@ -101,7 +101,8 @@ std::int64_t available_host_bytes() {
   rlimit as{};
   if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY) {
     const std::int64_t vm_size = read_number("/proc/self/status", "VmSize:");
-    avail = least_known(avail, std::max<std::int64_t>(static_cast<std::int64_t>(as.rlim_cur) - std::max<std::int64_t>(vm_size, 0), 0));
+    avail = least_known(
+        avail, std::max<std::int64_t>(static_cast<std::int64_t>(as.rlim_cur) - std::max<std::int64_t>(vm_size, 0), 0));
   }
   return avail;
 }

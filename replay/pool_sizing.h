@@ -19,8 +19,8 @@
 #include <span>
 #include <string>
 
-#include "model/kv_cache_groups.h"
 #include "model/catalog/model_shape.h"
+#include "model/kv_cache_groups.h"
 #include "model/util/status.h"
 #include "sim/hardware_specs.h"
 
@@ -33,8 +33,7 @@ StatusOr<std::int64_t> blocks_from_gpu_memory(const ModelShape& model, const sim
                                               int block_size, std::int64_t max_num_batched_tokens);
 
 // Blocks, the null block included, of a hybrid model's shared pool on `gpu`.
-StatusOr<std::int64_t> hybrid_blocks_from_gpu_memory(const ModelShape& model,
-                                                     std::span<const KvCacheGroupSpec> groups,
+StatusOr<std::int64_t> hybrid_blocks_from_gpu_memory(const ModelShape& model, std::span<const KvCacheGroupSpec> groups,
                                                      const sim::GpuSpec& gpu, double utilization,
                                                      std::int64_t max_num_batched_tokens);
 

@@ -75,15 +75,16 @@ Status make_device(const ReplayConfig& c, std::int64_t num_blocks, ReplayRun& ru
   return {};
 #else
   (void)num_blocks;
-  return Status::error("--device: this kvsim was built without CUDA (no nvcc found at configure time); "
-                       "use --device sim, or build on a machine with the CUDA toolkit");
+  return Status::error(
+      "--device: this kvsim was built without CUDA (no nvcc found at configure time); "
+      "use --device sim, or build on a machine with the CUDA toolkit");
 #endif
 }
 
 std::vector<std::pair<std::string, std::string>> describe_run(const ReplayConfig& c, const ReplayRun& run,
-                                                               std::int64_t blocks, const std::string& sizing,
-                                                               const std::string& hash_seed,
-                                                               const std::string& trace_source) {
+                                                              std::int64_t blocks, const std::string& sizing,
+                                                              const std::string& hash_seed,
+                                                              const std::string& trace_source) {
   std::vector<std::pair<std::string, std::string>> out;
   for (auto [key, value] : describe(c)) {
     if (key == "no-chunked-prefill") {
@@ -207,9 +208,7 @@ std::vector<std::string> cached_block_hashes(const Scheduler& scheduler) {
   return cached_block_hashes(kv.pool(), /*with_group=*/kv.tables_per_group());
 }
 
-ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const {
-  return config.run.replay;
-}
+ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const { return config.run.replay; }
 
 std::unique_ptr<Replayer> ReplayRun::make_replayer(const ReplayConfig& config) {
   auto replayer = std::make_unique<Replayer>(*scheduler, *device, *source, replay_options(config), predictor.get());

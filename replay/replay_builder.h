@@ -30,9 +30,9 @@ struct ReplayRun {
   std::unique_ptr<RequestSource> source;
   std::unique_ptr<Scheduler> scheduler;
   std::unique_ptr<Device> device;
-  std::unique_ptr<StepTimePredictor> predictor;  // set only beside real hardware
-  std::unique_ptr<KvEventSink> events;            // set when --kv-events or --kv-events-zmq is given
-  sim::FaultInjectingDevice* faults = nullptr;    // `device` itself when --inject-fault is set
+  std::unique_ptr<StepTimePredictor> predictor;                  // set only beside real hardware
+  std::unique_ptr<KvEventSink> events;                           // set when --kv-events or --kv-events-zmq is given
+  sim::FaultInjectingDevice* faults = nullptr;                   // `device` itself when --inject-fault is set
   std::vector<std::pair<std::string, std::string>> description;  // every effective setting
 
   ReplayOptions replay_options(const ReplayConfig& config) const;

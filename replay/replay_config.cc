@@ -1,9 +1,9 @@
 #include "replay/replay_config.h"
 
+#include <array>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
-#include <array>
 #include <cstdlib>
 #include <limits>
 
@@ -20,8 +20,7 @@ Status bad(std::string_view option, const std::string& why) {
 }
 
 // Whole-string integer in [lo, hi].
-Status read_int(std::string_view option, const std::string& text, std::int64_t lo, std::int64_t hi,
-                std::int64_t* out) {
+Status read_int(std::string_view option, const std::string& text, std::int64_t lo, std::int64_t hi, std::int64_t* out) {
   const std::optional<std::int64_t> v = parse_int64(text);
   if (!v) return bad(option, "'" + text + "' is not an integer");
   if (*v < lo || *v > hi) {
@@ -32,9 +31,12 @@ Status read_int(std::string_view option, const std::string& text, std::int64_t l
 }
 
 Status read_on_off(std::string_view option, const std::string& text, bool* out) {
-  if (text == "on" || text == "true") *out = true;
-  else if (text == "off" || text == "false") *out = false;
-  else return bad(option, "must be on or off, got '" + text + "'");
+  if (text == "on" || text == "true")
+    *out = true;
+  else if (text == "off" || text == "false")
+    *out = false;
+  else
+    return bad(option, "must be on or off, got '" + text + "'");
   return {};
 }
 
@@ -59,12 +61,16 @@ std::string bound(double v) {
 
 // A row's field: which member of which part of the config the row reads and writes, as a
 // generic lambda that serves the setter (ReplayConfig&) and the getter (const ReplayConfig&).
-#define KV_FIELD(path) [](auto& c) -> auto& { return c.path; }
+#define KV_FIELD(path) \
+  [](auto& c) -> auto& { return c.path; }
 
 template <typename Field>
 ConfigOption int_option(std::string_view name, std::string_view group, std::string_view help, Field field,
                         std::int64_t lo, std::int64_t hi) {
-  return {name, group, help, false,
+  return {name,
+          group,
+          help,
+          false,
           [=](ReplayConfig& c, const std::string& t) {
             std::int64_t v = 0;
             if (Status s = read_int(name, t, lo, hi, &v); !s.ok()) return s;
@@ -77,7 +83,10 @@ ConfigOption int_option(std::string_view name, std::string_view group, std::stri
 template <typename Field>
 ConfigOption bool_option(std::string_view name, std::string_view group, std::string_view help, Field field,
                          bool is_switch = false, bool inverted = false) {
-  return {name, group, help, is_switch,
+  return {name,
+          group,
+          help,
+          is_switch,
           [=](ReplayConfig& c, const std::string& t) {
             bool v = false;
             if (Status s = read_on_off(name, t, &v); !s.ok()) return s;
@@ -89,7 +98,10 @@ ConfigOption bool_option(std::string_view name, std::string_view group, std::str
 
 template <typename Field>
 ConfigOption text_option(std::string_view name, std::string_view group, std::string_view help, Field field) {
-  return {name, group, help, false,
+  return {name,
+          group,
+          help,
+          false,
           [=](ReplayConfig& c, const std::string& t) {
             field(c) = t;
             return Status();
@@ -101,7 +113,10 @@ ConfigOption text_option(std::string_view name, std::string_view group, std::str
 template <typename Field, typename Enum>
 ConfigOption enum_option(std::string_view name, std::string_view group, std::string_view help, Field field,
                          std::vector<std::pair<std::string, Enum>> names) {
-  return {name, group, help, false,
+  return {name,
+          group,
+          help,
+          false,
           [=](ReplayConfig& c, const std::string& t) {
             std::string valid;
             for (const auto& [text, value] : names) {
@@ -203,8 +218,7 @@ Status set_utilization(ReplayConfig& c, const std::string& t) {
 }
 
 // A finite number in [lo, hi] (lo > 0), or "inf" where `allow_inf`.
-Status read_positive(std::string_view option, const std::string& t, bool allow_inf, double lo, double hi,
-                     double* out) {
+Status read_positive(std::string_view option, const std::string& t, bool allow_inf, double lo, double hi, double* out) {
   if (allow_inf && (t == "inf" || t == "infinity")) {
     *out = std::numeric_limits<double>::infinity();
     return {};
@@ -260,13 +274,18 @@ Status set_goodput(ReplayConfig& c, const std::string& t) {
     const std::size_t colon = item.find(':');
     const std::string key = item.substr(0, colon);
     double v = 0;
-    if (colon == std::string::npos || !read_positive("goodput", item.substr(colon + 1), false, kMinMs, kMaxMs, &v).ok()) {
+    if (colon == std::string::npos ||
+        !read_positive("goodput", item.substr(colon + 1), false, kMinMs, kMaxMs, &v).ok()) {
       return bad("goodput", "'" + item + "' is not METRIC:MILLISECONDS (ttft, tpot or e2el)");
     }
-    if (key == "ttft") g.ttft_ms = v;
-    else if (key == "tpot") g.tpot_ms = v;
-    else if (key == "e2el") g.e2el_ms = v;
-    else return bad("goodput", "unknown metric '" + key + "' (valid: ttft, tpot, e2el)");
+    if (key == "ttft")
+      g.ttft_ms = v;
+    else if (key == "tpot")
+      g.tpot_ms = v;
+    else if (key == "e2el")
+      g.e2el_ms = v;
+    else
+      return bad("goodput", "unknown metric '" + key + "' (valid: ttft, tpot, e2el)");
   }
   c.run.replay.goodput = g;
   return {};
@@ -284,7 +303,10 @@ std::string goodput_text(const GoodputSlo& g) {
 template <typename Field>
 ConfigOption positive_option(std::string_view name, std::string_view group, std::string_view help, Field field,
                              bool allow_inf, bool zero_is_default, double lo, double hi) {
-  return {name, group, help, false,
+  return {name,
+          group,
+          help,
+          false,
           [=](ReplayConfig& c, const std::string& t) {
             if (zero_is_default && t == "0") {
               field(c) = 0;
@@ -329,15 +351,13 @@ void add_load_rows(std::vector<ConfigOption>& t) {
   t.push_back(positive_option("burstiness", load, "gamma shape of the gaps of --request-rate (1: Poisson)",
                               KV_FIELD(arrivals.burstiness), false, false, kMinBurstiness, kMaxBurstiness));
   t.push_back(positive_option("rate-scale", load, "replay the trace's timestamps X times faster",
-                              KV_FIELD(arrivals.rate_scale),
-                              false, false, kMinRateScale, kMaxRateScale));
+                              KV_FIELD(arrivals.rate_scale), false, false, kMinRateScale, kMaxRateScale));
   t.push_back(int_option("max-concurrency", load, "requests in flight at most (0: no limit)",
-                         KV_FIELD(run.replay.max_concurrency), 0,
-                         1LL << 30));
+                         KV_FIELD(run.replay.max_concurrency), 0, 1LL << 30));
   t.push_back({"metric-percentiles", load, "percentiles of TTFT, TPOT, ITL and E2EL in result.json", false,
                set_percentiles, [](const C& c) { return join_numbers(c.run.replay.metric_percentiles); }});
-  t.push_back({"goodput", load, "SLOs of goodput, e.g. 'ttft:500 tpot:50' (ms; ttft, tpot, e2el)", false,
-               set_goodput, [](const C& c) { return goodput_text(c.run.replay.goodput); }});
+  t.push_back({"goodput", load, "SLOs of goodput, e.g. 'ttft:500 tpot:50' (ms; ttft, tpot, e2el)", false, set_goodput,
+               [](const C& c) { return goodput_text(c.run.replay.goodput); }});
   t.push_back(positive_option("overload-ttft-ms", load, "a median TTFT above this marks the run overloaded",
                               KV_FIELD(run.replay.overload_ttft_ms), false, false, kMinMs, kMaxMs));
 }
@@ -370,17 +390,16 @@ void add_tier_rows(std::vector<ConfigOption>& t) {
                "GBPS:LATENCY_US",
                false, set_host_link, [](const C& c) { return c.tiers.host_link.name; }});
   t.push_back(positive_option("disk-read-gbps", tiers, "disk tier's read bandwidth in GB/s",
-                              KV_FIELD(tiers.disk_read_gbps),
-                              false, false, 1e-3, 1e6));  // 1 MB/s to 1 PB/s
+                              KV_FIELD(tiers.disk_read_gbps), false, false, 1e-3, 1e6));  // 1 MB/s to 1 PB/s
   t.push_back(int_option("disk-latency-us", tiers, "disk tier's latency per batched read, in microseconds",
                          KV_FIELD(tiers.disk_latency_us), 0, 1LL << 30));
-  t.push_back(enum_option("tier-store", tiers,
-                          "on-evict: save a block when GPU memory evicts it; every-full-block: save each block "
-                          "once computed",
-                          KV_FIELD(tiers.store),
-                          std::vector<std::pair<std::string, TierStorePolicy>>{
-                              {"on-evict", TierStorePolicy::kOnEvict},
-                              {"every-full-block", TierStorePolicy::kEveryFullBlock}}));
+  t.push_back(enum_option(
+      "tier-store", tiers,
+      "on-evict: save a block when GPU memory evicts it; every-full-block: save each block "
+      "once computed",
+      KV_FIELD(tiers.store),
+      std::vector<std::pair<std::string, TierStorePolicy>>{{"on-evict", TierStorePolicy::kOnEvict},
+                                                           {"every-full-block", TierStorePolicy::kEveryFullBlock}}));
   t.push_back(enum_option("tier-load", tiers,
                           "overlap: a load runs beside the step's compute, layer by layer; stall: the step waits "
                           "for it",
@@ -393,14 +412,12 @@ void add_tier_rows(std::vector<ConfigOption>& t) {
 void add_scheduler_rows(std::vector<ConfigOption>& t) {
   const std::string_view sch = "Scheduler";
   t.push_back(int_option("max-num-batched-tokens", sch, "token budget per step",
-                         KV_FIELD(scheduler.max_num_batched_tokens), 1,
-                         1LL << 30));
+                         KV_FIELD(scheduler.max_num_batched_tokens), 1, 1LL << 30));
   t.push_back(int_option("max-num-seqs", sch, "requests per step", KV_FIELD(scheduler.max_num_seqs), 1, 1 << 20));
   t.push_back(
       int_option("max-model-len", sch, "longest sequence", KV_FIELD(scheduler.cache.max_model_len), 2, 1LL << 30));
   t.push_back(bool_option("no-chunked-prefill", sch, "a prompt must fit one step's budget",
-                          KV_FIELD(scheduler.enable_chunked_prefill),
-                          true, true));
+                          KV_FIELD(scheduler.enable_chunked_prefill), true, true));
   t.push_back(int_option("long-prefill-token-threshold", sch, "cap on one request's tokens per step (0: none)",
                          KV_FIELD(scheduler.long_prefill_token_threshold), 0, 1LL << 30));
   t.push_back(enum_option("policy", sch, "fcfs | priority", KV_FIELD(scheduler.policy),
@@ -421,8 +438,7 @@ void add_run_rows(std::vector<ConfigOption>& t) {
   t.push_back(int_option("limit", run, "replay only the first N requests (0 = all)", KV_FIELD(run.limit), 0,
                          std::numeric_limits<std::int64_t>::max()));
   t.push_back(int_option("max-steps", run, "stop with an error after N steps (0: no limit)",
-                         KV_FIELD(run.replay.max_steps), 0,
-                         std::numeric_limits<std::int64_t>::max()));
+                         KV_FIELD(run.replay.max_steps), 0, std::numeric_limits<std::int64_t>::max()));
   t.push_back(bool_option("check-invariants", run, "check every core invariant after every step",
                           KV_FIELD(run.replay.check_invariants_every_step), true));
   t.push_back({"inject-fault", run,
@@ -458,8 +474,7 @@ void add_model_rows(std::vector<ConfigOption>& t) {
   t.push_back({"kv-cache-dtype", dev,
                "auto | bf16 | fp16 | fp8 | fp4: format of the KV cache (auto: the same as --dtype); sizes the "
                "blocks and the attention's KV bytes",
-               false, set_kv_cache_dtype,
-               [](const C& c) {
+               false, set_kv_cache_dtype, [](const C& c) {
                  const std::optional<DType>& d = c.device.kv_cache_dtype;
                  return d ? std::string(to_string(*d)) : "auto";
                }});
@@ -489,10 +504,10 @@ void add_cost_model_rows(std::vector<ConfigOption>& t) {
                           KV_FIELD(run.replay.clock),
                           std::vector<std::pair<std::string, ReplayOptions::Clock>>{
                               {"virtual", ReplayOptions::Clock::kVirtual}, {"wall", ReplayOptions::Clock::kWall}}));
-  t.push_back(enum_option("verify", dev, "shadow-KV verification: off | fast | full", KV_FIELD(device.verify),
-                          std::vector<std::pair<std::string, sim::VerifyMode>>{{"off", sim::VerifyMode::kOff},
-                                                                               {"fast", sim::VerifyMode::kFast},
-                                                                               {"full", sim::VerifyMode::kFull}}));
+  t.push_back(enum_option(
+      "verify", dev, "shadow-KV verification: off | fast | full", KV_FIELD(device.verify),
+      std::vector<std::pair<std::string, sim::VerifyMode>>{
+          {"off", sim::VerifyMode::kOff}, {"fast", sim::VerifyMode::kFast}, {"full", sim::VerifyMode::kFull}}));
   std::vector<std::pair<std::string, CudaGraphMode>> modes;
   for (CudaGraphMode m : {CudaGraphMode::kNone, CudaGraphMode::kPiecewise, CudaGraphMode::kFull,
                           CudaGraphMode::kFullDecodeOnly, CudaGraphMode::kFullAndPiecewise}) {
@@ -516,24 +531,25 @@ void add_kv_cache_rows(std::vector<ConfigOption>& t) {
   t.push_back(int_option("sliding-window", kv,
                          "window in tokens of every sliding-window layer of a hybrid --model (0: the model's)",
                          KV_FIELD(device.sliding_window), 0, 1 << 30));
-  t.push_back(int_option("num-blocks", kv, "KV blocks including the null block (0: from --kv-cache-tokens or GPU memory)",
+  t.push_back(int_option("num-blocks", kv,
+                         "KV blocks including the null block (0: from --kv-cache-tokens or GPU memory)",
                          KV_FIELD(scheduler.cache.num_blocks), 0, 1LL << 30));
   t.push_back(int_option("kv-cache-tokens", kv, "KV cache size in tokens (0: from GPU memory)",
-                         KV_FIELD(device.kv_cache_tokens), 0,
-                         1LL << 40));
+                         KV_FIELD(device.kv_cache_tokens), 0, 1LL << 40));
   t.push_back({"gpu-memory-utilization", kv,
                "fraction of GPU memory for weights, activations and KV cache (sizes the pool by default)", false,
                set_utilization, [](const C& c) { return shortest(c.device.gpu_memory_utilization); }});
   t.push_back(enum_option("free-order", kv, "classic | unhashed_first", KV_FIELD(scheduler.cache.free_order),
-                          std::vector<std::pair<std::string, FreeOrder>>{{"classic", FreeOrder::kClassic},
-                                                                         {"unhashed_first", FreeOrder::kUnhashedFirst}}));
-  t.push_back(enum_option("eviction-policy", kv,
-                          "lru | lfu | slru | leaf-lru | priority (docs/policies.md; non-lru ignores --free-order)",
-                          KV_FIELD(scheduler.cache.eviction_policy),
-                          std::vector<std::pair<std::string, EvictionPolicyKind>>{
-                              {"lru", EvictionPolicyKind::kLru}, {"lfu", EvictionPolicyKind::kLfu},
-                              {"slru", EvictionPolicyKind::kSlru}, {"leaf-lru", EvictionPolicyKind::kLeafLru},
-                              {"priority", EvictionPolicyKind::kPriority}}));
+                          std::vector<std::pair<std::string, FreeOrder>>{
+                              {"classic", FreeOrder::kClassic}, {"unhashed_first", FreeOrder::kUnhashedFirst}}));
+  t.push_back(enum_option(
+      "eviction-policy", kv, "lru | lfu | slru | leaf-lru | priority (docs/policies.md; non-lru ignores --free-order)",
+      KV_FIELD(scheduler.cache.eviction_policy),
+      std::vector<std::pair<std::string, EvictionPolicyKind>>{{"lru", EvictionPolicyKind::kLru},
+                                                              {"lfu", EvictionPolicyKind::kLfu},
+                                                              {"slru", EvictionPolicyKind::kSlru},
+                                                              {"leaf-lru", EvictionPolicyKind::kLeafLru},
+                                                              {"priority", EvictionPolicyKind::kPriority}}));
   t.push_back(enum_option("hash", kv, "sha256_cbor | xxhash_cbor", KV_FIELD(scheduler.hash_algo),
                           std::vector<std::pair<std::string, HashAlgo>>{{"sha256_cbor", HashAlgo::kSha256Cbor},
                                                                         {"xxhash_cbor", HashAlgo::kXxhashCbor}}));

@@ -84,7 +84,6 @@ std::vector<std::pair<std::string, std::string>> describe(const ReplayConfig& co
 
 // A GPU preset by name: built in, or NAME.gpu in the directories of `search_path`
 // (colon-separated; the command line passes $KVSIM_GPU_PRESET_PATH) and then ./presets.
-StatusOr<sim::GpuSpec> find_gpu(const std::string& name, const std::string& search_path,
-                                std::string* found_file);
+StatusOr<sim::GpuSpec> find_gpu(const std::string& name, const std::string& search_path, std::string* found_file);
 
 }  // namespace kv::replay

@@ -14,9 +14,9 @@ namespace kv::replay {
 struct Replayer::Run {
   ReplaySummary sum;
   std::int64_t now_ns = 0;
-  std::map<RequestId, RequestMetrics> live;  // ordered: deterministic
-  std::vector<std::int64_t> ttft, tpot, e2e, itl;           // microseconds
-  std::vector<double> tpot_ms;                              // vLLM's per-request TPOT
+  std::map<RequestId, RequestMetrics> live;                         // ordered: deterministic
+  std::vector<std::int64_t> ttft, tpot, e2e, itl;                   // microseconds
+  std::vector<double> tpot_ms;                                      // vLLM's per-request TPOT
   std::vector<std::pair<std::int64_t, std::int64_t>> arrival_ttft;  // for the overload verdict
   // By second of the clock; sparse, so a trace with years between arrivals costs nothing.
   std::map<std::int64_t, std::int64_t> tokens_per_second;
@@ -58,8 +58,12 @@ double ratio(std::int64_t num, std::int64_t den) {
 
 Replayer::Replayer(Scheduler& scheduler, Device& device, RequestSource& source, ReplayOptions options,
                    StepTimePredictor* predictor)
-    : scheduler_(scheduler), device_(device), source_(source), options_(options),
-      predictor_(predictor), log_(options.keep_decision_text) {}
+    : scheduler_(scheduler),
+      device_(device),
+      source_(source),
+      options_(options),
+      predictor_(predictor),
+      log_(options.keep_decision_text) {}
 
 Replayer::~Replayer() = default;
 
@@ -96,8 +100,7 @@ void Replayer::request_done(Run& r, const RequestMetrics& m) {
   r.e2e.push_back(m.finish_us - m.arrival_us);
   const double ttft_ms = static_cast<double>(m.first_token_us - m.arrival_us) / 1000.0;
   const double e2el_ms = static_cast<double>(m.finish_us - m.arrival_us) / 1000.0;
-  const double tpot_ms =
-      m.output_tokens > 1 ? (e2el_ms - ttft_ms) / static_cast<double>(m.output_tokens - 1) : 0.0;
+  const double tpot_ms = m.output_tokens > 1 ? (e2el_ms - ttft_ms) / static_cast<double>(m.output_tokens - 1) : 0.0;
   if (m.output_tokens > 1) r.tpot_ms.push_back(tpot_ms);
   if (options_.goodput.enabled() && options_.goodput.met(ttft_ms, tpot_ms, e2el_ms)) ++r.sum.serving.good;
   const std::int64_t first_sec = m.arrival_us / 1000000, last_sec = m.finish_us / 1000000;
@@ -188,8 +191,10 @@ StepRecord Replayer::execute(Run& r, const StepPlan& plan, bool* stop) {
   rec.num_requests = static_cast<int>(plan.requests.size());
   for (const ScheduledRequest& s : plan.requests) {
     const auto n = static_cast<std::int64_t>(s.token_ids.size());
-    if (s.num_computed_tokens + n <= s.num_prompt_tokens) rec.prefill_tokens += n;
-    else rec.decode_tokens += n;
+    if (s.num_computed_tokens + n <= s.num_prompt_tokens)
+      rec.prefill_tokens += n;
+    else
+      rec.decode_tokens += n;
     if (s.is_new) rec.cached_tokens += s.num_cached_tokens;
   }
   rec.preempted = static_cast<int>(plan.preempted.size());
@@ -205,8 +210,10 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
     auto it = r.live.find(ev.id);
     KV_CHECK(it != r.live.end(), "token for unknown request " << ev.id);
     RequestMetrics& m = it->second;
-    if (ev.output_index == 0) m.first_token_us = now_us;
-    else r.itl.push_back(now_us - m.last_token_us);
+    if (ev.output_index == 0)
+      m.first_token_us = now_us;
+    else
+      r.itl.push_back(now_us - m.last_token_us);
     Run::bump(r.tokens_per_second, now_us / 1000000);
     m.last_token_us = now_us;
     m.output_tokens = ev.output_index + 1;
@@ -347,7 +354,8 @@ StatusOr<ReplaySummary> Replayer::run() {
     rec.waiting = static_cast<int>(scheduler_.num_waiting());
     rec.kv_usage = scheduler_.kv_cache().usage();
     rec.free_blocks = static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks());
-    if (scheduler_.kv_cache().tables_per_group()) [[unlikely]] record_groups(r, rec);
+    if (scheduler_.kv_cache().tables_per_group()) [[unlikely]]
+      record_groups(r, rec);
     if (on_step) on_step(rec);
   }
   if (Status s = publish_events(r, r.sum.steps); !s.ok()) return s;

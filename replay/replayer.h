@@ -22,13 +22,13 @@
 #include <vector>
 
 #include "model/device.h"
-#include "model/tiers/kv_connector.h"
 #include "model/request_source.h"
 #include "model/sched/scheduler.h"
+#include "model/tiers/kv_connector.h"
 #include "model/util/status.h"
 #include "replay/decision_log.h"
-#include "replay/serving_metrics.h"
 #include "replay/kv_event_sink.h"
+#include "replay/serving_metrics.h"
 
 namespace kv::replay {
 
@@ -43,7 +43,7 @@ struct RequestMetrics {
   std::int64_t cached_tokens = 0;  // prefix-cache hits at first scheduling
   std::int64_t tier_tokens = 0;    // second-tier hits at first scheduling (docs/tiers.md)
   int preemptions = 0;
-  std::string status;              // finished_length, finished_max_model_len, rejected, ...
+  std::string status;  // finished_length, finished_max_model_len, rejected, ...
   std::string reject_reason;
 };
 
@@ -56,7 +56,7 @@ struct StepRecord {
   int num_requests = 0;
   std::int64_t prefill_tokens = 0;  // tokens of requests still in their prompt
   std::int64_t decode_tokens = 0;
-  std::int64_t cached_tokens = 0;   // prefix-cache hit tokens of newly scheduled requests
+  std::int64_t cached_tokens = 0;  // prefix-cache hit tokens of newly scheduled requests
   int running = 0, waiting = 0, preempted = 0, finished = 0;
   double kv_usage = 0;
   std::int64_t free_blocks = 0;
@@ -77,14 +77,14 @@ struct ReplayOptions {
   enum class Clock { kVirtual, kWall };
   Clock clock = Clock::kVirtual;
   bool keep_decision_text = true;
-  std::int64_t max_steps = 0;           // 0 = unlimited
+  std::int64_t max_steps = 0;  // 0 = unlimited
   bool check_invariants_every_step = false;
   bool stop_on_violation = true;
-  std::int64_t max_concurrency = 0;          // requests in flight at most (0: no limit); a held
-                                             // request is sent, and timed, when a slot frees
+  std::int64_t max_concurrency = 0;  // requests in flight at most (0: no limit); a held
+                                     // request is sent, and timed, when a slot frees
   std::vector<double> metric_percentiles = {99};
   GoodputSlo goodput;
-  double overload_ttft_ms = 60000;           // median TTFT above this marks the run overloaded
+  double overload_ttft_ms = 60000;  // median TTFT above this marks the run overloaded
 };
 
 // Percentiles in microseconds, model/util/percentile.h's definition, rounded to the microsecond.
@@ -97,27 +97,27 @@ struct ReplaySummary {
   std::int64_t prompt_tokens = 0, output_tokens = 0;
   std::int64_t steps = 0, preemptions = 0, recomputed_tokens = 0, evictions = 0;
   PrefixCacheStats cache;
-  double hit_rate = 0;                  // vLLM's counter: hits / queries over every lookup
-                                        // (a waiting head is looked up at every attempt)
+  double hit_rate = 0;  // vLLM's counter: hits / queries over every lookup
+                        // (a waiting head is looked up at every attempt)
   // Per request, counted once: prefix-cache hit tokens when first scheduled over prompt tokens.
   std::int64_t admitted_prompt_tokens = 0, admitted_hit_tokens = 0;
   double request_hit_rate = 0;
-  std::int64_t sim_time_us = 0;         // clock at the end
-  std::int64_t measured_total_ns = 0;   // sum of measured step times (-1 if none measured)
+  std::int64_t sim_time_us = 0;        // clock at the end
+  std::int64_t measured_total_ns = 0;  // sum of measured step times (-1 if none measured)
   std::int64_t prompt_tokens_computed = 0;
   LatencyPercentiles ttft_us, tpot_us, e2e_us;
-  ServingMetrics serving;                // vllm bench serve's figures (replay/serving_metrics.h)
+  ServingMetrics serving;  // vllm bench serve's figures (replay/serving_metrics.h)
   OverloadVerdict overload;
   std::vector<std::string> violations;
   std::string digest;
-  std::vector<GroupFigures> groups;     // hybrid runs only, in group order
+  std::vector<GroupFigures> groups;  // hybrid runs only, in group order
   // Second KV-cache tiers (docs/tiers.md); empty without --host-cache-bytes.
-  std::vector<TierFigures> tiers;       // host, then disk
+  std::vector<TierFigures> tiers;         // host, then disk
   std::int64_t admitted_tier_tokens = 0;  // per request once: tier hits when first scheduled
-  double tier_hit_rate = 0;             // admitted_tier_tokens / admitted_prompt_tokens
-  double combined_hit_rate = 0;         // (admitted hit + tier tokens) / admitted prompt tokens
-  std::int64_t tier_load_ns = 0;        // copy time of every load
-  std::int64_t tier_stall_ns = 0;       // what loads and saves added to the steps' durations
+  double tier_hit_rate = 0;               // admitted_tier_tokens / admitted_prompt_tokens
+  double combined_hit_rate = 0;           // (admitted hit + tier tokens) / admitted prompt tokens
+  std::int64_t tier_load_ns = 0;          // copy time of every load
+  std::int64_t tier_stall_ns = 0;         // what loads and saves added to the steps' durations
 };
 
 class Replayer {

@@ -59,7 +59,8 @@ OverloadVerdict judge_overload(const std::vector<std::pair<std::int64_t, std::in
   if (!all.empty() && ttft_bound_ms > 0) {
     const double m = median_ttft_ms(all);
     if (m > ttft_bound_ms) {
-      std::snprintf(buf, sizeof buf, "median TTFT is %.1f s, above the bound of %.1f s", m / 1000, ttft_bound_ms / 1000);
+      std::snprintf(buf, sizeof buf, "median TTFT is %.1f s, above the bound of %.1f s", m / 1000,
+                    ttft_bound_ms / 1000);
       return {true, buf};
     }
   }

@@ -39,8 +39,8 @@ struct ServingMetrics {
   double duration_s = 0;
   std::int64_t total_input_tokens = 0, total_output_tokens = 0;
   double request_throughput = 0, output_throughput = 0, total_token_throughput = 0;
-  double request_goodput = -1;  // -1: no SLO given
-  double max_output_tokens_per_s = 0;       // the busiest second of the clock
+  double request_goodput = -1;               // -1: no SLO given
+  double max_output_tokens_per_s = 0;        // the busiest second of the clock
   std::int64_t max_concurrent_requests = 0;  // the most requests in flight during one second
   LatencyStats ttft_ms, tpot_ms, itl_ms, e2el_ms;
 };

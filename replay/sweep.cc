@@ -1,23 +1,23 @@
 #include "replay/sweep.h"
 
 #include <algorithm>
-#include <limits>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <sstream>
 
 #include "model/block_hasher.h"
 #include "model/kv_cache_manager.h"
 #include "model/request.h"
+#include "model/util/format_number.h"
 #include "replay/parallel_indices.h"
 #include "replay/pool_sizing.h"
 #include "replay/replay_builder.h"
 #include "traces/prefix_optimum.h"
 #include "traces/trace_io.h"
-#include "model/util/format_number.h"
 
 namespace kv::replay {
 
@@ -44,9 +44,7 @@ std::string fmt(const char* f, double v) { return format_number(f, v); }
 
 }  // namespace
 
-std::string sweep_policy_names() {
-  return "lru, lru-unhashed-first, lfu, slru, leaf-lru, priority";
-}
+std::string sweep_policy_names() { return "lru, lru-unhashed-first, lfu, slru, leaf-lru, priority"; }
 
 std::string trace_label(const std::string& path) { return fs::path(path).stem().string(); }
 
@@ -249,8 +247,8 @@ StatusOr<std::vector<SweepPoint>> run_sweep(const SweepOptions& o) {
   for (std::size_t i = 0; i < results.size(); ++i) {
     if (!results[i].ok()) {
       const SweepConfig& c = configs[i];
-      return results[i].status().with_context(c.trace + " at capacity " + std::to_string(c.capacity_tokens) +
-                                              " (" + c.policy + ", block size " + std::to_string(c.block_size) + "): ");
+      return results[i].status().with_context(c.trace + " at capacity " + std::to_string(c.capacity_tokens) + " (" +
+                                              c.policy + ", block size " + std::to_string(c.block_size) + "): ");
     }
     out.push_back(std::move(*results[i]));
     const bool trace_ends = i + 1 == results.size() || configs[i + 1].trace != configs[i].trace;
@@ -291,9 +289,12 @@ StatusOr<std::vector<std::int64_t>> parse_capacities(const std::string& text) {
     double mult = 1;
     std::string digits = s;
     const char last = s.back();
-    if (last == 'k' || last == 'K') mult = 1e3;
-    else if (last == 'M' || last == 'm') mult = 1e6;
-    else if (last == 'G' || last == 'g') mult = 1e9;
+    if (last == 'k' || last == 'K')
+      mult = 1e3;
+    else if (last == 'M' || last == 'm')
+      mult = 1e6;
+    else if (last == 'G' || last == 'g')
+      mult = 1e9;
     if (mult != 1) digits.pop_back();
     char* end = nullptr;
     const double v = std::strtod(digits.c_str(), &end);
@@ -317,7 +318,8 @@ StatusOr<std::vector<std::int64_t>> parse_capacities(const std::string& text) {
     if (!hi.ok()) return hi.status();
     char* end = nullptr;
     const long per = std::strtol(parts[2].c_str(), &end, 10);
-    if (*end != '\0' || per < 1 || per > 100) return Status::error("points per decade '" + parts[2] + "' must be 1..100");
+    if (*end != '\0' || per < 1 || per > 100)
+      return Status::error("points per decade '" + parts[2] + "' must be 1..100");
     if (*hi < *lo) return Status::error("capacity range '" + text + "' ends below its start");
     for (long i = 0;; ++i) {
       const double v = *lo * std::pow(10.0, static_cast<double>(i) / static_cast<double>(per));
@@ -345,15 +347,14 @@ std::string sweep_csv(const std::vector<SweepPoint>& points) {
   auto ms = [](std::int64_t us) { return fmt("%.3f", static_cast<double>(us) / 1000.0); };
   for (const SweepPoint& p : points) {
     o << trace_label(p.config.trace) << ',' << p.config.capacity_tokens << ',' << p.config.policy << ','
-      << p.config.block_size << ',' << p.mode << ',' << fmt("%.6f", p.hit_rate) << ',' << p.lookups << ','
-      << p.queries << ',' << p.hits << ',' << p.evictions << ',' << p.requests << ',' << p.unfit_requests << ','
-      << p.pool_blocks << ',';
+      << p.config.block_size << ',' << p.mode << ',' << fmt("%.6f", p.hit_rate) << ',' << p.lookups << ',' << p.queries
+      << ',' << p.hits << ',' << p.evictions << ',' << p.requests << ',' << p.unfit_requests << ',' << p.pool_blocks
+      << ',';
     if (p.has_serving) {
       const SweepServing& s = p.serving;
-      o << s.requests_finished << ',' << s.requests_rejected << ',' << s.preemptions << ',' << ms(s.ttft_p50_us)
-        << ',' << ms(s.ttft_p90_us) << ',' << ms(s.tpot_p50_us) << ',' << ms(s.tpot_p90_us) << ','
-        << ms(s.e2e_p50_us) << ',' << ms(s.e2e_p90_us) << ',' << fmt("%.1f", s.output_tokens_per_s) << ','
-        << fmt("%.3f", s.requests_per_s);
+      o << s.requests_finished << ',' << s.requests_rejected << ',' << s.preemptions << ',' << ms(s.ttft_p50_us) << ','
+        << ms(s.ttft_p90_us) << ',' << ms(s.tpot_p50_us) << ',' << ms(s.tpot_p90_us) << ',' << ms(s.e2e_p50_us) << ','
+        << ms(s.e2e_p90_us) << ',' << fmt("%.1f", s.output_tokens_per_s) << ',' << fmt("%.3f", s.requests_per_s);
     } else {
       o << ",,,,,,,,,,";
     }

@@ -49,11 +49,11 @@ struct SweepServing {
 
 struct SweepPoint {
   SweepConfig config;
-  std::string mode;                 // "sequence" or "serving"
-  std::int64_t pool_blocks = 0;     // blocks used, null block included (invariant 3)
+  std::string mode;              // "sequence" or "serving"
+  std::int64_t pool_blocks = 0;  // blocks used, null block included (invariant 3)
   std::int64_t lookups = 0, queries = 0, hits = 0, evictions = 0;
   std::int64_t requests = 0, unfit_requests = 0;
-  double hit_rate = 0;              // hits / queries
+  double hit_rate = 0;  // hits / queries
   bool has_serving = false;
   SweepServing serving;
 };
@@ -64,10 +64,10 @@ struct SweepOptions {
   std::vector<std::string> policies = {"lru"};
   std::vector<int> block_sizes = {16};
   std::string mode = "sequence";
-  bool optimum = true;                   // sequence mode: add the "optimum" rows (invariant 4)
-  std::int64_t limit = 0;                // sequence mode: the first `limit` requests only (0: all)
+  bool optimum = true;     // sequence mode: add the "optimum" rows (invariant 4)
+  std::int64_t limit = 0;  // sequence mode: the first `limit` requests only (0: all)
   int jobs = 1;
-  ReplayConfig serving;                  // serving mode: every other replay setting
+  ReplayConfig serving;  // serving mode: every other replay setting
   // Called (from worker threads, serialized) after each configuration.
   std::function<void(std::size_t done, std::size_t total)> on_progress;
 };

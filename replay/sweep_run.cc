@@ -24,7 +24,8 @@ StatusOr<std::vector<T>> split_list(const std::string& text, const char* what) {
     if (part.empty()) return Status::error(std::string("empty ") + what + " in '" + text + "'");
     if constexpr (std::is_same_v<T, int>) {
       const std::optional<std::int64_t> v = parse_int64(part);
-      if (!v || *v < 1 || *v > 1024) return Status::error(std::string(what) + " '" + part + "' is not an integer from 1 to 1024");
+      if (!v || *v < 1 || *v > 1024)
+        return Status::error(std::string(what) + " '" + part + "' is not an integer from 1 to 1024");
       out.push_back(static_cast<int>(*v));
     } else {
       out.push_back(part);

@@ -4,8 +4,8 @@
 // binary then sees one definition of the parser's inline code.
 #pragma once
 
-#include <limits>  // libfccp/csv.h uses std::numeric_limits without including it
 #include <libfccp/csv.h>
+#include <limits>  // libfccp/csv.h uses std::numeric_limits without including it
 
 namespace kv::reports::csv {
 namespace io = ::io;

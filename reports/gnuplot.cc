@@ -25,8 +25,10 @@ std::string program() {
 std::string shell_quote(const std::string& s) {
   std::string out = "'";
   for (char c : s) {
-    if (c == '\'') out += "'\\''";
-    else out += c;
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -50,8 +52,10 @@ int g_cairo = -1;
 std::string gnuplot_quote(const std::string& text) {
   std::string out = "'";
   for (char c : text) {
-    if (c == '\'') out += "''";
-    else out += c;
+    if (c == '\'')
+      out += "''";
+    else
+      out += c;
   }
   return out + "'";
 }
@@ -95,8 +99,8 @@ Status render_plot(const std::string& base, const std::string& body, int width, 
   if (Status s = files::write_whole_file(gp, text); !s.ok()) return s;
   std::string out;
   const std::string cd = folder.empty() ? "" : "cd " + shell_quote(folder.string()) + " && ";
-  const int rc = run_capture(cd + shell_quote(program()) + " " +
-                             shell_quote(std::filesystem::path(gp).filename().string()), &out);
+  const int rc =
+      run_capture(cd + shell_quote(program()) + " " + shell_quote(std::filesystem::path(gp).filename().string()), &out);
   if (rc != 0) {
     return Status::error("gnuplot failed on " + gp + " (exit " + std::to_string(rc) + "): " + out);
   }

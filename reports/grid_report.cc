@@ -6,9 +6,9 @@
 #include <map>
 #include <sstream>
 
+#include "model/util/format_number.h"
 #include "reports/gnuplot.h"
 #include "reports/run_folder.h"
-#include "model/util/format_number.h"
 
 namespace kv::reports {
 
@@ -76,9 +76,9 @@ std::string grid_csv_row(const GridPoint& point, const ReplaySummary& r) {
     << (m.request_goodput >= 0 ? num(m.request_goodput) : "") << ',' << num(m.ttft_ms.mean) << ','
     << num(m.ttft_ms.median) << ',' << num(percentile_value(m.ttft_ms, 99)) << ',' << num(m.tpot_ms.mean) << ','
     << num(m.tpot_ms.median) << ',' << num(percentile_value(m.tpot_ms, 99)) << ',' << num(m.itl_ms.mean) << ','
-    << num(percentile_value(m.itl_ms, 99)) << ',' << num(m.e2el_ms.mean) << ','
-    << num(percentile_value(m.e2el_ms, 99)) << ',' << num(r.request_hit_rate) << ',' << r.preemptions << ','
-    << (r.overload.overloaded ? "yes" : "no") << tier_cells(r) << '\n';
+    << num(percentile_value(m.itl_ms, 99)) << ',' << num(m.e2el_ms.mean) << ',' << num(percentile_value(m.e2el_ms, 99))
+    << ',' << num(r.request_hit_rate) << ',' << r.preemptions << ',' << (r.overload.overloaded ? "yes" : "no")
+    << tier_cells(r) << '\n';
   return o.str();
 }
 
@@ -107,8 +107,12 @@ GridPlotRow GridPlotRow::from_text(const std::string& text) {
 
 GridPlotRow grid_plot_row(const GridPoint& point, const ReplaySummary& r) {
   const replay::ServingMetrics& m = r.serving;
-  return {curve_of(point), m.request_throughput, percentile_value(m.ttft_ms, 99), m.ttft_ms.median,
-          point.config.arrivals.request_rate, m.request_goodput};
+  return {curve_of(point),
+          m.request_throughput,
+          percentile_value(m.ttft_ms, 99),
+          m.ttft_ms.median,
+          point.config.arrivals.request_rate,
+          m.request_goodput};
 }
 
 Status plot_grid(const std::vector<GridPlotRow>& rows, const std::string& out_dir) {

@@ -11,9 +11,9 @@
 
 #include "files/output_file.h"
 #include "files/output_folder.h"
+#include "model/util/format_number.h"
 #include "model/util/percentile.h"
 #include "reports/gnuplot.h"
-#include "model/util/format_number.h"
 
 namespace kv::reports {
 
@@ -29,11 +29,20 @@ std::string html_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -122,8 +131,10 @@ class Doc {
     return "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>" + html_escape(title) +
            "</title>\n<style>\nbody{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}\n"
            "table{border-collapse:collapse;margin:1em 0}th,td{border:1px solid #bbb;padding:3px 8px;text-align:right}\n"
-           "th{background:#eee}td:first-child,th:first-child{text-align:left}\nfigure{margin:1em 0}img{max-width:100%}\n"
-           "figcaption{color:#555;font-size:90%}\n.scroll{overflow-x:auto;max-width:100%}\n</style>\n</head>\n<body>\n" +
+           "th{background:#eee}td:first-child,th:first-child{text-align:left}\nfigure{margin:1em "
+           "0}img{max-width:100%}\n"
+           "figcaption{color:#555;font-size:90%}\n.scroll{overflow-x:auto;max-width:100%}\n</style>\n</"
+           "head>\n<body>\n" +
            html_.str() + "</body>\n</html>\n";
   }
 
@@ -137,8 +148,10 @@ Status write_series(const fs::path& path, const std::vector<std::vector<std::pai
   std::ofstream f(path, std::ios::binary);
   for (const auto& s : series) {
     const std::size_t stride = s.size() > max_points ? (s.size() + max_points - 1) / max_points : 1;
-    for (std::size_t i = 0; i < s.size(); i += stride) f << fmt("%.9g", s[i].first) << ' ' << fmt("%.9g", s[i].second) << "\n";
-    if (!s.empty() && (s.size() - 1) % stride != 0) f << fmt("%.9g", s.back().first) << ' ' << fmt("%.9g", s.back().second) << "\n";
+    for (std::size_t i = 0; i < s.size(); i += stride)
+      f << fmt("%.9g", s[i].first) << ' ' << fmt("%.9g", s[i].second) << "\n";
+    if (!s.empty() && (s.size() - 1) % stride != 0)
+      f << fmt("%.9g", s.back().first) << ' ' << fmt("%.9g", s.back().second) << "\n";
     f << "\n\n";
   }
   if (!f) return Status::error("cannot write " + path.string());
@@ -249,26 +262,29 @@ struct ReportWriter {
 
   void summary() {
     doc.heading(2, "Summary");
-  std::vector<std::vector<std::string>> rows;
-  for (const RunData& r : runs) {
-    const auto lat = [](const Percentiles& p) { return fmt("%.1f", p.mean / 1000) + " / " + ms(p.p50) + " / " + ms(p.p99); };
-    rows.push_back({r.label, r.config_value("device"), r.config_value("prefix_caching"),
-                    std::to_string(r.requests_finished) + " / " + std::to_string(r.requests_rejected),
-                    pct(r.request_hit_rate), pct(r.hit_rate), lat(r.ttft_us), lat(r.tpot_us), lat(r.e2e_us),
-                    fmt("%.0f", r.output_tokens_per_s), std::to_string(r.steps), std::to_string(r.preemptions),
-                    std::to_string(r.evictions), short_digest(r.digest)});
-  }
-  doc.table({"run", "device", "caching", "done / rejected", "prefix-cache hit rate", "lookup hit rate",
-             "TTFT ms mean / p50 / p99", "TPOT ms mean / p50 / p99", "E2EL ms mean / p50 / p99", "output tok/s",
-             "steps", "preemptions", "evictions", "decision log"},
-            rows);
-  doc.para("Prefix-cache hit rate: prompt tokens found in the cache when each request was first scheduled, over "
-           "all prompt tokens (each request once). Lookup hit rate: vLLM's counter, hits over queried tokens of "
-           "every lookup (a waiting request is looked up again at every attempt). docs/results.md defines both. "
-           "Latencies are in device time: simulated for sim runs, the replay clock for GPU runs. Throughput: "
-           "output tokens per second of that clock.");
-  tiers();
-  configuration();
+    std::vector<std::vector<std::string>> rows;
+    for (const RunData& r : runs) {
+      const auto lat = [](const Percentiles& p) {
+        return fmt("%.1f", p.mean / 1000) + " / " + ms(p.p50) + " / " + ms(p.p99);
+      };
+      rows.push_back({r.label, r.config_value("device"), r.config_value("prefix_caching"),
+                      std::to_string(r.requests_finished) + " / " + std::to_string(r.requests_rejected),
+                      pct(r.request_hit_rate), pct(r.hit_rate), lat(r.ttft_us), lat(r.tpot_us), lat(r.e2e_us),
+                      fmt("%.0f", r.output_tokens_per_s), std::to_string(r.steps), std::to_string(r.preemptions),
+                      std::to_string(r.evictions), short_digest(r.digest)});
+    }
+    doc.table({"run", "device", "caching", "done / rejected", "prefix-cache hit rate", "lookup hit rate",
+               "TTFT ms mean / p50 / p99", "TPOT ms mean / p50 / p99", "E2EL ms mean / p50 / p99", "output tok/s",
+               "steps", "preemptions", "evictions", "decision log"},
+              rows);
+    doc.para(
+        "Prefix-cache hit rate: prompt tokens found in the cache when each request was first scheduled, over "
+        "all prompt tokens (each request once). Lookup hit rate: vLLM's counter, hits over queried tokens of "
+        "every lookup (a waiting request is looked up again at every attempt). docs/results.md defines both. "
+        "Latencies are in device time: simulated for sim runs, the replay clock for GPU runs. Throughput: "
+        "output tokens per second of that clock.");
+    tiers();
+    configuration();
   }
 
   // Second KV-cache tiers (docs/tiers.md), for runs that had them.
@@ -288,9 +304,10 @@ struct ReportWriter {
     doc.table({"run", "tier", "capacity GB", "hit rate", "loaded MB", "stored MB", "dropped blocks",
                "GPU + tiers hit rate", "load ms", "stall ms"},
               rows);
-    doc.para("Hit rate: prompt tokens loaded from the tier when each request was first scheduled, over all prompt "
-             "tokens. Load ms: copy time of every load; stall ms: what loads and saves added to the steps' "
-             "durations (with --tier-load overlap, only the part the compute did not hide). docs/tiers.md.");
+    doc.para(
+        "Hit rate: prompt tokens loaded from the tier when each request was first scheduled, over all prompt "
+        "tokens. Load ms: copy time of every load; stall ms: what loads and saves added to the steps' "
+        "durations (with --tier-load overlap, only the part the compute did not hide). docs/tiers.md.");
   }
 
   // Every setting of every run, one row per setting.
@@ -315,189 +332,200 @@ struct ReportWriter {
 
   Status over_time() {
     doc.heading(2, "KV usage and hit rate over time");
-  std::vector<std::vector<std::pair<double, double>>> usage, hits;
-  for (const RunData& r : runs) {
-    std::vector<std::pair<double, double>> u;
-    for (const StepRow& s : r.step_rows) u.emplace_back(static_cast<double>(s.start_us) / 1e6, 100.0 * s.kv_usage);
-    usage.push_back(std::move(u));
-    std::vector<const RequestRow*> started;
-    for (const RequestRow& q : r.request_rows) {
-      if (q.first_token_us >= 0) started.push_back(&q);
+    std::vector<std::vector<std::pair<double, double>>> usage, hits;
+    for (const RunData& r : runs) {
+      std::vector<std::pair<double, double>> u;
+      for (const StepRow& s : r.step_rows) u.emplace_back(static_cast<double>(s.start_us) / 1e6, 100.0 * s.kv_usage);
+      usage.push_back(std::move(u));
+      std::vector<const RequestRow*> started;
+      for (const RequestRow& q : r.request_rows) {
+        if (q.first_token_us >= 0) started.push_back(&q);
+      }
+      std::stable_sort(started.begin(), started.end(),
+                       [](auto* a, auto* b) { return a->first_token_us < b->first_token_us; });
+      std::vector<std::pair<double, double>> h;
+      double cached = 0, prompt = 0;
+      for (const RequestRow* q : started) {
+        cached += static_cast<double>(q->cached_tokens);
+        prompt += static_cast<double>(q->prompt_tokens);
+        h.emplace_back(static_cast<double>(q->first_token_us) / 1e6, prompt > 0 ? cached / prompt : 0);
+      }
+      hits.push_back(std::move(h));
     }
-    std::stable_sort(started.begin(), started.end(),
-                     [](auto* a, auto* b) { return a->first_token_us < b->first_token_us; });
-    std::vector<std::pair<double, double>> h;
-    double cached = 0, prompt = 0;
-    for (const RequestRow* q : started) {
-      cached += static_cast<double>(q->cached_tokens);
-      prompt += static_cast<double>(q->prompt_tokens);
-      h.emplace_back(static_cast<double>(q->first_token_us) / 1e6, prompt > 0 ? cached / prompt : 0);
-    }
-    hits.push_back(std::move(h));
-  }
-  if (Status s = write_series(out / "data" / "kv_usage.dat", usage); !s.ok()) return s;
-  if (Status s = write_series(out / "data" / "hit_rate_time.dat", hits); !s.ok()) return s;
-  render("kv_usage",
-         "set title 'KV-cache usage over time'\nset xlabel 'time (s, replay clock)'\nset ylabel 'KV blocks in use (%)'\n"
-         "set yrange [0:105]\nset grid\nset key outside right top\n" +
-             plot_lines(out / "data" / "kv_usage.dat", labels, "with lines lw 1.5"),
-         "KV-cache usage over time (steps.csv kv_usage)");
-  render("hit_rate_time",
-         "set title 'Cumulative prefix-cache hit rate over time'\nset xlabel 'time of first token (s, replay clock)'\n"
-         "set ylabel 'cached / prompt tokens, cumulative'\nset yrange [0:1]\nset grid\nset key outside right top\n" +
-             plot_lines(out / "data" / "hit_rate_time.dat", labels, "with lines lw 2"),
-         "Cumulative hit rate: cached_tokens / prompt_tokens of requests by first-token time (requests.csv)");
-  doc.para("The cumulative hit rate counts each request once, at its first token, with the hits of its first "
-           "scheduling (requests.csv cached_tokens over prompt_tokens).");
+    if (Status s = write_series(out / "data" / "kv_usage.dat", usage); !s.ok()) return s;
+    if (Status s = write_series(out / "data" / "hit_rate_time.dat", hits); !s.ok()) return s;
+    render(
+        "kv_usage",
+        "set title 'KV-cache usage over time'\nset xlabel 'time (s, replay clock)'\nset ylabel 'KV blocks in use (%)'\n"
+        "set yrange [0:105]\nset grid\nset key outside right top\n" +
+            plot_lines(out / "data" / "kv_usage.dat", labels, "with lines lw 1.5"),
+        "KV-cache usage over time (steps.csv kv_usage)");
+    render(
+        "hit_rate_time",
+        "set title 'Cumulative prefix-cache hit rate over time'\nset xlabel 'time of first token (s, replay clock)'\n"
+        "set ylabel 'cached / prompt tokens, cumulative'\nset yrange [0:1]\nset grid\nset key outside right top\n" +
+            plot_lines(out / "data" / "hit_rate_time.dat", labels, "with lines lw 2"),
+        "Cumulative hit rate: cached_tokens / prompt_tokens of requests by first-token time (requests.csv)");
+    doc.para(
+        "The cumulative hit rate counts each request once, at its first token, with the hits of its first "
+        "scheduling (requests.csv cached_tokens over prompt_tokens).");
     return {};
   }
 
   Status latency() {
     doc.heading(2, "Latency distributions");
-  std::vector<std::vector<std::pair<double, double>>> ttft, tpot, e2e;
-  for (const RunData& r : runs) {
-    std::vector<double> a, b, c;
-    for (const RequestRow& q : r.request_rows) {
-      if (q.ttft_us >= 0) a.push_back(static_cast<double>(q.ttft_us) / 1000.0);
-      if (q.e2e_us >= 0) c.push_back(static_cast<double>(q.e2e_us) / 1000.0);
-      if (q.ttft_us >= 0 && q.e2e_us >= 0 && q.output_tokens > 1) {
-        b.push_back(static_cast<double>(q.e2e_us - q.ttft_us) / 1000.0 / static_cast<double>(q.output_tokens - 1));
+    std::vector<std::vector<std::pair<double, double>>> ttft, tpot, e2e;
+    for (const RunData& r : runs) {
+      std::vector<double> a, b, c;
+      for (const RequestRow& q : r.request_rows) {
+        if (q.ttft_us >= 0) a.push_back(static_cast<double>(q.ttft_us) / 1000.0);
+        if (q.e2e_us >= 0) c.push_back(static_cast<double>(q.e2e_us) / 1000.0);
+        if (q.ttft_us >= 0 && q.e2e_us >= 0 && q.output_tokens > 1) {
+          b.push_back(static_cast<double>(q.e2e_us - q.ttft_us) / 1000.0 / static_cast<double>(q.output_tokens - 1));
+        }
       }
+      ttft.push_back(cdf(a));
+      tpot.push_back(cdf(b));
+      e2e.push_back(cdf(c));
     }
-    ttft.push_back(cdf(a));
-    tpot.push_back(cdf(b));
-    e2e.push_back(cdf(c));
-  }
-  struct Cdf {
-    const char* name;
-    const char* what;
-    std::vector<std::vector<std::pair<double, double>>>* data;
-  };
-  for (const Cdf& c : {Cdf{"ttft_cdf", "TTFT: arrival to first token", &ttft},
-                       Cdf{"tpot_cdf", "TPOT: mean time per output token after the first", &tpot},
-                       Cdf{"e2e_cdf", "E2E: arrival to last token", &e2e}}) {
-    bool any = false;
-    for (const auto& s : *c.data) any = any || !s.empty();
-    if (!any) {
-      doc.para(std::string("No request has a ") + c.name + " value.");
-      continue;
+    struct Cdf {
+      const char* name;
+      const char* what;
+      std::vector<std::vector<std::pair<double, double>>>* data;
+    };
+    for (const Cdf& c : {Cdf{"ttft_cdf", "TTFT: arrival to first token", &ttft},
+                         Cdf{"tpot_cdf", "TPOT: mean time per output token after the first", &tpot},
+                         Cdf{"e2e_cdf", "E2E: arrival to last token", &e2e}}) {
+      bool any = false;
+      for (const auto& s : *c.data) any = any || !s.empty();
+      if (!any) {
+        doc.para(std::string("No request has a ") + c.name + " value.");
+        continue;
+      }
+      if (Status s = write_series(out / "data" / (std::string(c.name) + ".dat"), *c.data, 1000); !s.ok()) return s;
+      render(c.name,
+             std::string("set title '") + c.what +
+                 " (CDF)'\nset xlabel 'latency (ms, log scale)'\nset ylabel "
+                 "'fraction of requests'\nset logscale x\nset yrange [0:1]\nset grid\nset key right bottom\n" +
+                 plot_lines(out / "data" / (std::string(c.name) + ".dat"), labels, "with steps lw 2"),
+             std::string(c.what) + ", CDF over requests (requests.csv)");
     }
-    if (Status s = write_series(out / "data" / (std::string(c.name) + ".dat"), *c.data, 1000); !s.ok()) return s;
-    render(c.name,
-           std::string("set title '") + c.what + " (CDF)'\nset xlabel 'latency (ms, log scale)'\nset ylabel "
-           "'fraction of requests'\nset logscale x\nset yrange [0:1]\nset grid\nset key right bottom\n" +
-               plot_lines(out / "data" / (std::string(c.name) + ".dat"), labels, "with steps lw 2"),
-           std::string(c.what) + ", CDF over requests (requests.csv)");
-  }
     return {};
   }
 
   void caching_on_off() {
     doc.heading(2, "Prefix caching on vs off");
-  bool any = false;
-  for (std::size_t i = 0; i < runs.size(); ++i) {
-    for (std::size_t j = i + 1; j < runs.size(); ++j) {
-      if (!caching_pair(runs[i], runs[j])) continue;
-      any = true;
-      const RunData& on = runs[i].config_value("prefix_caching") == "on" ? runs[i] : runs[j];
-      const RunData& off = &on == &runs[i] ? runs[j] : runs[i];
-      doc.para(on.label + " (on) vs " + off.label + " (off): the configurations differ only in prefix caching.");
-      auto row = [](const std::string& m, double a, double b, const char* f) {
-        return std::vector<std::string>{m, fmt(f, a), fmt(f, b), fmt(f, a - b),
-                                        b != 0 ? fmt("%.3f", a / b) : std::string("-")};
-      };
-      auto d = [](std::int64_t us) { return static_cast<double>(us) / 1000.0; };
-      doc.table({"metric", "on", "off", "on - off", "on / off"},
-                {row("hit rate (%)", 100 * on.hit_rate, 100 * off.hit_rate, "%.2f"),
-                 row("TTFT p50 (ms)", d(on.ttft_us.p50), d(off.ttft_us.p50), "%.1f"),
-                 row("TTFT p90 (ms)", d(on.ttft_us.p90), d(off.ttft_us.p90), "%.1f"),
-                 row("TPOT p50 (ms)", d(on.tpot_us.p50), d(off.tpot_us.p50), "%.2f"),
-                 row("E2E p50 (ms)", d(on.e2e_us.p50), d(off.e2e_us.p50), "%.1f"),
-                 row("output throughput (tok/s)", on.output_tokens_per_s, off.output_tokens_per_s, "%.0f"),
-                 row("requests/s", on.requests_per_s, off.requests_per_s, "%.3f"),
-                 row("preemptions", static_cast<double>(on.preemptions), static_cast<double>(off.preemptions), "%.0f"),
-                 row("steps", static_cast<double>(on.steps), static_cast<double>(off.steps), "%.0f")});
+    bool any = false;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      for (std::size_t j = i + 1; j < runs.size(); ++j) {
+        if (!caching_pair(runs[i], runs[j])) continue;
+        any = true;
+        const RunData& on = runs[i].config_value("prefix_caching") == "on" ? runs[i] : runs[j];
+        const RunData& off = &on == &runs[i] ? runs[j] : runs[i];
+        doc.para(on.label + " (on) vs " + off.label + " (off): the configurations differ only in prefix caching.");
+        auto row = [](const std::string& m, double a, double b, const char* f) {
+          return std::vector<std::string>{m, fmt(f, a), fmt(f, b), fmt(f, a - b),
+                                          b != 0 ? fmt("%.3f", a / b) : std::string("-")};
+        };
+        auto d = [](std::int64_t us) { return static_cast<double>(us) / 1000.0; };
+        doc.table(
+            {"metric", "on", "off", "on - off", "on / off"},
+            {row("hit rate (%)", 100 * on.hit_rate, 100 * off.hit_rate, "%.2f"),
+             row("TTFT p50 (ms)", d(on.ttft_us.p50), d(off.ttft_us.p50), "%.1f"),
+             row("TTFT p90 (ms)", d(on.ttft_us.p90), d(off.ttft_us.p90), "%.1f"),
+             row("TPOT p50 (ms)", d(on.tpot_us.p50), d(off.tpot_us.p50), "%.2f"),
+             row("E2E p50 (ms)", d(on.e2e_us.p50), d(off.e2e_us.p50), "%.1f"),
+             row("output throughput (tok/s)", on.output_tokens_per_s, off.output_tokens_per_s, "%.0f"),
+             row("requests/s", on.requests_per_s, off.requests_per_s, "%.3f"),
+             row("preemptions", static_cast<double>(on.preemptions), static_cast<double>(off.preemptions), "%.0f"),
+             row("steps", static_cast<double>(on.steps), static_cast<double>(off.steps), "%.0f")});
+      }
     }
-  }
-  if (!any) doc.para("No two runs differ only in prefix caching, so there is no on/off comparison.");
+    if (!any) doc.para("No two runs differ only in prefix caching, so there is no on/off comparison.");
   }
 
   void kernels() {
     doc.heading(2, "Per-kernel device time");
-  bool any = false;
-  for (const RunData& r : runs) {
-    if (!r.has_kernels) continue;
-    any = true;
-    std::int64_t total = 0;
-    for (const KernelRow& k : r.kernels) total += k.total_ns;
-    std::vector<KernelRow> ks = r.kernels;
-    std::stable_sort(ks.begin(), ks.end(), [](const KernelRow& a, const KernelRow& b) { return a.total_ns > b.total_ns; });
-    std::vector<std::vector<std::string>> krows;
-    for (const KernelRow& k : ks) {
-      krows.push_back({k.kernel, std::to_string(k.launches), fmt("%.3f", static_cast<double>(k.total_ns) / 1e6),
-                       total > 0 ? pct(static_cast<double>(k.total_ns) / static_cast<double>(total)) : "-"});
+    bool any = false;
+    for (const RunData& r : runs) {
+      if (!r.has_kernels) continue;
+      any = true;
+      std::int64_t total = 0;
+      for (const KernelRow& k : r.kernels) total += k.total_ns;
+      std::vector<KernelRow> ks = r.kernels;
+      std::stable_sort(ks.begin(), ks.end(),
+                       [](const KernelRow& a, const KernelRow& b) { return a.total_ns > b.total_ns; });
+      std::vector<std::vector<std::string>> krows;
+      for (const KernelRow& k : ks) {
+        krows.push_back({k.kernel, std::to_string(k.launches), fmt("%.3f", static_cast<double>(k.total_ns) / 1e6),
+                         total > 0 ? pct(static_cast<double>(k.total_ns) / static_cast<double>(total)) : "-"});
+      }
+      doc.para(r.label + " (kernels.csv):");
+      doc.table({"kernel", "launches", "time (ms)", "share"}, krows);
     }
-    doc.para(r.label + " (kernels.csv):");
-    doc.table({"kernel", "launches", "time (ms)", "share"}, krows);
-  }
-  if (!any) {
-    doc.para("Skipped: none of these run folders has a per-kernel breakdown (a kernels.csv with "
-             "kernel,launches,total_ns); summary.json does not carry one.");
-  }
+    if (!any) {
+      doc.para(
+          "Skipped: none of these run folders has a per-kernel breakdown (a kernels.csv with "
+          "kernel,launches,total_ns); summary.json does not carry one.");
+    }
   }
 
   Status simulated_vs_measured() {
     doc.heading(2, "Simulated vs measured");
-  bool any = false;
-  for (const RunData& m : runs) {
-    if (!m.measured()) continue;
-    any = true;
-    const RunData* s = sim_partner(m, runs);
-    if (s != nullptr) {
-      const bool same_digest = !m.digest.empty() && m.digest == s->digest;
-      const bool same_hits = m.hits == s->hits && m.queries == s->queries;
-      doc.table({"", m.label + " (measured)", s->label + " (simulated)"},
-                {{"device", m.config_value("device"), s->config_value("device")},
-                 {"decision-log SHA-256", m.digest, s->digest},
-                 {"prefix-cache hit rate", pct(m.hit_rate) + " (" + std::to_string(m.hits) + " / " +
-                                               std::to_string(m.queries) + ")",
-                  pct(s->hit_rate) + " (" + std::to_string(s->hits) + " / " + std::to_string(s->queries) + ")"},
-                 {"steps", std::to_string(m.steps), std::to_string(s->steps)}});
-      doc.para(same_digest ? "The decision-log digests are equal: both runs made identical scheduling decisions."
-                           : "FLAG: the decision-log digests differ: the runs did not make identical decisions "
-                             "(expected with --clock wall or a different configuration).");
-      doc.para(same_hits ? "The hit rates are equal, as they must be for identical decisions."
-                         : "FLAG: the hit rates differ (" + pct(m.hit_rate) + " vs " + pct(s->hit_rate) +
-                               "): the allocator saw different requests or decisions.");
-    } else {
-      doc.para(m.label + " has measured step times but no simulated run of the same trace is among the inputs; "
-               "its own predicted_ns column (the cost model on the same plans) is compared below.");
+    bool any = false;
+    for (const RunData& m : runs) {
+      if (!m.measured()) continue;
+      any = true;
+      const RunData* s = sim_partner(m, runs);
+      if (s != nullptr) {
+        const bool same_digest = !m.digest.empty() && m.digest == s->digest;
+        const bool same_hits = m.hits == s->hits && m.queries == s->queries;
+        doc.table({"", m.label + " (measured)", s->label + " (simulated)"},
+                  {{"device", m.config_value("device"), s->config_value("device")},
+                   {"decision-log SHA-256", m.digest, s->digest},
+                   {"prefix-cache hit rate",
+                    pct(m.hit_rate) + " (" + std::to_string(m.hits) + " / " + std::to_string(m.queries) + ")",
+                    pct(s->hit_rate) + " (" + std::to_string(s->hits) + " / " + std::to_string(s->queries) + ")"},
+                   {"steps", std::to_string(m.steps), std::to_string(s->steps)}});
+        doc.para(same_digest ? "The decision-log digests are equal: both runs made identical scheduling decisions."
+                             : "FLAG: the decision-log digests differ: the runs did not make identical decisions "
+                               "(expected with --clock wall or a different configuration).");
+        doc.para(same_hits ? "The hit rates are equal, as they must be for identical decisions."
+                           : "FLAG: the hit rates differ (" + pct(m.hit_rate) + " vs " + pct(s->hit_rate) +
+                                 "): the allocator saw different requests or decisions.");
+      } else {
+        doc.para(m.label +
+                 " has measured step times but no simulated run of the same trace is among the inputs; "
+                 "its own predicted_ns column (the cost model on the same plans) is compared below.");
+      }
+      const std::vector<double> e = step_time_errors(m);
+      if (e.empty()) {
+        doc.para("No step of " + m.label + " has a measured time > 0.");
+        continue;
+      }
+      const double med = percentile_of_sorted(e, 50), p90 = percentile_of_sorted(e, 90), mx = e.back();
+      doc.para("Predicted vs measured step time of " + m.label + " over " + std::to_string(e.size()) +
+               " steps: absolute percentage error median " + pct(med) + ", p90 " + pct(p90) + ", max " + pct(mx) +
+               ". Fidelity target (median <= 5%, p90 <= 10%): " + (med <= 0.05 && p90 <= 0.10 ? "met." : "NOT met."));
+      std::vector<std::pair<double, double>> pts;
+      for (const StepRow& st : m.step_rows) {
+        if (st.measured_ns > 0)
+          pts.emplace_back(static_cast<double>(st.measured_ns) / 1e6, static_cast<double>(st.predicted_ns) / 1e6);
+      }
+      const std::string name = "step_time_" + std::to_string(&m - runs.data() + 1);
+      if (Status st = write_series(out / "data" / (name + ".dat"), {pts}, 5000); !st.ok()) return st;
+      render(name,
+             "set title " + gnuplot_quote("Predicted vs measured step time: " + m.label) +
+                 " noenhanced\nset xlabel 'measured step time (ms, log scale)'\nset ylabel 'predicted step time (ms, "
+                 "log scale)'\n"
+                 "set logscale xy\nset grid\nset key left top\nset size ratio -1\n"
+                 "plot " +
+                 gnuplot_quote((out / "data" / (name + ".dat")).string()) +
+                 " using 1:2 with points pt 7 ps 0.4 title 'steps', x with lines dt 2 lc rgb 'black' title 'predicted "
+                 "= measured'\n",
+             "Predicted (cost model) vs measured step time, one point per step");
     }
-    const std::vector<double> e = step_time_errors(m);
-    if (e.empty()) {
-      doc.para("No step of " + m.label + " has a measured time > 0.");
-      continue;
-    }
-    const double med = percentile_of_sorted(e, 50), p90 = percentile_of_sorted(e, 90), mx = e.back();
-    doc.para("Predicted vs measured step time of " + m.label + " over " + std::to_string(e.size()) +
-             " steps: absolute percentage error median " + pct(med) + ", p90 " + pct(p90) + ", max " + pct(mx) +
-             ". Fidelity target (median <= 5%, p90 <= 10%): " +
-             (med <= 0.05 && p90 <= 0.10 ? "met." : "NOT met."));
-    std::vector<std::pair<double, double>> pts;
-    for (const StepRow& st : m.step_rows) {
-      if (st.measured_ns > 0) pts.emplace_back(static_cast<double>(st.measured_ns) / 1e6, static_cast<double>(st.predicted_ns) / 1e6);
-    }
-    const std::string name = "step_time_" + std::to_string(&m - runs.data() + 1);
-    if (Status st = write_series(out / "data" / (name + ".dat"), {pts}, 5000); !st.ok()) return st;
-    render(name,
-           "set title " + gnuplot_quote("Predicted vs measured step time: " + m.label) +
-               " noenhanced\nset xlabel 'measured step time (ms, log scale)'\nset ylabel 'predicted step time (ms, log scale)'\n"
-               "set logscale xy\nset grid\nset key left top\nset size ratio -1\n"
-               "plot " + gnuplot_quote((out / "data" / (name + ".dat")).string()) +
-               " using 1:2 with points pt 7 ps 0.4 title 'steps', x with lines dt 2 lc rgb 'black' title 'predicted = measured'\n",
-           "Predicted (cost model) vs measured step time, one point per step");
-  }
-  if (!any) doc.para("No run has measured step times (steps.csv measured_ns >= 0): all runs are simulated.");
+    if (!any) doc.para("No run has measured step times (steps.csv measured_ns >= 0): all runs are simulated.");
     return {};
   }
 
@@ -542,8 +570,7 @@ StatusOr<ReportResult> write_report(const ReportOptions& o) {
   w.plots = gnuplot_available(&w.why_no_plots);
   if (!w.plots) w.result.notes.push_back("no plots: " + w.why_no_plots);
   for (const RunData& r : w.runs) w.labels.push_back(r.label);
-  const std::string title =
-      "kvsim report: " + std::to_string(w.runs.size()) + (w.runs.size() == 1 ? " run" : " runs");
+  const std::string title = "kvsim report: " + std::to_string(w.runs.size()) + (w.runs.size() == 1 ? " run" : " runs");
   w.header(title);
   w.summary();
   if (Status s = w.over_time(); !s.ok()) return s;

@@ -23,7 +23,7 @@ namespace kv::reports {
 struct ReportOptions {
   std::vector<std::string> runs;  // run folders
   std::string out_dir;
-  bool force = false;             // replace report files in a non-empty out_dir
+  bool force = false;  // replace report files in a non-empty out_dir
 };
 
 struct ReportResult {

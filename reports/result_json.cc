@@ -107,7 +107,8 @@ std::string result_json(const RunConfig& config, const replay::ReplaySummary& s,
 
 std::string result_date_from_environment() {
   std::time_t t = 0;
-  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH")) t = static_cast<std::time_t>(std::strtoll(epoch, nullptr, 10));
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"))
+    t = static_cast<std::time_t>(std::strtoll(epoch, nullptr, 10));
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "reports/result_json.h"
 #include "model/util/format_number.h"
+#include "reports/result_json.h"
 
 namespace kv::reports {
 namespace fs = std::filesystem;
@@ -51,11 +51,13 @@ StatusOr<std::unique_ptr<RunFolder>> RunFolder::open_files(std::unique_ptr<RunFo
   if (!requests.ok()) return requests.status();
   f->steps_ = std::move(*steps);
   f->requests_ = std::move(*requests);
-  f->steps_->write("step,start_us,duration_ns,predicted_ns,measured_ns,num_requests,prefill_tokens,decode_tokens,"
-                   "cached_tokens,running,waiting,preempted,finished,kv_usage,free_blocks,evictions_total,"
-                   "tokens_computed,kv_slots_read\n");
-  f->requests_->write("id,arrival_us,first_token_us,finish_us,ttft_us,e2e_us,prompt_tokens,output_tokens,"
-                      "cached_tokens,preemptions,status,reason\n");
+  f->steps_->write(
+      "step,start_us,duration_ns,predicted_ns,measured_ns,num_requests,prefill_tokens,decode_tokens,"
+      "cached_tokens,running,waiting,preempted,finished,kv_usage,free_blocks,evictions_total,"
+      "tokens_computed,kv_slots_read\n");
+  f->requests_->write(
+      "id,arrival_us,first_token_us,finish_us,ttft_us,e2e_us,prompt_tokens,output_tokens,"
+      "cached_tokens,preemptions,status,reason\n");
   return f;
 }
 
@@ -74,15 +76,14 @@ void RunFolder::add_decision(std::string_view line) {
 
 void RunFolder::add_step(const StepRecord& r) {
   char row[512];
-  const int n = std::snprintf(row, sizeof row, "%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%lld,%d,%d,%d,%d,%.6f,%lld,%lld,%lld,%lld\n",
-               static_cast<long long>(r.step), static_cast<long long>(r.start_us),
-               static_cast<long long>(r.duration_ns), static_cast<long long>(r.predicted_ns),
-               static_cast<long long>(r.measured_ns), r.num_requests,
-               static_cast<long long>(r.prefill_tokens), static_cast<long long>(r.decode_tokens),
-               static_cast<long long>(r.cached_tokens), r.running, r.waiting, r.preempted, r.finished,
-               r.kv_usage, static_cast<long long>(r.free_blocks), static_cast<long long>(r.evictions_total),
-               static_cast<long long>(r.counters.tokens_computed),
-               static_cast<long long>(r.counters.kv_slots_read));
+  const int n = std::snprintf(
+      row, sizeof row, "%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%lld,%d,%d,%d,%d,%.6f,%lld,%lld,%lld,%lld\n",
+      static_cast<long long>(r.step), static_cast<long long>(r.start_us), static_cast<long long>(r.duration_ns),
+      static_cast<long long>(r.predicted_ns), static_cast<long long>(r.measured_ns), r.num_requests,
+      static_cast<long long>(r.prefill_tokens), static_cast<long long>(r.decode_tokens),
+      static_cast<long long>(r.cached_tokens), r.running, r.waiting, r.preempted, r.finished, r.kv_usage,
+      static_cast<long long>(r.free_blocks), static_cast<long long>(r.evictions_total),
+      static_cast<long long>(r.counters.tokens_computed), static_cast<long long>(r.counters.kv_slots_read));
   steps_->write(std::string_view(row, static_cast<std::size_t>(std::min<int>(n, sizeof row - 1))));
 }
 
@@ -100,11 +101,11 @@ void RunFolder::add_request(const RequestMetrics& m) {
   const long long ttft = m.first_token_us >= 0 ? m.first_token_us - m.arrival_us : -1;
   const long long e2e = m.finish_us >= 0 ? m.finish_us - m.arrival_us : -1;
   char numbers[256];
-  const int n = std::snprintf(numbers, sizeof numbers, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,",
-               static_cast<long long>(m.arrival_us), static_cast<long long>(m.first_token_us),
-               static_cast<long long>(m.finish_us), ttft, e2e, static_cast<long long>(m.prompt_tokens),
-               static_cast<long long>(m.output_tokens), static_cast<long long>(m.cached_tokens),
-               m.preemptions);
+  const int n =
+      std::snprintf(numbers, sizeof numbers, ",%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%d,",
+                    static_cast<long long>(m.arrival_us), static_cast<long long>(m.first_token_us),
+                    static_cast<long long>(m.finish_us), ttft, e2e, static_cast<long long>(m.prompt_tokens),
+                    static_cast<long long>(m.output_tokens), static_cast<long long>(m.cached_tokens), m.preemptions);
   requests_->write(csv_field(m.id));
   requests_->write(std::string_view(numbers, static_cast<std::size_t>(std::min<int>(n, sizeof numbers - 1))));
   requests_->write(m.status + "," + csv_field(m.reject_reason) + "\n");
@@ -114,20 +115,31 @@ namespace {
 // Second-tier figures (docs/tiers.md): per tier, then the totals.
 nlohmann::ordered_json tiers_json(const ReplaySummary& s) {
   const auto rate = [&](std::int64_t tokens) {
-    return s.admitted_prompt_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(s.admitted_prompt_tokens) : 0.0;
+    return s.admitted_prompt_tokens > 0 ? static_cast<double>(tokens) / static_cast<double>(s.admitted_prompt_tokens)
+                                        : 0.0;
   };
   nlohmann::ordered_json tiers = nlohmann::ordered_json::array();
   for (const TierFigures& t : s.tiers) {
-    tiers.push_back({{"tier", t.name}, {"capacity_blocks", t.capacity_blocks}, {"capacity_bytes", t.capacity_bytes},
-                     {"hit_rate", rate(t.first_hit_tokens)}, {"first_hit_tokens", t.first_hit_tokens},
-                     {"hit_tokens", t.hit_tokens}, {"loaded_blocks", t.loaded_blocks},
-                     {"loaded_bytes", t.loaded_bytes}, {"stored_blocks", t.stored_blocks},
-                     {"stored_bytes", t.stored_bytes}, {"dropped_blocks", t.dropped_blocks},
+    tiers.push_back({{"tier", t.name},
+                     {"capacity_blocks", t.capacity_blocks},
+                     {"capacity_bytes", t.capacity_bytes},
+                     {"hit_rate", rate(t.first_hit_tokens)},
+                     {"first_hit_tokens", t.first_hit_tokens},
+                     {"hit_tokens", t.hit_tokens},
+                     {"loaded_blocks", t.loaded_blocks},
+                     {"loaded_bytes", t.loaded_bytes},
+                     {"stored_blocks", t.stored_blocks},
+                     {"stored_bytes", t.stored_bytes},
+                     {"dropped_blocks", t.dropped_blocks},
                      {"peak_blocks", t.peak_blocks}});
   }
-  return {{"tiers", tiers}, {"gpu_hit_rate", s.request_hit_rate}, {"tier_hit_rate", s.tier_hit_rate},
-          {"combined_hit_rate", s.combined_hit_rate}, {"admitted_tier_tokens", s.admitted_tier_tokens},
-          {"load_ns", s.tier_load_ns}, {"stall_ns", s.tier_stall_ns}};
+  return {{"tiers", tiers},
+          {"gpu_hit_rate", s.request_hit_rate},
+          {"tier_hit_rate", s.tier_hit_rate},
+          {"combined_hit_rate", s.combined_hit_rate},
+          {"admitted_tier_tokens", s.admitted_tier_tokens},
+          {"load_ns", s.tier_load_ns},
+          {"stall_ns", s.tier_stall_ns}};
 }
 }  // namespace
 
@@ -137,13 +149,18 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
   for (const auto& [k, v] : config) cfg[k] = v;
   j["config"] = cfg;
   j["requests"] = {{"total", s.requests_total}, {"finished", s.requests_finished}, {"rejected", s.requests_rejected}};
-  j["tokens"] = {{"prompt", s.prompt_tokens}, {"output", s.output_tokens},
-                 {"prompt_computed", s.prompt_tokens_computed}};
-  j["prefix_cache"] = {{"request_hit_rate", s.request_hit_rate}, {"admitted_prompt_tokens", s.admitted_prompt_tokens},
+  j["tokens"] = {
+      {"prompt", s.prompt_tokens}, {"output", s.output_tokens}, {"prompt_computed", s.prompt_tokens_computed}};
+  j["prefix_cache"] = {{"request_hit_rate", s.request_hit_rate},
+                       {"admitted_prompt_tokens", s.admitted_prompt_tokens},
                        {"admitted_hit_tokens", s.admitted_hit_tokens},
-                       {"hit_rate", s.hit_rate}, {"lookups", s.cache.lookups}, {"queries", s.cache.queries},
-                       {"hits", s.cache.hits}, {"preempted_lookups", s.cache.preempted_lookups},
-                       {"preempted_queries", s.cache.preempted_queries}, {"preempted_hits", s.cache.preempted_hits},
+                       {"hit_rate", s.hit_rate},
+                       {"lookups", s.cache.lookups},
+                       {"queries", s.cache.queries},
+                       {"hits", s.cache.hits},
+                       {"preempted_lookups", s.cache.preempted_lookups},
+                       {"preempted_queries", s.cache.preempted_queries},
+                       {"preempted_hits", s.cache.preempted_hits},
                        {"evictions", s.evictions}};
   j["scheduler"] = {{"steps", s.steps}, {"preemptions", s.preemptions}, {"recomputed_tokens", s.recomputed_tokens}};
   j["latency_us"] = {{"ttft", latency_json(s.ttft_us, s.serving.ttft_ms)},
@@ -153,13 +170,15 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
   // The same figures under vllm bench serve's keys, in milliseconds (as in result.json).
   nlohmann::ordered_json ms = nlohmann::ordered_json::object();
   for (const auto& [name, st] : {std::pair<const char*, const replay::LatencyStats*>{"ttft", &s.serving.ttft_ms},
-                                 {"tpot", &s.serving.tpot_ms}, {"itl", &s.serving.itl_ms}, {"e2el", &s.serving.e2el_ms}}) {
+                                 {"tpot", &s.serving.tpot_ms},
+                                 {"itl", &s.serving.itl_ms},
+                                 {"e2el", &s.serving.e2el_ms}}) {
     for (const auto& [key, value] : latency_keys(name, *st)) ms[key] = value;
   }
   j["latency_ms"] = ms;
   const double sim_s = static_cast<double>(s.sim_time_us) / 1e6;
-  j["time"] = {{"simulated_us", s.sim_time_us}, {"measured_total_ns", s.measured_total_ns},
-               {"wall_seconds", wall_seconds}};
+  j["time"] = {
+      {"simulated_us", s.sim_time_us}, {"measured_total_ns", s.measured_total_ns}, {"wall_seconds", wall_seconds}};
   j["throughput"] = {{"prompt_tokens_per_s", sim_s > 0 ? static_cast<double>(s.prompt_tokens) / sim_s : 0.0},
                      {"output_tokens_per_s", sim_s > 0 ? static_cast<double>(s.output_tokens) / sim_s : 0.0},
                      {"requests_per_s", sim_s > 0 ? static_cast<double>(s.requests_finished) / sim_s : 0.0}};
@@ -167,13 +186,16 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
                        {"first", s.violations.empty() ? "" : s.violations.front()}};
   j["overload"] = {{"overloaded", s.overload.overloaded}, {"reason", s.overload.reason}};
   j["decision_log_sha256"] = s.digest;
-  j["complete"] = true;  // summary.json is written last: a folder without it is not a finished run
+  j["complete"] = true;       // summary.json is written last: a folder without it is not a finished run
   if (s.groups.size() > 1) {  // hybrid runs: per KV-cache group
     nlohmann::ordered_json groups = nlohmann::ordered_json::array();
     for (std::size_t g = 0; g < s.groups.size(); ++g) {
       const replay::GroupFigures& f = s.groups[g];
-      groups.push_back({{"group", g}, {"spec", f.spec}, {"peak_blocks_in_use", f.peak_blocks_in_use},
-                        {"mean_blocks_in_use", f.mean_blocks_in_use}, {"hit_tokens", f.hit_tokens}});
+      groups.push_back({{"group", g},
+                        {"spec", f.spec},
+                        {"peak_blocks_in_use", f.peak_blocks_in_use},
+                        {"mean_blocks_in_use", f.mean_blocks_in_use},
+                        {"hit_tokens", f.hit_tokens}});
     }
     j["kv_cache_groups"] = groups;
   }
@@ -194,8 +216,8 @@ std::string format_summary(const std::string& title, const ReplaySummary& s, dou
                                    std::to_string(s.admitted_hit_tokens) + " of " +
                                    std::to_string(s.admitted_prompt_tokens) + ", once per request)");
   row("  vLLM lookup counter", fmt("%.2f%%", 100.0 * s.hit_rate) + " (" + std::to_string(s.cache.hits) + " of " +
-                                   std::to_string(s.cache.queries) + " tokens over " +
-                                   std::to_string(s.cache.lookups) + " lookups)");
+                                   std::to_string(s.cache.queries) + " tokens over " + std::to_string(s.cache.lookups) +
+                                   " lookups)");
   row("evictions / preemptions", std::to_string(s.evictions) + " / " + std::to_string(s.preemptions));
   const auto stats = [&](const char* name, const replay::LatencyStats& st) {
     std::string line = fmt("%.1f", st.mean) + " / " + fmt("%.1f", st.median) + " / " + fmt("%.1f", st.std);
@@ -211,17 +233,19 @@ std::string format_summary(const std::string& title, const ReplaySummary& s, dou
                        std::to_string(s.serving.completed) + " requests met every SLO)");
   }
   if (s.overload.overloaded) row("OVERLOADED", s.overload.reason);
-  row("throughput (simulated)", fmt("%.0f prompt tok/s, ", sim_s > 0 ? static_cast<double>(s.prompt_tokens) / sim_s : 0) +
-                                    fmt("%.0f output tok/s", sim_s > 0 ? static_cast<double>(s.output_tokens) / sim_s : 0));
+  row("throughput (simulated)",
+      fmt("%.0f prompt tok/s, ", sim_s > 0 ? static_cast<double>(s.prompt_tokens) / sim_s : 0) +
+          fmt("%.0f output tok/s", sim_s > 0 ? static_cast<double>(s.output_tokens) / sim_s : 0));
   row("simulated time", fmt("%.3f s", sim_s) + " in " + std::to_string(s.steps) + " steps");
-  row("wall time", fmt("%.2f s", wall_seconds) + fmt(" (%.1fx real time)", wall_seconds > 0 ? sim_s / wall_seconds : 0));
-  row("verification", s.violations.empty() ? std::string("no violations") :
-                                             std::to_string(s.violations.size()) + " VIOLATIONS");
+  row("wall time",
+      fmt("%.2f s", wall_seconds) + fmt(" (%.1fx real time)", wall_seconds > 0 ? sim_s / wall_seconds : 0));
+  row("verification",
+      s.violations.empty() ? std::string("no violations") : std::to_string(s.violations.size()) + " VIOLATIONS");
   for (std::size_t g = 0; s.groups.size() > 1 && g < s.groups.size(); ++g) {
     const replay::GroupFigures& f = s.groups[g];
-    row("group " + std::to_string(g) + " " + f.spec,
-        "blocks in use peak " + std::to_string(f.peak_blocks_in_use) + fmt(", mean %.1f", f.mean_blocks_in_use) +
-            "; hit tokens " + std::to_string(f.hit_tokens));
+    row("group " + std::to_string(g) + " " + f.spec, "blocks in use peak " + std::to_string(f.peak_blocks_in_use) +
+                                                         fmt(", mean %.1f", f.mean_blocks_in_use) + "; hit tokens " +
+                                                         std::to_string(f.hit_tokens));
   }
   for (const TierFigures& t : s.tiers) {
     const double rate = s.admitted_prompt_tokens > 0
@@ -250,7 +274,8 @@ Status RunFolder::finish(const RunConfig& config, const ReplaySummary& summary, 
     }
   }
   if (Status s = write_rest(config, summary, log, wall_seconds, kernels); !s.ok()) return s;
-  if (Status s = write_file(fs::path(write_dir_) / "summary.json", summary_json(config, summary, wall_seconds)); !s.ok()) {
+  if (Status s = write_file(fs::path(write_dir_) / "summary.json", summary_json(config, summary, wall_seconds));
+      !s.ok()) {
     return s;
   }
   return staging_ ? staging_->commit() : Status();

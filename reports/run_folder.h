@@ -30,8 +30,8 @@
 
 #include "files/output_file.h"
 #include "files/output_folder.h"
-#include "replay/replayer.h"
 #include "model/util/status.h"
+#include "replay/replayer.h"
 
 namespace kv::reports {
 
@@ -59,8 +59,8 @@ class RunFolder {
   // Writes decisions.log (if the text was kept and not streamed), report.md and summary.json
   // last; closes the files and, for a folder of its own, puts it in place.
   // `kernels` (may be empty) goes to kernels.csv: kernel,launches,total_ns.
-  Status finish(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
-                double wall_seconds, const std::vector<KernelTime>& kernels = {});
+  Status finish(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log, double wall_seconds,
+                const std::vector<KernelTime>& kernels = {});
   const std::string& dir() const { return dir_; }  // where the run will be once finished
   // The "date" of result.json (vLLM's %Y%m%d-%H%M%S); the caller injects it.
   void set_result_date(std::string date) { result_date_ = std::move(date); }
@@ -68,9 +68,9 @@ class RunFolder {
  private:
   RunFolder(std::string dir, std::string write_dir) : dir_(std::move(dir)), write_dir_(std::move(write_dir)) {}
   static StatusOr<std::unique_ptr<RunFolder>> open_files(std::unique_ptr<RunFolder> f);
-  Status write_rest(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log,
-                    double wall_seconds, const std::vector<KernelTime>& kernels);
-  std::string dir_, write_dir_;                  // write_dir_: the staging folder, or dir_
+  Status write_rest(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log, double wall_seconds,
+                    const std::vector<KernelTime>& kernels);
+  std::string dir_, write_dir_;                   // write_dir_: the staging folder, or dir_
   std::unique_ptr<files::OutputFolder> staging_;  // null for create_inside
   std::string result_date_ = "19700101-000000";
   std::optional<files::OutputFile> steps_, requests_, decisions_;

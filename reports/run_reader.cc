@@ -30,7 +30,6 @@ Status csv_error(const std::string& path, const io::error::base& e) {
   return Status::error(m.str());
 }
 
-
 // A whole-string number of a cell; `where` names the file and line or record ("f.csv:3: ").
 // An empty cell is an error, never 0.
 Status to_int(const std::string& where, const std::string& col, const std::string& text, std::int64_t* out) {
@@ -50,9 +49,9 @@ Status to_double(const std::string& where, const std::string& col, const std::st
 std::string at_line(const std::string& path, unsigned line) { return path + ":" + std::to_string(line) + ": "; }
 
 Status read_steps(const std::string& path, std::vector<StepRow>& out) {
-  static const char* const kColumns[] = {"step", "start_us", "duration_ns", "predicted_ns", "measured_ns",
-                                         "prefill_tokens", "decode_tokens", "cached_tokens", "kv_usage",
-                                         "evictions_total"};
+  static const char* const kColumns[] = {"step",        "start_us",       "duration_ns",   "predicted_ns",
+                                         "measured_ns", "prefill_tokens", "decode_tokens", "cached_tokens",
+                                         "kv_usage",    "evictions_total"};
   try {
     io::CSVReader<10, io::trim_chars<' ', '\t'>, io::no_quote_escape<','>> in(path);
     in.read_header(io::ignore_extra_column, kColumns[0], kColumns[1], kColumns[2], kColumns[3], kColumns[4],
@@ -61,8 +60,9 @@ Status read_steps(const std::string& path, std::vector<StepRow>& out) {
     while (in.read_row(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9])) {
       const std::string where = at_line(path, in.get_file_line());
       StepRow r;
-      std::int64_t* ints[] = {&r.step, &r.start_us, &r.duration_ns, &r.predicted_ns, &r.measured_ns,
-                              &r.prefill_tokens, &r.decode_tokens, &r.cached_tokens, nullptr, &r.evictions_total};
+      std::int64_t* ints[] = {&r.step,        &r.start_us,       &r.duration_ns,   &r.predicted_ns,
+                              &r.measured_ns, &r.prefill_tokens, &r.decode_tokens, &r.cached_tokens,
+                              nullptr,        &r.evictions_total};
       for (std::size_t c = 0; c < f.size(); ++c) {
         Status s = ints[c] != nullptr ? to_int(where, kColumns[c], f[c], ints[c])
                                       : to_double(where, kColumns[c], f[c], &r.kv_usage);
@@ -81,9 +81,10 @@ Status read_steps(const std::string& path, std::vector<StepRow>& out) {
 Status read_requests(const std::string& path, std::vector<RequestRow>& out) {
   auto records = read_csv_records(path);
   if (!records.ok()) return records.status();
-  static const std::vector<std::string> kColumns = {"id", "arrival_us", "first_token_us", "finish_us",
-                                                    "ttft_us", "e2e_us", "prompt_tokens", "output_tokens",
-                                                    "cached_tokens", "preemptions", "status"};
+  static const std::vector<std::string> kColumns = {
+      "id",     "arrival_us",    "first_token_us", "finish_us",     "ttft_us",
+      "e2e_us", "prompt_tokens", "output_tokens",  "cached_tokens", "preemptions",
+      "status"};
   if (records->empty()) return Status::error(path + ": no header");
   const CsvRecord& header = records->front();
   for (std::size_t c = 0; c < kColumns.size(); ++c) {
@@ -93,13 +94,14 @@ Status read_requests(const std::string& path, std::vector<RequestRow>& out) {
   }
   for (std::size_t r = 1; r < records->size(); ++r) {
     const CsvRecord& f = (*records)[r];
-    if (f.size() < kColumns.size()) return Status::error(path + ": record " + std::to_string(r + 1) + ": too few fields");
+    if (f.size() < kColumns.size())
+      return Status::error(path + ": record " + std::to_string(r + 1) + ": too few fields");
     const std::string where = path + ": record " + std::to_string(r + 1) + ", ";
     RequestRow row;
     row.id = f[0];
     row.status = f[10];
-    std::int64_t* ints[] = {&row.arrival_us, &row.first_token_us, &row.finish_us, &row.ttft_us, &row.e2e_us,
-                            &row.prompt_tokens, &row.output_tokens, &row.cached_tokens};
+    std::int64_t* ints[] = {&row.arrival_us, &row.first_token_us, &row.finish_us,     &row.ttft_us,
+                            &row.e2e_us,     &row.prompt_tokens,  &row.output_tokens, &row.cached_tokens};
     for (std::size_t c = 0; c < 8; ++c) {
       if (Status s = to_int(where, kColumns[c + 1], f[c + 1], ints[c]); !s.ok()) return s;
     }
@@ -160,9 +162,9 @@ namespace {
 // summary.json's "kv_tiers" (docs/tiers.md).
 void read_tiers(const nlohmann::json& k, RunData& run) {
   for (const auto& t : k.at("tiers")) {
-    run.tiers.push_back({t.value("tier", std::string()), t.value("hit_rate", 0.0), t.value("loaded_bytes", std::int64_t{0}),
-                         t.value("stored_bytes", std::int64_t{0}), t.value("dropped_blocks", std::int64_t{0}),
-                         t.value("capacity_bytes", std::int64_t{0})});
+    run.tiers.push_back({t.value("tier", std::string()), t.value("hit_rate", 0.0),
+                         t.value("loaded_bytes", std::int64_t{0}), t.value("stored_bytes", std::int64_t{0}),
+                         t.value("dropped_blocks", std::int64_t{0}), t.value("capacity_bytes", std::int64_t{0})});
   }
   run.combined_hit_rate = k.value("combined_hit_rate", 0.0);
   run.tier_load_ns = k.value("load_ns", std::int64_t{0});
@@ -173,11 +175,13 @@ void read_tiers(const nlohmann::json& k, RunData& run) {
 // summary) gets its own message.
 Status check_run_folder(const std::string& dir) {
   std::error_code ec;
-  if (!fs::is_directory(dir, ec)) return Status::error(dir + ": not a directory (expected a run folder of kvsim replay)");
+  if (!fs::is_directory(dir, ec))
+    return Status::error(dir + ": not a directory (expected a run folder of kvsim replay)");
   const fs::path d(dir);
   if (!fs::is_regular_file(d / "summary.json", ec) &&
       (fs::exists(d / "steps.csv", ec) || fs::exists(d / "requests.csv", ec))) {
-    return Status::error(dir + ": incomplete run folder (no summary.json: the run was interrupted or failed "
+    return Status::error(dir +
+                         ": incomplete run folder (no summary.json: the run was interrupted or failed "
                          "before it finished); replay again");
   }
   for (const char* f : {"summary.json", "steps.csv", "requests.csv"}) {
@@ -209,7 +213,8 @@ StatusOr<nlohmann::json> parse_summary_json(const std::string& summary_path) {
 
 // The configuration, prefix-cache, scheduler and request counts of the summary.
 void read_summary_counts(const nlohmann::json& j, RunData& run) {
-  for (const auto& [k, v] : j.at("config").items()) run.config.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
+  for (const auto& [k, v] : j.at("config").items())
+    run.config.emplace_back(k, v.is_string() ? v.get<std::string>() : v.dump());
   const auto& pc = j.at("prefix_cache");
   run.hit_rate = pc.value("hit_rate", 0.0);
   run.request_hit_rate = pc.value("request_hit_rate", run.hit_rate);
@@ -258,7 +263,8 @@ Status read_summary(const std::string& dir, RunData& run) {
       return Status::error(summary_path + ": not a kvsim run summary (needs config, prefix_cache and latency_us)");
     }
     if (!j.contains("complete") || j.at("complete") != true) {
-      return Status::error(dir + ": incomplete run folder (summary.json lacks \"complete\": true, which kvsim "
+      return Status::error(dir +
+                           ": incomplete run folder (summary.json lacks \"complete\": true, which kvsim "
                            "replay writes last); replay again");
     }
     read_summary_counts(j, run);

@@ -13,7 +13,6 @@
 
 namespace kv::reports {
 
-Status plot_sweep(const std::vector<replay::SweepPoint>& points, const std::string& out_dir,
-                  const std::string& title);
+Status plot_sweep(const std::vector<replay::SweepPoint>& points, const std::string& out_dir, const std::string& title);
 
 }  // namespace kv::reports

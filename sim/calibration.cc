@@ -7,17 +7,15 @@
 #include <limits>
 #include <sstream>
 
+#include "model/util/format_number.h"
 #include "model/util/percentile.h"
 #include "sim/cost_model.h"
-#include "sim/seeded_normal.h"
 #include "sim/profile_table.h"
-#include "model/util/format_number.h"
+#include "sim/seeded_normal.h"
 
 namespace kv::sim {
 
 namespace {
-
-
 
 std::string fmt(const char* f, double v) { return format_number(f, v); }
 
@@ -53,8 +51,8 @@ struct RowWork {
   const char* cls = "";
 };
 
-std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const ModelShape& model,
-                              const GpuSpec& gpu, std::int64_t min_ns) {
+std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const ModelShape& model, const GpuSpec& gpu,
+                              std::int64_t min_ns) {
   const CostModel cost(model, gpu, CudaGraphConfig{}, nullptr);
   std::vector<RowWork> out;
   for (const ProfileRow& r : rows) {
@@ -77,8 +75,10 @@ void fill_errors(EfficiencyFit& f, const std::vector<const RowWork*>& rows) {
   f.compute_bound = f.memory_bound = 0;
   for (const RowWork* w : rows) {
     e.push_back(std::fabs(predict(*w, f.compute_pct, f.bandwidth_pct) / w->measured_ns - 1));
-    if (w->compute_ns * 100.0 / f.compute_pct >= w->memory_ns * 100.0 / f.bandwidth_pct) ++f.compute_bound;
-    else ++f.memory_bound;
+    if (w->compute_ns * 100.0 / f.compute_pct >= w->memory_ns * 100.0 / f.bandwidth_pct)
+      ++f.compute_bound;
+    else
+      ++f.memory_bound;
   }
   std::sort(e.begin(), e.end());
   f.rows = rows.size();
@@ -123,7 +123,6 @@ EfficiencyFit fit(const std::string& scope, const std::vector<const RowWork*>& r
   return best;
 }
 
-
 // Least squares of time ~ sum of coefficients * features over the columns in `use`.
 std::array<double, 3> solve_host(const std::vector<HostRow>& rows, std::array<bool, 3> use) {
   auto feature = [](const HostRow& r, int j) {
@@ -139,12 +138,14 @@ std::array<double, 3> solve_host(const std::vector<HostRow>& rows, std::array<bo
   for (int i = 0; i < 3; ++i) {  // an unused column is the equation x_i = 0
     if (use[static_cast<std::size_t>(i)]) continue;
     for (int j = 0; j < 4; ++j) a[i][j] = i == j ? 1.0 : 0.0;
-    for (int k = 0; k < 3; ++k) if (k != i) a[k][i] = 0.0;
+    for (int k = 0; k < 3; ++k)
+      if (k != i) a[k][i] = 0.0;
   }
   std::array<double, 3> x{};
   for (int c = 0; c < 3; ++c) {  // Gauss-Jordan with partial pivoting
     int pivot = c;
-    for (int r = c + 1; r < 3; ++r) if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
+    for (int r = c + 1; r < 3; ++r)
+      if (std::abs(a[r][c]) > std::abs(a[pivot][c])) pivot = r;
     if (std::abs(a[pivot][c]) < 1e-9) return {std::nan(""), 0, 0};
     for (int j = 0; j < 4; ++j) std::swap(a[c][j], a[pivot][j]);
     for (int r = 0; r < 3; ++r) {
@@ -212,9 +213,8 @@ StatusOr<std::vector<ProfileRow>> read_profile(const std::string& path) {
   return rows;
 }
 
-StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const ModelShape& model,
-                                const GpuSpec& base, const std::string& name,
-                                const std::vector<HostRow>& host_rows) {
+StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const ModelShape& model, const GpuSpec& base,
+                                const std::string& name, const std::vector<HostRow>& host_rows) {
   if (name.empty()) return Status::error("the preset needs a name");
   const std::vector<RowWork> work = row_work(rows, model, base, kMinFitNs);
   if (work.empty()) return Status::error("no profile row has a time >= 100 ns");
@@ -252,14 +252,14 @@ std::string calibration_preset_text(const Calibration& c, const std::string& sou
   std::ostringstream m;
   m << "kvsim GPU preset, fitted by kvsim calibrate to " << source << " (" << c.all.rows << " kernel rows)\n"
     << "fit over all rows: compute " << c.all.compute_pct << "%, bandwidth " << c.all.bandwidth_pct
-    << "%; abs. error median " << fmt("%.2f%%", 100 * c.all.median_ape) << ", p90 " << fmt("%.2f%%", 100 * c.all.p90_ape)
-    << " (base " << c.base << ": median " << fmt("%.2f%%", 100 * c.base_errors.median_ape) << ", p90 "
-    << fmt("%.2f%%", 100 * c.base_errors.p90_ape) << ")\n"
+    << "%; abs. error median " << fmt("%.2f%%", 100 * c.all.median_ape) << ", p90 "
+    << fmt("%.2f%%", 100 * c.all.p90_ape) << " (base " << c.base << ": median "
+    << fmt("%.2f%%", 100 * c.base_errors.median_ape) << ", p90 " << fmt("%.2f%%", 100 * c.base_errors.p90_ape) << ")\n"
     << "per kernel class (diagnostic; the cost model applies the pair above to every kernel):";
   for (const EfficiencyFit& f : c.classes) {
-    m << "\n  " << f.scope << ": " << f.rows << " rows, compute " << f.compute_pct << "% ("
-      << f.compute_bound << " rows bound), bandwidth " << f.bandwidth_pct << "% (" << f.memory_bound
-      << " rows bound), median error " << fmt("%.2f%%", 100 * f.median_ape);
+    m << "\n  " << f.scope << ": " << f.rows << " rows, compute " << f.compute_pct << "% (" << f.compute_bound
+      << " rows bound), bandwidth " << f.bandwidth_pct << "% (" << f.memory_bound << " rows bound), median error "
+      << fmt("%.2f%%", 100 * f.median_ape);
   }
   if (c.host) {
     m << "\nhost per step: " << c.host->step_ns << " ns + " << c.host->per_request_ns << " ns/request + "
@@ -275,7 +275,8 @@ std::string calibration_preset_text(const Calibration& c, const std::string& sou
 std::string synthetic_profile_csv(const ModelShape& model, const GpuSpec& truth, double noise_sigma,
                                   std::uint64_t seed) {
   std::vector<ProfileRow> rows;
-  std::vector<std::int64_t> tokens = {1, 2, 3, 4, 8, 16, 24, 32, 64, 96, 128, 256, 384, 512, 1024, 1536, 2048, 4096, 6144, 8192};
+  std::vector<std::int64_t> tokens = {1,   2,   3,   4,   8,    16,   24,   32,   64,   96,
+                                      128, 256, 384, 512, 1024, 1536, 2048, 4096, 6144, 8192};
   for (int k = 0; k < kNumKernels; ++k) {
     const auto kernel = static_cast<Kernel>(k);
     if (kernel == Kernel::kAttention) {
@@ -289,9 +290,7 @@ std::string synthetic_profile_csv(const ModelShape& model, const GpuSpec& truth,
     }
     for (std::int64_t t : tokens) rows.push_back({kernel, t, 0, 0, 0});
   }
-  const std::vector<RowWork> unit = [&] {
-    return row_work(rows, model, truth, 0);
-  }();
+  const std::vector<RowWork> unit = [&] { return row_work(rows, model, truth, 0); }();
   SeededNormal normal{seed};
   std::ostringstream out;
   out << "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";

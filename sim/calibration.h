@@ -33,7 +33,7 @@ namespace kv::sim {
 StatusOr<std::vector<ProfileRow>> read_profile(const std::string& path);
 
 struct EfficiencyFit {
-  std::string scope;            // "all", "gemm", "attention", "elementwise"
+  std::string scope;  // "all", "gemm", "attention", "elementwise"
   std::size_t rows = 0;
   int compute_pct = 0, bandwidth_pct = 0;
   std::size_t compute_bound = 0, memory_bound = 0;  // rows bound by each at the fit
@@ -52,7 +52,7 @@ struct HostFit {
 HostFit fit_host_terms(const std::vector<HostRow>& rows);
 
 struct Calibration {
-  GpuSpec spec;            // the base preset with the fitted efficiencies, named
+  GpuSpec spec;  // the base preset with the fitted efficiencies, named
   std::string base;
   EfficiencyFit all;
   std::vector<EfficiencyFit> classes;
@@ -62,9 +62,8 @@ struct Calibration {
 
 // With `host_rows`, the preset's host terms are fitted too (host_per_block_ns becomes 0: the
 // profile does not give block counts); without, they are the base preset's.
-StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const ModelShape& model,
-                                const GpuSpec& base, const std::string& name,
-                                const std::vector<HostRow>& host_rows = {});
+StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const ModelShape& model, const GpuSpec& base,
+                                const std::string& name, const std::vector<HostRow>& host_rows = {});
 // The host_step rows of a profile file.
 StatusOr<std::vector<HostRow>> read_host_rows(const std::string& path);
 

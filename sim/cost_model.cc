@@ -20,10 +20,9 @@ std::int64_t ceil_div(Int128 num, Int128 den) {
 }
 
 constexpr const char* kNodeNames[kNumStepNodes] = {
-    "host_schedule", "h2d_block_table", "h2d_inputs",  "slot_mapping", "graph_launch",
-    "input_norm",    "qkv_proj",        "rotary",      "cache_write",  "attention",
-    "o_proj",        "post_attention_norm", "gate_up_proj", "silu_mul", "down_proj",
-    "final_norm",    "lm_head",         "d2h_sampled", "all_reduce"};
+    "host_schedule", "h2d_block_table", "h2d_inputs", "slot_mapping", "graph_launch",        "input_norm",   "qkv_proj",
+    "rotary",        "cache_write",     "attention",  "o_proj",       "post_attention_norm", "gate_up_proj", "silu_mul",
+    "down_proj",     "final_norm",      "lm_head",    "d2h_sampled",  "all_reduce"};
 
 int id(StepNode n) { return static_cast<int>(n); }
 
@@ -78,11 +77,15 @@ StepShape summarize(const StepPlan& plan, std::int64_t window) {
 
 CostModel::CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
                      const ProfileTable* profile, bool async_scheduling, const TierCostOptions& tier)
-    : model_(model), gpu_(gpu), dispatcher_(graphs), profile_(profile), async_scheduling_(async_scheduling),
+    : model_(model),
+      gpu_(gpu),
+      dispatcher_(graphs),
+      profile_(profile),
+      async_scheduling_(async_scheduling),
       tier_(tier) {
-  KV_CHECK(gpu_.clock_mhz > 0 && gpu_.peak_flops > 0 && gpu_.hbm_bytes_per_s > 0 &&
-           gpu_.compute_efficiency_pct > 0 && gpu_.bandwidth_efficiency_pct > 0 &&
-           gpu_.h2d_bytes_per_s > 0, "bad gpu spec " << gpu_.name);
+  KV_CHECK(gpu_.clock_mhz > 0 && gpu_.peak_flops > 0 && gpu_.hbm_bytes_per_s > 0 && gpu_.compute_efficiency_pct > 0 &&
+               gpu_.bandwidth_efficiency_pct > 0 && gpu_.h2d_bytes_per_s > 0,
+           "bad gpu spec " << gpu_.name);
   KV_CHECK(model_.layers > 0 && model_.hidden > 0 && model_.heads > 0 && model_.kv_heads > 0,
            "bad model spec " << model_.name);
   for (int n = 0; n < kNumStepNodes; ++n) dag_.add_node(kNodeNames[n]);
@@ -96,8 +99,8 @@ CostModel::CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGrap
   edge(StepNode::kH2dInputs, StepNode::kSlotMapping);
   edge(StepNode::kSlotMapping, StepNode::kInputNorm);
   edge(StepNode::kGraphLaunch, StepNode::kInputNorm);
-  edge(StepNode::kSlotMapping, StepNode::kCacheWrite);    // cache write consumes slot mapping
-  edge(StepNode::kH2dBlockTable, StepNode::kAttention);   // attention reads the block table
+  edge(StepNode::kSlotMapping, StepNode::kCacheWrite);   // cache write consumes slot mapping
+  edge(StepNode::kH2dBlockTable, StepNode::kAttention);  // attention reads the block table
   for (int n = id(StepNode::kInputNorm); n < id(StepNode::kD2hSampled); ++n) {
     dag_.add_edge(n, n + 1);  // stream order
   }
@@ -116,7 +119,8 @@ std::int64_t CostModel::host_ns(const StepShape& shape) const {
 std::int64_t CostModel::all_reduce_ns(std::int64_t bytes) const {
   const std::int64_t n = model_.tp;
   if (n <= 1 || bytes <= 0) return 0;
-  const std::int64_t chunk_ns = ceil_div(static_cast<Int128>(bytes) * 1'000'000'000, static_cast<Int128>(n) * gpu_.interconnect_bytes_per_s);
+  const std::int64_t chunk_ns =
+      ceil_div(static_cast<Int128>(bytes) * 1'000'000'000, static_cast<Int128>(n) * gpu_.interconnect_bytes_per_s);
   return 2 * (n - 1) * (gpu_.interconnect_latency_ns + chunk_ns);
 }
 
@@ -190,17 +194,15 @@ KernelWork CostModel::work(Kernel k, const KernelQuery& q, std::int64_t attended
 std::int64_t CostModel::roofline_cycles(const KernelWork& w) const {
   // cycles = work * clock_hz / (peak * efficiency); clock in MHz, efficiency in percent.
   Int128 clock_x100 = static_cast<Int128>(gpu_.clock_mhz) * 1'000'000 * 100;
-  std::int64_t compute = ceil_div(static_cast<Int128>(w.flops) * clock_x100,
-                                  static_cast<Int128>(w.peak_flops > 0 ? w.peak_flops : gpu_.peak_flops) *
-                                      gpu_.compute_efficiency_pct);
-  std::int64_t memory =
-      ceil_div(static_cast<Int128>(w.bytes) * clock_x100,
-               static_cast<Int128>(gpu_.hbm_bytes_per_s) * gpu_.bandwidth_efficiency_pct);
+  std::int64_t compute =
+      ceil_div(static_cast<Int128>(w.flops) * clock_x100,
+               static_cast<Int128>(w.peak_flops > 0 ? w.peak_flops : gpu_.peak_flops) * gpu_.compute_efficiency_pct);
+  std::int64_t memory = ceil_div(static_cast<Int128>(w.bytes) * clock_x100,
+                                 static_cast<Int128>(gpu_.hbm_bytes_per_s) * gpu_.bandwidth_efficiency_pct);
   return std::max(compute, memory);
 }
 
-std::int64_t CostModel::kernel_cycles(Kernel k, const KernelQuery& q,
-                                      std::int64_t attended_pairs) const {
+std::int64_t CostModel::kernel_cycles(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const {
   if (q.num_tokens <= 0) return 0;
   if (profile_ != nullptr && profile_->has(k)) return ns_to_cycles(profile_->lookup_ns(k, q));
   return roofline_cycles(work(k, q, attended_pairs));
@@ -231,12 +233,10 @@ StepCost CostModel::cost(const StepShape& shape) {
   w[id(StepNode::kHostSchedule)] = ns_to_cycles(host_ns(shape));
   if (shape.num_tokens > 0) {
     auto copy_ns = [&](std::int64_t bytes) {
-      return gpu_.copy_latency_ns + ceil_div(static_cast<Int128>(bytes) * 1'000'000'000,
-                                             gpu_.h2d_bytes_per_s);
+      return gpu_.copy_latency_ns + ceil_div(static_cast<Int128>(bytes) * 1'000'000'000, gpu_.h2d_bytes_per_s);
     };
     w[id(StepNode::kH2dBlockTable)] = ns_to_cycles(copy_ns(4 * shape.num_block_ids));
-    w[id(StepNode::kH2dInputs)] =
-        ns_to_cycles(copy_ns(16 * shape.num_tokens + 8 * (shape.num_seqs + 1)));
+    w[id(StepNode::kH2dInputs)] = ns_to_cycles(copy_ns(16 * shape.num_tokens + 8 * (shape.num_seqs + 1)));
     w[id(StepNode::kD2hSampled)] = ns_to_cycles(copy_ns(8 * shape.num_seqs));
 
     out.dispatch = dispatcher_.dispatch(shape.num_tokens, shape.uniform_decode, shape.cascade);

@@ -71,8 +71,8 @@ struct StepShape {
   std::int64_t window_attended_pairs = 0;
   // Second-tier transfers of the plan (StepPlan invariant 5).
   std::int64_t tier_host_loads = 0, tier_disk_loads = 0;  // blocks loaded from each tier
-  std::int64_t tier_stores_before = 0;                     // evicted blocks saved before reuse
-  std::int64_t tier_saves_carried = 0;  // blocks the previous step filled, saved during this one
+  std::int64_t tier_stores_before = 0;                    // evicted blocks saved before reuse
+  std::int64_t tier_saves_carried = 0;                    // blocks the previous step filled, saved during this one
 };
 
 // `window`: the reach of the model's windowed layers (model_window(); 0 = none).
@@ -91,12 +91,12 @@ struct KernelWork {
 
 // The nodes of the step DAG, in id order.
 enum class StepNode {
-  kHostSchedule,      // scheduler and input preparation on the host
-  kH2dBlockTable,     // block-table deltas
-  kH2dInputs,         // token ids, positions, query start locations (slot-mapping inputs)
+  kHostSchedule,   // scheduler and input preparation on the host
+  kH2dBlockTable,  // block-table deltas
+  kH2dInputs,      // token ids, positions, query start locations (slot-mapping inputs)
   kSlotMapping,
-  kGraphLaunch,       // first (or only) CUDA-graph replay
-  kInputNorm,         // per layer, weighted by the number of layers:
+  kGraphLaunch,  // first (or only) CUDA-graph replay
+  kInputNorm,    // per layer, weighted by the number of layers:
   kQkvProj,
   kRotary,
   kCacheWrite,
@@ -108,8 +108,8 @@ enum class StepNode {
   kDownProj,
   kFinalNorm,
   kLmHead,
-  kD2hSampled,        // sampled token ids back to the host
-  kAllReduce,         // tensor parallelism: 2 all-reduces per layer and the logits gather
+  kD2hSampled,  // sampled token ids back to the host
+  kAllReduce,   // tensor parallelism: 2 all-reduces per layer and the logits gather
 };
 inline constexpr int kNumStepNodes = 19;
 
@@ -126,9 +126,8 @@ struct StepCost {
 class CostModel {
  public:
   // `profile` may be null (roofline only); it must outlive the model.
-  CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
-            const ProfileTable* profile, bool async_scheduling = false,
-            const TierCostOptions& tier = {});
+  CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs, const ProfileTable* profile,
+            bool async_scheduling = false, const TierCostOptions& tier = {});
 
   StepCost cost(const StepShape& shape);
 
@@ -145,7 +144,7 @@ class CostModel {
   // One ring all-reduce of `bytes` over model().tp ranks (invariant 8), in ns; 0 at tp == 1.
   std::int64_t all_reduce_ns(std::int64_t bytes) const;
 
-  std::int64_t ns_to_cycles(std::int64_t ns) const;   // rounded up
+  std::int64_t ns_to_cycles(std::int64_t ns) const;      // rounded up
   std::int64_t cycles_to_ns(std::int64_t cycles) const;  // rounded up
 
   const ModelShape& model() const { return model_; }

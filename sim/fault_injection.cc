@@ -50,8 +50,8 @@ std::string FaultSpec::to_string() const {
 }
 
 StatusOr<FaultSpec> parse_fault_spec(std::string_view text) {
-  const std::string usage = "expected KIND@STEP[:REQUEST] with KIND overwrite, drop, misdirect or swap, got '" +
-                            std::string(text) + "'";
+  const std::string usage =
+      "expected KIND@STEP[:REQUEST] with KIND overwrite, drop, misdirect or swap, got '" + std::string(text) + "'";
   const std::size_t at = text.find('@');
   if (at == std::string_view::npos) return Status::error(usage);
   FaultSpec spec;
@@ -64,7 +64,8 @@ StatusOr<FaultSpec> parse_fault_spec(std::string_view text) {
   }
   if (!known) return Status::error(usage);
   const std::size_t colon = text.find(':', at);
-  const std::string step(text.substr(at + 1, colon == std::string_view::npos ? std::string_view::npos : colon - at - 1));
+  const std::string step(
+      text.substr(at + 1, colon == std::string_view::npos ? std::string_view::npos : colon - at - 1));
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(step.c_str(), &end, 10);
@@ -79,13 +80,11 @@ StatusOr<FaultSpec> parse_fault_spec(std::string_view text) {
   return spec;
 }
 
-FaultInjectingDevice::FaultInjectingDevice(std::unique_ptr<SimDevice> inner)
-    : inner_(std::move(inner)) {
+FaultInjectingDevice::FaultInjectingDevice(std::unique_ptr<SimDevice> inner) : inner_(std::move(inner)) {
   KV_CHECK(inner_ != nullptr);
 }
 
-void FaultInjectingDevice::overwrite_slot(std::int64_t step, std::int64_t slot,
-                                          std::uint64_t fingerprint) {
+void FaultInjectingDevice::overwrite_slot(std::int64_t step, std::int64_t slot, std::uint64_t fingerprint) {
   Fault f;
   f.kind = Fault::Kind::kOverwrite;
   f.step = step;
@@ -94,8 +93,7 @@ void FaultInjectingDevice::overwrite_slot(std::int64_t step, std::int64_t slot,
   pending_.push_back(std::move(f));
 }
 
-void FaultInjectingDevice::drop_cache_write(std::int64_t step, const RequestId& request,
-                                            std::int64_t position) {
+void FaultInjectingDevice::drop_cache_write(std::int64_t step, const RequestId& request, std::int64_t position) {
   Fault f;
   f.kind = Fault::Kind::kDrop;
   f.step = step;
@@ -104,8 +102,8 @@ void FaultInjectingDevice::drop_cache_write(std::int64_t step, const RequestId& 
   pending_.push_back(std::move(f));
 }
 
-void FaultInjectingDevice::misdirect_cache_write(std::int64_t step, const RequestId& request,
-                                                 std::int64_t position, std::int64_t slot) {
+void FaultInjectingDevice::misdirect_cache_write(std::int64_t step, const RequestId& request, std::int64_t position,
+                                                 std::int64_t slot) {
   Fault f;
   f.kind = Fault::Kind::kMisdirect;
   f.step = step;
@@ -115,8 +113,8 @@ void FaultInjectingDevice::misdirect_cache_write(std::int64_t step, const Reques
   pending_.push_back(std::move(f));
 }
 
-void FaultInjectingDevice::swap_block_table_entries(std::int64_t step, const RequestId& request,
-                                                    std::size_t i, std::size_t j) {
+void FaultInjectingDevice::swap_block_table_entries(std::int64_t step, const RequestId& request, std::size_t i,
+                                                    std::size_t j) {
   Fault f;
   f.kind = Fault::Kind::kSwap;
   f.step = step;

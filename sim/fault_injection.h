@@ -49,10 +49,8 @@ class FaultInjectingDevice final : public Device {
 
   void overwrite_slot(std::int64_t step, std::int64_t slot, std::uint64_t fingerprint);
   void drop_cache_write(std::int64_t step, const RequestId& request, std::int64_t position);
-  void misdirect_cache_write(std::int64_t step, const RequestId& request, std::int64_t position,
-                             std::int64_t slot);
-  void swap_block_table_entries(std::int64_t step, const RequestId& request, std::size_t i,
-                                std::size_t j);
+  void misdirect_cache_write(std::int64_t step, const RequestId& request, std::int64_t position, std::int64_t slot);
+  void swap_block_table_entries(std::int64_t step, const RequestId& request, std::size_t i, std::size_t j);
 
   // Fires at the first step >= spec.step where the fault has a target.
   void inject(const FaultSpec& spec);
@@ -84,7 +82,7 @@ class FaultInjectingDevice final : public Device {
   void fire(Fault& f);
 
   std::unique_ptr<SimDevice> inner_;
-  std::vector<Fault> pending_;  // in the order given
+  std::vector<Fault> pending_;    // in the order given
   std::vector<FaultSpec> specs_;  // injected, not fired yet
   std::vector<std::string> fired_;
   std::int64_t overwrites_fired_ = 0;

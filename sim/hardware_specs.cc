@@ -44,27 +44,29 @@ std::vector<GpuSpec> make_presets() {
   std::vector<GpuSpec> p;
   // NVIDIA A100 Tensor Core GPU datasheet (SXM4): BF16 312 TFLOPS dense, no FP8/FP4; 40GB HBM2
   // at 1,555 GB/s, 80GB HBM2e at 2,039 GB/s; NVLink 3 600 GB/s; 108 SMs, boost 1410 MHz.
-  p.push_back(linked(preset("a100-40gb", 312 * kT, 0, 0, 1555 * kG, 40LL << 30, 108, 1410), 300 * kG, kNvlinkLatencyNs));
-  p.push_back(linked(preset("a100-80gb", 312 * kT, 0, 0, 2039 * kG, 80LL << 30, 108, 1410), 300 * kG, kNvlinkLatencyNs));
+  p.push_back(
+      linked(preset("a100-40gb", 312 * kT, 0, 0, 1555 * kG, 40LL << 30, 108, 1410), 300 * kG, kNvlinkLatencyNs));
+  p.push_back(
+      linked(preset("a100-80gb", 312 * kT, 0, 0, 2039 * kG, 80LL << 30, 108, 1410), 300 * kG, kNvlinkLatencyNs));
   // NVIDIA L40S datasheet: BF16 362.05 TFLOPS dense (733 sparse), FP8 733 TFLOPS dense (1,466
   // sparse), no FP4; 48GB GDDR6 at 864 GB/s (46,068 MiB visible with ECC on, as nvidia-smi
   // reports); PCIe Gen4 x16 64 GB/s both ways, no NVLink; 142 SMs, boost 2520 MHz.
-  GpuSpec l40s = linked(preset("l40s", 362'050'000'000'000, 733 * kT, 0, 864 * kG, 46068LL << 20, 142, 2520),
-                        32 * kG, kPcieLatencyNs);
+  GpuSpec l40s = linked(preset("l40s", 362'050'000'000'000, 733 * kT, 0, 864 * kG, 46068LL << 20, 142, 2520), 32 * kG,
+                        kPcieLatencyNs);
   l40s.h2d_bytes_per_s = 20 * kG;  // PCIe Gen4
   p.push_back(l40s);
   // NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe: BF16 756 TFLOPS dense (1,513 sparse),
   // FP8 1,513 dense (3,026 sparse); 80GB HBM2e at 2 TB/s; PCIe Gen5 x16 128 GB/s both ways
   // (the optional NVLink bridge is not modelled); 114 SMs, boost 1755 MHz.
-  p.push_back(linked(preset("h100-pcie", 756 * kT, 1513 * kT, 0, 2000 * kG, 80LL << 30, 114, 1755), 64 * kG,
-                     kPcieLatencyNs));
+  p.push_back(
+      linked(preset("h100-pcie", 756 * kT, 1513 * kT, 0, 2000 * kG, 80LL << 30, 114, 1755), 64 * kG, kPcieLatencyNs));
   // Same datasheet, H100 SXM: BF16 989 TFLOPS dense (1,979 sparse), FP8 1,979 dense (3,958
   // sparse); 80GB HBM3 at 3.35 TB/s; NVLink 4 900 GB/s; 132 SMs, boost 1980 MHz.
-  p.push_back(linked(preset("h100-sxm", 989 * kT, 1979 * kT, 0, 3350 * kG, 80LL << 30, 132, 1980), 450 * kG,
-                     kNvlinkLatencyNs));
+  p.push_back(
+      linked(preset("h100-sxm", 989 * kT, 1979 * kT, 0, 3350 * kG, 80LL << 30, 132, 1980), 450 * kG, kNvlinkLatencyNs));
   // NVIDIA H200 Tensor Core GPU datasheet (SXM): the H100 SXM's compute; 141GB HBM3e at 4.8 TB/s.
-  p.push_back(linked(preset("h200", 989 * kT, 1979 * kT, 0, 4800 * kG, 141 * kG, 132, 1980), 450 * kG,
-                     kNvlinkLatencyNs));
+  p.push_back(
+      linked(preset("h200", 989 * kT, 1979 * kT, 0, 4800 * kG, 141 * kG, 132, 1980), 450 * kG, kNvlinkLatencyNs));
   // NVIDIA HGX B200 datasheet, per GPU: FP4 9 PFLOPS dense (18 sparse), FP8 4.5 PFLOPS dense
   // (9 sparse), BF16 2.25 PFLOPS dense (4.5 sparse); 180GB HBM3e at 8 TB/s; NVLink 5 1.8 TB/s;
   // 148 SMs, about 1965 MHz boost (not in the datasheet).
@@ -82,22 +84,18 @@ const std::vector<GpuSpec>& gpu_presets() {
 
 namespace {
 template <typename Spec>
-StatusOr<Spec> find_by_name(const std::vector<Spec>& presets, std::string_view name,
-                            const char* what) {
+StatusOr<Spec> find_by_name(const std::vector<Spec>& presets, std::string_view name, const char* what) {
   std::string valid;
   for (const Spec& s : presets) {
     if (s.name == name) return s;
     valid += valid.empty() ? "" : ", ";
     valid += s.name;
   }
-  return Status::error(std::string("unknown ") + what + " '" + std::string(name) +
-                       "' (valid: " + valid + ")");
+  return Status::error(std::string("unknown ") + what + " '" + std::string(name) + "' (valid: " + valid + ")");
 }
 }  // namespace
 
-StatusOr<GpuSpec> find_gpu_spec(std::string_view name) {
-  return find_by_name(gpu_presets(), name, "gpu");
-}
+StatusOr<GpuSpec> find_gpu_spec(std::string_view name) { return find_by_name(gpu_presets(), name, "gpu"); }
 
 }  // namespace kv::sim
 
@@ -115,9 +113,9 @@ struct GpuField {
 };
 
 constexpr std::int64_t kMaxFlops = 1'000'000'000'000'000'000;  // 1 EFLOP/s
-constexpr std::int64_t kMaxBytesPerS = 1'000'000'000'000'000;   // 1 PB/s
-constexpr std::int64_t kMaxMemory = std::int64_t{1} << 50;      // 1 PiB
-constexpr std::int64_t kMaxNs = 1'000'000'000'000;              // 1000 s, as profiles' time_ns
+constexpr std::int64_t kMaxBytesPerS = 1'000'000'000'000'000;  // 1 PB/s
+constexpr std::int64_t kMaxMemory = std::int64_t{1} << 50;     // 1 PiB
+constexpr std::int64_t kMaxNs = 1'000'000'000'000;             // 1000 s, as profiles' time_ns
 
 const std::vector<GpuField>& gpu_fields() {
   static const std::vector<GpuField> fields = {
@@ -155,7 +153,8 @@ const GpuField* find_field(const std::string& key) {
 Status read_field(const std::string& where, const GpuField& f, const std::string& value, std::int64_t* out) {
   const bool digits = !value.empty() && value.find_first_not_of("0123456789") == std::string::npos;
   const std::optional<std::uint64_t> v = parse_uint64(value);
-  if (!v.has_value() && !digits) return Status::error(where + f.key + ": '" + value + "' is not a non-negative integer");
+  if (!v.has_value() && !digits)
+    return Status::error(where + f.key + ": '" + value + "' is not a non-negative integer");
   if (!v.has_value() || *v > static_cast<std::uint64_t>(f.max)) {  // digits past 2^64 too
     return Status::error(where + f.key + ": " + value + " is above the bound " + std::to_string(f.max) + " " + f.unit);
   }
@@ -185,7 +184,8 @@ StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_
     line = trim(line);
     if (line.empty()) continue;
     const std::size_t eq = line.find('=');
-    if (eq == std::string_view::npos) return Status::error(where + "expected 'key = value', got '" + std::string(line) + "'");
+    if (eq == std::string_view::npos)
+      return Status::error(where + "expected 'key = value', got '" + std::string(line) + "'");
     const std::string key(trim(line.substr(0, eq)));
     const std::string value(trim(line.substr(eq + 1)));
     if (key == "name") {
@@ -212,11 +212,15 @@ StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_
   g.name = name;
   for (const auto& [key, v] : values) {
     const GpuField& f = *find_field(key);
-    if (f.wide != nullptr) g.*f.wide = v;
-    else g.*f.narrow = static_cast<int>(v);
+    if (f.wide != nullptr)
+      g.*f.wide = v;
+    else
+      g.*f.narrow = static_cast<int>(v);
   }
-  if (g.peak_flops <= 0 || g.hbm_bytes_per_s <= 0 || g.memory_bytes <= 0 || g.clock_mhz <= 0 || g.h2d_bytes_per_s <= 0) {
-    return Status::error(file_name + ": peak_flops, hbm_bytes_per_s, memory_bytes, clock_mhz and h2d_bytes_per_s must be > 0");
+  if (g.peak_flops <= 0 || g.hbm_bytes_per_s <= 0 || g.memory_bytes <= 0 || g.clock_mhz <= 0 ||
+      g.h2d_bytes_per_s <= 0) {
+    return Status::error(file_name +
+                         ": peak_flops, hbm_bytes_per_s, memory_bytes, clock_mhz and h2d_bytes_per_s must be > 0");
   }
   if (g.compute_efficiency_pct < 1 || g.compute_efficiency_pct > 100 || g.bandwidth_efficiency_pct < 1 ||
       g.bandwidth_efficiency_pct > 100) {

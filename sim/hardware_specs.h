@@ -1,8 +1,8 @@
 // GpuSpec: the peak numbers of an accelerator (and the host around it) that the cost model is
-// built from, with named presets; the model side is model/catalog/model_shape.h. Every figure is an integer in base units (bytes, FLOP/s, ns, MHz, percent) so the
-// cost model can stay in integer arithmetic and give the same number on every machine.
-// Invariants of a preset: every field > 0, heads % kv_heads == 0, efficiencies in (0, 100].
-// Lookup by name returns a Status listing the valid names when the name is unknown.
+// built from, with named presets; the model side is model/catalog/model_shape.h. Every figure is an integer in base
+// units (bytes, FLOP/s, ns, MHz, percent) so the cost model can stay in integer arithmetic and give the same number on
+// every machine. Invariants of a preset: every field > 0, heads % kv_heads == 0, efficiencies in (0, 100]. Lookup by
+// name returns a Status listing the valid names when the name is unknown.
 #pragma once
 
 #include <cstdint>
@@ -18,23 +18,23 @@ namespace kv::sim {
 // The accelerator and the host around it (CPU step overheads, PCIe copies).
 struct GpuSpec {
   std::string name;
-  std::int64_t peak_flops = 0;          // dense bf16 (= fp16) tensor-core FLOP/s
-  std::int64_t peak_fp8_flops = 0;      // dense fp8; 0: no fp8 tensor cores (weight-only fp8)
-  std::int64_t peak_fp4_flops = 0;      // dense fp4; 0: no fp4 tensor cores (weight-only fp4)
+  std::int64_t peak_flops = 0;      // dense bf16 (= fp16) tensor-core FLOP/s
+  std::int64_t peak_fp8_flops = 0;  // dense fp8; 0: no fp8 tensor cores (weight-only fp8)
+  std::int64_t peak_fp4_flops = 0;  // dense fp4; 0: no fp4 tensor cores (weight-only fp4)
   std::int64_t hbm_bytes_per_s = 0;
   std::int64_t memory_bytes = 0;
   int sm_count = 0;
-  int clock_mhz = 0;                    // converts ns to the DAG's cycles
-  int compute_efficiency_pct = 70;      // achieved fraction of peak_flops
-  int bandwidth_efficiency_pct = 80;    // achieved fraction of hbm_bytes_per_s
-  std::int64_t launch_overhead_ns = 4000;   // one eager kernel launch
-  std::int64_t graph_launch_ns = 6000;      // one CUDA-graph replay
+  int clock_mhz = 0;                              // converts ns to the DAG's cycles
+  int compute_efficiency_pct = 70;                // achieved fraction of peak_flops
+  int bandwidth_efficiency_pct = 80;              // achieved fraction of hbm_bytes_per_s
+  std::int64_t launch_overhead_ns = 4000;         // one eager kernel launch
+  std::int64_t graph_launch_ns = 6000;            // one CUDA-graph replay
   std::int64_t h2d_bytes_per_s = 25'000'000'000;  // pinned host-to-device copies
-  std::int64_t copy_latency_ns = 2000;           // per host<->device copy
-  std::int64_t host_step_ns = 40000;             // scheduler + input preparation, per step
-  std::int64_t host_per_request_ns = 500;        // per scheduled request
-  std::int64_t host_per_block_ns = 20;           // per block id sent in the plan
-  std::int64_t host_per_token_ns = 0;            // per scheduled token (input preparation, sampling)
+  std::int64_t copy_latency_ns = 2000;            // per host<->device copy
+  std::int64_t host_step_ns = 40000;              // scheduler + input preparation, per step
+  std::int64_t host_per_request_ns = 500;         // per scheduled request
+  std::int64_t host_per_block_ns = 20;            // per block id sent in the plan
+  std::int64_t host_per_token_ns = 0;             // per scheduled token (input preparation, sampling)
   // Tensor parallelism: the link between GPUs, per direction per GPU, and one ring step's latency.
   std::int64_t interconnect_bytes_per_s = 450'000'000'000;  // NVLink 4 (900 GB/s both ways)
   std::int64_t interconnect_latency_ns = 2000;

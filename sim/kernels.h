@@ -27,7 +27,7 @@ enum class Kernel {
 inline constexpr int kNumKernels = 11;
 
 inline constexpr std::array<std::string_view, kNumKernels> kKernelNames = {
-    "slot_mapping", "rmsnorm", "qkv_proj", "rotary", "cache_write", "attention",
+    "slot_mapping", "rmsnorm",      "qkv_proj", "rotary",    "cache_write", "attention",
     "o_proj",       "gate_up_proj", "silu_mul", "down_proj", "lm_head"};
 
 inline std::string_view kernel_name(Kernel k) { return kKernelNames[static_cast<int>(k)]; }

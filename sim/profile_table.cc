@@ -4,8 +4,8 @@
 // by hand); keep it out of -Werror builds.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-truncation"
-#include <limits>  // libfccp/csv.h uses std::numeric_limits without including it
 #include <libfccp/csv.h>
+#include <limits>  // libfccp/csv.h uses std::numeric_limits without including it
 #pragma GCC diagnostic pop
 
 #include <algorithm>
@@ -20,21 +20,17 @@ namespace kv::sim {
 
 namespace {
 
-constexpr const char* kColumns[] = {"kernel", "num_tokens", "num_seqs", "context_tokens",
-                                    "time_ns"};
+constexpr const char* kColumns[] = {"kernel", "num_tokens", "num_seqs", "context_tokens", "time_ns"};
 constexpr int kNumColumns = 5;
 
 __extension__ typedef __int128 Int128;
 
 // num / den rounded to nearest, halves away from zero; den > 0.
-Int128 round_div(Int128 num, Int128 den) {
-  return num >= 0 ? (num + den / 2) / den : -((-num + den / 2) / den);
-}
+Int128 round_div(Int128 num, Int128 den) { return num >= 0 ? (num + den / 2) / den : -((-num + den / 2) / den); }
 
 // The line through (x0, y0), (x1, y1) at x (x0 < x1), clamped to [0, kMaxProfileNs]: far
 // extrapolation saturates instead of overflowing.
-std::int64_t on_line(std::int64_t x0, std::int64_t y0, std::int64_t x1, std::int64_t y1,
-                     std::int64_t x) {
+std::int64_t on_line(std::int64_t x0, std::int64_t y0, std::int64_t x1, std::int64_t y1, std::int64_t x) {
   const Int128 num = (static_cast<Int128>(y1) - y0) * (static_cast<Int128>(x) - x0);
   const Int128 y = y0 + round_div(num, static_cast<Int128>(x1) - x0);
   return static_cast<std::int64_t>(std::clamp<Int128>(y, 0, kMaxProfileNs));
@@ -54,7 +50,10 @@ std::int64_t interpolate_points(std::size_t n, X x_at, Y y_at, std::int64_t x) {
   } else {
     while (hi - lo > 1) {
       std::size_t mid = (lo + hi) / 2;
-      if (x_at(mid) <= x) lo = mid; else hi = mid;
+      if (x_at(mid) <= x)
+        lo = mid;
+      else
+        hi = mid;
     }
   }
   hi = lo + 1;
@@ -86,9 +85,9 @@ std::string trim(std::string_view s) {
 // The rows of a profile as read, before sorting.
 struct ParsedRows {
   std::array<std::vector<ProfileTable::Row>, kNumKernels> rows;  // kernel rows, in file order
-  std::array<std::vector<int>, kNumKernels> lines;  // source line of each row, parallel to rows
-  std::vector<HostRow> host_rows;                   // host_step rows, in file order
-  std::size_t num_rows = 0;                         // kernel rows
+  std::array<std::vector<int>, kNumKernels> lines;               // source line of each row, parallel to rows
+  std::vector<HostRow> host_rows;                                // host_step rows, in file order
+  std::size_t num_rows = 0;                                      // kernel rows
 };
 
 // The header line with each name trimmed, as "a,b,c".
@@ -126,8 +125,7 @@ Status parse_row_numbers(const std::string& name, int line, const std::array<std
   for (int c = 0; c < 4; ++c) {
     const std::optional<std::int64_t> v = parse_int64(cells[static_cast<std::size_t>(c)]);
     if (!v) {
-      return Status::error(where(name, line, c + 2) + "'" + cells[static_cast<std::size_t>(c)] +
-                           "' is not an integer");
+      return Status::error(where(name, line, c + 2) + "'" + cells[static_cast<std::size_t>(c)] + "' is not an integer");
     }
     *fields[c] = *v;
   }
@@ -144,23 +142,19 @@ Status unknown_kernel(const std::string& name, int line, const std::string& kern
 // A kernel row's numbers inside their ranges.
 Status check_kernel_row(const std::string& name, int line, const ProfileTable::Row& row) {
   if (row.num_tokens < 1) {
-    return Status::error(where(name, line, 2) + "num_tokens must be >= 1, got " +
-                         std::to_string(row.num_tokens));
+    return Status::error(where(name, line, 2) + "num_tokens must be >= 1, got " + std::to_string(row.num_tokens));
   }
-  const std::pair<int, std::int64_t> non_negative[] = {
-      {3, row.num_seqs}, {4, row.context_tokens}, {5, row.time_ns}};
+  const std::pair<int, std::int64_t> non_negative[] = {{3, row.num_seqs}, {4, row.context_tokens}, {5, row.time_ns}};
   for (auto [column, value] : non_negative) {
     if (value < 0) {
-      return Status::error(where(name, line, column) + "must be >= 0, got " +
-                           std::to_string(value));
+      return Status::error(where(name, line, column) + "must be >= 0, got " + std::to_string(value));
     }
   }
-  const std::pair<int, std::int64_t> bounded[] = {
-      {2, row.num_tokens}, {3, row.num_seqs}, {4, row.context_tokens}};
+  const std::pair<int, std::int64_t> bounded[] = {{2, row.num_tokens}, {3, row.num_seqs}, {4, row.context_tokens}};
   for (auto [column, value] : bounded) {
     if (value > kMaxProfileKey) {
-      return Status::error(where(name, line, column) + "must be <= " + std::to_string(kMaxProfileKey) +
-                           ", got " + std::to_string(value));
+      return Status::error(where(name, line, column) + "must be <= " + std::to_string(kMaxProfileKey) + ", got " +
+                           std::to_string(value));
     }
   }
   if (row.time_ns > kMaxProfileNs) {
@@ -171,8 +165,8 @@ Status check_kernel_row(const std::string& name, int line, const ProfileTable::R
 }
 
 // One data row: a host_step row or a kernel row, checked and added to `parsed`.
-Status add_row(const std::string& name, int line, const std::string& kernel,
-               const std::array<std::string, 4>& cells, ParsedRows& parsed) {
+Status add_row(const std::string& name, int line, const std::string& kernel, const std::array<std::string, 4>& cells,
+               ParsedRows& parsed) {
   ProfileTable::Row row;
   if (Status s = parse_row_numbers(name, line, cells, row); !s.ok()) return s;
   std::optional<Kernel> k = parse_kernel(kernel);
@@ -181,7 +175,8 @@ Status add_row(const std::string& name, int line, const std::string& kernel,
     return Status();
   }
   if (!k && kernel == "host_step") {
-    return Status::error(where(name, line, 2) + "a host_step row needs num_tokens >= 1, num_seqs >= 1 and time_ns >= 0");
+    return Status::error(where(name, line, 2) +
+                         "a host_step row needs num_tokens >= 1, num_seqs >= 1 and time_ns >= 0");
   }
   if (!k) return unknown_kernel(name, line, kernel);
   if (Status s = check_kernel_row(name, line, row); !s.ok()) return s;
@@ -247,8 +242,7 @@ Status sort_kernel_rows(const std::string& name, int k, std::vector<ProfileTable
                         const std::vector<int>& lines) {
   std::vector<std::size_t> order(rows.size());
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return rows[a] < rows[b]; });
   std::vector<ProfileTable::Row> sorted;
   sorted.reserve(rows.size());
   for (std::size_t i = 0; i < order.size(); ++i) {
@@ -274,12 +268,10 @@ Status sort_kernel_rows(const std::string& name, int k, std::vector<ProfileTable
 }  // namespace
 
 bool ProfileTable::Row::operator<(const Row& o) const {
-  return std::tie(num_seqs, num_tokens, context_tokens) <
-         std::tie(o.num_seqs, o.num_tokens, o.context_tokens);
+  return std::tie(num_seqs, num_tokens, context_tokens) < std::tie(o.num_seqs, o.num_tokens, o.context_tokens);
 }
 
-std::int64_t interpolate(const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& ys,
-                         std::int64_t x) {
+std::int64_t interpolate(const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& ys, std::int64_t x) {
   KV_CHECK(xs.size() == ys.size() && !xs.empty());
   return interpolate_points(
       xs.size(), [&](std::size_t i) { return xs[i]; }, [&](std::size_t i) { return ys[i]; }, x);
@@ -298,8 +290,7 @@ StatusOr<ProfileTable> ProfileTable::parse(const std::string& name, std::string_
   return read(name, text.data(), text.data() + text.size());
 }
 
-StatusOr<ProfileTable> ProfileTable::read(const std::string& name, const char* begin,
-                                          const char* end) {
+StatusOr<ProfileTable> ProfileTable::read(const std::string& name, const char* begin, const char* end) {
   ParsedRows parsed;
   if (Status s = read_rows(name, begin, end, parsed); !s.ok()) return s;
   for (int k = 0; k < kNumKernels; ++k) {
@@ -317,13 +308,12 @@ std::int64_t ProfileTable::lookup_ns(Kernel k, const KernelQuery& q) const {
   KV_CHECK(!rows.empty(), "no profile rows for " << kernel_name(k));
   if (k != Kernel::kAttention) {
     return interpolate_points(
-        rows.size(), [&](std::size_t i) { return rows[i].num_tokens; },
-        [&](std::size_t i) { return rows[i].time_ns; }, q.num_tokens);
+        rows.size(), [&](std::size_t i) { return rows[i].num_tokens; }, [&](std::size_t i) { return rows[i].time_ns; },
+        q.num_tokens);
   }
   // The num_seqs group nearest the query (ties to the smaller).
-  auto first_at_or_above =
-      std::lower_bound(rows.begin(), rows.end(), q.num_seqs,
-                       [](const Row& r, std::int64_t s) { return r.num_seqs < s; });
+  auto first_at_or_above = std::lower_bound(rows.begin(), rows.end(), q.num_seqs,
+                                            [](const Row& r, std::int64_t s) { return r.num_seqs < s; });
   std::int64_t seqs;
   if (first_at_or_above == rows.end()) {
     seqs = rows.back().num_seqs;
@@ -334,10 +324,10 @@ std::int64_t ProfileTable::lookup_ns(Kernel k, const KernelQuery& q) const {
     std::int64_t below = std::prev(first_at_or_above)->num_seqs;
     seqs = (q.num_seqs - below <= above - q.num_seqs) ? below : above;
   }
-  auto g0 = std::lower_bound(rows.begin(), rows.end(), seqs,
-                             [](const Row& r, std::int64_t s) { return r.num_seqs < s; });
-  auto g1 = std::upper_bound(rows.begin(), rows.end(), seqs,
-                             [](std::int64_t s, const Row& r) { return s < r.num_seqs; });
+  auto g0 =
+      std::lower_bound(rows.begin(), rows.end(), seqs, [](const Row& r, std::int64_t s) { return r.num_seqs < s; });
+  auto g1 =
+      std::upper_bound(rows.begin(), rows.end(), seqs, [](std::int64_t s, const Row& r) { return s < r.num_seqs; });
   // Columns: runs of equal num_tokens inside the group, sorted by context_tokens.
   struct Column {
     std::int64_t num_tokens;
@@ -367,8 +357,7 @@ std::int64_t ProfileTable::lookup_ns(Kernel k, const KernelQuery& q) const {
   }
   std::int64_t t0 = column_value(cur);
   std::int64_t t1 = column_value(next);
-  return std::clamp<std::int64_t>(on_line(cur.num_tokens, t0, next.num_tokens, t1, q.num_tokens), 0,
-                                  kMaxProfileNs);
+  return std::clamp<std::int64_t>(on_line(cur.num_tokens, t0, next.num_tokens, t1, q.num_tokens), 0, kMaxProfileNs);
 }
 
 std::vector<ProfileRow> ProfileTable::all_rows() const {

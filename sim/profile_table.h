@@ -7,8 +7,8 @@
 // lookup_ns interpolates piecewise linearly in num_tokens and, for attention, in
 // context_tokens within the group of rows whose num_seqs is nearest the query's (ties go to
 // the smaller); beyond the table's ends the end segments are extended; results are in
-// [0, kMaxProfileNs] (far extrapolation saturates) and rounded to the nearest integer ns. Kernels without rows are has() == false (the cost model
-// falls back to its roofline). Immutable after load.
+// [0, kMaxProfileNs] (far extrapolation saturates) and rounded to the nearest integer ns. Kernels without rows are
+// has() == false (the cost model falls back to its roofline). Immutable after load.
 #pragma once
 
 #include <array>
@@ -71,8 +71,7 @@ class ProfileTable {
   };
 
  private:
-  static StatusOr<ProfileTable> read(const std::string& name, const char* begin,
-                                     const char* end);
+  static StatusOr<ProfileTable> read(const std::string& name, const char* begin, const char* end);
 
   std::array<std::vector<Row>, kNumKernels> rows_;  // sorted by Row::operator<
   std::vector<HostRow> host_rows_;
@@ -82,7 +81,6 @@ class ProfileTable {
 // Piecewise-linear interpolation through (xs[i], ys[i]) (xs strictly increasing), extended
 // beyond the ends along the end segments, rounded to nearest, clamped to [0, kMaxProfileNs].
 // Exposed for tests.
-std::int64_t interpolate(const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& ys,
-                         std::int64_t x);
+std::int64_t interpolate(const std::vector<std::int64_t>& xs, const std::vector<std::int64_t>& ys, std::int64_t x);
 
 }  // namespace kv::sim

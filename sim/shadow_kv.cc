@@ -22,7 +22,8 @@ std::uint64_t mix64(std::uint64_t x) {
 
 // What group g stores for a position whose fingerprint is fp (group 0: fp itself).
 std::uint64_t salted(std::uint64_t fp, int g) {
-  if (g == 0) [[likely]] return fp;
+  if (g == 0) [[likely]]
+    return fp;
   const std::uint64_t h = mix64(fp + 0x9e3779b97f4a7c15ULL * static_cast<std::uint64_t>(g));
   return h == 0 ? 1 : h;
 }
@@ -37,9 +38,12 @@ std::string hex(std::uint64_t v) {
 
 const char* to_string(VerifyMode mode) {
   switch (mode) {
-    case VerifyMode::kOff: return "off";
-    case VerifyMode::kFast: return "fast";
-    case VerifyMode::kFull: return "full";
+    case VerifyMode::kOff:
+      return "off";
+    case VerifyMode::kFast:
+      return "fast";
+    case VerifyMode::kFull:
+      return "full";
   }
   return "?";
 }
@@ -55,19 +59,17 @@ std::string Violation::to_string() const {
   std::string s = "step " + std::to_string(step) + ": request " + request;
   if (group >= 0) s += " (group " + std::to_string(group) + ")";
   if (position >= 0) {
-    s += ": position " + std::to_string(position) + " (block " + std::to_string(block) +
-         ", slot " + std::to_string(slot) + ")";
+    s += ": position " + std::to_string(position) + " (block " + std::to_string(block) + ", slot " +
+         std::to_string(slot) + ")";
   }
   switch (kind) {
     case Kind::kMismatch:
-      s += std::string(": ") + when + " check: expected fingerprint " + hex(expected) +
-           ", found " + hex(found);
+      s += std::string(": ") + when + " check: expected fingerprint " + hex(expected) + ", found " + hex(found);
       if (more > 0) s += " (and " + std::to_string(more) + " more positions)";
       break;
     case Kind::kOverwrite:
       s += ": cache write into a slot that request " + other_request + " still relies on (its position " +
-           std::to_string(other_position) + "): slot held " + hex(expected) + ", write " +
-           hex(found);
+           std::to_string(other_position) + "): slot held " + hex(expected) + ", write " + hex(found);
       break;
     case Kind::kBadPlan:
       s += ": bad plan: " + detail;
@@ -95,8 +97,7 @@ std::uint64_t ShadowKv::chain_seed(std::string_view lora_name, std::string_view 
 
 std::uint64_t ShadowKv::fingerprint(std::uint64_t prev, TokenId token, std::int64_t position) {
   std::uint64_t h = mix64(prev ^ (static_cast<std::uint64_t>(token) * 0x9e3779b97f4a7c15ULL) ^
-                          (static_cast<std::uint64_t>(position) * 0xd6e8feb86659fd93ULL +
-                           0x632be59bd9b4e019ULL));
+                          (static_cast<std::uint64_t>(position) * 0xd6e8feb86659fd93ULL + 0x632be59bd9b4e019ULL));
   return h == 0 ? 1 : h;  // 0 means "never written"
 }
 
@@ -146,8 +147,7 @@ Violation ShadowKv::bad_plan(const RequestId& id, std::string detail) const {
   return v;
 }
 
-bool ShadowKv::add_block(std::int32_t h, int g, BlockId b, const RequestId& id,
-                         std::vector<Violation>* out) {
+bool ShadowKv::add_block(std::int32_t h, int g, BlockId b, const RequestId& id, std::vector<Violation>* out) {
   Live& l = live_[h];
   auto& registered = l.registered[static_cast<std::size_t>(g)];
   if (b == kNullBlock && !windows_.empty() && windows_[static_cast<std::size_t>(g)] != 0) {
@@ -196,8 +196,7 @@ std::int64_t ShadowKv::reach_begin(int g, std::int64_t query) const {
 
 std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* out) {
   if (static_cast<std::int64_t>(r.context_token_ids.size()) != r.num_computed_tokens) {
-    out->push_back(bad_plan(r.id, "new request carries " +
-                                      std::to_string(r.context_token_ids.size()) +
+    out->push_back(bad_plan(r.id, "new request carries " + std::to_string(r.context_token_ids.size()) +
                                       " context tokens for num_computed_tokens " +
                                       std::to_string(r.num_computed_tokens)));
     return -1;
@@ -226,9 +225,9 @@ std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* 
   const std::int64_t needed = (r.num_computed_tokens + block_size_ - 1) / block_size_;
   for (int g = 0; g < num_groups(); ++g) {
     if (needed <= static_cast<std::int64_t>(l.table.size(g))) continue;
-    Violation v = bad_plan(r.id, std::to_string(r.num_computed_tokens) + " computed tokens need " +
-                                     std::to_string(needed) + " blocks, the table has " +
-                                     std::to_string(l.table.size(g)));
+    Violation v =
+        bad_plan(r.id, std::to_string(r.num_computed_tokens) + " computed tokens need " + std::to_string(needed) +
+                           " blocks, the table has " + std::to_string(l.table.size(g)));
     v.group = named(g);
     out->push_back(std::move(v));
     release(h, nullptr);
@@ -316,7 +315,8 @@ void ShadowKv::verify(std::int32_t h, int g, std::int64_t from, std::int64_t to,
     } else if (g == 0) [[likely]] {
       for (; p < block_end; ++p) {
         const std::int64_t s = slot_in_block(block, bs, p);
-        if (slots_[s] == l.expected[p]) [[likely]] continue;
+        if (slots_[s] == l.expected[p]) [[likely]]
+          continue;
         report(p, block, s, l.expected[p], slots_[s]);
       }
     } else {
@@ -331,8 +331,7 @@ void ShadowKv::verify(std::int32_t h, int g, std::int64_t from, std::int64_t to,
 }
 
 // One position's write through every group's table (group g stores salted(fp, g)).
-void ShadowKv::write_position(std::int32_t h, std::int64_t position, std::uint64_t fp,
-                              std::vector<Violation>* out) {
+void ShadowKv::write_position(std::int32_t h, std::int64_t position, std::uint64_t fp, std::vector<Violation>* out) {
   if (windows_.empty()) [[likely]] {
     write(h, 0, position, fp, out);
     return;
@@ -340,8 +339,7 @@ void ShadowKv::write_position(std::int32_t h, std::int64_t position, std::uint64
   for (int g = 0; g < num_groups(); ++g) write(h, g, position, salted(fp, g), out);
 }
 
-void ShadowKv::write(std::int32_t h, int g, std::int64_t position, std::uint64_t fp,
-                     std::vector<Violation>* out) {
+void ShadowKv::write(std::int32_t h, int g, std::int64_t position, std::uint64_t fp, std::vector<Violation>* out) {
   Live& l = live_[h];
   const std::int64_t bs = block_size_;
   const auto index = static_cast<std::int32_t>(block_index(position, bs));
@@ -466,8 +464,7 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
     block_size_ = plan.block_size;
     windows_ = plan.group_windows;
   }
-  KV_CHECK(plan.block_size == block_size_,
-           "block size changed from " << block_size_ << " to " << plan.block_size);
+  KV_CHECK(plan.block_size == block_size_, "block size changed from " << block_size_ << " to " << plan.block_size);
   KV_CHECK(plan.group_windows == windows_, "plan " << plan.step << " has " << plan.group_windows.size()
                                                    << " KV-cache groups, the run " << windows_.size());
   for (const RequestId& id : plan.finished) {

@@ -1,9 +1,9 @@
 // ShadowKv: a shadow of the paged KV cache. Every slot (model/slot.h)
 // holds a 64-bit fingerprint of (token, position, whole prefix, LoRA, cache salt) -- a chained
 // token-level hash, so requests with the same prefix write the same fingerprints and prefix-cache
-// hits can be checked, while a hit across adapters or tenants (salts) is a mismatch. Cache writes go through the request's block table exactly as the cache-write
-// kernel's slot mapping (model/block_table.h).
-// Invariants (what makes a violation-free run correct):
+// hits can be checked, while a hit across adapters or tenants (salts) is a mismatch. Cache writes go through the
+// request's block table exactly as the cache-write kernel's slot mapping (model/block_table.h). Invariants (what makes
+// a violation-free run correct):
 //   1. A live request relies on the slots of its positions [0, num_computed): it wrote them,
 //      or verified them when it was admitted with prefix-cache hits (hits are verified after
 //      the cache writes of the admitting step: vLLM caches a block when it is allocated, so a
@@ -64,9 +64,9 @@ struct Violation {
   const char* when = "";       // kMismatch: "admission", "read" or "release"
   RequestId other_request;     // kOverwrite: who relies on the slot
   std::int64_t other_position = -1;
-  std::int64_t more = 0;       // further mismatching positions of the same check
-  std::string detail;          // kBadPlan
-  int group = -1;              // hybrid runs: the KV-cache group (-1: one group, not named)
+  std::int64_t more = 0;  // further mismatching positions of the same check
+  std::string detail;     // kBadPlan
+  int group = -1;         // hybrid runs: the KV-cache group (-1: one group, not named)
 
   std::string to_string() const;
 };
@@ -107,7 +107,7 @@ class ShadowKv {
   static std::uint64_t fingerprint(std::uint64_t prev, TokenId token, std::int64_t position);
 
   // Inspection and fault hooks.
-  std::uint64_t slot(std::int64_t slot) const;  // 0: never written
+  std::uint64_t slot(std::int64_t slot) const;                   // 0: never written
   void store_raw(std::int64_t slot, std::uint64_t fingerprint);  // a stray store, unchecked
   std::span<const BlockId> table(const RequestId& id) const;     // empty if not live
   std::int64_t num_computed(const RequestId& id) const;          // -1 if not live
@@ -125,13 +125,13 @@ class ShadowKv {
     bool in_use = false;
     std::uint64_t seed = 0;
     std::int64_t num_computed = 0;
-    std::int64_t rely_begin = 0;  // relies on [rely_begin, num_computed); > 0 only for
-                                  // unverified hits during the step of admission
-    BlockTable table;                 // what the kernels use (one list per group)
+    std::int64_t rely_begin = 0;                   // relies on [rely_begin, num_computed); > 0 only for
+                                                   // unverified hits during the step of admission
+    BlockTable table;                              // what the kernels use (one list per group)
     std::vector<std::vector<BlockId>> registered;  // per group, what holders_ records
                                                    // (differs from table only after a fault)
-    std::vector<std::uint64_t> expected;  // expected fingerprint of each position written
-    std::int64_t admitted = 0;        // admission sequence number (verify_live order)
+    std::vector<std::uint64_t> expected;           // expected fingerprint of each position written
+    std::int64_t admitted = 0;                     // admission sequence number (verify_live order)
   };
 
   std::int32_t find(const RequestId& id) const;
@@ -143,8 +143,7 @@ class ShadowKv {
   bool add_blocks(std::int32_t h, const ScheduledRequest& r, std::vector<Violation>* out);
   void write(std::int32_t h, int g, std::int64_t position, std::uint64_t fp, std::vector<Violation>* out);
   void write_position(std::int32_t h, std::int64_t position, std::uint64_t fp, std::vector<Violation>* out);
-  void verify(std::int32_t h, int g, std::int64_t from, std::int64_t to, const char* when,
-              std::vector<Violation>* out);
+  void verify(std::int32_t h, int g, std::int64_t from, std::int64_t to, const char* when, std::vector<Violation>* out);
   // Every group's positions that a query at `first_query` (and later ones, up to `to`) reads.
   void verify_groups(std::int32_t h, std::int64_t first_query, std::int64_t to, const char* when,
                      std::vector<Violation>* out);
@@ -166,9 +165,9 @@ class ShadowKv {
   std::vector<Live> live_;
   std::vector<std::int32_t> free_handles_;
   std::unordered_map<RequestId, std::int32_t> handle_of_;  // lookup only, never iterated
-  std::vector<std::vector<Holder>> holders_;                // by block id
-  std::vector<std::uint64_t> slots_;                        // by slot
-  std::vector<std::int32_t> scratch_handles_;               // per plan request, -1 = skipped
+  std::vector<std::vector<Holder>> holders_;               // by block id
+  std::vector<std::uint64_t> slots_;                       // by slot
+  std::vector<std::int32_t> scratch_handles_;              // per plan request, -1 = skipped
   std::vector<CacheWriteFault> write_faults_;
   std::vector<TableSwapFault> swap_faults_;
   // Invariant 6: each second-tier entry's fingerprints, block_size of them (lookup only).

@@ -31,8 +31,7 @@ StatusOr<std::unique_ptr<ProfileTable>> prepare(const SimOptions& options) {
 }
 }  // namespace
 
-SimOptions::SimOptions()
-    : model(find_model_shape("llama3-8b").value()), gpu(find_gpu_spec("h100-sxm").value()) {}
+SimOptions::SimOptions() : model(find_model_shape("llama3-8b").value()), gpu(find_gpu_spec("h100-sxm").value()) {}
 
 StatusOr<std::unique_ptr<SimDevice>> SimDevice::create(const SimOptions& options) {
   auto profile = prepare(options);
@@ -43,8 +42,7 @@ StatusOr<std::unique_ptr<SimDevice>> SimDevice::create(const SimOptions& options
 SimDevice::SimDevice(const SimOptions& options, std::unique_ptr<ProfileTable> profile)
     : options_(options),
       profile_(std::move(profile)),
-      cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling,
-            options.tier),
+      cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling, options.tier),
       shadow_(options.verify) {}
 
 StatusOr<std::unique_ptr<CostPredictor>> CostPredictor::create(const SimOptions& options) {
@@ -54,14 +52,14 @@ StatusOr<std::unique_ptr<CostPredictor>> CostPredictor::create(const SimOptions&
 }
 
 CostPredictor::CostPredictor(const SimOptions& options, std::unique_ptr<ProfileTable> profile)
-    : profile_(std::move(profile)), cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling) {}
+    : profile_(std::move(profile)),
+      cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling) {}
 
 std::string SimDevice::name() const { return "sim:" + model().name + "@" + gpu().name; }
 
 std::vector<std::string> SimDevice::format(const std::vector<Violation>& violations) const {
   std::vector<std::string> out;
-  std::size_t shown = std::min(violations.size(),
-                               static_cast<std::size_t>(options_.max_violations_per_step));
+  std::size_t shown = std::min(violations.size(), static_cast<std::size_t>(options_.max_violations_per_step));
   for (std::size_t i = 0; i < shown; ++i) out.push_back(violations[i].to_string());
   if (violations.size() > shown) {
     out.push_back("... and " + std::to_string(violations.size() - shown) + " more violations");
@@ -118,10 +116,10 @@ std::vector<std::string> SimDevice::verify_live_requests(std::int64_t step) {
 
 std::vector<KernelTime> SimDevice::kernel_times() const {
   static const char* const kNames[kNumStepNodes] = {
-      "host_schedule", "h2d_block_table", "h2d_inputs", "slot_mapping", "graph_launch",
-      "input_norm", "qkv_proj", "rotary", "cache_write", "attention", "o_proj",
-      "post_attention_norm", "gate_up_proj", "silu_mul", "down_proj", "final_norm", "lm_head",
-      "d2h_sampled", "all_reduce"};
+      "host_schedule", "h2d_block_table", "h2d_inputs",  "slot_mapping", "graph_launch", "input_norm",
+      "qkv_proj",      "rotary",          "cache_write", "attention",    "o_proj",       "post_attention_norm",
+      "gate_up_proj",  "silu_mul",        "down_proj",   "final_norm",   "lm_head",      "d2h_sampled",
+      "all_reduce"};
   std::vector<KernelTime> out;
   for (int n = 0; n < kNumStepNodes; ++n) {
     const auto i = static_cast<std::size_t>(n);

@@ -27,16 +27,16 @@
 namespace kv::sim {
 
 struct SimOptions {
-  SimOptions();                     // the llama3-8b and h100-sxm presets
+  SimOptions();  // the llama3-8b and h100-sxm presets
   ModelShape model;
   GpuSpec gpu;
-  std::string profile_path;         // profile CSV (sim/profile_format.md); empty: roofline only
+  std::string profile_path;  // profile CSV (sim/profile_format.md); empty: roofline only
   CudaGraphMode cuda_graph_mode = CudaGraphMode::kFullAndPiecewise;
   std::vector<std::int64_t> cuda_graph_capture_sizes;  // empty: vLLM's defaults
-  int max_num_seqs = 256;                   // sets the default capture sizes, as vLLM
-  std::int64_t max_num_batched_tokens = 0;  // clamps the default capture sizes (0: no clamp)
+  int max_num_seqs = 256;                              // sets the default capture sizes, as vLLM
+  std::int64_t max_num_batched_tokens = 0;             // clamps the default capture sizes (0: no clamp)
   VerifyMode verify = VerifyMode::kFast;
-  bool async_scheduling = false;    // CostModel invariant 7
+  bool async_scheduling = false;     // CostModel invariant 7
   int max_violations_per_step = 16;  // further ones are summarized in one line
   TierCostOptions tier;              // second-tier transfers (docs/tiers.md); off by default
 };
@@ -76,11 +76,11 @@ class SimDevice final : public Device {
   StepCost last_cost_;
   std::vector<Violation> violations_;  // of the last step
   std::int64_t last_step_ = 0;
-  std::array<std::int64_t, kNumStepNodes> node_ns_{};        // summed over executed steps
+  std::array<std::int64_t, kNumStepNodes> node_ns_{};  // summed over executed steps
   std::array<std::int64_t, kNumStepNodes> node_launches_{};
-  std::int64_t tier_load_ns_ = 0, tier_store_ns_ = 0;        // summed over executed steps
-  std::int64_t saves_carried_ = 0;  // blocks the last step filled (every-full-block), saved in the next
-  std::int64_t tier_loads_ = 0, tier_stores_ = 0;            // steps with each
+  std::int64_t tier_load_ns_ = 0, tier_store_ns_ = 0;  // summed over executed steps
+  std::int64_t saves_carried_ = 0;                 // blocks the last step filled (every-full-block), saved in the next
+  std::int64_t tier_loads_ = 0, tier_stores_ = 0;  // steps with each
 };
 
 StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options);
@@ -90,7 +90,9 @@ StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options);
 class CostPredictor final : public StepTimePredictor {
  public:
   static StatusOr<std::unique_ptr<CostPredictor>> create(const SimOptions& options);
-  std::int64_t predict_ns(const StepPlan& plan) override { return cost_.cost(summarize(plan, model_window(cost_.model()))).duration_ns; }
+  std::int64_t predict_ns(const StepPlan& plan) override {
+    return cost_.cost(summarize(plan, model_window(cost_.model()))).duration_ns;
+  }
 
  private:
   CostPredictor(const SimOptions& options, std::unique_ptr<ProfileTable> profile);

@@ -20,7 +20,7 @@ using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
 
 struct StepDag::Impl {
   Graph graph;
-  std::vector<Vertex> order;               // topological order, valid when !dirty
+  std::vector<Vertex> order;                 // topological order, valid when !dirty
   mutable std::vector<std::int64_t> finish;  // scratch: end time of each node
   bool dirty = true;
 };
@@ -39,7 +39,7 @@ StepDag::NodeId StepDag::add_node(std::string name, std::int64_t cycles) {
 
 void StepDag::add_edge(NodeId from, NodeId to) {
   KV_CHECK(from >= 0 && static_cast<std::size_t>(from) < num_nodes() && to >= 0 &&
-           static_cast<std::size_t>(to) < num_nodes() && from != to,
+               static_cast<std::size_t>(to) < num_nodes() && from != to,
            "bad edge " << from << " -> " << to);
   boost::add_edge(static_cast<Vertex>(from), static_cast<Vertex>(to), impl_->graph);
   impl_->dirty = true;
@@ -51,13 +51,9 @@ void StepDag::set_cycles(NodeId node, std::int64_t cycles) {
   impl_->graph[static_cast<Vertex>(node)].cycles = cycles;
 }
 
-std::int64_t StepDag::cycles(NodeId node) const {
-  return impl_->graph[static_cast<Vertex>(node)].cycles;
-}
+std::int64_t StepDag::cycles(NodeId node) const { return impl_->graph[static_cast<Vertex>(node)].cycles; }
 
-const std::string& StepDag::name(NodeId node) const {
-  return impl_->graph[static_cast<Vertex>(node)].name;
-}
+const std::string& StepDag::name(NodeId node) const { return impl_->graph[static_cast<Vertex>(node)].name; }
 
 std::size_t StepDag::num_nodes() const { return boost::num_vertices(impl_->graph); }
 

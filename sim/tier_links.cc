@@ -41,8 +41,8 @@ StatusOr<LinkSpec> parse_link(std::string_view text) {
     const std::string gbps_text = t.substr(0, colon), us_text = t.substr(colon + 1);
     const double gbps = std::strtod(gbps_text.c_str(), &end1);
     const double us = std::strtod(us_text.c_str(), &end2);
-    if (!gbps_text.empty() && !us_text.empty() && *end1 == '\0' && *end2 == '\0' && std::isfinite(gbps) &&
-        gbps > 0 && gbps <= 1e9 && std::isfinite(us) && us >= 0 && us <= 1e9) {
+    if (!gbps_text.empty() && !us_text.empty() && *end1 == '\0' && *end2 == '\0' && std::isfinite(gbps) && gbps > 0 &&
+        gbps <= 1e9 && std::isfinite(us) && us >= 0 && us <= 1e9) {
       return LinkSpec{t, static_cast<std::int64_t>(std::llround(gbps * 1e9)), std::llround(us * 1000)};
     }
   }

@@ -30,9 +30,9 @@ StatusOr<LinkSpec> parse_link(std::string_view text);
 enum class TierLoadMode { kOverlap, kStall };
 
 struct TierCostOptions {
-  bool enabled = false;            // false: no tier nodes in the step DAG at all
+  bool enabled = false;  // false: no tier nodes in the step DAG at all
   TierLoadMode load = TierLoadMode::kOverlap;
-  LinkSpec host_link;              // GPU <-> host memory
+  LinkSpec host_link;  // GPU <-> host memory
   std::int64_t disk_bytes_per_s = 0;
   std::int64_t disk_latency_ns = 0;
   std::int64_t bytes_per_block = 0;  // the model's KV bytes per block

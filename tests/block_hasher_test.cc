@@ -18,8 +18,8 @@ std::vector<std::string> hex_all(const std::vector<BlockHash>& hashes) {
   return out;
 }
 
-std::vector<std::string> hash_request(HashAlgo algo, std::vector<TokenId> tokens,
-                                      HashExtras extras = {}, int block_size = 4) {
+std::vector<std::string> hash_request(HashAlgo algo, std::vector<TokenId> tokens, HashExtras extras = {},
+                                      int block_size = 4) {
   const BlockHasher hasher(algo, "0");
   std::vector<BlockHash> hashes;
   hasher.extend(hashes, tokens, block_size, extras);
@@ -36,8 +36,7 @@ std::string hex(const std::vector<std::uint8_t>& bytes) {
   return s;
 }
 
-constexpr const char* kNoneHashSeed0 =
-    "4e1195df020de59e0d65a33a4279f1183e7ae4e5d980e309f8b55adff2e61c3e";
+constexpr const char* kNoneHashSeed0 = "4e1195df020de59e0d65a33a4279f1183e7ae4e5d980e309f8b55adff2e61c3e";
 
 TEST(BlockHasherTest, NoneHashIsSha256OfCborSeed) {
   const BlockHasher hasher(HashAlgo::kSha256Cbor, "0");
@@ -51,51 +50,61 @@ TEST(BlockHasherTest, NoneHashIsSha256OfCborSeed) {
 TEST(BlockHasherTest, Tokens1To9HashTwoFullBlocks) {
   // The ninth token is a partial block: never hashed.
   EXPECT_EQ(hash_request(HashAlgo::kSha256Cbor, {1, 2, 3, 4, 5, 6, 7, 8, 9}),
-            (std::vector<std::string>{
-                "c9d58ba695280d69b243e1e0df813136ca9196b286fb1a021e0b2e028ef071cb",
-                "24125b23e68883b5c2141db2959d48433fe6bde2f26bd914efad121d154ab2d6"}));
+            (std::vector<std::string>{"c9d58ba695280d69b243e1e0df813136ca9196b286fb1a021e0b2e028ef071cb",
+                                      "24125b23e68883b5c2141db2959d48433fe6bde2f26bd914efad121d154ab2d6"}));
 }
 
 TEST(BlockHasherTest, CacheSaltTenantA) {
   HashExtras extras;
   extras.cache_salt = "tenant-a";
   EXPECT_EQ(hash_request(HashAlgo::kSha256Cbor, {1, 2, 3, 4}, extras),
-            (std::vector<std::string>{
-                "5188afdf425172363edc325e9600bdb55cfc0950138d1c11b71ec2ac150962f4"}));
+            (std::vector<std::string>{"5188afdf425172363edc325e9600bdb55cfc0950138d1c11b71ec2ac150962f4"}));
 }
 
 TEST(BlockHasherTest, LoraAdapter1) {
   HashExtras extras;
   extras.lora_name = "adapter1";
   EXPECT_EQ(hash_request(HashAlgo::kSha256Cbor, {1, 2, 3, 4, 5, 6, 7, 8}, extras),
-            (std::vector<std::string>{
-                "2b1ef82eb029772559156119f767e8f81310dc506e2e0809ad295c47377d4ec8",
-                "a607d38b5a23c33ed3d0fdd4b43f6fa0200e154029417e5b1e71db80802ea80e"}));
+            (std::vector<std::string>{"2b1ef82eb029772559156119f767e8f81310dc506e2e0809ad295c47377d4ec8",
+                                      "a607d38b5a23c33ed3d0fdd4b43f6fa0200e154029417e5b1e71db80802ea80e"}));
 }
 
 TEST(BlockHasherTest, BigTokensUseWiderCborHeads) {
   EXPECT_EQ(hash_request(HashAlgo::kSha256Cbor, {1000, 70000, 5000000000, 0}),
-            (std::vector<std::string>{
-                "78ee659871810941ecda9562acd29f5b723e2c394afb50db36efcc8af2d237c9"}));
+            (std::vector<std::string>{"78ee659871810941ecda9562acd29f5b723e2c394afb50db36efcc8af2d237c9"}));
   const BlockHasher hasher;
   const std::vector<TokenId> tokens{1000, 70000, 5000000000, 0};
   const std::string cbor = hex(hasher.cbor_block(hasher.none_hash(), tokens, {}, 0));
   // 1000 -> 19 03e8, 70000 -> 1a 00011170, 5000000000 -> 1b 000000012a05f200, 0 -> 00.
-  EXPECT_EQ(cbor.substr(2 * 35), "84" "1903e8" "1a00011170" "1b000000012a05f200" "00" "f6");
+  EXPECT_EQ(cbor.substr(2 * 35),
+            "84"
+            "1903e8"
+            "1a00011170"
+            "1b000000012a05f200"
+            "00"
+            "f6");
 }
 
 TEST(BlockHasherTest, EveryHeadSizeAtItsBoundaries) {
   const BlockHasher hasher;
   const std::vector<TokenId> tokens{23, 24, 255, 256, 65535, 65536, 4294967295, 4294967296};
   const std::string cbor = hex(hasher.cbor_block(hasher.none_hash(), tokens, {}, 0));
-  EXPECT_EQ(cbor.substr(2 * 35), "88" "17" "1818" "18ff" "190100" "19ffff" "1a00010000"
-                                 "1affffffff" "1b0000000100000000" "f6");
+  EXPECT_EQ(cbor.substr(2 * 35),
+            "88"
+            "17"
+            "1818"
+            "18ff"
+            "190100"
+            "19ffff"
+            "1a00010000"
+            "1affffffff"
+            "1b0000000100000000"
+            "f6");
 }
 
 TEST(BlockHasherTest, XxhashTokens1To8) {
   const auto hashes = hash_request(HashAlgo::kXxhashCbor, {1, 2, 3, 4, 5, 6, 7, 8});
-  EXPECT_EQ(hashes, (std::vector<std::string>{"0a8577df5ee3430515a8cc1f6e3ac52e",
-                                              "d152782cb4d753bde718a811a3b75e23"}));
+  EXPECT_EQ(hashes, (std::vector<std::string>{"0a8577df5ee3430515a8cc1f6e3ac52e", "d152782cb4d753bde718a811a3b75e23"}));
   const BlockHasher hasher(HashAlgo::kXxhashCbor, "0");
   EXPECT_EQ(hasher.none_hash().size, 16);
 }
@@ -120,7 +129,14 @@ TEST(BlockHasherTest, ExtraKeysInOrderLoraThenMultimodalThenSalt) {
   const std::vector<TokenId> tokens{1, 2, 3, 4};
   const std::string cbor = hex(hasher.cbor_block(hasher.none_hash(), tokens, extras, 0));
   // After the parent and the tokens: array(3) of "L", ["m1", 1], "s".
-  EXPECT_EQ(cbor.substr(2 * 35), "8401020304" "83" "614c" "82" "626d31" "01" "6173");
+  EXPECT_EQ(cbor.substr(2 * 35),
+            "8401020304"
+            "83"
+            "614c"
+            "82"
+            "626d31"
+            "01"
+            "6173");
 }
 
 TEST(BlockHasherTest, SaltEntersOnlyTheFirstBlock) {
@@ -130,12 +146,13 @@ TEST(BlockHasherTest, SaltEntersOnlyTheFirstBlock) {
   const std::vector<TokenId> tokens{5, 6, 7, 8};
   const BlockHash parent = hasher.none_hash();
   // Block 1 (block_start 4) carries no extra keys at all: null.
-  EXPECT_EQ(hex(hasher.cbor_block(parent, tokens, salted, 4)),
-            hex(hasher.cbor_block(parent, tokens, {}, 4)));
+  EXPECT_EQ(hex(hasher.cbor_block(parent, tokens, salted, 4)), hex(hasher.cbor_block(parent, tokens, {}, 4)));
   EXPECT_EQ(hex(hasher.cbor_block(parent, tokens, salted, 4)).substr(2 * 35), "8405060708f6");
   // Block 0 ends in array(1) "tenant-a".
   EXPECT_EQ(hex(hasher.cbor_block(parent, tokens, salted, 0)).substr(2 * 35),
-            "8405060708" "81" "6874656e616e742d61");
+            "8405060708"
+            "81"
+            "6874656e616e742d61");
 
   // Whole requests: the salt changes block 0, so it changes every later block through the
   // chain, but block 1 is hashed exactly as an unsalted block 1 with the same parent.
@@ -155,7 +172,10 @@ TEST(BlockHasherTest, LoraEntersEveryBlock) {
   lora.lora_name = "adapter1";
   const std::vector<TokenId> tokens{5, 6, 7, 8};
   EXPECT_EQ(hex(hasher.cbor_block(hasher.none_hash(), tokens, lora, 4)).substr(2 * 35),
-            "8405060708" "81" "6861646170746572" "31");
+            "8405060708"
+            "81"
+            "6861646170746572"
+            "31");
 }
 
 TEST(BlockHasherTest, MultimodalOffsetsAreRelativeToEachOverlappedBlock) {
@@ -167,10 +187,18 @@ TEST(BlockHasherTest, MultimodalOffsetsAreRelativeToEachOverlappedBlock) {
   const BlockHash parent = hasher.none_hash();
   // Block 0: ["img", 2].
   EXPECT_EQ(hex(hasher.cbor_block(parent, tokens, extras, 0)).substr(2 * 35),
-            "8409090909" "81" "82" "63696d67" "02");
+            "8409090909"
+            "81"
+            "82"
+            "63696d67"
+            "02");
   // Block 1 starts at 4: the item began 2 tokens before it, offset -2 (CBOR 0x21).
   EXPECT_EQ(hex(hasher.cbor_block(parent, tokens, extras, 4)).substr(2 * 35),
-            "8409090909" "81" "82" "63696d67" "21");
+            "8409090909"
+            "81"
+            "82"
+            "63696d67"
+            "21");
   // Block 2 starts at 8, after the item ended at 7: no extra keys.
   EXPECT_EQ(hex(hasher.cbor_block(parent, tokens, extras, 8)).substr(2 * 35), "8409090909f6");
 
@@ -178,10 +206,21 @@ TEST(BlockHasherTest, MultimodalOffsetsAreRelativeToEachOverlappedBlock) {
   // overlap that block.
   extras.mm_items = {{"a", 0, 4}, {"b", 5, 1}};
   EXPECT_EQ(hex(hasher.cbor_block(parent, tokens, extras, 4)).substr(2 * 35),
-            "8409090909" "81" "82" "6162" "01");
+            "8409090909"
+            "81"
+            "82"
+            "6162"
+            "01");
   extras.mm_items = {{"a", 4, 1}, {"b", 6, 3}};
   EXPECT_EQ(hex(hasher.cbor_block(parent, tokens, extras, 4)).substr(2 * 35),
-            "8409090909" "82" "82" "6161" "00" "82" "6162" "02");
+            "8409090909"
+            "82"
+            "82"
+            "6161"
+            "00"
+            "82"
+            "6162"
+            "02");
 }
 
 TEST(BlockHasherTest, IncrementalExtensionEqualsOneShot) {

@@ -28,8 +28,7 @@ class BlockPoolTest : public ::testing::TestWithParam<FreeOrder> {
  protected:
   bool classic() const { return GetParam() == FreeOrder::kClassic; }
   // The queue order expected under the test's free order.
-  std::vector<BlockId> per_order(std::vector<BlockId> classic_order,
-                                 std::vector<BlockId> unhashed_first_order) const {
+  std::vector<BlockId> per_order(std::vector<BlockId> classic_order, std::vector<BlockId> unhashed_first_order) const {
     return classic() ? classic_order : unhashed_first_order;
   }
 
@@ -52,8 +51,7 @@ class BlockPoolTest : public ::testing::TestWithParam<FreeOrder> {
   static std::vector<BlockId> queue(const BlockPool& pool) { return pool.policy().order(); }
 };
 
-INSTANTIATE_TEST_SUITE_P(BothOrders, BlockPoolTest,
-                         ::testing::Values(FreeOrder::kClassic, FreeOrder::kUnhashedFirst),
+INSTANTIATE_TEST_SUITE_P(BothOrders, BlockPoolTest, ::testing::Values(FreeOrder::kClassic, FreeOrder::kUnhashedFirst),
                          [](const ::testing::TestParamInfo<FreeOrder>& param_info) {
                            return std::string(to_string(param_info.param));
                          });
@@ -241,8 +239,8 @@ TEST_P(BlockPoolTest, StoredEventsCarryTheExtraKeysOfEachBlock) {
   EXPECT_EQ(std::get<BlockStored>(events[1]).extra_keys, second);
 
   EXPECT_EQ(take(*pool, 2), (std::vector<BlockId>{4, 5}));
-  pool->cache_full_blocks(std::vector<BlockId>{4, 5}, std::vector<BlockHash>{tag_hash(4), tag_hash(5)},
-                          0, 2, 0, 4, tokens, HashExtras{});
+  pool->cache_full_blocks(std::vector<BlockId>{4, 5}, std::vector<BlockHash>{tag_hash(4), tag_hash(5)}, 0, 2, 0, 4,
+                          tokens, HashExtras{});
   const std::vector<KvEvent> plain = pool->take_events();
   ASSERT_EQ(plain.size(), 1u);
   EXPECT_EQ(std::get<BlockStored>(plain[0]).extra_keys, (std::vector<BlockExtraKeys>{std::nullopt, std::nullopt}));
@@ -251,8 +249,8 @@ TEST_P(BlockPoolTest, StoredEventsCarryTheExtraKeysOfEachBlock) {
 TEST_P(BlockPoolTest, NoEventsUnlessEnabled) {
   auto pool = make_pool(4);
   take(*pool, 1);
-  pool->cache_full_blocks(std::vector<BlockId>{1}, std::vector<BlockHash>{tag_hash(1)}, 0, 1, 0, 4,
-                          token_range(0, 4), HashExtras{});
+  pool->cache_full_blocks(std::vector<BlockId>{1}, std::vector<BlockHash>{tag_hash(1)}, 0, 1, 0, 4, token_range(0, 4),
+                          HashExtras{});
   pool->evict_blocks(std::vector<BlockId>{1});
   pool->free_blocks(std::vector<BlockId>{1});
   EXPECT_TRUE(pool->reset_prefix_cache());
@@ -262,8 +260,7 @@ TEST_P(BlockPoolTest, NoEventsUnlessEnabled) {
 TEST_P(BlockPoolTest, EvictBlocksDropsHashesInPlace) {
   auto pool = make_pool(8, true, /*events=*/true);
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
-  pool->cache_full_blocks(std::vector<BlockId>{1, 2, 3},
-                          std::vector<BlockHash>{tag_hash(1), tag_hash(2)}, 0, 2, 0, 4,
+  pool->cache_full_blocks(std::vector<BlockId>{1, 2, 3}, std::vector<BlockHash>{tag_hash(1), tag_hash(2)}, 0, 2, 0, 4,
                           token_range(0, 10), HashExtras{});
   pool->free_blocks(std::vector<BlockId>{3, 2, 1});
   const auto before = queue(*pool);
@@ -286,8 +283,7 @@ TEST_P(BlockPoolTest, EvictBlocksDropsHashesInPlace) {
 TEST_P(BlockPoolTest, ResetFailsWhileABlockIsInUseThenClearsEveryHash) {
   auto pool = make_pool(6, true, /*events=*/true);
   EXPECT_EQ(take(*pool, 2), (std::vector<BlockId>{1, 2}));
-  pool->cache_full_blocks(std::vector<BlockId>{1, 2},
-                          std::vector<BlockHash>{tag_hash(1), tag_hash(2)}, 0, 2, 0, 4,
+  pool->cache_full_blocks(std::vector<BlockId>{1, 2}, std::vector<BlockHash>{tag_hash(1), tag_hash(2)}, 0, 2, 0, 4,
                           token_range(0, 8), HashExtras{});
   pool->free_blocks(std::vector<BlockId>{2});
   pool->take_events();
@@ -363,8 +359,8 @@ TEST_P(BlockPoolTest, CheckInvariantsNamesEachCorruption) {
   {
     auto pool = make_pool(5);
     take(*pool, 1);
-    pool->cache_full_blocks(std::vector<BlockId>{1}, std::vector<BlockHash>{tag_hash(1)}, 0, 1, 0, 4,
-                            token_range(0, 4), HashExtras{});
+    pool->cache_full_blocks(std::vector<BlockId>{1}, std::vector<BlockHash>{tag_hash(1)}, 0, 1, 0, 4, token_range(0, 4),
+                            HashExtras{});
     corrupt(*pool, 1).hash = BlockHash{};
     EXPECT_FALSE(pool->check_invariants(&why));
     EXPECT_EQ(why, "hash map lists block 1 under a hash it does not have");
@@ -392,10 +388,10 @@ TEST_P(BlockPoolTest, GroupEventsNameTheGroupAndSkipNullBlocks) {
   const std::vector<BlockHash> hashes{tag_hash(1), tag_hash(2), tag_hash(3)};
   HashExtras salted;
   salted.cache_salt = "s1";
-  pool->cache_full_blocks(std::vector<BlockId>{0, 2, 3}, hashes, 0, 3, KvCacheGroupId{1}, 4,
-                          token_range(0, 12), salted);
-  pool->cache_full_blocks(std::vector<BlockId>{1}, hashes, 0, 1, KvCacheGroupId{0}, 4,
-                          token_range(0, 12), HashExtras{});
+  pool->cache_full_blocks(std::vector<BlockId>{0, 2, 3}, hashes, 0, 3, KvCacheGroupId{1}, 4, token_range(0, 12),
+                          salted);
+  pool->cache_full_blocks(std::vector<BlockId>{1}, hashes, 0, 1, KvCacheGroupId{0}, 4, token_range(0, 12),
+                          HashExtras{});
   pool->evict_blocks(std::vector<BlockId>{3});
   const std::vector<KvEvent> events = pool->take_events();
   ASSERT_EQ(events.size(), 3u);
@@ -417,15 +413,13 @@ TEST_P(BlockPoolTest, EachGroupCachesItsOwnBlockUnderOneHash) {
   auto pool = make_pool(8);
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
   const std::vector<BlockHash> hashes = {tag_hash(7)};
-  pool->cache_full_blocks(std::vector<BlockId>{0}, hashes, 0, 1, KvCacheGroupId{0}, 4,
-                          token_range(0, 4), HashExtras{});  // null: skipped
+  pool->cache_full_blocks(std::vector<BlockId>{0}, hashes, 0, 1, KvCacheGroupId{0}, 4, token_range(0, 4),
+                          HashExtras{});  // null: skipped
   EXPECT_EQ(pool->num_cached_blocks(), 0u);
-  pool->cache_full_blocks(std::vector<BlockId>{1}, hashes, 0, 1, KvCacheGroupId{0}, 4,
-                          token_range(0, 4), HashExtras{});
-  pool->cache_full_blocks(std::vector<BlockId>{2}, hashes, 0, 1, KvCacheGroupId{1}, 4,
-                          token_range(0, 4), HashExtras{});
-  pool->cache_full_blocks(std::vector<BlockId>{3}, hashes, 0, 1, KvCacheGroupId{1}, 4,
-                          token_range(0, 4), HashExtras{});  // a duplicate
+  pool->cache_full_blocks(std::vector<BlockId>{1}, hashes, 0, 1, KvCacheGroupId{0}, 4, token_range(0, 4), HashExtras{});
+  pool->cache_full_blocks(std::vector<BlockId>{2}, hashes, 0, 1, KvCacheGroupId{1}, 4, token_range(0, 4), HashExtras{});
+  pool->cache_full_blocks(std::vector<BlockId>{3}, hashes, 0, 1, KvCacheGroupId{1}, 4, token_range(0, 4),
+                          HashExtras{});  // a duplicate
   EXPECT_EQ(pool->get_cached_block(tag_hash(7)), 1);
   EXPECT_EQ(pool->get_cached_block(tag_hash(7), 1), 2);
   EXPECT_EQ(pool->get_cached_block(tag_hash(7), 2), kNoBlock);

@@ -37,13 +37,12 @@ class CliReplayTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     trace_ = (dir_ / "t.kvtrace").string();
-    Outcome g = run("gen prefix --num-prompts 2 --prefix-len 64 --suffix-len 16 --repeat 3 --output-len 4 --seed 3 -o " + trace_);
+    Outcome g = run(
+        "gen prefix --num-prompts 2 --prefix-len 64 --suffix-len 16 --repeat 3 --output-len 4 --seed 3 -o " + trace_);
     ASSERT_EQ(g.status, 0) << g.output;
   }
   void TearDown() override { fs::remove_all(dir_); }
-  std::string small_args() const {
-    return "--trace " + trace_ + " --model tiny --num-blocks 64 --verify full ";
-  }
+  std::string small_args() const { return "--trace " + trace_ + " --model tiny --num-blocks 64 --verify full "; }
   fs::path dir_;
   std::string trace_;
 };
@@ -99,8 +98,9 @@ TEST_F(CliReplayTest, ModelConfigWithFp8AndTensorParallelism) {
   EXPECT_GT(kernel_launches(two / "kernels.csv", "all_reduce"), 0);
   Outcome bad = run(base + "--tp 3 --out " + (dir_ / "tp3").string());
   EXPECT_EQ(bad.status, 2) << bad.output;
-  EXPECT_NE(bad.output.find("--tp: model meta-llama/Llama-3.1-8B-Instruct cannot be split over 3 ranks: 32 attention heads"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.output.find("--tp: model meta-llama/Llama-3.1-8B-Instruct cannot be split over 3 ranks: 32 attention heads"),
+      std::string::npos)
       << bad.output;
 }
 
@@ -153,7 +153,8 @@ TEST_F(CliReplayTest, EvictionPoliciesRunOnOneGroupAndOnHybridModels) {
   Outcome bad = run("replay " + small_args() + "--eviction-policy mru --out " + (dir_ / "r").string());
   EXPECT_EQ(bad.status, 2);
   EXPECT_NE(bad.output.find("--eviction-policy: must be one of lru, lfu, slru, leaf-lru, priority, got 'mru'"),
-            std::string::npos) << bad.output;
+            std::string::npos)
+      << bad.output;
   EXPECT_FALSE(fs::exists(dir_ / "r"));
 }
 
@@ -202,8 +203,8 @@ TEST_F(CliReplayTest, EveryInjectedFaultIsCaughtInBothVerifyModes) {
 
 TEST_F(CliReplayTest, InjectedFaultOnANamedRequest) {
   // `gen prefix` names requests pN-rK; the fault waits for the first step >= 3 that runs p0-r1.
-  Outcome o = run("replay " + small_args() + "--progress off --inject-fault drop@3:p0-r1 --out " +
-                  (dir_ / "r").string());
+  Outcome o =
+      run("replay " + small_args() + "--progress off --inject-fault drop@3:p0-r1 --out " + (dir_ / "r").string());
   EXPECT_EQ(o.status, 1) << o.output;
   const std::string planted = line_with(o.output, "injected fault: drop at step ");
   EXPECT_NE(planted.find(": request p0-r1, position "), std::string::npos) << o.output;
@@ -219,7 +220,8 @@ TEST_F(CliReplayTest, BadOrUnfiredFaultsAreErrors) {
   o = run("replay " + small_args() + "--inject-fault drop@x --out " + (dir_ / "b").string());
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.output.find("--inject-fault: step 'x'"), std::string::npos) << o.output;
-  o = run("replay --trace " + trace_ + " --model tiny --verify off --inject-fault drop@2 --out " + (dir_ / "c").string());
+  o = run("replay --trace " + trace_ + " --model tiny --verify off --inject-fault drop@2 --out " +
+          (dir_ / "c").string());
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.output.find("--inject-fault: needs --verify fast or full"), std::string::npos) << o.output;
   o = run("replay " + small_args() + "--progress off --inject-fault drop@1:nobody --out " + (dir_ / "d").string());

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "model/policies/eviction_policy.h"
 #include "model/kv_cache_manager.h"
+#include "model/policies/eviction_policy.h"
 
 namespace kv {
 namespace {
@@ -115,24 +115,24 @@ TEST(Lfu, FrequencyBeatsRecencyUntilItAgesOut) {
   h.hit(1);
   h.release({1});
   h.hit(1);
-  h.release({1});     // block 1: 3 uses, rank 0 + 3
-  h.release({2});     // rank 0 + 1
-  h.release({3});     // rank 0 + 1
+  h.release({1});                                 // block 1: 3 uses, rank 0 + 3
+  h.release({2});                                 // rank 0 + 1
+  h.release({3});                                 // rank 0 + 1
   EXPECT_EQ(h.policy().order(), (Ids{2, 3, 1}));  // 1 is the oldest release but the most used
-  EXPECT_EQ(h.take(1), (Ids{2}));                   // L = 1
+  EXPECT_EQ(h.take(1), (Ids{2}));                 // L = 1
   h.cache({2});
-  h.release({2});                                   // rank 1 + 1
+  h.release({2});  // rank 1 + 1
   EXPECT_EQ(h.policy().order(), (Ids{3, 2, 1}));
-  EXPECT_EQ(h.take(1), (Ids{3}));                   // L = 1
+  EXPECT_EQ(h.take(1), (Ids{3}));  // L = 1
   h.cache({3});
-  h.release({3});                                   // rank 2
-  EXPECT_EQ(h.take(1), (Ids{2}));                   // L = 2
+  h.release({3});                  // rank 2
+  EXPECT_EQ(h.take(1), (Ids{2}));  // L = 2
   h.cache({2});
-  h.release({2});                                   // rank 3, released after 1
+  h.release({2});  // rank 3, released after 1
   EXPECT_EQ(h.policy().order(), (Ids{3, 1, 2}));
-  EXPECT_EQ(h.take(1), (Ids{3}));                   // L = 2
+  EXPECT_EQ(h.take(1), (Ids{3}));  // L = 2
   h.cache({3});
-  h.release({3});                                   // rank 3
+  h.release({3});  // rank 3
   // Block 1's three uses have aged out: it ties the one-use blocks and is the oldest.
   EXPECT_EQ(h.policy().order(), (Ids{1, 2, 3}));
 }
@@ -176,8 +176,8 @@ TEST(Slru, TheProtectedSegmentHoldsUpToItsCap) {
 TEST(LeafLru, EvictsTheDeepestBlockOfAChainFirst) {
   Harness h(EvictionPolicyKind::kLeafLru, 6);
   EXPECT_EQ(h.take(3), (Ids{1, 2, 3}));
-  h.cache({1, 2, 3});       // 1 <- 2 <- 3
-  h.release({1, 2, 3});     // head first: plain LRU would evict 1, the root, first
+  h.cache({1, 2, 3});    // 1 <- 2 <- 3
+  h.release({1, 2, 3});  // head first: plain LRU would evict 1, the root, first
   EXPECT_EQ(h.policy().order(), (Ids{4, 5, 3, 1, 2}));
   EXPECT_EQ(h.take(3), (Ids{4, 5, 3}));
   EXPECT_EQ(h.policy().order(), (Ids{2, 1}));  // 3 is gone, so 2 is a leaf now
@@ -189,9 +189,9 @@ TEST(LeafLru, AChildCachedByAnotherRequestKeepsItsParent) {
   Harness h(EvictionPolicyKind::kLeafLru, 5);
   EXPECT_EQ(h.take(1), (Ids{1}));
   h.cache({1});
-  h.release({1});                      // a leaf
+  h.release({1});  // a leaf
   EXPECT_EQ(h.policy().order(), (Ids{2, 3, 4, 1}));
-  h.hit(1);                            // a second request extends the prefix
+  h.hit(1);  // a second request extends the prefix
   EXPECT_EQ(h.take(1), (Ids{2}));
   h.cache({2}, /*parent=*/1);
   h.release({2, 1});
@@ -204,12 +204,12 @@ TEST(Priority, LowerPriorityFirstAndItDecaysAfterItsDuration) {
   h.cache({1});
   h.cache({2});
   h.cache({3});
-  h.release({3});                                      // default 35 (clock 1)
-  h.release({2}, BlockRetention{10, 2});               // 10 until clock 4
-  h.release({1}, BlockRetention{80, 0});               // 80 for good (clock 3)
+  h.release({3});                         // default 35 (clock 1)
+  h.release({2}, BlockRetention{10, 2});  // 10 until clock 4
+  h.release({1}, BlockRetention{80, 0});  // 80 for good (clock 3)
   EXPECT_EQ(h.policy().order(), (Ids{2, 3, 1}));
-  h.release({});                                       // clock 4: block 2 falls back to 35
-  EXPECT_EQ(h.policy().order(), (Ids{3, 2, 1}));       // 3 was released before 2
+  h.release({});                                  // clock 4: block 2 falls back to 35
+  EXPECT_EQ(h.policy().order(), (Ids{3, 2, 1}));  // 3 was released before 2
   EXPECT_EQ(h.take(3), (Ids{3, 2, 1}));
 }
 

@@ -38,7 +38,8 @@ TEST_P(HybridGolden, MatchesVllm) {
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string name = info.param.substr(0, info.param.rfind('.'));
-  std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
   return name;
 }
 

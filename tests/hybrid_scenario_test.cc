@@ -19,13 +19,16 @@ std::string scenario(const std::string& extra_config = "", const std::string& la
     "free_order": "unhashed_first", "enable_caching": true, "max_model_len": 4096,
     "max_in_flight_tokens": 4096, "scheduler_block_size": 16, "hash_block_size": 16,
     "coordinator": "UnitaryKVCacheCoordinator", "page_size_bytes": 8192,
-    "layers_per_group": 1, "memory_budget_bytes": 32867)" + extra_config + R"(,
-    "layers": [{"name": "L0", "type": ")" + layer_type + R"("}],
+    "layers_per_group": 1, "memory_budget_bytes": 32867)" +
+         extra_config + R"(,
+    "layers": [{"name": "L0", "type": ")" +
+         layer_type + R"("}],
     "groups": [{"type": "full", "layers": ["L0"]}], "lookup_order": [[0]]},
   "steps": [
     {"op": "add", "req": "a", "prompt": [[0, 20]],
      "expect": {"num_tokens": 20, "num_block_hashes": 1, "free": 3, "evicted": []}},
-    {"op": ")" + op + R"(", "req": "a", "num_new_tokens": 20,
+    {"op": ")" +
+         op + R"(", "req": "a", "num_new_tokens": 20,
      "expect": {"ok": true, "new_blocks": [[1, 2]], "num_computed_tokens": 20,
                 "held": [[1, 2]], "window_freed": 0, "free": )" +
          std::to_string(expected_free) + R"(, "evicted": []}}],
@@ -35,8 +38,8 @@ std::string scenario(const std::string& extra_config = "", const std::string& la
 class HybridScenarioTest : public ::testing::Test {
  protected:
   std::string write(const std::string& text) {
-    const auto path = std::filesystem::temp_directory_path() /
-                      ("kvsim_hybrid_scenario_test_" + std::to_string(counter_++) + ".json");
+    const auto path =
+        std::filesystem::temp_directory_path() / ("kvsim_hybrid_scenario_test_" + std::to_string(counter_++) + ".json");
     std::ofstream(path) << text;
     paths_.push_back(path);
     return path.string();
@@ -79,20 +82,17 @@ TEST_F(HybridScenarioTest, MalformedFilesAreAStatusNamingFileAndField) {
 
   s = run_hybrid_scenario(write(scenario("", "mamba")));
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("config.layers[0].mode: missing"), std::string::npos)
-      << s.status().message();
+  EXPECT_NE(s.status().message().find("config.layers[0].mode: missing"), std::string::npos) << s.status().message();
 
   // The golden-mamba dialect's ops: a rollback past the computed tokens, a new_step with a
   // request.
   s = run_hybrid_scenario(write(scenario("", "full", "rollback")));
   ASSERT_FALSE(s.ok());
-  EXPECT_NE(s.status().message().find("steps[1].num_new_tokens: unknown field for op 'rollback'"),
-            std::string::npos)
+  EXPECT_NE(s.status().message().find("steps[1].num_new_tokens: unknown field for op 'rollback'"), std::string::npos)
       << s.status().message();
   std::string rollback = scenario();
   const auto at = rollback.find(R"({"op": "allocate")");
-  rollback = rollback.substr(0, at) +
-             R"({"op": "rollback", "req": "a", "num_rejected": 3}]})";
+  rollback = rollback.substr(0, at) + R"({"op": "rollback", "req": "a", "num_rejected": 3}]})";
   s = run_hybrid_scenario(write(rollback));
   ASSERT_FALSE(s.ok());
   EXPECT_NE(s.status().message().find("steps[1].num_rejected: must be in 0 .. num_computed_tokens (0)"),

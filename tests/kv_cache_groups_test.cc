@@ -24,8 +24,7 @@ KvCacheSpec chunked(int chunk) {
   return s;
 }
 
-KvCacheSpec mamba(std::int64_t state_bytes, MambaCacheMode mode = MambaCacheMode::kAlign,
-                  int block_size = 16) {
+KvCacheSpec mamba(std::int64_t state_bytes, MambaCacheMode mode = MambaCacheMode::kAlign, int block_size = 16) {
   KvCacheSpec s = full();
   s.type = AttentionType::kMamba;
   s.block_size = block_size;
@@ -107,8 +106,7 @@ TEST(KvCacheGroupsTest, SmallerMambaPagesArePadded) {
   // Qwen3-Next-like: M M M F, a 2432-byte state next to 8192-byte attention pages.
   auto groups = get_kv_cache_groups(model({mamba(2432), mamba(2432), mamba(2432), full()}));
   ASSERT_TRUE(groups.ok()) << groups.status().message();
-  EXPECT_EQ(layers_of(*groups),
-            (std::vector<std::vector<std::string>>{{"L0"}, {"L1"}, {"L2"}, {"L3"}}));
+  EXPECT_EQ(layers_of(*groups), (std::vector<std::vector<std::string>>{{"L0"}, {"L1"}, {"L2"}, {"L3"}}));
   for (const auto& g : *groups) {
     EXPECT_EQ(g.spec.page_size_bytes(), 8192);
     EXPECT_EQ(g.spec.block_size, 16);
@@ -130,15 +128,13 @@ TEST(KvCacheGroupsTest, LargerMambaPagesScaleTheAttentionBlock) {
   // A Mamba page larger than the attention page but not a multiple of it: refused.
   auto refused = get_kv_cache_groups(model({mamba(12288), full()}));
   ASSERT_FALSE(refused.ok());
-  EXPECT_NE(refused.status().message().find("layer L1: page size 8192 does not divide"),
-            std::string::npos)
+  EXPECT_NE(refused.status().message().find("layer L1: page size 8192 does not divide"), std::string::npos)
       << refused.status().message();
 }
 
 TEST(KvCacheGroupsTest, MambaWithoutCachingHashesAtTheSchedulerBlock) {
   // Mode none: one block of max_model_len tokens.
-  auto groups = get_kv_cache_groups(
-      model({mamba(8192, MambaCacheMode::kNone, 4096), full()}));
+  auto groups = get_kv_cache_groups(model({mamba(8192, MambaCacheMode::kNone, 4096), full()}));
   ASSERT_TRUE(groups.ok()) << groups.status().message();
   EXPECT_EQ(cache_block_size(*groups), 16);
   EXPECT_EQ(scheduler_block_size(*groups), 4096);
@@ -175,9 +171,9 @@ TEST(KvCacheGroupsTest, Gemma3FiveSlidingToOneFull) {
   for (int i = 0; i < 12; ++i) specs.push_back(i % 6 == 5 ? full() : sliding(32));
   auto groups = get_kv_cache_groups(model(specs));
   ASSERT_TRUE(groups.ok());
-  EXPECT_EQ(layers_of(*groups), (std::vector<std::vector<std::string>>{
-                                    {"L0", "L6"}, {"L1", "L7"}, {"L2", "L8"}, {"L3", "L9"},
-                                    {"L4", "L10"}, {"L5", "L11"}}));
+  EXPECT_EQ(layers_of(*groups),
+            (std::vector<std::vector<std::string>>{
+                {"L0", "L6"}, {"L1", "L7"}, {"L2", "L8"}, {"L3", "L9"}, {"L4", "L10"}, {"L5", "L11"}}));
   EXPECT_EQ((*groups)[5].spec, full());
   EXPECT_EQ(lookup_sets(*groups), (std::vector<std::vector<int>>{{5}, {0, 1, 2, 3, 4}}));
 }
@@ -187,18 +183,17 @@ TEST(KvCacheGroupsTest, Llama4ThreeChunkedToOneFull) {
   for (int i = 0; i < 8; ++i) specs.push_back(i % 4 == 3 ? full() : chunked(64));
   auto groups = get_kv_cache_groups(model(specs));
   ASSERT_TRUE(groups.ok());
-  EXPECT_EQ(layers_of(*groups), (std::vector<std::vector<std::string>>{
-                                    {"L0", "L4"}, {"L1", "L5"}, {"L2", "L6"}, {"L3", "L7"}}));
+  EXPECT_EQ(layers_of(*groups),
+            (std::vector<std::vector<std::string>>{{"L0", "L4"}, {"L1", "L5"}, {"L2", "L6"}, {"L3", "L7"}}));
 }
 
 TEST(KvCacheGroupsTest, ShortLastGroupIsPadding) {
   // 7 sliding + 2 full: group size 2, so the sliding layers make 4 groups, the last of one.
-  auto groups = get_kv_cache_groups(model({sliding(32), sliding(32), sliding(32), full(),
-                                           sliding(32), sliding(32), sliding(32), sliding(32),
-                                           full()}));
+  auto groups = get_kv_cache_groups(model(
+      {sliding(32), sliding(32), sliding(32), full(), sliding(32), sliding(32), sliding(32), sliding(32), full()}));
   ASSERT_TRUE(groups.ok());
-  EXPECT_EQ(layers_of(*groups), (std::vector<std::vector<std::string>>{
-                                    {"L0", "L5"}, {"L1", "L6"}, {"L2", "L7"}, {"L4"}, {"L3", "L8"}}));
+  EXPECT_EQ(layers_of(*groups),
+            (std::vector<std::vector<std::string>>{{"L0", "L5"}, {"L1", "L6"}, {"L2", "L7"}, {"L4"}, {"L3", "L8"}}));
   auto size = size_pool_for_budget(*groups, 671743);
   ASSERT_TRUE(size.ok());
   EXPECT_EQ(size->layers_per_group, 2);
@@ -233,7 +228,7 @@ TEST(KvCacheGroupsTest, PoolSizeForOneGroup) {
   ASSERT_TRUE(size.ok());
   EXPECT_EQ(size->page_size_bytes, 8192);
   EXPECT_EQ(size->layers_per_group, 4);
-  EXPECT_EQ(size->num_blocks, 16);  // floor(67 / 4)
+  EXPECT_EQ(size->num_blocks, 16);                             // floor(67 / 4)
   EXPECT_FALSE(size_pool_for_budget(*groups, 8192 * 4).ok());  // one block: no room
 }
 

@@ -79,8 +79,7 @@ TEST_F(KvCacheManagerGroupsTest, OneHitLengthForAllGroups) {
   Request a = make("a", tokens(1000, 100));
   auto fresh = manager_->allocate_slots(a, 100, manager_->get_computed_blocks(a));
   ASSERT_TRUE(fresh);
-  EXPECT_EQ(*fresh, (std::vector<std::vector<BlockId>>{{1, 2, 3, 4, 5, 6, 7},
-                                                       {8, 9, 10, 11, 12, 13, 14}}));
+  EXPECT_EQ(*fresh, (std::vector<std::vector<BlockId>>{{1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14}}));
   a.num_computed_tokens = 100;
   manager_->free(a);
   // Group 0 first, then group 1, each tail first: the partial blocks (7, 14) go to the head,
@@ -174,12 +173,10 @@ TEST(KvCacheConfigTest, RefusesWhatVllmRefusesOrNeverBuilds) {
   KvCacheConfig c = large_state_mamba(20);
   EXPECT_TRUE(c.validate().ok()) << c.validate().message();
   c.block_size = 32;  // not the smallest group block size
-  EXPECT_NE(c.validate().message().find("not the smallest group block size 16"),
-            std::string::npos);
+  EXPECT_NE(c.validate().message().find("not the smallest group block size 16"), std::string::npos);
   c = large_state_mamba(20);
   c.enable_caching = false;  // align needs caching
-  EXPECT_NE(c.validate().message().find("Mamba mode align with prefix caching off"),
-            std::string::npos)
+  EXPECT_NE(c.validate().message().find("Mamba mode align with prefix caching off"), std::string::npos)
       << c.validate().message();
   c.groups[0].spec.type = AttentionType::kCrossAttention;
   c.groups[0].spec.mamba_mode = MambaCacheMode::kNone;

@@ -33,8 +33,7 @@ std::vector<TokenId> concat(std::vector<TokenId> a, const std::vector<TokenId>& 
 class KvCacheManagerTest : public ::testing::TestWithParam<FreeOrder> {
  protected:
   bool classic() const { return GetParam() == FreeOrder::kClassic; }
-  std::vector<BlockId> per_order(std::vector<BlockId> classic_order,
-                                 std::vector<BlockId> unhashed_first_order) const {
+  std::vector<BlockId> per_order(std::vector<BlockId> classic_order, std::vector<BlockId> unhashed_first_order) const {
     return classic() ? classic_order : unhashed_first_order;
   }
 
@@ -48,11 +47,10 @@ class KvCacheManagerTest : public ::testing::TestWithParam<FreeOrder> {
     expect_ok();
   }
 
-  std::unique_ptr<Request> request(const std::string& id, std::vector<TokenId> tokens,
-                                   HashExtras extras = {}) {
+  std::unique_ptr<Request> request(const std::string& id, std::vector<TokenId> tokens, HashExtras extras = {}) {
     const KvCacheConfig& c = manager_->config();
-    return std::make_unique<Request>(id, std::move(tokens), std::move(extras),
-                                     c.enable_caching ? &hasher_ : nullptr, c.block_size);
+    return std::make_unique<Request>(id, std::move(tokens), std::move(extras), c.enable_caching ? &hasher_ : nullptr,
+                                     c.block_size);
   }
 
   // A one-group hit: its blocks, flat.
@@ -320,7 +318,7 @@ TEST_P(KvCacheManagerTest, RequestLongerThanMaxModelLenCachesOnlyHeldBlocks) {
 }
 
 TEST_P(KvCacheManagerTest, FullSequenceMustFitGatesTheFirstChunk) {
-  start(6, 4);  // 5 usable blocks
+  start(6, 4);                                    // 5 usable blocks
   auto big = request("big", token_range(0, 24));  // 6 blocks in all
   EXPECT_EQ(allocate(*big, 8, {}, 0, /*fullfit=*/true), std::nullopt);
   EXPECT_EQ(manager_->num_free_blocks(), 5u);
@@ -508,10 +506,9 @@ TEST_P(KvCacheManagerTest, StoredEventsCarryEachBlocksExtraKeys) {
   EXPECT_EQ(s.extra_keys, (std::vector<BlockExtraKeys>{std::vector<ExtraKey>{"a"}, std::nullopt}));
   const auto& l = std::get<BlockStored>(events[1]);
   EXPECT_EQ(l.lora_name, "adapter1");
-  EXPECT_EQ(l.extra_keys, (std::vector<BlockExtraKeys>{std::vector<ExtraKey>{"adapter1"},
-                                                       std::vector<ExtraKey>{"adapter1"}}));
-  EXPECT_EQ(std::get<BlockStored>(events[2]).extra_keys,
-            (std::vector<BlockExtraKeys>{std::nullopt, std::nullopt}));
+  EXPECT_EQ(l.extra_keys,
+            (std::vector<BlockExtraKeys>{std::vector<ExtraKey>{"adapter1"}, std::vector<ExtraKey>{"adapter1"}}));
+  EXPECT_EQ(std::get<BlockStored>(events[2]).extra_keys, (std::vector<BlockExtraKeys>{std::nullopt, std::nullopt}));
   // Decoding on: the third block of the salted request is stored alone, without the salt.
   salted->append_tokens(token_range(9, 12));
   ASSERT_TRUE(allocate(*salted, 3).has_value());

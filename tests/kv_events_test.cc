@@ -8,9 +8,9 @@
 #include <fstream>
 #include <iterator>
 #include <map>
-#include <set>
 #include <msgpack.hpp>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "replay/kv_event_sink.h"
 #include "replay/replay_builder.h"
@@ -55,15 +55,15 @@ TEST(KvEventsTest, BatchIsVllmsArrayLikeTaggedLayout) {
   EXPECT_EQ(s.via.array.ptr[1].via.array.ptr[0].via.bin.size, 32u);
   EXPECT_EQ(static_cast<int>(s.via.array.ptr[2].via.bin.ptr[0]), 9);  // parent
   EXPECT_EQ(s.via.array.ptr[3].as<std::vector<int>>(), (std::vector<int>{1, 2, 3, 4}));
-  EXPECT_EQ(s.via.array.ptr[4].as<int>(), 2);                  // block_size
-  EXPECT_TRUE(s.via.array.ptr[5].is_nil());                    // lora_id
-  EXPECT_EQ(s.via.array.ptr[6].as<std::string>(), "GPU");      // medium
-  EXPECT_TRUE(s.via.array.ptr[7].is_nil());                    // lora_name
-  ASSERT_EQ(s.via.array.ptr[8].type, msgpack::type::ARRAY);   // extra_keys: one per block
+  EXPECT_EQ(s.via.array.ptr[4].as<int>(), 2);                // block_size
+  EXPECT_TRUE(s.via.array.ptr[5].is_nil());                  // lora_id
+  EXPECT_EQ(s.via.array.ptr[6].as<std::string>(), "GPU");    // medium
+  EXPECT_TRUE(s.via.array.ptr[7].is_nil());                  // lora_name
+  ASSERT_EQ(s.via.array.ptr[8].type, msgpack::type::ARRAY);  // extra_keys: one per block
   ASSERT_EQ(s.via.array.ptr[8].via.array.size, 2u);
   EXPECT_TRUE(s.via.array.ptr[8].via.array.ptr[0].is_nil());
   EXPECT_TRUE(s.via.array.ptr[8].via.array.ptr[1].is_nil());
-  EXPECT_EQ(s.via.array.ptr[9].as<int>(), 0);                  // group_idx
+  EXPECT_EQ(s.via.array.ptr[9].as<int>(), 0);  // group_idx
   const msgpack::object& r = evs.via.array.ptr[1];
   ASSERT_EQ(r.via.array.size, 4u);
   EXPECT_EQ(r.via.array.ptr[0].as<std::string>(), "BlockRemoved");
@@ -158,8 +158,10 @@ std::vector<std::string> rebuild_from_jsonl(const fs::path& file, bool with_grou
       const std::string group = with_group ? " " + std::to_string(e.value("group_idx", -1)) : "";
       for (const auto& h : e.value("block_hashes", nlohmann::json::array())) {
         const std::string key = h.get<std::string>() + group;
-        if (type == "BlockStored") ++cache[key];
-        else if (--cache[key] == 0) cache.erase(key);
+        if (type == "BlockStored")
+          ++cache[key];
+        else if (--cache[key] == 0)
+          cache.erase(key);
       }
     }
   }
@@ -169,8 +171,8 @@ std::vector<std::string> rebuild_from_jsonl(const fs::path& file, bool with_grou
 }
 
 void check_events_rebuild_the_cache(const std::string& model, bool hybrid) {
-  const fs::path file = fs::temp_directory_path() /
-                        ("kvsim_events_" + model + "_" + std::to_string(::getpid()) + ".jsonl");
+  const fs::path file =
+      fs::temp_directory_path() / ("kvsim_events_" + model + "_" + std::to_string(::getpid()) + ".jsonl");
   const Outcome off = replay_with("", model);
   const Outcome on = replay_with(file.string(), model);
   EXPECT_EQ(off.digest, on.digest);

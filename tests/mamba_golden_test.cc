@@ -41,7 +41,8 @@ TEST_P(MambaGolden, MatchesVllm) {
 
 std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
   std::string name = info.param.substr(0, info.param.rfind('.'));
-  std::replace_if(name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
+  std::replace_if(
+      name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
   return name;
 }
 

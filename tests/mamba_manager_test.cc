@@ -37,8 +37,7 @@ class MambaManagerTest : public ::testing::Test {
     auto blocks = m.blocks_of(id);
     return {blocks.begin(), blocks.end()};
   }
-  std::vector<BlockId> allocate(MambaManager& m, const RequestId& id, std::int64_t total,
-                                std::int64_t main) {
+  std::vector<BlockId> allocate(MambaManager& m, const RequestId& id, std::int64_t total, std::int64_t main) {
     std::vector<BlockId> out;
     m.allocate_new_blocks(id, demand(total, main), out);
     return out;
@@ -103,16 +102,12 @@ TEST_F(MambaManagerTest, AlignHitsRightToLeftOnAlignedBoundaries) {
   m.free("a");
   m.new_step();
   const auto hashes = a_.block_hashes();
-  EXPECT_EQ(m.find_longest_cache_hit(hashes, 99, group0_, false, 16),
-            (std::vector<std::vector<BlockId>>{{0, 0, 1}}));
+  EXPECT_EQ(m.find_longest_cache_hit(hashes, 99, group0_, false, 16), (std::vector<std::vector<BlockId>>{{0, 0, 1}}));
   // With 32-token alignment index 2 (48 tokens) is skipped, and nothing earlier is cached.
-  EXPECT_EQ(m.find_longest_cache_hit(hashes, 99, group0_, false, 32),
-            (std::vector<std::vector<BlockId>>{{}}));
+  EXPECT_EQ(m.find_longest_cache_hit(hashes, 99, group0_, false, 32), (std::vector<std::vector<BlockId>>{{}}));
   // A shorter limit cannot reach it; eagle drops nothing.
-  EXPECT_EQ(m.find_longest_cache_hit(hashes, 47, group0_, true, 16),
-            (std::vector<std::vector<BlockId>>{{}}));
-  EXPECT_EQ(m.find_longest_cache_hit(hashes, 48, group0_, true, 16),
-            (std::vector<std::vector<BlockId>>{{0, 0, 1}}));
+  EXPECT_EQ(m.find_longest_cache_hit(hashes, 47, group0_, true, 16), (std::vector<std::vector<BlockId>>{{}}));
+  EXPECT_EQ(m.find_longest_cache_hit(hashes, 48, group0_, true, 16), (std::vector<std::vector<BlockId>>{{0, 0, 1}}));
 }
 
 TEST_F(MambaManagerTest, AStateCachedInThisStepCannotBeHitUntilTheNextStep) {

@@ -55,9 +55,16 @@ RunResult run(const std::string& script) {
 }
 
 const char* const kGolden[] = {
-    "01_prefill",         "02_evict",        "03_hit_not_evicted",     "04_duplicates",
-    "05_full_hit_cap",    "06_eagle",        "07_not_enough_blocks",   "08_cache_salt",
-    "09_hash_reset_on_reuse", "10_decode_and_lookahead",
+    "01_prefill",
+    "02_evict",
+    "03_hit_not_evicted",
+    "04_duplicates",
+    "05_full_hit_cap",
+    "06_eagle",
+    "07_not_enough_blocks",
+    "08_cache_salt",
+    "09_hash_reset_on_reuse",
+    "10_decode_and_lookahead",
 };
 
 class GoldenTest : public ::testing::TestWithParam<const char*> {};
@@ -84,8 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Scenarios, GoldenTest, ::testing::ValuesIn(kGolden),
                          });
 
 // A malformed line: exit 2, output up to the line before it, exactly one error line.
-void expect_bad_line(const std::string& script, const std::string& error,
-                     const std::string& out_before = "") {
+void expect_bad_line(const std::string& script, const std::string& error, const std::string& out_before = "") {
   const RunResult r = run(script);
   EXPECT_EQ(r.exit_code, 2) << script;
   EXPECT_EQ(r.err, error + "\n") << script;
@@ -112,25 +118,21 @@ TEST(OpsErrorTest, MissingArgument) {
   expect_bad_line(std::string(kConfig) + "request r\n", "line 2: request needs tokens=");
   expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nalloc r\n",
                   "line 3: alloc needs an id and a token count (or rest)");
-  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nappend r\n",
-                  "line 3: append needs tokens=");
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nappend r\n", "line 3: append needs tokens=");
   expect_bad_line("config blocks=11\n", "line 1: config needs block_size=");
 }
 
 TEST(OpsErrorTest, UnknownOrExtraArgument) {
-  expect_bad_line(std::string(kConfig) + "request r tokens=0:8 color=red\n",
-                  "line 2: unknown argument 'color'");
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8 color=red\n", "line 2: unknown argument 'color'");
   expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nalloc r rest fast\n",
                   "line 3: unknown argument 'fast'");
   expect_bad_line("config blocks=11 block_size=4 speed=9\n", "line 1: unknown argument 'speed'");
-  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nlookup r now\n",
-                  "line 3: unexpected argument 'now'");
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nlookup r now\n", "line 3: unexpected argument 'now'");
   expect_bad_line(std::string(kConfig) + "num_free 3\n", "line 2: unexpected argument '3'");
 }
 
 TEST(OpsErrorTest, UnknownRequestId) {
-  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nlookup q\n",
-                  "line 3: unknown request 'q'");
+  expect_bad_line(std::string(kConfig) + "request r tokens=0:8\nlookup q\n", "line 3: unknown request 'q'");
   expect_bad_line(std::string(kConfig) + "free q\n", "line 2: unknown request 'q'");
   expect_bad_line(std::string(kConfig) + "alloc q 4\n", "line 2: unknown request 'q'");
 }
@@ -140,15 +142,11 @@ TEST(OpsErrorTest, BadTokenSpecs) {
   expect_bad_line(pre + "request r tokens=1,,2\n", "line 2: empty item in token list '1,,2'");
   expect_bad_line(pre + "request r tokens=\n", "line 2: empty token list");
   expect_bad_line(pre + "request r tokens=9:3\n", "line 2: range '9:3' ends before it starts");
-  expect_bad_line(pre + "request r tokens=5*\n",
-                  "line 2: repeat count must be a non-negative integer, got ''");
+  expect_bad_line(pre + "request r tokens=5*\n", "line 2: repeat count must be a non-negative integer, got ''");
   // Negative and non-integer tokens.
-  expect_bad_line(pre + "request r tokens=1,-1\n",
-                  "line 2: token must be a non-negative integer, got '-1'");
-  expect_bad_line(pre + "request r tokens=1.5\n",
-                  "line 2: token must be a non-negative integer, got '1.5'");
-  expect_bad_line(pre + "request r tokens=abc\n",
-                  "line 2: token must be a non-negative integer, got 'abc'");
+  expect_bad_line(pre + "request r tokens=1,-1\n", "line 2: token must be a non-negative integer, got '-1'");
+  expect_bad_line(pre + "request r tokens=1.5\n", "line 2: token must be a non-negative integer, got '1.5'");
+  expect_bad_line(pre + "request r tokens=abc\n", "line 2: token must be a non-negative integer, got 'abc'");
   expect_bad_line(pre + "request r tokens=0:8\nappend r tokens=x\n",
                   "line 3: token must be a non-negative integer, got 'x'");
 }
@@ -156,7 +154,8 @@ TEST(OpsErrorTest, BadTokenSpecs) {
 TEST(OpsErrorTest, BadMultimodalItems) {
   const std::string pre = kConfig;
   expect_bad_line(pre + "request r tokens=0:8 mm=img\n", "line 2: multimodal item 'img' is not ID@OFFSET+LENGTH");
-  expect_bad_line(pre + "request r tokens=0:8 mm=img@x+2\n", "line 2: mm offset must be a non-negative integer, got 'x'");
+  expect_bad_line(pre + "request r tokens=0:8 mm=img@x+2\n",
+                  "line 2: mm offset must be a non-negative integer, got 'x'");
   expect_bad_line(pre + "request r tokens=0:8 mm=img@1+0\n", "line 2: mm length must be at least 1 in 'img@1+0'");
   expect_bad_line(pre + "request r tokens=0:8 mm=a@4+1,b@2+1\n",
                   "line 2: multimodal items must be in offset order, 'b@2+1' is not");
@@ -175,8 +174,7 @@ TEST(OpsTest, MultimodalItemsSeparateEqualTokens) {
 TEST(OpsErrorTest, AllocOfZeroOrTooManyTokens) {
   const std::string pre = std::string(kConfig) + "request r tokens=0:8\n";
   expect_bad_line(pre + "alloc r 0\n", "line 3: alloc of 0 tokens");
-  expect_bad_line(pre + "alloc r -2\n",
-                  "line 3: token count must be a non-negative integer, got '-2'");
+  expect_bad_line(pre + "alloc r -2\n", "line 3: token count must be a non-negative integer, got '-2'");
   expect_bad_line(pre + "alloc r 9\n", "line 3: alloc of 9 tokens exceeds the 8 tokens r has left");
 }
 
@@ -186,8 +184,8 @@ TEST(OpsErrorTest, RequestIdReused) {
 }
 
 TEST(OpsErrorTest, OutputBeforeTheBadLineIsKept) {
-  expect_bad_line(std::string(kConfig) + "num_free\n# comment\n\nbogus\n",
-                  "line 5: unknown command 'bogus'", "num_free 10\n");
+  expect_bad_line(std::string(kConfig) + "num_free\n# comment\n\nbogus\n", "line 5: unknown command 'bogus'",
+                  "num_free 10\n");
 }
 
 TEST(OpsErrorTest, LookupAfterComputingIsRejected) {
@@ -234,20 +232,20 @@ TEST(OpsParseTest, PoolsAndTokenListsAreBounded) {
 // The second request hits the full group's three blocks, and in the windowed group only the
 // last block (its window of 4 tokens needs one block); the two skipped positions are null.
 TEST(OpsHybridTest, TwoGroupsShareOnePoolAndTheWindowSkipsBlocks) {
-  const RunResult r = run(
-      "config blocks=16 block_size=4 layers=full,sliding_window:4\n"
-      "groups\n"
-      "request a tokens=0:13\n"
-      "lookup a\n"
-      "alloc a rest\n"
-      "request b tokens=0:13\n"
-      "lookup b\n"
-      "table a group=1\n"
-      "alloc b rest\n"
-      "table b\n"
-      "num_free\n"
-      "stats\n"
-      "check\n");
+  const RunResult r =
+      run("config blocks=16 block_size=4 layers=full,sliding_window:4\n"
+          "groups\n"
+          "request a tokens=0:13\n"
+          "lookup a\n"
+          "alloc a rest\n"
+          "request b tokens=0:13\n"
+          "lookup b\n"
+          "table a group=1\n"
+          "alloc b rest\n"
+          "table b\n"
+          "num_free\n"
+          "stats\n"
+          "check\n");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out,
             "groups full[0] sliding_window:4[1]\n"
@@ -264,14 +262,15 @@ TEST(OpsHybridTest, TwoGroupsShareOnePoolAndTheWindowSkipsBlocks) {
 
 // vLLM's grouping: layers of one spec split into groups of the smallest bucket's size.
 TEST(OpsHybridTest, LayersFormVllmsGroups) {
-  const RunResult r = run(
-      "config blocks=16 block_size=4 layers=full*2,sliding_window:128*4\n"
-      "groups\n"
-      "config blocks=16 block_size=4\n"
-      "groups\n");
+  const RunResult r =
+      run("config blocks=16 block_size=4 layers=full*2,sliding_window:128*4\n"
+          "groups\n"
+          "config blocks=16 block_size=4\n"
+          "groups\n");
   EXPECT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(r.out, "groups full[0,1] sliding_window:128[2,4] sliding_window:128[3,5]\n"
-                   "groups full[all]\n");
+  EXPECT_EQ(r.out,
+            "groups full[0,1] sliding_window:128[2,4] sliding_window:128[3,5]\n"
+            "groups full[all]\n");
 }
 
 TEST(OpsHybridTest, BadLayersAndGroupsAreNamed) {
@@ -283,9 +282,10 @@ TEST(OpsHybridTest, BadLayersAndGroupsAreNamed) {
   expect_bad_line("config blocks=16 block_size=4 eagle=on layers=full,chunked_local:8\n",
                   "line 1: eagle is not supported with chunked local attention (vLLM refuses it: "
                   "KV-cache group 1)");
-  expect_bad_line("config blocks=16 block_size=4 layers=full,sliding_window:8\n"
-                  "request a tokens=0:4\ntable a group=2\n",
-                  "line 3: group must be from 0 to 1, got '2'");
+  expect_bad_line(
+      "config blocks=16 block_size=4 layers=full,sliding_window:8\n"
+      "request a tokens=0:4\ntable a group=2\n",
+      "line 3: group must be from 0 to 1, got '2'");
   expect_bad_line(std::string(kConfig) + "table\n", "line 2: table needs a request id");
 }
 
@@ -318,8 +318,7 @@ TEST(OpsCheckTest, BrokenStateIsACheckFailureNotABadLine) {
 RunResult run_binary(const std::string& args) {
   const std::string out_path = ::testing::TempDir() + "kvsim_ops_test.out";
   const std::string err_path = ::testing::TempDir() + "kvsim_ops_test.err";
-  const std::string cmd = std::string("'") + KVSIM_BINARY + "' " + args + " >'" + out_path +
-                          "' 2>'" + err_path + "'";
+  const std::string cmd = std::string("'") + KVSIM_BINARY + "' " + args + " >'" + out_path + "' 2>'" + err_path + "'";
   const int status = std::system(cmd.c_str());
   RunResult r{-1, read_file(out_path), read_file(err_path)};
   if (status != -1 && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);

@@ -66,7 +66,8 @@ PrefixChains random_chains(std::mt19937& rng, int nodes, int requests, int block
   c.distinct_blocks = static_cast<std::uint32_t>(nodes);
   for (int r = 0; r < requests; ++r) {
     ChainRequest q;
-    for (int v = std::uniform_int_distribution<int>(0, nodes - 1)(rng); v >= 0; v = parent[static_cast<std::size_t>(v)]) {
+    for (int v = std::uniform_int_distribution<int>(0, nodes - 1)(rng); v >= 0;
+         v = parent[static_cast<std::size_t>(v)]) {
       q.blocks.insert(q.blocks.begin(), static_cast<std::uint32_t>(v));
     }
     const int extra = std::uniform_int_distribution<int>(0, block_size - 1)(rng);
@@ -83,7 +84,8 @@ TEST(PrefixOptimum, StoryAtTwoBlocks) {
   PrefixChains c;
   c.block_size = 1;
   c.distinct_blocks = 4;
-  for (const std::vector<std::uint32_t>& b : std::vector<std::vector<std::uint32_t>>{{0, 1, 2}, {0, 3}, {0, 1, 2}, {0, 3}}) {
+  for (const std::vector<std::uint32_t>& b :
+       std::vector<std::vector<std::uint32_t>>{{0, 1, 2}, {0, 3}, {0, 1, 2}, {0, 3}}) {
     c.requests.push_back(ChainRequest{b, b.size(), static_cast<std::int64_t>(b.size()) + 1});
   }
   // r0 misses; of 0 (next use r1), 1 (r2) and 2 (r2, deeper) it drops 2. r1 hits 0, then drops

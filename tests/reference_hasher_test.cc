@@ -138,16 +138,27 @@ TEST(ReferenceHasherTest, MultimodalItemSpanningThreeBlocks) {
 TEST(ReferenceHasherTest, TwoMultimodalItemsInOneBlock) {
   HashExtras e;
   e.mm_items = {{"a", 0, 1}, {"b", 2, 1}};  // both in block 0, in item order
-  EXPECT_EQ(extra_keys_hex(iota_tokens(0, 7), e),
-            (std::vector<std::string>{"82" "82" "6161" "00" "82" "6162" "02", "f6"}));
+  EXPECT_EQ(extra_keys_hex(iota_tokens(0, 7), e), (std::vector<std::string>{"82"
+                                                                            "82"
+                                                                            "6161"
+                                                                            "00"
+                                                                            "82"
+                                                                            "6162"
+                                                                            "02",
+                                                                            "f6"}));
 }
 
 TEST(ReferenceHasherTest, SaltAndLoraTogether) {
   HashExtras e;
   e.lora_name = "l1";
   e.cache_salt = "s1";  // LoRA first on block 0, then the salt; LoRA alone afterwards
-  EXPECT_EQ(extra_keys_hex(iota_tokens(0, 11), e),
-            (std::vector<std::string>{"82" "626c31" "627331", "81" "626c31", "81" "626c31"}));
+  EXPECT_EQ(extra_keys_hex(iota_tokens(0, 11), e), (std::vector<std::string>{"82"
+                                                                             "626c31"
+                                                                             "627331",
+                                                                             "81"
+                                                                             "626c31",
+                                                                             "81"
+                                                                             "626c31"}));
 }
 
 TEST(ReferenceHasherTest, LoraMultimodalAndSaltInOrder) {

@@ -16,8 +16,8 @@
 #include "replay/arrivals.h"
 #include "replay/capacity_search.h"
 #include "replay/grid_sweep.h"
-#include "reports/grid_report.h"
 #include "replay/replay_builder.h"
+#include "reports/grid_report.h"
 #include "reports/result_json.h"
 #include "reports/run_folder.h"
 #include "traces/trace.h"
@@ -186,14 +186,43 @@ TEST(ResultJson, FiguresMatchThePerRequestFile) {
   EXPECT_NEAR(j["mean_ttft_ms"].get<double>(), mean / static_cast<double>(ttft.size()), 1e-6);
   EXPECT_NEAR(j["median_ttft_ms"].get<double>(), percentile(ttft, 50), 1e-6);
   EXPECT_NEAR(j["p99_e2el_ms"].get<double>(), percentile(e2el, 99), 1e-6);
-  for (const char* key : {"date", "endpoint_type", "backend", "label", "model_id", "tokenizer_id", "num_prompts",
-                          "request_rate", "burstiness", "max_concurrency", "duration", "completed", "failed",
-                          "total_input_tokens", "total_output_tokens", "request_throughput", "request_goodput",
-                          "output_throughput", "total_token_throughput", "max_output_tokens_per_s",
-                          "max_concurrent_requests", "mean_ttft_ms", "median_ttft_ms", "std_ttft_ms", "p99_ttft_ms",
-                          "mean_tpot_ms", "median_tpot_ms", "std_tpot_ms", "p99_tpot_ms", "mean_itl_ms",
-                          "median_itl_ms", "std_itl_ms", "p99_itl_ms", "mean_e2el_ms", "median_e2el_ms",
-                          "std_e2el_ms", "p99_e2el_ms"}) {
+  for (const char* key : {"date",
+                          "endpoint_type",
+                          "backend",
+                          "label",
+                          "model_id",
+                          "tokenizer_id",
+                          "num_prompts",
+                          "request_rate",
+                          "burstiness",
+                          "max_concurrency",
+                          "duration",
+                          "completed",
+                          "failed",
+                          "total_input_tokens",
+                          "total_output_tokens",
+                          "request_throughput",
+                          "request_goodput",
+                          "output_throughput",
+                          "total_token_throughput",
+                          "max_output_tokens_per_s",
+                          "max_concurrent_requests",
+                          "mean_ttft_ms",
+                          "median_ttft_ms",
+                          "std_ttft_ms",
+                          "p99_ttft_ms",
+                          "mean_tpot_ms",
+                          "median_tpot_ms",
+                          "std_tpot_ms",
+                          "p99_tpot_ms",
+                          "mean_itl_ms",
+                          "median_itl_ms",
+                          "std_itl_ms",
+                          "p99_itl_ms",
+                          "mean_e2el_ms",
+                          "median_e2el_ms",
+                          "std_e2el_ms",
+                          "p99_e2el_ms"}) {
     EXPECT_TRUE(j.contains(key)) << key;
   }
   fs::remove_all(dir);
@@ -240,8 +269,7 @@ TEST(GridSweep, CrossProductInOrderAndTheSameTableOnAnyNumberOfThreads) {
   auto two = run_grid(*points, kTrace, 2, {});
   ASSERT_TRUE(one.ok() && two.ok());
   EXPECT_EQ(reports::grid_csv(*points, *one), reports::grid_csv(*points, *two));
-  EXPECT_EQ(parse_axis("block-size=16,abc").status().message(),
-            "--vary: --block-size: 'abc' is not an integer");
+  EXPECT_EQ(parse_axis("block-size=16,abc").status().message(), "--vary: --block-size: 'abc' is not an integer");
   EXPECT_FALSE(parse_axis("no-such-option=1").ok());
 }
 
@@ -341,9 +369,11 @@ TEST(Arrivals, ArrivalsPastTheLimitAreErrorsNotWrapped) {
   ASSERT_TRUE(run.ok()) << run.status().message();
   auto s = run->make_replayer(c)->run();
   ASSERT_FALSE(s.ok());
-  EXPECT_EQ(s.status().message(), "request late: arrival time 4611686018427387904 us is beyond 1000000000000000 (about 31 years)");
+  EXPECT_EQ(s.status().message(),
+            "request late: arrival time 4611686018427387904 us is beyond 1000000000000000 (about 31 years)");
   // The latest legal arrival replays, and the clock reaches it.
-  auto last = build_replay(c, std::make_unique<AtTimes>(std::vector<std::int64_t>{trace::kMaxArrivalTimeUs}), "0", "test");
+  auto last =
+      build_replay(c, std::make_unique<AtTimes>(std::vector<std::int64_t>{trace::kMaxArrivalTimeUs}), "0", "test");
   ASSERT_TRUE(last.ok());
   auto ok = last->make_replayer(c)->run();
   ASSERT_TRUE(ok.ok()) << ok.status().message();

@@ -34,7 +34,8 @@ TEST(ModelConfigTest, LlamaFileIsTheLlama3_8bPreset) {
 
 TEST(ModelConfigTest, GptOssLayerTypesAndExperts) {
   std::string types;
-  for (int i = 0; i < 24; ++i) types += std::string(i ? "," : "") + (i % 2 ? "\"full_attention\"" : "\"sliding_attention\"");
+  for (int i = 0; i < 24; ++i)
+    types += std::string(i ? "," : "") + (i % 2 ? "\"full_attention\"" : "\"sliding_attention\"");
   auto m = parse_model_config("gpt-oss.json",
                               R"({"model_type": "gpt_oss", "hidden_size": 2880, "num_hidden_layers": 24,
                                   "num_attention_heads": 64, "num_key_value_heads": 8, "head_dim": 64,
@@ -94,19 +95,24 @@ TEST(ModelConfigTest, QwenAndMistralSlidingWindows) {
 }
 
 TEST(ModelConfigTest, ErrorsNameTheFileAndField) {
-  const std::string base = R"("num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100)";
+  const std::string base =
+      R"("num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100)";
   EXPECT_EQ(parse_model_config("c.json", "{" + base + "}").status().message(),
             "c.json: hidden_size: missing (a positive integer is required)");
   EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": "big", )" + base + "}").status().message(),
             "c.json: hidden_size: must be a positive integer, got \"big\"");
-  EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": 64, "num_key_value_heads": 3, )" + base + "}").status().message(),
-            "c.json: num_key_value_heads: 3 does not divide num_attention_heads 4");
-  EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": 64, "layer_types": ["full_attention", "mamba"], )" + base + "}")
-                .status().message(),
-            "c.json: layer_types[1]: unsupported layer type mamba (valid: full_attention, sliding_attention, "
-            "chunked_attention)");
+  EXPECT_EQ(
+      parse_model_config("c.json", R"({"hidden_size": 64, "num_key_value_heads": 3, )" + base + "}").status().message(),
+      "c.json: num_key_value_heads: 3 does not divide num_attention_heads 4");
+  EXPECT_EQ(
+      parse_model_config("c.json", R"({"hidden_size": 64, "layer_types": ["full_attention", "mamba"], )" + base + "}")
+          .status()
+          .message(),
+      "c.json: layer_types[1]: unsupported layer type mamba (valid: full_attention, sliding_attention, "
+      "chunked_attention)");
   EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": 64, "layer_types": ["full_attention"], )" + base + "}")
-                .status().message(),
+                .status()
+                .message(),
             "c.json: layer_types: must be a list of num_hidden_layers (2) names");
   EXPECT_EQ(parse_model_config("c.json", "{\"hidden_size\": ").status().message(), "c.json: not valid JSON (byte 17)");
   // Found by fuzzing (fuzz/regressions/model_config/number-1e28001-overflows-double-uncaught.json):
@@ -124,21 +130,29 @@ TEST(ModelConfigTest, HugeSizesNameTheFieldAndBound) {
   const std::string base = R"("hidden_size": 64, "num_attention_heads": 4, "intermediate_size": 64, "vocab_size": 100)";
   EXPECT_EQ(parse_model_config("c.json", R"({"num_hidden_layers": 1073741824, )" + base + "}").status().message(),
             "c.json: num_hidden_layers: 1073741824 is above the bound 1024");
-  EXPECT_EQ(parse_model_config("c.json", R"({"num_hidden_layers": 18446744073709551615, )" + base + "}").status().message(),
-            "c.json: num_hidden_layers: 18446744073709551615 is above the bound 1024");
-  EXPECT_EQ(parse_model_config("c.json", R"({"num_hidden_layers": 2, "head_dim": 65536, )" + base + "}").status().message(),
-            "c.json: head_dim: 65536 times 4 heads is above the bound 65536");
-  EXPECT_EQ(parse_model_config("c.json", R"({"num_hidden_layers": 2, "num_local_experts": 16384, "num_experts_per_tok": 16384,
-                                            "moe_intermediate_size": 1048576, )" + base + "}")
-                .status().message(),
-            "c.json: num_experts_per_tok: 16384 experts of width 1048576 make an active MLP of 17179869184, above the "
-            "bound 2097152");
-  EXPECT_EQ(parse_model_config("c.json", R"({"num_hidden_layers": 2, "attention_chunk_size": 8, "no_rope_layers": [1, 4294967296], )" +
-                                             base + "}")
-                .status().message(),
+  EXPECT_EQ(
+      parse_model_config("c.json", R"({"num_hidden_layers": 18446744073709551615, )" + base + "}").status().message(),
+      "c.json: num_hidden_layers: 18446744073709551615 is above the bound 1024");
+  EXPECT_EQ(
+      parse_model_config("c.json", R"({"num_hidden_layers": 2, "head_dim": 65536, )" + base + "}").status().message(),
+      "c.json: head_dim: 65536 times 4 heads is above the bound 65536");
+  EXPECT_EQ(
+      parse_model_config("c.json", R"({"num_hidden_layers": 2, "num_local_experts": 16384, "num_experts_per_tok": 16384,
+                                            "moe_intermediate_size": 1048576, )" +
+                                       base + "}")
+          .status()
+          .message(),
+      "c.json: num_experts_per_tok: 16384 experts of width 1048576 make an active MLP of 17179869184, above the "
+      "bound 2097152");
+  EXPECT_EQ(parse_model_config(
+                "c.json", R"({"num_hidden_layers": 2, "attention_chunk_size": 8, "no_rope_layers": [1, 4294967296], )" +
+                              base + "}")
+                .status()
+                .message(),
             "c.json: no_rope_layers[1]: must be 0 (global) or 1 (chunked), got 4294967296");
   // At the bounds: every size product still fits.
-  auto big = parse_model_config("c.json", R"({"num_hidden_layers": 1024, "hidden_size": 65536, "num_attention_heads": 1024,
+  auto big =
+      parse_model_config("c.json", R"({"num_hidden_layers": 1024, "hidden_size": 65536, "num_attention_heads": 1024,
                                              "head_dim": 64, "intermediate_size": 1048576, "vocab_size": 4194304})");
   ASSERT_TRUE(big.ok()) << big.status().message();
   EXPECT_EQ(big->kv_bytes_per_token(), 2LL * 1024 * 1024 * 64 * 2);

@@ -60,7 +60,8 @@ TEST(PoolSizingTest, TensorParallelHalvesTheKvBytesPerBlockPerRank) {
   EXPECT_EQ(rank.weight_bytes(), whole.weight_bytes() / 2 + 266'240);
   // More room per rank and half the bytes per block: more than twice the blocks.
   const sim::GpuSpec h100 = *sim::find_gpu_spec("h100-sxm");
-  EXPECT_GT(*blocks_from_gpu_memory(rank, h100, 0.9, 16, 8192), 2 * *blocks_from_gpu_memory(whole, h100, 0.9, 16, 8192));
+  EXPECT_GT(*blocks_from_gpu_memory(rank, h100, 0.9, 16, 8192),
+            2 * *blocks_from_gpu_memory(whole, h100, 0.9, 16, 8192));
   ReplayConfig c;
   ASSERT_TRUE(set_option(c, "tp", "2").ok());
   EXPECT_TRUE(c.validate().ok());

@@ -37,7 +37,10 @@ const std::string& sample_trace() {
     EXPECT_TRUE(n.ok()) << n.status().message();
     EXPECT_TRUE(w->close().ok());
     static const std::string* to_remove = new std::string(p.string());  // outlives static destruction
-    std::atexit([] { std::error_code ec; fs::remove(*to_remove, ec); });
+    std::atexit([] {
+      std::error_code ec;
+      fs::remove(*to_remove, ec);
+    });
     return p.string();
   }();
   return path;

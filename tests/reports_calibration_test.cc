@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 
 std::string scratch(const std::string& name) {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::temp_directory_path() / ("kvsim_calibration_test_" + std::to_string(::getpid())) / info->name();
+  const fs::path dir =
+      fs::temp_directory_path() / ("kvsim_calibration_test_" + std::to_string(::getpid())) / info->name();
   fs::create_directories(dir);
   return (dir / name).string();
 }
@@ -92,13 +93,14 @@ TEST(Calibration, HeldOutStepTimesMeetTheTargetOnlyWhenCalibrated) {
   sim::GpuSpec fitted = truth_spec();
   fitted.name = "test-fitted";
   fitted.compute_efficiency_pct = 57;
-  auto good = replay::held_out_error("traces/data/sharegpt_sample.kvtrace", 40, *find_model_shape("llama3-8b"), truth_spec(), fitted, 0.02, 1);
+  auto good = replay::held_out_error("traces/data/sharegpt_sample.kvtrace", 40, *find_model_shape("llama3-8b"),
+                                     truth_spec(), fitted, 0.02, 1);
   ASSERT_TRUE(good.ok()) << good.status().message();
   EXPECT_GT(good->steps, 100);
   EXPECT_LE(good->median_ape, 0.05);
   EXPECT_LE(good->p90_ape, 0.10);
-  auto base = replay::held_out_error("traces/data/sharegpt_sample.kvtrace", 40, *find_model_shape("llama3-8b"), truth_spec(),
-                             *sim::find_gpu_spec("h100-sxm"), 0.02, 1);
+  auto base = replay::held_out_error("traces/data/sharegpt_sample.kvtrace", 40, *find_model_shape("llama3-8b"),
+                                     truth_spec(), *sim::find_gpu_spec("h100-sxm"), 0.02, 1);
   ASSERT_TRUE(base.ok());
   EXPECT_GT(base->median_ape, good->median_ape);
 }
@@ -132,8 +134,10 @@ TEST(CalibrationBadInput, NamesTheFileAndLine) {
             "x.gpu:3: peak_flops: 1000000000000000000000 is above the bound 1000000000000000000 FLOP/s");
   auto memory = sim::parse_gpu_spec_text("x.gpu", "name = y\nmemory_bytes = 1125899906842625\n");
   ASSERT_FALSE(memory.ok());
-  EXPECT_EQ(memory.status().message(), "x.gpu:2: memory_bytes: 1125899906842625 is above the bound 1125899906842624 bytes");
-  auto at_bound = sim::parse_gpu_spec_text("x.gpu", "name = y\nmemory_bytes = 1125899906842624\nhost_step_ns = 1000000000000\n");
+  EXPECT_EQ(memory.status().message(),
+            "x.gpu:2: memory_bytes: 1125899906842625 is above the bound 1125899906842624 bytes");
+  auto at_bound =
+      sim::parse_gpu_spec_text("x.gpu", "name = y\nmemory_bytes = 1125899906842624\nhost_step_ns = 1000000000000\n");
   ASSERT_TRUE(at_bound.ok()) << at_bound.status().message();
   EXPECT_EQ(at_bound->memory_bytes, std::int64_t{1} << 50);
   auto exponent = sim::parse_gpu_spec_text("x.gpu", "name = y\nhbm_bytes_per_s = 1e300\n");
@@ -152,7 +156,8 @@ TEST(CalibrationTest, HostTermsFitToHostStepRows) {
   // Rows made from 250 us + 3 us/request + 20 ns/token are fitted back exactly.
   std::vector<sim::HostRow> rows;
   for (std::int64_t seqs : {1, 8, 64, 256}) {
-    for (std::int64_t tokens : {seqs, seqs + 512, seqs + 4096}) rows.push_back({tokens, seqs, 250000 + 3000 * seqs + 20 * tokens});
+    for (std::int64_t tokens : {seqs, seqs + 512, seqs + 4096})
+      rows.push_back({tokens, seqs, 250000 + 3000 * seqs + 20 * tokens});
   }
   sim::HostFit f = sim::fit_host_terms(rows);
   EXPECT_EQ(f.rows, rows.size());
@@ -169,14 +174,16 @@ TEST(CalibrationTest, HostTermsFitToHostStepRows) {
   EXPECT_EQ(f.per_request_ns, 0);
   EXPECT_EQ(f.per_token_ns, 50);
   // The profile reader keeps host_step rows apart from kernels, and calibrate() sets the terms.
-  auto table = sim::ProfileTable::parse("p.csv", "kernel,num_tokens,num_seqs,context_tokens,time_ns\n"
-                                                 "qkv_proj,1,0,0,40000\nhost_step,10,2,0,1000\n");
+  auto table = sim::ProfileTable::parse("p.csv",
+                                        "kernel,num_tokens,num_seqs,context_tokens,time_ns\n"
+                                        "qkv_proj,1,0,0,40000\nhost_step,10,2,0,1000\n");
   ASSERT_TRUE(table.ok()) << table.status().message();
   EXPECT_EQ(table->num_rows(), 1u);
   ASSERT_EQ(table->host_rows().size(), 1u);
   EXPECT_EQ(table->host_rows()[0].num_seqs, 2);
   EXPECT_EQ(sim::ProfileTable::parse("p.csv", "kernel,num_tokens,num_seqs,context_tokens,time_ns\nhost_step,10,0,0,5\n")
-                .status().message(),
+                .status()
+                .message(),
             "p.csv:2: column 2 (num_tokens): a host_step row needs num_tokens >= 1, num_seqs >= 1 and time_ns >= 0");
 }
 

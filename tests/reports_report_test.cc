@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "replay/replayer.h"
 #include "model/sched/scheduler.h"
+#include "replay/replayer.h"
 #include "reports/gnuplot.h"
 #include "reports/report.h"
 #include "reports/run_folder.h"
@@ -24,8 +24,8 @@ namespace kv::reports {
 namespace {
 
 namespace fs = std::filesystem;
-using replay::ReplayOptions;
 using replay::Replayer;
+using replay::ReplayOptions;
 
 fs::path scratch() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
@@ -111,8 +111,11 @@ void make_run(const fs::path& dir, bool caching, bool measured) {
   replayer.on_request_done = [&](const RequestMetrics& m) { (*folder)->add_request(m); };
   auto summary = replayer.run();
   ASSERT_TRUE(summary.ok()) << summary.status().message();
-  const RunConfig config = {{"device", device->name()}, {"model", "tiny"}, {"prefix_caching", caching ? "on" : "off"},
-                            {"block_size", "16"}, {"trace_source", "reports_report_test"}};
+  const RunConfig config = {{"device", device->name()},
+                            {"model", "tiny"},
+                            {"prefix_caching", caching ? "on" : "off"},
+                            {"block_size", "16"},
+                            {"trace_source", "reports_report_test"}};
   ASSERT_TRUE((*folder)->finish(config, *summary, replayer.log(), 0.0).ok());
 }
 
@@ -261,8 +264,8 @@ TEST(ReportBadInput, EmptyNumericCellsAreErrors) {
   fs::remove(d / "run" / "kernels.csv");
 
   std::string requests = read(d / "run" / "requests.csv");
-  const std::size_t comma = requests.find(',', requests.find('\n'));  // after record 2's id
-  requests.erase(comma + 1, requests.find(',', comma + 1) - comma - 1);   // its arrival_us
+  const std::size_t comma = requests.find(',', requests.find('\n'));     // after record 2's id
+  requests.erase(comma + 1, requests.find(',', comma + 1) - comma - 1);  // its arrival_us
   std::ofstream(d / "run" / "requests.csv", std::ios::binary) << requests;
   bad = load_run((d / "run").string());
   ASSERT_FALSE(bad.ok());
@@ -279,8 +282,10 @@ TEST(ReportCli, ExitsTwoOnBadInput) {
   EXPECT_EQ(WEXITSTATUS(status), 2);
   EXPECT_NE(read(d / "err.txt").find("kvsim report: " + (d / "missing").string() + ": not a directory"),
             std::string::npos);
-  const std::string sweep = std::string(KVSIM_BIN) + " sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 1e4 "
-                            "--policy mru --out " + (d / "sw").string() + " 2>" + (d / "err2.txt").string() + " >/dev/null";
+  const std::string sweep = std::string(KVSIM_BIN) +
+                            " sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 1e4 "
+                            "--policy mru --out " +
+                            (d / "sw").string() + " 2>" + (d / "err2.txt").string() + " >/dev/null";
   const int s2 = std::system(sweep.c_str());
   ASSERT_TRUE(WIFEXITED(s2));
   EXPECT_EQ(WEXITSTATUS(s2), 2);
@@ -289,7 +294,8 @@ TEST(ReportCli, ExitsTwoOnBadInput) {
 
 TEST(SweepCli, SequenceModeAddsTheOptimumUnlessToldNot) {
   const fs::path d = scratch();
-  const std::string base = std::string(KVSIM_BIN) + " sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 2e4 "
+  const std::string base = std::string(KVSIM_BIN) +
+                           " sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 2e4 "
                            "--policy lru,slru --limit 200 --jobs 2 --no-plot --progress off --out ";
   ASSERT_EQ(std::system((base + (d / "with").string() + " >/dev/null").c_str()), 0);
   ASSERT_EQ(std::system((base + (d / "without").string() + " --no-optimum >/dev/null").c_str()), 0);
@@ -308,9 +314,10 @@ TEST(SweepCli, SequenceModeAddsTheOptimumUnlessToldNot) {
 
 TEST(SweepCli, ServingModeFillsLatencyColumns) {
   const fs::path d = scratch();
-  const std::string cmd = std::string(KVSIM_BIN) + " sweep --trace traces/data/sharegpt_sample.kvtrace --mode serving "
-                          "--capacity 2e4,1e6 --limit 40 --jobs 2 --no-plot --progress off --out " + (d / "sw").string() +
-                          " >/dev/null";
+  const std::string cmd = std::string(KVSIM_BIN) +
+                          " sweep --trace traces/data/sharegpt_sample.kvtrace --mode serving "
+                          "--capacity 2e4,1e6 --limit 40 --jobs 2 --no-plot --progress off --out " +
+                          (d / "sw").string() + " >/dev/null";
   const int status = std::system(cmd.c_str());
   ASSERT_TRUE(WIFEXITED(status));
   ASSERT_EQ(WEXITSTATUS(status), 0);

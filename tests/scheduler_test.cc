@@ -202,7 +202,7 @@ TEST(SchedulerTest, PreemptionTakesTheLastRunningAndBlocksAdmission) {
 TEST(SchedulerTest, HeadOfLineBlocksSmallerRequestsBehind) {
   SchedulerConfig c = small_config(6, 64);  // 5 usable blocks
   Scheduler s(c);
-  ASSERT_TRUE(s.add_request(spec("big", range_tokens(0, 12), 2)).ok());   // 3-4 blocks
+  ASSERT_TRUE(s.add_request(spec("big", range_tokens(0, 12), 2)).ok());      // 3-4 blocks
   ASSERT_TRUE(s.add_request(spec("huge", range_tokens(100, 116), 2)).ok());  // 4-5 blocks
   ASSERT_TRUE(s.add_request(spec("tiny", range_tokens(200, 201), 1)).ok());
   StepPlan p0 = s.schedule();
@@ -215,7 +215,8 @@ TEST(SchedulerTest, MaxNumSeqsCapsTheBatch) {
   SchedulerConfig c = small_config(64, 1000);
   c.max_num_seqs = 2;
   Scheduler s(c);
-  for (int i = 0; i < 3; ++i) ASSERT_TRUE(s.add_request(spec("r" + std::to_string(i), range_tokens(i * 10, i * 10 + 5), 3)).ok());
+  for (int i = 0; i < 3; ++i)
+    ASSERT_TRUE(s.add_request(spec("r" + std::to_string(i), range_tokens(i * 10, i * 10 + 5), 3)).ok());
   StepPlan p = s.schedule();
   EXPECT_EQ(p.requests.size(), 2u);
   EXPECT_EQ(s.num_waiting(), 1u);

@@ -59,7 +59,8 @@ TEST(HardwareSpecsTest, PresetsAndLookup) {
   EXPECT_EQ(gpu("h100-sxm").sm_count, 132);
 
   EXPECT_EQ(find_model_shape("gpt5").status().message(),
-            "unknown model 'gpt5' (valid: tiny, small, llama3-1b, llama3-8b, llama3-70b, gpt-oss-20b, gpt-oss-120b, gemma-3-27b, llama-4-scout, gpt-oss-20b-dense)");
+            "unknown model 'gpt5' (valid: tiny, small, llama3-1b, llama3-8b, llama3-70b, gpt-oss-20b, gpt-oss-120b, "
+            "gemma-3-27b, llama-4-scout, gpt-oss-20b-dense)");
   EXPECT_EQ(find_gpu_spec("a100").status().message(),
             "unknown gpu 'a100' (valid: a100-40gb, a100-80gb, l40s, h100-pcie, h100-sxm, h200, b200)");
 }
@@ -98,10 +99,10 @@ TEST(CostModelTest, SummarizeChargesAWindowNotTheContext) {
   plan.requests = {a, b};
   StepShape s = summarize(plan, 128);
   EXPECT_EQ(s.kv_tokens_read, 10'001 + 6);
-  EXPECT_EQ(s.window_kv_tokens_read, 128 + 6);          // the last 128 keys, not 10,001
+  EXPECT_EQ(s.window_kv_tokens_read, 128 + 6);  // the last 128 keys, not 10,001
   EXPECT_EQ(s.window_attended_pairs, 128 + (3 + 4 + 5 + 6));
   EXPECT_EQ(s.attended_pairs, 10'001 + (3 + 4 + 5 + 6));
-  EXPECT_EQ(s.num_block_ids, 3);                         // both groups' ids
+  EXPECT_EQ(s.num_block_ids, 3);                        // both groups' ids
   EXPECT_EQ(summarize(plan).window_kv_tokens_read, 0);  // no window: not computed
 }
 
@@ -235,7 +236,8 @@ TEST(HardwareSpecsTest, CatalogFiguresAndPresetFileFields) {
   EXPECT_EQ(gpu("h100-sxm").peak_flops_for(DType::kFp4), 989'000'000'000'000);
   for (const GpuSpec& g : gpu_presets()) {
     EXPECT_GT(g.peak_flops, 0) << g.name;
-    EXPECT_GE(g.peak_fp8_flops == 0 ? 2 * g.peak_flops : g.peak_fp8_flops, 2 * g.peak_flops - 2'000'000'000'000) << g.name;
+    EXPECT_GE(g.peak_fp8_flops == 0 ? 2 * g.peak_flops : g.peak_fp8_flops, 2 * g.peak_flops - 2'000'000'000'000)
+        << g.name;
     EXPECT_GT(g.interconnect_bytes_per_s, 0) << g.name;
     // Every field reads back from its preset file text.
     GpuSpec copy = g;
@@ -249,8 +251,7 @@ TEST(HardwareSpecsTest, CatalogFiguresAndPresetFileFields) {
 }
 
 TEST(CostModelTest, DecodeOnLlama3_8bH100IsBandwidthBound) {
-  CostModel cm(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kFullAndPiecewise),
-               nullptr);
+  CostModel cm(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kFullAndPiecewise), nullptr);
   // One decode at context 1000 reads every weight once: per layer qkv 4096*6144, o 4096*4096,
   // gate_up 4096*28672, down 14336*4096 parameters = 218.1M, * 32 layers * 2 bytes
   // = 13.96 GB, plus lm_head 128256*4096*2 = 1.05 GB: 15.01 GB; KV 1001 tokens * 128 KiB =
@@ -263,8 +264,7 @@ TEST(CostModelTest, DecodeOnLlama3_8bH100IsBandwidthBound) {
   EXPECT_EQ(c.kernels, 1 + 10 * 32 + 2);
 
   // The same step on an H200 is faster by about the bandwidth ratio 3.35 / 4.8.
-  CostModel h200(model("llama3-8b"), gpu("h200"), graphs(CudaGraphMode::kFullAndPiecewise),
-                 nullptr);
+  CostModel h200(model("llama3-8b"), gpu("h200"), graphs(CudaGraphMode::kFullAndPiecewise), nullptr);
   std::int64_t t200 = h200.cost(decode(1, 1000)).duration_ns;
   EXPECT_GT(t200, 3'900'000);
   EXPECT_LT(t200, 4'100'000);
@@ -358,10 +358,10 @@ TEST(ProfileTableTest, ExactAtPointsLinearBetween) {
   EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {1, 0, 0}), 1000);
   EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {64, 0, 0}), 2000);
   EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {256, 0, 0}), 5000);
-  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {160, 0, 0}), 3500);        // halfway
-  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {32, 0, 0}), 1492);         // 1000 + 1000 * 31/63
-  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {512, 0, 0}), 9000);        // end segment extended
-  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {1, 7, 123}), 1000);        // seqs, context ignored
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {160, 0, 0}), 3500);  // halfway
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {32, 0, 0}), 1492);   // 1000 + 1000 * 31/63
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {512, 0, 0}), 9000);  // end segment extended
+  EXPECT_EQ(t->lookup_ns(Kernel::kQkvProj, {1, 7, 123}), 1000);  // seqs, context ignored
 
   // Attention: bilinear in (num_tokens, context_tokens) within the num_seqs = 1 group.
   EXPECT_EQ(t->lookup_ns(Kernel::kAttention, {1, 1, 1000}), 100);
@@ -382,8 +382,7 @@ TEST(ProfileTableTest, CostModelUsesProfileAndFallsBack) {
   CostModel with(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), &*t);
   CostModel without(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
   EXPECT_EQ(with.kernel_cycles(Kernel::kQkvProj, {160, 1, 0}, 0), 3500 * 1980 / 1000);
-  EXPECT_EQ(with.kernel_cycles(Kernel::kOProj, {160, 1, 0}, 0),
-            without.kernel_cycles(Kernel::kOProj, {160, 1, 0}, 0));
+  EXPECT_EQ(with.kernel_cycles(Kernel::kOProj, {160, 1, 0}, 0), without.kernel_cycles(Kernel::kOProj, {160, 1, 0}, 0));
 }
 
 std::string error_of(const std::string& text) {
@@ -393,8 +392,9 @@ std::string error_of(const std::string& text) {
 
 TEST(ProfileTableTest, BadCsvNamesFileLineAndColumn) {
   const std::string header = "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";
-  EXPECT_EQ(error_of(""), "bad.csv: empty profile, expected the header "
-                          "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
+  EXPECT_EQ(error_of(""),
+            "bad.csv: empty profile, expected the header "
+            "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
   EXPECT_EQ(error_of("kernel,tokens,time\n"),
             "bad.csv:1: header is 'kernel,tokens,time', expected "
             "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
@@ -402,14 +402,12 @@ TEST(ProfileTableTest, BadCsvNamesFileLineAndColumn) {
             "bad.csv:3: column 2 (num_tokens): 'abc' is not an integer");
   EXPECT_EQ(error_of(header + "qkv_proj,1,0,0\n"), "bad.csv:2: too few columns, expected 5");
   EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,5,6\n"), "bad.csv:2: too many columns, expected 5");
-  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,2.5\n"),
-            "bad.csv:2: column 5 (time_ns): '2.5' is not an integer");
+  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,2.5\n"), "bad.csv:2: column 5 (time_ns): '2.5' is not an integer");
   EXPECT_EQ(error_of(header + "mlp,1,0,0,5\n"),
             "bad.csv:2: column 1 (kernel): unknown kernel 'mlp' (valid: slot_mapping, rmsnorm, "
             "qkv_proj, rotary, cache_write, attention, o_proj, gate_up_proj, silu_mul, "
             "down_proj, lm_head, host_step)");
-  EXPECT_EQ(error_of(header + "rotary,0,0,0,5\n"),
-            "bad.csv:2: column 2 (num_tokens): num_tokens must be >= 1, got 0");
+  EXPECT_EQ(error_of(header + "rotary,0,0,0,5\n"), "bad.csv:2: column 2 (num_tokens): num_tokens must be >= 1, got 0");
   EXPECT_EQ(error_of(header + "rotary,1,0,0,-5\n"), "bad.csv:2: column 5 (time_ns): must be >= 0, got -5");
   EXPECT_EQ(error_of(header + "rotary,4,0,0,5\nrotary,8,0,0,6\nrotary,4,3,0,7\n"),
             "bad.csv:4: duplicate row for rotary at num_tokens 4 (also on line 2)");
@@ -428,8 +426,7 @@ TEST(ProfileTableTest, LoadsFromFile) {
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->lookup_ns(Kernel::kLmHead, {3, 3, 0}), 250);
   std::remove(path.c_str());
-  EXPECT_EQ(ProfileTable::load("/nonexistent/p.csv").status().message(),
-            "/nonexistent/p.csv: cannot open profile");
+  EXPECT_EQ(ProfileTable::load("/nonexistent/p.csv").status().message(), "/nonexistent/p.csv: cannot open profile");
 }
 
 // Found by fuzzing: a row with time_ns 9223372036854775807 loaded (kvsim calibrate accepted it
@@ -504,7 +501,7 @@ TEST(TierCostTest, OverlappedLoadHidesBehindComputeAndAStalledOneDoesNot) {
   StepShape s = prefill(4096, 0);
   const StepCost base = plain.cost(s);
   EXPECT_EQ(overlap.cost(s).cycles, base.cycles);  // no transfer: the same step
-  s.tier_host_loads = 8;  // 16 MiB: far shorter than a 4096-token prefill
+  s.tier_host_loads = 8;                           // 16 MiB: far shorter than a 4096-token prefill
   const StepCost hidden = overlap.cost(s);
   EXPECT_EQ(hidden.cycles, base.cycles);
   EXPECT_EQ(hidden.tier_stall_cycles, 0);

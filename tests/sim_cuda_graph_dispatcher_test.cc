@@ -9,8 +9,7 @@
 namespace kv {
 namespace {
 
-CudaGraphDispatcher make(CudaGraphMode mode, int max_num_seqs = 256,
-                         std::vector<std::int64_t> sizes = {}) {
+CudaGraphDispatcher make(CudaGraphMode mode, int max_num_seqs = 256, std::vector<std::int64_t> sizes = {}) {
   CudaGraphConfig c;
   c.mode = mode;
   c.max_num_seqs = max_num_seqs;
@@ -31,13 +30,13 @@ TEST(CudaGraphDispatcherTest, DefaultCaptureSizesForMaxNumSeqs256) {
 
 TEST(CudaGraphDispatcherTest, DefaultCaptureSizesSmallAndClamped) {
   EXPECT_EQ(make(CudaGraphMode::kPiecewise, 2).capture_sizes(), (std::vector<std::int64_t>{1, 2, 4}));
-  EXPECT_EQ(make(CudaGraphMode::kPiecewise, 8).capture_sizes(),
-            (std::vector<std::int64_t>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(make(CudaGraphMode::kPiecewise, 8).capture_sizes(), (std::vector<std::int64_t>{1, 2, 4, 8, 16}));
   EXPECT_EQ(make(CudaGraphMode::kPiecewise, 1024).max_capture_size(), 512);  // capped at 512
   EXPECT_EQ(default_capture_sizes(3), (std::vector<std::int64_t>{1, 2}));
-  EXPECT_EQ(default_capture_sizes(264), (std::vector<std::int64_t>{
-      1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 72, 80, 88, 96, 104, 112, 120, 128, 136, 144,
-      152, 160, 168, 176, 184, 192, 200, 208, 216, 224, 232, 240, 248, 256}));
+  EXPECT_EQ(default_capture_sizes(264),
+            (std::vector<std::int64_t>{1,   2,   4,   8,   16,  24,  32,  40,  48,  56,  64,  72,
+                                       80,  88,  96,  104, 112, 120, 128, 136, 144, 152, 160, 168,
+                                       176, 184, 192, 200, 208, 216, 224, 232, 240, 248, 256}));
 
   CudaGraphConfig c;
   c.max_num_seqs = 256;

@@ -34,9 +34,7 @@ struct RandomPlanOptions {
 
 inline std::vector<StepPlan> build_random_plans(const RandomPlanOptions& o) {
   std::mt19937_64 rng(o.seed);
-  auto uniform = [&](int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng);
-  };
+  auto uniform = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   BlockHasher hasher(HashAlgo::kXxhashCbor);
   KvCacheConfig config;
   config.num_blocks = o.num_blocks;
@@ -62,8 +60,7 @@ inline std::vector<StepPlan> build_random_plans(const RandomPlanOptions& o) {
     if (which < 3) prompt = prefixes[which];
     int suffix = uniform(1, o.max_suffix);
     for (int k = 0; k < suffix; ++k) prompt.push_back(uniform(1, 50));
-    all[i].request = std::make_unique<Request>("r" + std::to_string(i), prompt, HashExtras{},
-                                               &hasher, o.block_size);
+    all[i].request = std::make_unique<Request>("r" + std::to_string(i), prompt, HashExtras{}, &hasher, o.block_size);
     int outputs = uniform(1, o.max_output);
     for (int k = 0; k < outputs; ++k) all[i].outputs.push_back(uniform(1, 50));
     waiting.push_back(i);

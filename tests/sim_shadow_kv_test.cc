@@ -30,9 +30,8 @@ std::unique_ptr<SimDevice> device(VerifyMode mode) {
   return std::move(d).value();
 }
 
-ScheduledRequest fresh(const std::string& id, std::vector<BlockId> blocks,
-                       std::vector<TokenId> context, std::vector<TokenId> tokens,
-                       std::int64_t prompt_len) {
+ScheduledRequest fresh(const std::string& id, std::vector<BlockId> blocks, std::vector<TokenId> context,
+                       std::vector<TokenId> tokens, std::int64_t prompt_len) {
   ScheduledRequest r;
   r.id = id;
   r.is_new = true;
@@ -56,8 +55,7 @@ ScheduledRequest running(const std::string& id, std::int64_t computed, std::vect
   return r;
 }
 
-StepPlan plan(std::int64_t step, std::vector<ScheduledRequest> requests,
-              std::vector<RequestId> finished = {}) {
+StepPlan plan(std::int64_t step, std::vector<ScheduledRequest> requests, std::vector<RequestId> finished = {}) {
   StepPlan p;
   p.step = step;
   p.block_size = kB;
@@ -199,8 +197,7 @@ TEST(ShadowKvTest, SharedPrefixIsCleanInEveryMode) {
     // Written: 10 + 4 + 1; verified: B's 8 hits at admission, then A (11) and B (12) on release
     // (full mode also reads every context each step: 10, 11 + 11, 12).
     EXPECT_EQ(d->shadow_stats().slots_written, 15);
-    EXPECT_EQ(d->shadow_stats().slots_verified,
-              mode == VerifyMode::kFast ? 8 + 11 + 12 : 8 + 11 + 12 + 10 + 22 + 12);
+    EXPECT_EQ(d->shadow_stats().slots_verified, mode == VerifyMode::kFast ? 8 + 11 + 12 : 8 + 11 + 12 + 10 + 22 + 12);
   }
 }
 
@@ -219,8 +216,7 @@ TEST(ShadowKvTest, WrongPrefixHitIsCaughtAtAdmission) {
     EXPECT_EQ(v.block, 1);
     EXPECT_EQ(v.slot, 4);
     EXPECT_EQ(v.more, 7);
-    EXPECT_EQ(r.violations[0].substr(0, 64),
-              "step 2: request C: position 0 (block 1, slot 4): admission check");
+    EXPECT_EQ(r.violations[0].substr(0, 64), "step 2: request C: position 0 (block 1, slot 4): admission check");
   }
 }
 
@@ -336,9 +332,7 @@ TEST(FaultInjectionTest, DroppedCacheWriteIsCaught) {
 TEST(FaultInjectionTest, MisdirectedCacheWriteIsCaught) {
   // Into slot 4 (A's position 0, which A relies on): caught at the write in both modes.
   for (VerifyMode mode : {VerifyMode::kFast, VerifyMode::kFull}) {
-    FaultRun run = run_with_fault(mode, [](FaultInjectingDevice& d) {
-      d.misdirect_cache_write(3, "A", 9, 4);
-    });
+    FaultRun run = run_with_fault(mode, [](FaultInjectingDevice& d) { d.misdirect_cache_write(3, "A", 9, 4); });
     EXPECT_EQ(run.fired, 1);
     EXPECT_EQ(run.first_step(), 3);
     const Violation& v = run.per_step[2][0];
@@ -395,8 +389,10 @@ TEST(ShadowKvRandomTest, CleanPlansHaveNoViolations) {
       preemptions += static_cast<int>(p.preempted.size());
       for (const ScheduledRequest& r : p.requests) {
         hits += r.is_new && r.num_computed_tokens > 0 ? 1 : 0;
-        resumed += r.is_new && r.num_prompt_tokens < static_cast<std::int64_t>(
-                       r.context_token_ids.size() + r.token_ids.size()) ? 1 : 0;
+        resumed +=
+            r.is_new && r.num_prompt_tokens < static_cast<std::int64_t>(r.context_token_ids.size() + r.token_ids.size())
+                ? 1
+                : 0;
       }
     }
     for (VerifyMode mode : {VerifyMode::kFast, VerifyMode::kFull}) {
@@ -412,8 +408,7 @@ TEST(ShadowKvRandomTest, CleanPlansHaveNoViolations) {
   EXPECT_GT(hits, 50);
   EXPECT_GT(preemptions, 10);
   EXPECT_GT(resumed, 5);
-  std::printf("random plans: %d admissions with hits, %d preemptions, %d resumed\n", hits,
-              preemptions, resumed);
+  std::printf("random plans: %d admissions with hits, %d preemptions, %d resumed\n", hits, preemptions, resumed);
 }
 
 TEST(ShadowKvRandomTest, FastAndFullAgreeOnRandomFaults) {
@@ -431,17 +426,24 @@ TEST(ShadowKvRandomTest, FastAndFullAgreeOnRandomFaults) {
     ASSERT_FALSE(candidates.empty());
     const StepPlan& target = plans[candidates[rng() % candidates.size()]];
     const ScheduledRequest& victim = target.requests[rng() % target.requests.size()];
-    std::int64_t position = victim.num_computed_tokens +
-                            static_cast<std::int64_t>(rng() % victim.token_ids.size());
+    std::int64_t position = victim.num_computed_tokens + static_cast<std::int64_t>(rng() % victim.token_ids.size());
     int kind = static_cast<int>(seed % 4);
     std::int64_t slot = static_cast<std::int64_t>(rng() % (o.num_blocks * o.block_size));
     std::size_t i = rng() % 3, j = rng() % 3;
     auto arm = [&](FaultInjectingDevice& d) {
       switch (kind) {
-        case 0: d.drop_cache_write(target.step, victim.id, position); break;
-        case 1: d.misdirect_cache_write(target.step, victim.id, position, slot); break;
-        case 2: d.swap_block_table_entries(target.step, victim.id, i, j == i ? i + 1 : j); break;
-        default: d.overwrite_slot(target.step, slot, 0xdeadbeef); break;
+        case 0:
+          d.drop_cache_write(target.step, victim.id, position);
+          break;
+        case 1:
+          d.misdirect_cache_write(target.step, victim.id, position, slot);
+          break;
+        case 2:
+          d.swap_block_table_entries(target.step, victim.id, i, j == i ? i + 1 : j);
+          break;
+        default:
+          d.overwrite_slot(target.step, slot, 0xdeadbeef);
+          break;
       }
     };
     bool result[2];

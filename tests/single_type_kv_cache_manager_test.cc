@@ -37,8 +37,8 @@ class SingleTypeManagerTest : public ::testing::Test {
       std::vector<BlockId> table(hashes_.size(), 0);
       table[static_cast<std::size_t>(i)] = b[0];
       const std::vector<TokenId> tokens(hashes_.size() * 16, 0);  // 16-token blocks (spec_of)
-      pool_.cache_full_blocks(table, hashes_, static_cast<std::size_t>(i),
-                              static_cast<std::size_t>(i) + 1, group, 16, tokens, HashExtras{});
+      pool_.cache_full_blocks(table, hashes_, static_cast<std::size_t>(i), static_cast<std::size_t>(i) + 1, group, 16,
+                              tokens, HashExtras{});
       pool_.free_blocks(b);
       ids[static_cast<std::size_t>(i)] = b[0];
     }
@@ -53,8 +53,7 @@ class SingleTypeManagerTest : public ::testing::Test {
 TEST_F(SingleTypeManagerTest, FullStopsAtTheFirstMiss) {
   FullAttentionManager m(spec_of(AttentionType::kFullAttention), pool_, 0);
   cache({0, 1, 2, 4}, 0);  // blocks 1, 2, 3, 4
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_, false, 16),
-            (std::vector<std::vector<BlockId>>{{1, 2, 3}}));
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_, false, 16), (std::vector<std::vector<BlockId>>{{1, 2, 3}}));
   EXPECT_EQ(m.find_longest_cache_hit(hashes_, 47, group0_, false, 16),
             (std::vector<std::vector<BlockId>>{{1, 2}}));  // 47 tokens: 2 whole blocks
 }
@@ -76,15 +75,13 @@ TEST_F(SingleTypeManagerTest, SlidingWindowSearchesRightToLeft) {
   EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_, false, 16),
             (std::vector<std::vector<BlockId>>{{0, 0, 0, 3, 4}}));
   // Up to 63 tokens: index 2 misses, 1 and 0 make the run.
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 63, group0_, false, 16),
-            (std::vector<std::vector<BlockId>>{{1, 2}}));
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 63, group0_, false, 16), (std::vector<std::vector<BlockId>>{{1, 2}}));
 }
 
 TEST_F(SingleTypeManagerTest, SlidingWindowWithoutAFullRunKeepsTheCachedPrefix) {
   SlidingWindowManager m(spec_of(AttentionType::kSlidingWindow, 48), pool_, 0);  // needs 3
   cache({0, 1, 3, 4}, 0);
-  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_, false, 16),
-            (std::vector<std::vector<BlockId>>{{1, 2}}));
+  EXPECT_EQ(m.find_longest_cache_hit(hashes_, 127, group0_, false, 16), (std::vector<std::vector<BlockId>>{{1, 2}}));
   SlidingWindowManager none(spec_of(AttentionType::kSlidingWindow, 48), pool_, 1);
   EXPECT_EQ(none.find_longest_cache_hit(hashes_, 127, std::vector<KvCacheGroupId>{1}, false, 16),
             (std::vector<std::vector<BlockId>>{{}}));
@@ -129,7 +126,7 @@ TEST_F(SingleTypeManagerTest, SkippedBlocksBecomeNullAndAreFreedHighestFirst) {
 
 TEST_F(SingleTypeManagerTest, BlocksToAllocateCountsEvictableHitsPastTheSkippedPart) {
   SlidingWindowManager m(spec_of(AttentionType::kSlidingWindow, 32), pool_, 0);
-  cache({0, 1, 2, 3}, 0);  // blocks 1..4, all free and cached
+  cache({0, 1, 2, 3}, 0);                         // blocks 1..4, all free and cached
   const std::vector<BlockId> hit = {0, 0, 3, 4};  // a 64-token hit: indexes 0, 1 skipped
   // 100 slots = 7 blocks: 7 - max(skipped 2, hit 4) new ones + 2 evictable hit blocks.
   const SlotDemand demand{.total_computed = 64, .num_tokens = 100};

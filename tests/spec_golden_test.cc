@@ -44,9 +44,7 @@ bool needs_mamba(const fs::path& path) {
          });
 }
 
-TEST(SpecGoldenTest, FindsTheScenarioFiles) {
-  EXPECT_EQ(scenario_files().size(), 61u) << "in " << kDir;
-}
+TEST(SpecGoldenTest, FindsTheScenarioFiles) { EXPECT_EQ(scenario_files().size(), 61u) << "in " << kDir; }
 
 class SpecGolden : public testing::TestWithParam<std::string> {};
 
@@ -75,7 +73,7 @@ TEST(SpecGoldenTest, OnlyTheHybridFilesNeedMamba) {
     if (needs_mamba(kDir / f)) mamba.push_back(f.substr(0, 2));
   }
   EXPECT_EQ(mamba, (std::vector<std::string>{"18", "19", "20", "21", "22", "23", "54", "55", "56", "57", "58", "59",
-                                              "60", "61"}));
+                                             "60", "61"}));
 }
 
 // A copy of 01 (EAGLE, K = 3) with one edit, written to a temporary file.
@@ -93,8 +91,9 @@ std::string edited_copy(const std::string& from, const std::string& to, const st
 TEST(SpecScenarioTest, AnUnknownMethodIsAnErrorNamingTheField) {
   const std::string path = edited_copy("\"spec_method\":\"eagle\"", "\"spec_method\":\"lookahead\"", "kv_spec_m.json");
   EXPECT_EQ(run_scheduler_scenario(path).status().message(),
-            path + ": config.spec_method: must be eagle, eagle3, mtp, dspark, dflash, draft_model, ngram, suffix or "
-                   "medusa, got 'lookahead'");
+            path +
+                ": config.spec_method: must be eagle, eagle3, mtp, dspark, dflash, draft_model, ngram, suffix or "
+                "medusa, got 'lookahead'");
 }
 
 TEST(SpecScenarioTest, AcceptedForAnUnknownRequestIsAnError) {
@@ -104,8 +103,7 @@ TEST(SpecScenarioTest, AcceptedForAnUnknownRequestIsAnError) {
 
 TEST(SpecScenarioTest, MoreDraftsThanKIsAnError) {
   const std::string path = edited_copy("\"drafts\":{\"a\":3}", "\"drafts\":{\"a\":4}", "kv_spec_k.json");
-  EXPECT_EQ(run_scheduler_scenario(path).status().message(),
-            path + ": steps[0].drafts.a: must be from 0 to 3, got 4");
+  EXPECT_EQ(run_scheduler_scenario(path).status().message(), path + ": steps[0].drafts.a: must be from 0 to 3, got 4");
 }
 
 TEST(SpecScenarioTest, AMissingInputIsAnError) {
@@ -114,8 +112,8 @@ TEST(SpecScenarioTest, AMissingInputIsAnError) {
 }
 
 TEST(SpecScenarioTest, AStopTokenThatIsNotAnIdIsAnError) {
-  const std::string path = edited_copy("\"output_start\":90000}", "\"output_start\":90000,\"stop_token_ids\":[\"x\"]}",
-                                       "kv_spec_stop.json");
+  const std::string path =
+      edited_copy("\"output_start\":90000}", "\"output_start\":90000,\"stop_token_ids\":[\"x\"]}", "kv_spec_stop.json");
   EXPECT_EQ(run_scheduler_scenario(path).status().message(),
             path + ": requests[0].stop_token_ids: must hold token ids (integers >= 0), got \"x\"");
 }

@@ -93,8 +93,8 @@ TEST(SpeculativeConfigTest, DerivesWhatVllmDerives) {
       {speculate(SpecMethod::kEagle, 3), true, 3, 0},
       {speculate(SpecMethod::kEagle3, 5, true), true, 5, 4},
       {speculate(SpecMethod::kMtp, 2), true, 2, 0},
-      {speculate(SpecMethod::kDspark, 4), true, 4, 3},   // parallel drafting forced on
-      {speculate(SpecMethod::kDflash, 3), true, 4, 2},   // K + 1 lookahead slots
+      {speculate(SpecMethod::kDspark, 4), true, 4, 3},  // parallel drafting forced on
+      {speculate(SpecMethod::kDflash, 3), true, 4, 2},  // K + 1 lookahead slots
       {speculate(SpecMethod::kDraftModel, 2), false, 2, 1},
       {speculate(SpecMethod::kDraftModel, 5, true), false, 5, 5},
       {speculate(SpecMethod::kNgram, 3), false, 0, 0},

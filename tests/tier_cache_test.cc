@@ -108,7 +108,7 @@ TEST(TierConnector, MatchesTheTierHeldRunAfterTheLocalHitAndLoadsIt) {
   TierConnector t(config(8, 0, TierStorePolicy::kOnEvict));
   const std::vector<EvictedBlock> evicted = {{7, p.hash(1)}, {8, p.hash(2)}, {9, p.hash(3)}};
   t.on_blocks_evicted(evicted);
-  EXPECT_EQ(t.get_num_new_matched_tokens(p.request, 0), 0);  // block 0 is in no tier: no run
+  EXPECT_EQ(t.get_num_new_matched_tokens(p.request, 0), 0);   // block 0 is in no tier: no run
   EXPECT_EQ(t.get_num_new_matched_tokens(p.request, 4), 12);  // blocks 1..3 after a 1-block hit
   EXPECT_EQ(t.get_num_new_matched_tokens(p.request, 4), 12);  // looking up changes nothing
   const std::vector<BlockId> table = {3, 11, 12, 13, 14};

@@ -54,7 +54,7 @@ TEST(TraceAnalysis, TinyTraceExactNumbers) {
   EXPECT_DOUBLE_EQ(a->output_len.p50, 2.5);
   EXPECT_EQ(a->output_len.max, 4);
   EXPECT_DOUBLE_EQ(a->arrival_rate, 2.0);  // 3 gaps in 1.5 s
-  EXPECT_EQ(a->block_accesses, 7);  // A B, C, A B, A D
+  EXPECT_EQ(a->block_accesses, 7);         // A B, C, A B, A D
   EXPECT_EQ(a->distinct_blocks, 4);
   EXPECT_EQ(a->hit_tokens, 6);
   EXPECT_DOUBLE_EQ(a->infinite_cache_hit_rate, 6.0 / 17.0);

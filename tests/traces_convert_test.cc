@@ -190,10 +190,10 @@ TEST(ConvertSharegpt, TurnsCarryTheConversation) {
 }
 
 TEST(ConvertSharegpt, BadJsonAndUnknownRoles) {
-  expect_error(convert(SourceFormat::kShareGpt, "[{\"id\": \"a\", \"conversations\": [}]"), {"input.txt", "conversation 0"});
+  expect_error(convert(SourceFormat::kShareGpt, "[{\"id\": \"a\", \"conversations\": [}]"),
+               {"input.txt", "conversation 0"});
   expect_error(convert(SourceFormat::kShareGpt, "{\"id\": 1}"), {"input.txt", "top level must be an array"});
-  expect_error(convert(SourceFormat::kShareGpt,
-                       "[{\"conversations\": [{\"from\": \"robot\", \"value\": \"x\"}]}]"),
+  expect_error(convert(SourceFormat::kShareGpt, "[{\"conversations\": [{\"from\": \"robot\", \"value\": \"x\"}]}]"),
                {"input.txt: conversation 0: field conversations[0].from: unknown role 'robot'"});
   expect_error(convert(SourceFormat::kShareGpt, "[{\"conversations\": [{\"from\": \"human\"}]}]"),
                {"conversation 0: field conversations[0]: missing field \"value\""});
@@ -238,7 +238,8 @@ TEST(ConvertTokens, RequestsAsGiven) {
   const std::string jsonl =
       "{\"prompt_token_ids\": [1, 2, 3], \"output_len\": 5, \"timestamp\": 0.5}\n"
       "\n"
-      "{\"timestamp\": 1.25, \"prompt_token_ids\": [1, 2, 4, 128255], \"output_len\": 0, \"id\": \"r\", \"session_id\": \"s\", "
+      "{\"timestamp\": 1.25, \"prompt_token_ids\": [1, 2, 4, 128255], \"output_len\": 0, \"id\": \"r\", "
+      "\"session_id\": \"s\", "
       "\"cache_salt\": \"tenant\", \"lora_name\": \"adapter1\"}\n";
   ConvertOptions c;
   c.vocab_size = 128256;
@@ -262,7 +263,8 @@ TEST(ConvertTokens, RequestsAsGiven) {
   EXPECT_EQ(reader->header().vocab_size, 128256);
   EXPECT_NE(reader->header().tokenizer.find("pre-tokenized"), std::string::npos);
   // Without timestamps every request arrives at 0.
-  out = convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [7], \"output_len\": 1}\n{\"prompt_token_ids\": [7, 8], \"output_len\": 1}\n");
+  out = convert(SourceFormat::kTokens,
+                "{\"prompt_token_ids\": [7], \"output_len\": 1}\n{\"prompt_token_ids\": [7, 8], \"output_len\": 1}\n");
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(read_all(*out)[1].arrival_time_us, 0);
 }
@@ -271,8 +273,9 @@ TEST(ConvertTokens, BadLinesNameLineAndField) {
   ConvertOptions c;
   c.vocab_size = 100;
   const std::string ok = "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 2}\n";
-  expect_error(convert(SourceFormat::kTokens, ok + "{\"prompt_token_ids\": [1, 100], \"output_len\": 1, \"timestamp\": 3}\n", c),
-               {"input.txt: line 2: field prompt_token_ids: element 1: id 100 is not below --vocab-size 100"});
+  expect_error(
+      convert(SourceFormat::kTokens, ok + "{\"prompt_token_ids\": [1, 100], \"output_len\": 1, \"timestamp\": 3}\n", c),
+      {"input.txt: line 2: field prompt_token_ids: element 1: id 100 is not below --vocab-size 100"});
   expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [-1], \"output_len\": 1}\n"),
                {"line 1: field prompt_token_ids: element 0: id -1 is negative"});
   expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [], \"output_len\": 1}\n"),
@@ -280,8 +283,9 @@ TEST(ConvertTokens, BadLinesNameLineAndField) {
   expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1]}\n"), {"line 1: missing field output_len"});
   expect_error(convert(SourceFormat::kTokens, ok + "{\"prompt_token_ids\": [1], \"output_len\": 1}\n"),
                {"line 2: field timestamp: missing, but the first request had one"});
-  expect_error(convert(SourceFormat::kTokens, ok + "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 1}\n"),
-               {"line 2: field timestamp: arrivals go backwards"});
+  expect_error(
+      convert(SourceFormat::kTokens, ok + "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 1}\n"),
+      {"line 2: field timestamp: arrivals go backwards"});
   expect_error(convert(SourceFormat::kTokens, ok + "[1, 2]\n"), {"line 2: bad JSON"});
   expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": -2}\n"),
                {"line 1: field output_len: negative"});
@@ -361,9 +365,9 @@ TEST(ConvertMooncake, HugeTimestampsAreErrorsNotWrapped) {
                        "{\"timestamp\": 18446744073709552, \"input_length\": 10, \"output_length\": 1, "
                        "\"hash_ids\": [1]}\n"),
                {"input.txt: line 1: field timestamp: 18446744073709552 ms is beyond 1000000000000"});
-  StatusOr<std::string> last_ok = convert(
-      SourceFormat::kMooncake,
-      "{\"timestamp\": 1000000000000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n");
+  StatusOr<std::string> last_ok =
+      convert(SourceFormat::kMooncake,
+              "{\"timestamp\": 1000000000000, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}\n");
   ASSERT_TRUE(last_ok.ok()) << last_ok.status().message();
   EXPECT_EQ(read_all(*last_ok)[0].arrival_time_us, kMaxArrivalTimeUs);
 }
@@ -381,9 +385,11 @@ TEST(ConvertJson, TrailingTextIsAnError) {
   EXPECT_TRUE(convert(SourceFormat::kMooncake,
                       "{\"timestamp\": 0, \"input_length\": 10, \"output_length\": 1, \"hash_ids\": [1]}  \r\n")
                   .ok());
-  const std::string conv = "[{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}, "
-                           "{\"from\": \"gpt\", \"value\": \"yo\"}]}]";
-  expect_error(convert(SourceFormat::kShareGpt, conv + " [1]"), {"input.txt: bad JSON: text after the top-level array"});
+  const std::string conv =
+      "[{\"conversations\": [{\"from\": \"human\", \"value\": \"hi\"}, "
+      "{\"from\": \"gpt\", \"value\": \"yo\"}]}]";
+  expect_error(convert(SourceFormat::kShareGpt, conv + " [1]"),
+               {"input.txt: bad JSON: text after the top-level array"});
   expect_error(convert(SourceFormat::kShareGpt, conv + "]"), {"input.txt: bad JSON"});
   EXPECT_TRUE(convert(SourceFormat::kShareGpt, conv + "\n\n").ok());
 }
@@ -435,7 +441,8 @@ TEST(ConvertTokens, HugeTimestampsAndTrailingTextAreErrors) {
                {"input.txt: line 1: field timestamp: must be a number of seconds from 0 to 1000000000"});
   expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": 1} {\"x\": 1}\n"),
                {"input.txt: line 1: bad JSON"});
-  EXPECT_TRUE(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 1e9}\n").ok());
+  EXPECT_TRUE(
+      convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": 1, \"timestamp\": 1e9}\n").ok());
 }
 
 }  // namespace

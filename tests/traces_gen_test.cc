@@ -70,8 +70,10 @@ TEST(GenSharegpt, TurnsExtendTheConversationAndMatchTheDocumentedMeans) {
     EXPECT_LE(static_cast<int>(r.prompt.size() + r.output_tokens.size()), o.max_model_len);
     auto [it, first_turn] = context.try_emplace(r.session_id);
     std::size_t before = it->second.size();
-    if (first_turn) before = static_cast<std::size_t>(o.system_prompt_tokens);
-    else ASSERT_TRUE(std::equal(it->second.begin(), it->second.end(), r.prompt.begin())) << r.id;
+    if (first_turn)
+      before = static_cast<std::size_t>(o.system_prompt_tokens);
+    else
+      ASSERT_TRUE(std::equal(it->second.begin(), it->second.end(), r.prompt.begin())) << r.id;
     ASSERT_GT(r.prompt.size(), before);
     user_sum += static_cast<double>(r.prompt.size() - before);
     reply_sum += static_cast<double>(r.output_length);

@@ -307,7 +307,11 @@ TEST(TraceIo, ReaderRejectsBadRecords) {
     EXPECT_NE(err.find(path), std::string::npos) << err;
   }
   // Negative arrival: field 2 as a 10-byte varint of -1.
-  std::string m = "\x0a\x01" "a" "\x10" + std::string(9, '\xff') + "\x01" + "\x1a\x01\x05";
+  std::string m =
+      "\x0a\x01"
+      "a"
+      "\x10" +
+      std::string(9, '\xff') + "\x01" + "\x1a\x01\x05";
   const std::string path = scratch_path("neg.kvtrace");
   write_bytes(path, head + frame(m));
   EXPECT_NE(read_all_error(path).find("field arrival_time_us: negative arrival time -1"), std::string::npos)
@@ -375,7 +379,11 @@ TEST(TraceIo, TokenIdsMustBeBelowTheVocabSize) {
 // (arrival * 1000) overflowed to a time near 0.
 TEST(TraceIo, ArrivalTimesBeyondTheLimitAreErrors) {
   const std::string path = scratch_path("late.kvtrace");
-  std::string m = "\x0a\x01" "a" "\x10" + varint(std::uint64_t{1} << 62) + "\x1a\x01\x05";
+  std::string m =
+      "\x0a\x01"
+      "a"
+      "\x10" +
+      varint(std::uint64_t{1} << 62) + "\x1a\x01\x05";
   write_bytes(path, header_bytes() + frame(m));
   EXPECT_NE(read_all_error(path).find("field arrival_time_us: 4611686018427387904 is beyond 1000000000000000"),
             std::string::npos)
@@ -389,7 +397,11 @@ TEST(TraceIo, ArrivalTimesBeyondTheLimitAreErrors) {
 
 // Found by fuzzing: a few hundred bytes of block references expanded to billions of tokens.
 TEST(TraceIo, PromptsBeyondTheLimitAreErrorsBeforeTheyAreExpanded) {
-  std::string m = "\x0a\x01" "a" "\x10" + varint(0);  // id "a", arrival 0
+  std::string m =
+      "\x0a\x01"
+      "a"
+      "\x10" +
+      varint(0);                                             // id "a", arrival 0
   const std::string ref = "\x08\x01\x10" + varint(1 << 20);  // BlockRef{block_id 1, num_tokens 2^20}
   const std::string segment = "\x12" + varint(ref.size()) + ref;
   for (int i = 0; i < 17; ++i) m += "\x22" + varint(segment.size()) + segment;  // 17 * 2^20 > 2^24

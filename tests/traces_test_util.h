@@ -14,7 +14,8 @@ namespace kv::trace::testing {
 // A fresh path in a per-test scratch directory (removed and recreated for each test).
 inline std::string scratch_path(const std::string& name) {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("kvsim_traces_test_" + std::to_string(::getpid())) /
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("kvsim_traces_test_" + std::to_string(::getpid())) /
                                     (std::string(info->test_suite_name()) + "." + info->name());
   static std::string last;
   if (last != dir.string()) {

@@ -31,7 +31,8 @@ std::string letter(int b) {
     cp = 256 + n;
   }
   std::string s;
-  if (cp < 0x80) s += static_cast<char>(cp);
+  if (cp < 0x80)
+    s += static_cast<char>(cp);
   else {
     s += static_cast<char>(0xC0 | (cp >> 6));
     s += static_cast<char>(0x80 | (cp & 0x3F));
@@ -151,7 +152,10 @@ TEST(BpeTokenizer, ByteFallbackSpellsUnknownCharactersAsBytes) {
       {"normalizer", {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}},
       {"pre_tokenizer", {{"type", "Split"}, {"pattern", {{"String", " "}}}, {"behavior", "MergedWithPrevious"}}},
       {"model",
-       {{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({json::array({"a", "b"}), json::array({"\u2581", "ab"})})}, {"byte_fallback", true},
+       {{"type", "BPE"},
+        {"vocab", vocab},
+        {"merges", json::array({json::array({"a", "b"}), json::array({"\u2581", "ab"})})},
+        {"byte_fallback", true},
         {"unk_token", nullptr}}},
       {"added_tokens", json::array()},
   };
@@ -220,7 +224,8 @@ TEST(TextTokenizer, ShareGptConversionRecordsAndUsesTheTokenizer) {
   StatusOr<TextTokenizer> t = TextTokenizer::open(path);
   ASSERT_TRUE(t.ok()) << t.status().message();
   const std::string in = scratch_path("chat.json"), out = scratch_path("chat.kvtrace");
-  write_bytes(in, R"([{"messages": [{"role": "user", "content": "hello<|eot|>"}, {"role": "assistant", "content": "hi"}]}])");
+  write_bytes(
+      in, R"([{"messages": [{"role": "user", "content": "hello<|eot|>"}, {"role": "assistant", "content": "hi"}]}])");
   ConvertOptions c;
   c.tokenizer = &*t;
   const TraceHeader h = convert_header(SourceFormat::kShareGpt, in, c);

@@ -85,8 +85,8 @@ std::string nfc(std::string_view text) {
   const UNormalizer2* n = unorm2_getNFCInstance(&e);
   std::vector<UChar> in(text.size() + 1), out;
   int32_t in_len = 0;
-  u_strFromUTF8(in.data(), static_cast<int32_t>(in.size()), &in_len, text.data(),
-                static_cast<int32_t>(text.size()), &e);
+  u_strFromUTF8(in.data(), static_cast<int32_t>(in.size()), &in_len, text.data(), static_cast<int32_t>(text.size()),
+                &e);
   if (U_FAILURE(e) || unorm2_isNormalized(n, in.data(), in_len, &e)) return std::string(text);
   out.resize(static_cast<std::size_t>(in_len) * 3 + 16);
   const int32_t out_len = unorm2_normalize(n, in.data(), in_len, out.data(), static_cast<int32_t>(out.size()), &e);
@@ -146,8 +146,8 @@ StatusOr<RegexCode> compile_regex(const std::string& pattern) {
   if (!p.ok()) return p.status();
   int code = 0;
   PCRE2_SIZE offset = 0;
-  pcre2_code* re = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p->data()), p->size(),
-                                 PCRE2_UTF | PCRE2_UCP, &code, &offset, nullptr);
+  pcre2_code* re =
+      pcre2_compile(reinterpret_cast<PCRE2_SPTR>(p->data()), p->size(), PCRE2_UTF | PCRE2_UCP, &code, &offset, nullptr);
   if (re == nullptr) {
     std::array<PCRE2_UCHAR, 256> msg{};
     pcre2_get_error_message(code, msg.data(), msg.size());
@@ -160,13 +160,13 @@ StatusOr<RegexCode> compile_regex(const std::string& pattern) {
 
 // Byte ranges [begin, end) of the non-empty matches of `re` in `s`, left to right.
 StatusOr<std::vector<std::pair<std::size_t, std::size_t>>> find_all(const pcre2_code* re, std::string_view s) {
-  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> md(
-      pcre2_match_data_create_from_pattern(re, nullptr), pcre2_match_data_free);
+  std::unique_ptr<pcre2_match_data, void (*)(pcre2_match_data*)> md(pcre2_match_data_create_from_pattern(re, nullptr),
+                                                                    pcre2_match_data_free);
   std::vector<std::pair<std::size_t, std::size_t>> found;
   std::size_t at = 0;
   while (at < s.size()) {
-    const int rc = pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), at,
-                               PCRE2_NO_UTF_CHECK, md.get(), nullptr);
+    const int rc =
+        pcre2_match(re, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), at, PCRE2_NO_UTF_CHECK, md.get(), nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
     if (rc < 0) return Status::error("regex match failed (PCRE2 error " + std::to_string(rc) + ")");
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md.get());
@@ -181,14 +181,13 @@ StatusOr<std::vector<std::pair<std::size_t, std::size_t>>> find_all(const pcre2_
 }
 
 // GPT-2's pre-tokenizer regex: what ByteLevel with use_regex = true splits with.
-constexpr const char* kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+constexpr const char* kGpt2Pattern = R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 // ---------------------------------------------------------------------------------------------
 // Steps
 
 struct NormalizeStep {
-  bool nfc = false;      // else: replace every `from` with `to`
+  bool nfc = false;  // else: replace every `from` with `to`
   std::string from, to;
 };
 
@@ -196,8 +195,8 @@ enum class SplitBehavior { kIsolated, kRemoved, kMergedWithPrevious };
 
 struct PreTokenizeStep {
   enum class Kind { kRegex, kString, kByteLevel } kind = Kind::kRegex;
-  RegexCode regex;           // kRegex, and kByteLevel with use_regex
-  std::string literal;       // kString
+  RegexCode regex;      // kRegex, and kByteLevel with use_regex
+  std::string literal;  // kString
   SplitBehavior behavior = SplitBehavior::kIsolated;
   bool add_prefix_space = false;  // kByteLevel
 };
@@ -253,12 +252,12 @@ struct AddedTokens {
 struct BpeTokenizer::Impl {
   std::vector<NormalizeStep> normalizers;
   std::vector<PreTokenizeStep> pre_tokenizers;
-  bool byte_level = false;            // pieces are spelled in the byte-level alphabet before BPE
+  bool byte_level = false;  // pieces are spelled in the byte-level alphabet before BPE
   std::array<std::string, 256> alphabet = byte_level_alphabet();
   std::unordered_map<std::string, TokenId> vocab;
   std::unordered_map<std::uint64_t, Merge> merges;  // pair_key(left, right) -> rank, merged id
-  std::array<TokenId, 256> byte_ids{};  // byte-level: the id of each byte's letter; else <0xXX>
-  bool ignore_merges = false;         // a piece that is a whole vocabulary entry is not merged
+  std::array<TokenId, 256> byte_ids{};              // byte-level: the id of each byte's letter; else <0xXX>
+  bool ignore_merges = false;                       // a piece that is a whole vocabulary entry is not merged
   bool byte_fallback = false;
   bool fuse_unk = false;
   TokenId unk = -1;
@@ -532,10 +531,14 @@ Status load_split(const json& p, const std::string& where, PreTokenizeStep& step
   if (is_true(p, "invert")) return Status::error(where + ".invert: an inverted Split is not supported");
   std::string behavior;
   if (Status s = get(p, "behavior", behavior, where); !s.ok()) return s;
-  if (behavior == "Isolated") step.behavior = SplitBehavior::kIsolated;
-  else if (behavior == "Removed") step.behavior = SplitBehavior::kRemoved;
-  else if (behavior == "MergedWithPrevious") step.behavior = SplitBehavior::kMergedWithPrevious;
-  else return Status::error(where + ".behavior: unsupported Split behavior '" + behavior + "'");
+  if (behavior == "Isolated")
+    step.behavior = SplitBehavior::kIsolated;
+  else if (behavior == "Removed")
+    step.behavior = SplitBehavior::kRemoved;
+  else if (behavior == "MergedWithPrevious")
+    step.behavior = SplitBehavior::kMergedWithPrevious;
+  else
+    return Status::error(where + ".behavior: unsupported Split behavior '" + behavior + "'");
   if (!p.contains("pattern") || !p["pattern"].is_object()) return Status::error(where + ": missing field \"pattern\"");
   const json& pattern = p["pattern"];
   if (pattern.contains("String")) {
@@ -620,8 +623,10 @@ Status load_byte_ids(const std::string& where, BpeTokenizer::Impl& t) {
     std::snprintf(hex, sizeof hex, "<0x%02X>", b);
     const std::string name = t.byte_level ? t.alphabet[static_cast<std::size_t>(b)] : std::string(hex);
     const auto it = t.vocab.find(name);
-    if (it != t.vocab.end()) t.byte_ids[static_cast<std::size_t>(b)] = it->second;
-    else if (t.byte_level || t.byte_fallback) return Status::error(where + ": no token for byte " + name);
+    if (it != t.vocab.end())
+      t.byte_ids[static_cast<std::size_t>(b)] = it->second;
+    else if (t.byte_level || t.byte_fallback)
+      return Status::error(where + ": no token for byte " + name);
   }
   return Status();
 }

@@ -22,8 +22,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model/util/status.h"
 #include "model/types.h"
+#include "model/util/status.h"
 
 namespace kv::trace {
 

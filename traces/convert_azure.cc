@@ -22,8 +22,8 @@ std::optional<std::int64_t> parse_timestamp_us(const std::string& t) {
   using namespace std::chrono;
   const year_month_day ymd{year{y}, month{static_cast<unsigned>(mo)}, day{static_cast<unsigned>(d)}};
   if (!ymd.ok() || h > 23 || mi > 59 || s > 60 || h < 0 || mi < 0 || s < 0) return std::nullopt;
-  std::int64_t us = sys_days{ymd}.time_since_epoch().count() * 86400LL * 1000000LL +
-                    ((h * 60LL + mi) * 60LL + s) * 1000000LL;
+  std::int64_t us =
+      sys_days{ymd}.time_since_epoch().count() * 86400LL * 1000000LL + ((h * 60LL + mi) * 60LL + s) * 1000000LL;
   std::size_t i = static_cast<std::size_t>(consumed);
   if (i < t.size()) {
     if (t[i] != '.') return std::nullopt;

@@ -16,8 +16,8 @@ using BurstGptCsv = io::CSVReader<7, CsvTrim, CsvQuote>;
 // The header: Timestamp, Request tokens and Response tokens are required, the rest optional.
 // Throws what the CSV parser throws.
 Status read_burstgpt_header(BurstGptCsv& csv, const std::string& input) {
-  csv.read_header(io::ignore_extra_column | io::ignore_missing_column, "Timestamp", "Model",
-                  "Request tokens", "Response tokens", "Total tokens", "Log Type", "Session ID");
+  csv.read_header(io::ignore_extra_column | io::ignore_missing_column, "Timestamp", "Model", "Request tokens",
+                  "Response tokens", "Total tokens", "Log Type", "Session ID");
   for (const char* required : {"Timestamp", "Request tokens", "Response tokens"}) {
     if (!csv.has_column(required)) {
       return Status::error(input + ": line 1: missing column '" + std::string(required) + "'");

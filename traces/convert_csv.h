@@ -7,8 +7,8 @@
 // by hand); keep it out of -Werror builds.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-truncation"
-#include <limits>  // libfccp/csv.h uses std::numeric_limits without including it
 #include <libfccp/csv.h>
+#include <limits>  // libfccp/csv.h uses std::numeric_limits without including it
 #pragma GCC diagnostic pop
 
 #include <cstdint>

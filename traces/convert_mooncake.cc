@@ -68,8 +68,7 @@ Status read_mooncake_fields(simdjson::ondemand::object& obj, const std::string& 
 }
 
 // Every field present and in range; `prev_ms` is the last request's timestamp, if `written`.
-Status check_mooncake_record(const MooncakeRecord& rec, const std::string& where, bool written,
-                             std::int64_t prev_ms) {
+Status check_mooncake_record(const MooncakeRecord& rec, const std::string& where, bool written, std::int64_t prev_ms) {
   if (!rec.have_ts) return Status::error(where + "missing field timestamp");
   if (!rec.have_in) return Status::error(where + "missing field input_length");
   if (!rec.have_out) return Status::error(where + "missing field output_length");
@@ -81,8 +80,8 @@ Status check_mooncake_record(const MooncakeRecord& rec, const std::string& where
                          std::to_string(kMaxArrivalTimeUs / 1000) + " (about 31 years)");
   }
   if (written && ts < prev_ms) {
-    return Status::error(where + "field timestamp: arrivals go backwards (" + std::to_string(ts) +
-                         " after " + std::to_string(prev_ms) + ")");
+    return Status::error(where + "field timestamp: arrivals go backwards (" + std::to_string(ts) + " after " +
+                         std::to_string(prev_ms) + ")");
   }
   if (rec.input_length <= 0) return Status::error(where + "field input_length: must be > 0");
   if (rec.output_length < 0) return Status::error(where + "field output_length: negative");

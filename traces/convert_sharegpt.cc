@@ -51,8 +51,8 @@ struct ShareGptSource {
     }
     if (auto e = parser.iterate(json).get(doc)) return Status::error(path + ": bad JSON: " + json_error(e));
     if (auto e = doc.get_array().get(conversations)) {
-      return Status::error(path + ": bad JSON: the top level must be an array of conversations (" +
-                           json_error(e) + ")");
+      return Status::error(path + ": bad JSON: the top level must be an array of conversations (" + json_error(e) +
+                           ")");
     }
     if (auto e = conversations.begin().get(it)) return Status::error(path + ": bad JSON: " + json_error(e));
     if (auto e = conversations.end().get(end)) return Status::error(path + ": bad JSON: " + json_error(e));
@@ -95,8 +95,7 @@ struct ShareGptSource {
   }
 
   // The message list of one conversation ("conversations" or "messages").
-  Status read_messages(simdjson::ondemand::value value, const std::string& where, Session* s,
-                       ShareGptConversation& c) {
+  Status read_messages(simdjson::ondemand::value value, const std::string& where, Session* s, ShareGptConversation& c) {
     simdjson::ondemand::array messages;
     if (auto e = value.get_array().get(messages)) return Status::error(where + ": " + json_error(e));
     std::int64_t m = 0;
@@ -112,7 +111,8 @@ struct ShareGptSource {
         if (auto e = mf.unescaped_key().get(k)) return Status::error(mwhere + ": " + json_error(e));
         if (k == "from" || k == "role") {
           std::string_view f;
-          if (auto e = mf.value().get_string().get(f)) return Status::error(mwhere + "." + std::string(k) + ": " + json_error(e));
+          if (auto e = mf.value().get_string().get(f))
+            return Status::error(mwhere + "." + std::string(k) + ": " + json_error(e));
           from = std::string(f);
         } else if (k == "value" || k == "content") {
           if (auto e = mf.value().get_string().get(text)) {
@@ -151,15 +151,18 @@ struct ShareGptSource {
       } else if (key == "conversations" || key == "messages") {
         seen_messages = true;
         simdjson::ondemand::value v;
-        if (auto e = field.value().get(v)) return Status::error(where + "field " + std::string(key) + ": " + json_error(e));
+        if (auto e = field.value().get(v))
+          return Status::error(where + "field " + std::string(key) + ": " + json_error(e));
         if (Status st = read_messages(v, where + "field " + std::string(key), s, c); !st.ok()) return st;
       }
     }
     if (!seen_messages) return Status::error(where + "missing field \"conversations\" (or \"messages\")");
     if (!c.user.empty() && !c.closed) ++unanswered;
     if (!c.system.empty()) s->preamble.push_back(PromptSegment::literal(std::move(c.system)));
-    if (s->id.empty()) s->id = "c" + std::to_string(index);
-    else s->id = "c" + std::to_string(index) + ":" + s->id;
+    if (s->id.empty())
+      s->id = "c" + std::to_string(index);
+    else
+      s->id = "c" + std::to_string(index) + ":" + s->id;
     ++index;
     ++it;
     return true;
@@ -197,7 +200,8 @@ StatusOr<ConvertStats> convert_sharegpt(const std::string& input, const ConvertO
   a.concurrent_sessions = o.concurrent_sessions;
   a.max_requests = o.max_requests;
   a.seed = o.seed;
-  StatusOr<std::int64_t> n = write_sessions(a, [&](Session* s) { return src->next(s); }, writer);
+  StatusOr<std::int64_t> n = write_sessions(
+      a, [&](Session* s) { return src->next(s); }, writer);
   if (!n.ok()) return n.status();
   return ConvertStats{*n, src->skipped, src->unanswered};
 }

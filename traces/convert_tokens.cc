@@ -31,7 +31,8 @@ Status read_token_ids(simdjson::ondemand::value v, std::int64_t vocab_size, std:
     if (static_cast<std::int64_t>(out.size()) >= kMaxPromptTokens) {
       return Status::error("more than " + std::to_string(kMaxPromptTokens) + " tokens");
     }
-    if (auto e = x.get_int64().get(id)) return Status::error("element " + std::to_string(out.size()) + ": " + json_error(e));
+    if (auto e = x.get_int64().get(id))
+      return Status::error("element " + std::to_string(out.size()) + ": " + json_error(e));
     if (id < 0 || (vocab_size > 0 && id >= vocab_size)) {
       return Status::error("element " + std::to_string(out.size()) + ": id " + std::to_string(id) +
                            (id < 0 ? " is negative" : " is not below --vocab-size " + std::to_string(vocab_size)));
@@ -53,12 +54,15 @@ StatusOr<TokensLine> parse_tokens_line(simdjson::ondemand::object obj, const Con
       st = read_token_ids(field.value(), o.vocab_size, line.request.prompt);
       have_prompt = true;
     } else if (key == "output_len") {
-      if (auto e = field.value().get_int64().get(line.request.output_length)) st = Status::error(json_error(e));
-      else if (line.request.output_length < 0) st = Status::error("negative");
+      if (auto e = field.value().get_int64().get(line.request.output_length))
+        st = Status::error(json_error(e));
+      else if (line.request.output_length < 0)
+        st = Status::error("negative");
       have_output = true;
     } else if (key == "timestamp") {
       double t = 0;
-      if (auto e = field.value().get_double().get(t)) st = Status::error(json_error(e));
+      if (auto e = field.value().get_double().get(t))
+        st = Status::error(json_error(e));
       else if (!(t >= 0 && t <= static_cast<double>(kMaxArrivalTimeUs) / 1e6)) {
         st = Status::error("must be a number of seconds from 0 to " + std::to_string(kMaxArrivalTimeUs / 1000000));
       }
@@ -105,8 +109,8 @@ StatusOr<ConvertStats> convert_tokens(const std::string& input, const ConvertOpt
     if (has_trailing_text(doc)) return Status::error(where + "bad JSON: text after the record's object");
     if (!timed) timed = line->have_timestamp;
     if (*timed != line->have_timestamp) {
-      return Status::error(where + "field timestamp: " + (*timed ? "missing" : "present") +
-                           ", but the first request " + (*timed ? "had one" : "had none") + " (all or none)");
+      return Status::error(where + "field timestamp: " + (*timed ? "missing" : "present") + ", but the first request " +
+                           (*timed ? "had one" : "had none") + " (all or none)");
     }
     TraceRequest& r = line->request;
     if (r.arrival_time_us < prev_us) return Status::error(where + "field timestamp: arrivals go backwards");

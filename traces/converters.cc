@@ -22,11 +22,16 @@ std::optional<SourceFormat> parse_source_format(std::string_view name) {
 
 const char* to_string(SourceFormat f) {
   switch (f) {
-    case SourceFormat::kShareGpt: return "sharegpt";
-    case SourceFormat::kMooncake: return "mooncake";
-    case SourceFormat::kAzure: return "azure";
-    case SourceFormat::kBurstGpt: return "burstgpt";
-    case SourceFormat::kTokens: return "tokens";
+    case SourceFormat::kShareGpt:
+      return "sharegpt";
+    case SourceFormat::kMooncake:
+      return "mooncake";
+    case SourceFormat::kAzure:
+      return "azure";
+    case SourceFormat::kBurstGpt:
+      return "burstgpt";
+    case SourceFormat::kTokens:
+      return "tokens";
   }
   return "?";
 }
@@ -54,14 +59,15 @@ TraceHeader convert_header(SourceFormat format, const std::string& input, const 
   src << "kvsim convert --from " << to_string(format) << " " << base << " --seed " << o.seed;
   switch (format) {
     case SourceFormat::kShareGpt:
-      src << " --rate " << o.rate << " --arrival-cv " << o.arrival_cv << " --sessions "
-          << o.concurrent_sessions << " --max-model-len " << o.max_model_len;
+      src << " --rate " << o.rate << " --arrival-cv " << o.arrival_cv << " --sessions " << o.concurrent_sessions
+          << " --max-model-len " << o.max_model_len;
       if (o.tokenizer != nullptr && o.tokenizer->name() != kWordHashTokenizerName) {
         src << " --tokenizer " << o.tokenizer->name();
       }
       h.tokenizer = o.tokenizer != nullptr ? o.tokenizer->description() : kWordHashTokenizerDescription;
-      h.notes = "ShareGPT conversations: each prompt is the conversation so far; outputs are the "
-                "recorded answers";
+      h.notes =
+          "ShareGPT conversations: each prompt is the conversation so far; outputs are the "
+          "recorded answers";
       break;
     case SourceFormat::kMooncake:
       h.tokenizer = "synthetic: hash_id h -> expand_block_tokens(h, 512) (traces/block_tokens.h)";
@@ -90,14 +96,19 @@ TraceHeader convert_header(SourceFormat format, const std::string& input, const 
   return h;
 }
 
-StatusOr<ConvertStats> convert_trace(SourceFormat format, const std::string& input,
-                                     const ConvertOptions& options, TraceWriter& writer) {
+StatusOr<ConvertStats> convert_trace(SourceFormat format, const std::string& input, const ConvertOptions& options,
+                                     TraceWriter& writer) {
   switch (format) {
-    case SourceFormat::kShareGpt: return convert_sharegpt(input, options, writer);
-    case SourceFormat::kMooncake: return convert_mooncake(input, options, writer);
-    case SourceFormat::kAzure: return convert_azure(input, options, writer);
-    case SourceFormat::kBurstGpt: return convert_burstgpt(input, options, writer);
-    case SourceFormat::kTokens: return convert_tokens(input, options, writer);
+    case SourceFormat::kShareGpt:
+      return convert_sharegpt(input, options, writer);
+    case SourceFormat::kMooncake:
+      return convert_mooncake(input, options, writer);
+    case SourceFormat::kAzure:
+      return convert_azure(input, options, writer);
+    case SourceFormat::kBurstGpt:
+      return convert_burstgpt(input, options, writer);
+    case SourceFormat::kTokens:
+      return convert_tokens(input, options, writer);
   }
   return Status::error("unknown format");
 }

@@ -42,21 +42,21 @@ std::optional<SourceFormat> parse_source_format(std::string_view name);
 const char* to_string(SourceFormat format);
 
 struct ConvertOptions {
-  std::uint64_t seed = 0;          // random prompts (azure, burstgpt) and arrivals (sharegpt)
-  double rate = 4.0;               // sharegpt only: requests per second
-  double arrival_cv = 1.0;         // sharegpt only
-  int concurrent_sessions = 16;    // sharegpt only
-  int max_model_len = 0;           // sharegpt only: end a conversation before exceeding (0 = no limit)
-  std::int64_t max_requests = 0;   // stop after this many requests (0 = all)
-  std::string model;               // burstgpt only: keep rows of this Model (empty = all)
+  std::uint64_t seed = 0;                    // random prompts (azure, burstgpt) and arrivals (sharegpt)
+  double rate = 4.0;                         // sharegpt only: requests per second
+  double arrival_cv = 1.0;                   // sharegpt only
+  int concurrent_sessions = 16;              // sharegpt only
+  int max_model_len = 0;                     // sharegpt only: end a conversation before exceeding (0 = no limit)
+  std::int64_t max_requests = 0;             // stop after this many requests (0 = all)
+  std::string model;                         // burstgpt only: keep rows of this Model (empty = all)
   const TextTokenizer* tokenizer = nullptr;  // sharegpt only: text -> ids (null = word-hash)
-  std::int64_t vocab_size = 0;     // tokens only: ids must be below this (0 = not checked)
+  std::int64_t vocab_size = 0;               // tokens only: ids must be below this (0 = not checked)
 };
 
 struct ConvertStats {
-  std::int64_t requests = 0;      // written
-  std::int64_t skipped = 0;       // input records skipped (failed requests, empty turns)
-  std::int64_t unanswered = 0;    // sharegpt: conversations ending in a user message with no answer
+  std::int64_t requests = 0;    // written
+  std::int64_t skipped = 0;     // input records skipped (failed requests, empty turns)
+  std::int64_t unanswered = 0;  // sharegpt: conversations ending in a user message with no answer
 };
 
 // Rejects options outside their ranges with an error naming the `kvsim convert` option.
@@ -65,7 +65,7 @@ Status validate(const ConvertOptions& options);
 TraceHeader convert_header(SourceFormat format, const std::string& input, const ConvertOptions& options);
 
 // Reads `input` and writes its requests to `writer` (whose header came from convert_header).
-StatusOr<ConvertStats> convert_trace(SourceFormat format, const std::string& input,
-                                     const ConvertOptions& options, TraceWriter& writer);
+StatusOr<ConvertStats> convert_trace(SourceFormat format, const std::string& input, const ConvertOptions& options,
+                                     TraceWriter& writer);
 
 }  // namespace kv::trace

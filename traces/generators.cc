@@ -19,9 +19,7 @@ struct ActiveSession {
 };
 
 // Stream-specific seeds, so that adding draws to one stream never shifts another.
-std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t stream) {
-  return splitmix64(seed ^ splitmix64(stream));
-}
+std::uint64_t stream_seed(std::uint64_t seed, std::uint64_t stream) { return splitmix64(seed ^ splitmix64(stream)); }
 
 }  // namespace
 
@@ -109,12 +107,14 @@ Status validate(const ShareGptGenOptions& o) {
   }
   if (!within(o.rate, kMinGenRate, kMaxGenRate)) return bad("--rate", "must be from 0.0001 to 1e9 per second");
   if (!within(o.arrival_cv, 1e-3, 100)) return bad("--arrival-cv", "must be from 0.001 to 100");
-  if (o.concurrent_sessions < 1 || o.concurrent_sessions > 1000000) return bad("--sessions", "must be from 1 to 1000000");
+  if (o.concurrent_sessions < 1 || o.concurrent_sessions > 1000000)
+    return bad("--sessions", "must be from 1 to 1000000");
   if (o.system_prompt_tokens < 0 || o.system_prompt_tokens > kMaxTurn) {
     return bad("--system-prompt", "must be from 0 to " + std::to_string(kMaxTurn) + " tokens");
   }
   if (!within(o.mean_turns, 1, 10000)) return bad("--mean-turns", "must be from 1 to 10000");
-  if (!within(o.mean_user_tokens, 1, kMaxTurn)) return bad("--mean-user", "must be from 1 to " + std::to_string(kMaxTurn));
+  if (!within(o.mean_user_tokens, 1, kMaxTurn))
+    return bad("--mean-user", "must be from 1 to " + std::to_string(kMaxTurn));
   if (!within(o.mean_reply_tokens, 1, kMaxTurn)) {
     return bad("--mean-reply", "must be from 1 to " + std::to_string(kMaxTurn));
   }
@@ -123,8 +123,8 @@ Status validate(const ShareGptGenOptions& o) {
     return bad("--max-turn", "must be from 1 to " + std::to_string(kMaxTurn));
   }
   if (o.max_model_len < static_cast<std::int64_t>(o.system_prompt_tokens) + 2 || o.max_model_len > kMaxPromptTokens) {
-    return bad("--max-model-len", "must leave room for a turn after --system-prompt and be at most " +
-                                      std::to_string(kMaxPromptTokens));
+    return bad("--max-model-len",
+               "must leave room for a turn after --system-prompt and be at most " + std::to_string(kMaxPromptTokens));
   }
   return Status();
 }
@@ -135,11 +135,13 @@ Status validate(const PrefixGenOptions& o) {
     return bad("--num-prompts, --num-prefixes and --repeat", "must be > 0");
   }
   if (o.num_prompts > kMaxGeneratedRequests || o.num_prompts * o.repeat > kMaxGeneratedRequests) {
-    return bad("--num-prompts", "times --repeat must be at most " + std::to_string(kMaxGeneratedRequests) + " requests");
+    return bad("--num-prompts",
+               "times --repeat must be at most " + std::to_string(kMaxGeneratedRequests) + " requests");
   }
   if (o.prefix_len < 0 || o.suffix_len < 0 || o.prefix_len + o.suffix_len <= 0 || o.prefix_len > kMaxPart ||
       o.suffix_len > kMaxPart) {
-    return bad("--prefix-len and --suffix-len", "must be from 0 to " + std::to_string(kMaxPart) + " with a positive sum");
+    return bad("--prefix-len and --suffix-len",
+               "must be from 0 to " + std::to_string(kMaxPart) + " with a positive sum");
   }
   if (o.output_len < 0 || o.output_len > kMaxOutputTokens) {
     return bad("--output-len", "must be from 0 to " + std::to_string(kMaxOutputTokens));
@@ -152,16 +154,16 @@ Status validate(const PrefixGenOptions& o) {
 
 TraceHeader sharegpt_gen_header(const ShareGptGenOptions& o) {
   std::ostringstream src;
-  src << "kvsim gen sharegpt --num-requests " << o.num_requests << " --seed " << o.seed
-      << " --rate " << o.rate << " --arrival-cv " << o.arrival_cv << " --sessions "
-      << o.concurrent_sessions << " --system-prompt " << o.system_prompt_tokens << " --mean-turns "
-      << o.mean_turns << " --mean-user " << o.mean_user_tokens << " --mean-reply "
-      << o.mean_reply_tokens << " --sigma " << o.sigma << " --max-turn " << o.max_turn_tokens
+  src << "kvsim gen sharegpt --num-requests " << o.num_requests << " --seed " << o.seed << " --rate " << o.rate
+      << " --arrival-cv " << o.arrival_cv << " --sessions " << o.concurrent_sessions << " --system-prompt "
+      << o.system_prompt_tokens << " --mean-turns " << o.mean_turns << " --mean-user " << o.mean_user_tokens
+      << " --mean-reply " << o.mean_reply_tokens << " --sigma " << o.sigma << " --max-turn " << o.max_turn_tokens
       << " --max-model-len " << o.max_model_len;
   TraceHeader h;
   h.source = src.str();
-  h.tokenizer = "synthetic: every message is the expansion of its own random block id "
-                "(traces/block_tokens.h)";
+  h.tokenizer =
+      "synthetic: every message is the expansion of its own random block id "
+      "(traces/block_tokens.h)";
   h.vocab_size = kBlockTokenVocab;
   h.notes = "multi-turn chat: each prompt is the conversation so far; outputs are explicit";
   return h;
@@ -221,13 +223,14 @@ StatusOr<std::int64_t> generate_sharegpt(const ShareGptGenOptions& o, TraceWrite
 
 TraceHeader prefix_gen_header(const PrefixGenOptions& o) {
   std::ostringstream src;
-  src << "kvsim gen prefix --num-prompts " << o.num_prompts << " --num-prefixes " << o.num_prefixes
-      << " --prefix-len " << o.prefix_len << " --suffix-len " << o.suffix_len << " --repeat "
-      << o.repeat << " --output-len " << o.output_len << " --rate " << o.rate << " --seed " << o.seed;
+  src << "kvsim gen prefix --num-prompts " << o.num_prompts << " --num-prefixes " << o.num_prefixes << " --prefix-len "
+      << o.prefix_len << " --suffix-len " << o.suffix_len << " --repeat " << o.repeat << " --output-len "
+      << o.output_len << " --rate " << o.rate << " --seed " << o.seed;
   TraceHeader h;
   h.source = src.str();
-  h.tokenizer = "synthetic: prefixes and suffixes are expansions of random block ids "
-                "(traces/block_tokens.h)";
+  h.tokenizer =
+      "synthetic: prefixes and suffixes are expansions of random block ids "
+      "(traces/block_tokens.h)";
   h.vocab_size = kBlockTokenVocab;
   h.notes = "prefix-caching benchmark shape: shared prefix + unique suffix, each prompt repeated";
   return h;

@@ -38,10 +38,10 @@ struct Session {
 };
 
 struct ArrivalOptions {
-  double rate = 4.0;             // requests per second (> 0)
-  double arrival_cv = 1.0;       // gap coefficient of variation; 1 = Poisson, > 1 = bursty
-  int concurrent_sessions = 16;  // sessions open at once
-  std::int64_t max_requests = 0; // stop after this many requests (0 = when sessions run out)
+  double rate = 4.0;              // requests per second (> 0)
+  double arrival_cv = 1.0;        // gap coefficient of variation; 1 = Poisson, > 1 = bursty
+  int concurrent_sessions = 16;   // sessions open at once
+  std::int64_t max_requests = 0;  // stop after this many requests (0 = when sessions run out)
   std::uint64_t seed = 0;
 };
 
@@ -49,8 +49,7 @@ struct ArrivalOptions {
 // as interleaved requests. Returns the number of requests written, or an error when arrivals
 // pass kMaxArrivalTimeUs (trace.h).
 StatusOr<std::int64_t> write_sessions(const ArrivalOptions& arrivals,
-                                      const std::function<StatusOr<bool>(Session*)>& next_session,
-                                      TraceWriter& writer);
+                                      const std::function<StatusOr<bool>(Session*)>& next_session, TraceWriter& writer);
 
 struct ShareGptGenOptions {
   std::int64_t num_requests = 500;
@@ -58,14 +57,14 @@ struct ShareGptGenOptions {
   double rate = 4.0;
   double arrival_cv = 1.0;
   int concurrent_sessions = 16;
-  int system_prompt_tokens = 512;  // shared by every session (0 = none)
-  double mean_turns = 4.0;         // turns per session: 1 + geometric, this mean
-  double mean_user_tokens = 160.0; // lognormal turn lengths with these means ...
+  int system_prompt_tokens = 512;   // shared by every session (0 = none)
+  double mean_turns = 4.0;          // turns per session: 1 + geometric, this mean
+  double mean_user_tokens = 160.0;  // lognormal turn lengths with these means ...
   double mean_reply_tokens = 340.0;
-  double sigma = 1.0;              // ... and this log-space standard deviation
-  int max_turn_tokens = 4096;      // longer draws are redrawn
-  int max_model_len = 8192;        // a session ends before a turn whose prompt + output exceeds
-                                   // it (a first turn that cannot fit is shrunk to fit)
+  double sigma = 1.0;          // ... and this log-space standard deviation
+  int max_turn_tokens = 4096;  // longer draws are redrawn
+  int max_model_len = 8192;    // a session ends before a turn whose prompt + output exceeds
+                               // it (a first turn that cannot fit is shrunk to fit)
 };
 
 // Rejects options outside their documented ranges (NaN, infinities, absurd sizes included) with

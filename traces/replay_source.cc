@@ -15,8 +15,7 @@ std::uint64_t fnv1a(const std::string& s) {
 }
 }  // namespace
 
-TokenId generated_output_token(std::uint64_t seed, const std::string& id, std::int64_t k,
-                               std::int64_t vocab_size) {
+TokenId generated_output_token(std::uint64_t seed, const std::string& id, std::int64_t k, std::int64_t vocab_size) {
   const std::uint64_t x = splitmix64(splitmix64(seed ^ fnv1a(id)) + static_cast<std::uint64_t>(k));
   return static_cast<TokenId>(x % static_cast<std::uint64_t>(vocab_size));
 }

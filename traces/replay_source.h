@@ -29,15 +29,13 @@ class TraceRequestSource final : public kv::RequestSource {
   std::int64_t num_read() const { return reader_.num_read(); }
 
  private:
-  TraceRequestSource(TraceReader reader, ReplaySourceOptions options)
-      : reader_(std::move(reader)), options_(options) {}
+  TraceRequestSource(TraceReader reader, ReplaySourceOptions options) : reader_(std::move(reader)), options_(options) {}
   TraceReader reader_;
   ReplaySourceOptions options_;
   TraceRequest scratch_;
 };
 
 // The k-th generated output token of request `id` (deterministic).
-TokenId generated_output_token(std::uint64_t seed, const std::string& id, std::int64_t k,
-                               std::int64_t vocab_size);
+TokenId generated_output_token(std::uint64_t seed, const std::string& id, std::int64_t k, std::int64_t vocab_size);
 
 }  // namespace kv::trace

@@ -14,8 +14,8 @@
 #include <string_view>
 #include <vector>
 
-#include "model/util/status.h"
 #include "model/types.h"
+#include "model/util/status.h"
 #include "traces/bpe_tokenizer.h"
 
 namespace kv::trace {
@@ -32,7 +32,7 @@ class TextTokenizer {
   Status encode(std::string_view text, std::vector<TokenId>& out) const;
   const std::string& description() const;
   const std::string& name() const { return name_; }  // "word-hash" or the file's base name
-  std::int64_t vocab_size() const;  // word-hash: 128256 (Llama 3's)
+  std::int64_t vocab_size() const;                   // word-hash: 128256 (Llama 3's)
 
  private:
   std::optional<BpeTokenizer> bpe_;  // empty: word-hash

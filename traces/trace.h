@@ -44,7 +44,7 @@ struct TraceHeader {
 struct PromptSegment {
   std::vector<TokenId> tokens;  // used when num_tokens == 0
   std::uint64_t block_id = 0;
-  int num_tokens = 0;           // > 0: a block reference
+  int num_tokens = 0;  // > 0: a block reference
 
   static PromptSegment literal(std::vector<TokenId> t) { return PromptSegment{std::move(t), 0, 0}; }
   static PromptSegment block(std::uint64_t id, int n) { return PromptSegment{{}, id, n}; }

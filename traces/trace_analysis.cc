@@ -24,11 +24,11 @@ namespace {
 
 struct PrefixVertex {
   std::uint32_t parent = 0;
-  std::uint32_t depth = 0;              // in blocks; the root has 0
-  std::int64_t requests = 0;            // prompts containing this block
-  std::int64_t first_request = -1;      // index of the first prompt containing it
-  std::int64_t last_request = -1;       // index of the last request that touched it
-  std::int64_t last_access = -1;        // position in the access sequence of the last touch
+  std::uint32_t depth = 0;          // in blocks; the root has 0
+  std::int64_t requests = 0;        // prompts containing this block
+  std::int64_t first_request = -1;  // index of the first prompt containing it
+  std::int64_t last_request = -1;   // index of the last request that touched it
+  std::int64_t last_access = -1;    // position in the access sequence of the last touch
 };
 
 // Vertices by index, each after its parent; parent links only (no child lists: 40 bytes a block).
@@ -87,8 +87,8 @@ Distribution distribution(std::vector<T>& v) {
 }
 
 // The DOT of the `max_nodes` most shared prefixes, each hung below its nearest drawn ancestor.
-Status write_dot(const std::string& path, const PrefixTree& tree, const std::vector<Vertex>& shared,
-                 int block_size, std::int64_t num_requests) {
+Status write_dot(const std::string& path, const PrefixTree& tree, const std::vector<Vertex>& shared, int block_size,
+                 std::int64_t num_requests) {
   std::map<Vertex, std::size_t> index;  // tree vertex -> DOT vertex
   index[0] = 0;
   for (Vertex v : shared) index.emplace(v, index.size());
@@ -104,7 +104,8 @@ Status write_dot(const std::string& path, const PrefixTree& tree, const std::vec
     const std::uint32_t from = up == 0 ? 1 : tree[up].depth + 1;
     std::ostringstream label;
     label << "blocks " << from << "-" << p.depth << " (" << static_cast<std::int64_t>(p.depth) * block_size
-          << " tokens)\n" << p.requests << " requests";
+          << " tokens)\n"
+          << p.requests << " requests";
     dot[index[v]].label = label.str();
     boost::add_edge(index[up], index[v], dot);
   }
@@ -124,7 +125,7 @@ struct TracePass {
   TraceAnalysis& a;
   const BlockHasher& hasher;
   int B;
-  PrefixTree tree = PrefixTree(1);  // vertex 0: the root (the empty prefix)
+  PrefixTree tree = PrefixTree(1);                           // vertex 0: the root (the empty prefix)
   std::unordered_map<std::uint64_t, std::uint32_t> by_hash;  // BlockHash::prefix64 -> vertex
   AccessMarkers markers;
   std::vector<std::int64_t> prompt_lens, output_lens;
@@ -281,8 +282,7 @@ StatusOr<TraceAnalysis> analyze_trace(const std::string& path, const AnalysisOpt
   TraceAnalysis a;
   a.header = reader->header();
   a.block_size = o.block_size;
-  a.hash_algo = !o.hash_algo.empty() ? o.hash_algo
-                : !a.header.hash_algo.empty() ? a.header.hash_algo : "sha256_cbor";
+  a.hash_algo = !o.hash_algo.empty() ? o.hash_algo : !a.header.hash_algo.empty() ? a.header.hash_algo : "sha256_cbor";
   const std::optional<HashAlgo> algo = parse_hash_algo(a.hash_algo);
   if (!algo) return Status::error("unknown hash algorithm '" + a.hash_algo + "'");
   const BlockHasher hasher(*algo, a.header.hash_seed.empty() ? std::string(kDefaultHashSeed) : a.header.hash_seed);
@@ -310,23 +310,22 @@ std::string analysis_to_text(const TraceAnalysis& a) {
   std::ostringstream s;
   char buf[256];
   auto dist = [&](const char* name, const Distribution& d) {
-    std::snprintf(buf, sizeof buf, "  %-22s mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  max %lld\n", name, d.mean,
-                  d.p50, d.p90, d.p99,
-                  static_cast<long long>(d.max));
+    std::snprintf(buf, sizeof buf, "  %-22s mean %.1f  p50 %.1f  p90 %.1f  p99 %.1f  max %lld\n", name, d.mean, d.p50,
+                  d.p90, d.p99, static_cast<long long>(d.max));
     s << buf;
   };
   s << "source:   " << a.header.source << "\n";
   if (!a.header.tokenizer.empty()) s << "tokenizer: " << a.header.tokenizer << "\n";
-  s << "requests: " << a.requests << "  sessions: " << a.sessions << "  with output tokens: "
-    << a.requests_with_output_tokens << "\n";
+  s << "requests: " << a.requests << "  sessions: " << a.sessions
+    << "  with output tokens: " << a.requests_with_output_tokens << "\n";
   s << "tokens:   prompt " << a.prompt_tokens << "  output " << a.output_tokens << "\n";
   dist("prompt length", a.prompt_len);
   dist("output length", a.output_len);
   std::snprintf(buf, sizeof buf, "arrivals: %.3f s span, %.3f requests/s\n",
                 static_cast<double>(a.last_arrival_us - a.first_arrival_us) / 1e6, a.arrival_rate);
   s << buf;
-  s << "prefix sharing (block size " << a.block_size << ", " << a.hash_algo << ", seed '"
-    << a.header.hash_seed << "'):\n";
+  s << "prefix sharing (block size " << a.block_size << ", " << a.hash_algo << ", seed '" << a.header.hash_seed
+    << "'):\n";
   std::snprintf(buf, sizeof buf, "  infinite-cache hit rate %.4f (%lld of %lld prompt tokens)\n",
                 a.infinite_cache_hit_rate, static_cast<long long>(a.hit_tokens),
                 static_cast<long long>(a.prompt_tokens));
@@ -355,8 +354,8 @@ std::string analysis_to_text(const TraceAnalysis& a) {
 std::string analysis_to_json(const TraceAnalysis& a) {
   using nlohmann::ordered_json;
   auto dist = [](const Distribution& d) {
-    return ordered_json{{"count", d.count}, {"mean", d.mean}, {"p50", d.p50}, {"p90", d.p90},
-                        {"p99", d.p99}, {"max", d.max}};
+    return ordered_json{{"count", d.count}, {"mean", d.mean}, {"p50", d.p50},
+                        {"p90", d.p90},     {"p99", d.p99},   {"max", d.max}};
   };
   ordered_json j;
   j["source"] = a.header.source;
@@ -383,8 +382,10 @@ std::string analysis_to_json(const TraceAnalysis& a) {
   p["reuse_distance_blocks_log2_histogram"] = a.reuse_blocks_histogram;
   ordered_json top = ordered_json::array();
   for (const SharedPrefix& s : a.top_prefixes) {
-    top.push_back({{"depth_blocks", s.depth_blocks}, {"tokens", s.depth_blocks * a.block_size},
-                   {"requests", s.requests}, {"first_request", s.first_request_id}});
+    top.push_back({{"depth_blocks", s.depth_blocks},
+                   {"tokens", s.depth_blocks * a.block_size},
+                   {"requests", s.requests},
+                   {"first_request", s.first_request_id}});
   }
   p["top_shared_prefixes"] = top;
   j["prefix_sharing"] = p;

@@ -44,9 +44,9 @@ struct Distribution {
 };
 
 struct SharedPrefix {
-  std::int64_t depth_blocks = 0;    // prefix length in blocks (tokens = depth * block_size)
-  std::int64_t requests = 0;        // prompts that contain it
-  std::string first_request_id;     // the first of them
+  std::int64_t depth_blocks = 0;  // prefix length in blocks (tokens = depth * block_size)
+  std::int64_t requests = 0;      // prompts that contain it
+  std::string first_request_id;   // the first of them
 };
 
 struct TraceAnalysis {
@@ -54,21 +54,21 @@ struct TraceAnalysis {
   int block_size = 0;
   std::string hash_algo;
   std::int64_t requests = 0;
-  std::int64_t sessions = 0;               // distinct non-empty session ids
+  std::int64_t sessions = 0;  // distinct non-empty session ids
   std::int64_t prompt_tokens = 0;
-  std::int64_t output_tokens = 0;          // sum of output_length
+  std::int64_t output_tokens = 0;  // sum of output_length
   std::int64_t requests_with_output_tokens = 0;
   Distribution prompt_len, output_len;
   std::int64_t first_arrival_us = 0, last_arrival_us = 0;
-  double arrival_rate = 0;                 // (requests - 1) / span, per second; 0 if span is 0
+  double arrival_rate = 0;  // (requests - 1) / span, per second; 0 if span is 0
 
-  std::int64_t block_accesses = 0;         // full blocks entered, in order (rule 2)
-  std::int64_t distinct_blocks = 0;        // tree vertices, root excluded
-  std::int64_t hit_tokens = 0;             // rule 1
-  double infinite_cache_hit_rate = 0;      // hit_tokens / prompt_tokens
-  Distribution reuse_requests, reuse_blocks;  // rule 3
+  std::int64_t block_accesses = 0;                   // full blocks entered, in order (rule 2)
+  std::int64_t distinct_blocks = 0;                  // tree vertices, root excluded
+  std::int64_t hit_tokens = 0;                       // rule 1
+  double infinite_cache_hit_rate = 0;                // hit_tokens / prompt_tokens
+  Distribution reuse_requests, reuse_blocks;         // rule 3
   std::vector<std::int64_t> reuse_blocks_histogram;  // [i]: stack distances in [2^i - 1, 2^(i+1) - 1)
-  std::vector<SharedPrefix> top_prefixes;  // rule 4, most shared first
+  std::vector<SharedPrefix> top_prefixes;            // rule 4, most shared first
 };
 
 StatusOr<TraceAnalysis> analyze_trace(const std::string& path, const AnalysisOptions& options);

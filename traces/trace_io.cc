@@ -11,9 +11,9 @@
 #include <cstring>
 #include <utility>
 
+#include "files/output_file.h"
 #include "model/policies/block_retention.h"
 #include "model/util/check.h"
-#include "files/output_file.h"
 #include "traces/block_tokens.h"
 #include "traces/trace.pb.h"
 
@@ -65,7 +65,8 @@ Status check_utf8(const char* field, const std::string& text) {
 
 Status check_header(const TraceHeader& h) {
   for (const auto& [field, text] : {std::pair<const char*, const std::string*>{"source", &h.source},
-                                    {"hash_seed", &h.hash_seed}, {"tokenizer", &h.tokenizer},
+                                    {"hash_seed", &h.hash_seed},
+                                    {"tokenizer", &h.tokenizer},
                                     {"notes", &h.notes}}) {
     if (Status s = check_utf8(field, *text); !s.ok()) return s;
   }
@@ -78,11 +79,12 @@ Status check_header(const TraceHeader& h) {
 }
 
 // Rules shared by the writer and the reader; `where` already names the file and record.
-Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_prev,
-                     std::int64_t prev_arrival_us, std::int64_t vocab_size, RequestIdSet& ids) {
+Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_prev, std::int64_t prev_arrival_us,
+                     std::int64_t vocab_size, RequestIdSet& ids) {
   if (r.id.empty()) return Status::error("field id: empty request id");
   for (const auto& [field, text] : {std::pair<const char*, const std::string*>{"id", &r.id},
-                                    {"cache_salt", &r.cache_salt}, {"lora_name", &r.lora_name},
+                                    {"cache_salt", &r.cache_salt},
+                                    {"lora_name", &r.lora_name},
                                     {"session_id", &r.session_id}}) {
     if (Status s = check_utf8(field, *text); !s.ok()) return s;
   }
@@ -92,17 +94,16 @@ Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_
                          std::to_string(kMaxPromptTokens) + " (request '" + r.id + "')");
   }
   if (r.arrival_time_us < 0) {
-    return Status::error("field arrival_time_us: negative arrival time " +
-                         std::to_string(r.arrival_time_us) + " (request '" + r.id + "')");
+    return Status::error("field arrival_time_us: negative arrival time " + std::to_string(r.arrival_time_us) +
+                         " (request '" + r.id + "')");
   }
   if (r.arrival_time_us > kMaxArrivalTimeUs) {
     return Status::error("field arrival_time_us: " + std::to_string(r.arrival_time_us) + " is beyond " +
                          std::to_string(kMaxArrivalTimeUs) + " (about 31 years; request '" + r.id + "')");
   }
   if (have_prev && r.arrival_time_us < prev_arrival_us) {
-    return Status::error("field arrival_time_us: arrivals go backwards (" +
-                         std::to_string(r.arrival_time_us) + " after " +
-                         std::to_string(prev_arrival_us) + ", request '" + r.id + "')");
+    return Status::error("field arrival_time_us: arrivals go backwards (" + std::to_string(r.arrival_time_us) +
+                         " after " + std::to_string(prev_arrival_us) + ", request '" + r.id + "')");
   }
   if (r.output_length < 0 || r.output_length > kMaxOutputTokens) {
     return Status::error("field output_length: " + std::to_string(r.output_length) + " is outside 0.." +
@@ -110,8 +111,7 @@ Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_
   }
   if (!r.output_tokens.empty() && r.output_length != static_cast<std::int64_t>(r.output_tokens.size())) {
     return Status::error("field output_length: " + std::to_string(r.output_length) + " but " +
-                         std::to_string(r.output_tokens.size()) + " output tokens (request '" +
-                         r.id + "')");
+                         std::to_string(r.output_tokens.size()) + " output tokens (request '" + r.id + "')");
   }
   if (Status s = check_tokens("output_tokens", r.output_tokens, vocab_size); !s.ok()) {
     return s.with_context("request '" + r.id + "': ");
@@ -121,8 +121,8 @@ Status check_request(const TraceRequest& r, std::int64_t prompt_size, bool have_
                          " is not in 0..100 (request '" + r.id + "')");
   }
   if (r.retention_duration < 0) {
-    return Status::error("field retention_duration: negative (" + std::to_string(r.retention_duration) +
-                         ", request '" + r.id + "')");
+    return Status::error("field retention_duration: negative (" + std::to_string(r.retention_duration) + ", request '" +
+                         r.id + "')");
   }
   if (!ids.insert(r.id)) return Status::error("field id: duplicate request id '" + r.id + "'");
   return Status();
@@ -151,8 +151,7 @@ void expand_segments(const std::vector<PromptSegment>& segments, std::vector<Tok
 // ---------------------------------------------------------------------------------------------
 // TraceWriter
 
-StatusOr<TraceWriter> TraceWriter::create(const std::string& path, const TraceHeader& header,
-                                          bool overwrite) {
+StatusOr<TraceWriter> TraceWriter::create(const std::string& path, const TraceHeader& header, bool overwrite) {
   if (Status s = check_header(header); !s.ok()) return s.with_context(path + ": header: ");
   StatusOr<files::AtomicFile> file = files::AtomicFile::create(path, overwrite);
   if (!file.ok()) {
@@ -192,8 +191,7 @@ TraceWriter::~TraceWriter() = default;
 
 Status TraceWriter::write_frame(const std::string& bytes) {
   unsigned char head[8];
-  unsigned char* end = pio::CodedOutputStream::WriteVarint32ToArray(
-      static_cast<std::uint32_t>(bytes.size()), head);
+  unsigned char* end = pio::CodedOutputStream::WriteVarint32ToArray(static_cast<std::uint32_t>(bytes.size()), head);
   const auto head_len = static_cast<std::size_t>(end - head);
   unsigned char crc[4];
   put_le32(crc32c(bytes.data(), bytes.size()), crc);
@@ -239,8 +237,7 @@ Status TraceWriter::write(const TraceRequest& r) {
     }
   }
   if (Status s = check_tokens("prompt", r.prompt, vocab_size_); !s.ok()) return s.with_context(where);
-  if (Status s = check_request(r, prompt_size, num_written_ > 0, last_arrival_us_, vocab_size_, ids_);
-      !s.ok()) {
+  if (Status s = check_request(r, prompt_size, num_written_ > 0, last_arrival_us_, vocab_size_, ids_); !s.ok()) {
     return s.with_context(where);
   }
   m.set_id(r.id);
@@ -304,17 +301,15 @@ struct TraceReader::Impl {
                            std::to_string(offset) + " exceeds the limit");
     }
     if (!coded.ReadString(&frame, static_cast<int>(size))) {
-      return Status::error("truncated frame at byte offset " + std::to_string(offset) + ": " +
-                           std::to_string(size) + " bytes announced, file ends first");
+      return Status::error("truncated frame at byte offset " + std::to_string(offset) + ": " + std::to_string(size) +
+                           " bytes announced, file ends first");
     }
     std::uint32_t crc = 0;
     if (!coded.ReadLittleEndian32(&crc)) {
-      return Status::error("truncated frame at byte offset " + std::to_string(offset) +
-                           ": checksum missing");
+      return Status::error("truncated frame at byte offset " + std::to_string(offset) + ": checksum missing");
     }
     if (crc != crc32c(frame.data(), frame.size())) {
-      return Status::error("corrupt frame at byte offset " + std::to_string(offset) +
-                           ": checksum mismatch");
+      return Status::error("corrupt frame at byte offset " + std::to_string(offset) + ": checksum mismatch");
     }
     offset += coded.CurrentPosition();
     return true;
@@ -356,9 +351,8 @@ StatusOr<TraceReader> TraceReader::open(const std::string& path) {
     return Status::error(path + ": header: corrupt (unparsable message)");
   }
   if (h.format_version() != kFormatVersion) {
-    return Status::error(path + ": header: field format_version: " +
-                         std::to_string(h.format_version()) + ", expected " +
-                         std::to_string(kFormatVersion));
+    return Status::error(path + ": header: field format_version: " + std::to_string(h.format_version()) +
+                         ", expected " + std::to_string(kFormatVersion));
   }
   r.header_.source = h.source();
   r.header_.hash_seed = h.hash_seed();
@@ -405,8 +399,8 @@ StatusOr<bool> TraceReader::next(TraceRequest* out) {
     if (s.has_block()) {
       const int n = s.block().num_tokens();
       if (n <= 0 || n > kMaxBlockRefTokens) {
-        return fail("field prompt_segments[" + std::to_string(i) + "].block.num_tokens: " +
-                    std::to_string(n) + " is out of range");
+        return fail("field prompt_segments[" + std::to_string(i) + "].block.num_tokens: " + std::to_string(n) +
+                    " is out of range");
       }
       if (static_cast<std::int64_t>(out->prompt.size()) + n > kMaxPromptTokens) {
         return fail("field prompt: more than " + std::to_string(kMaxPromptTokens) + " tokens");
@@ -430,8 +424,8 @@ StatusOr<bool> TraceReader::next(TraceRequest* out) {
   out->session_id = m.session_id();
   out->retention_priority = m.has_retention_priority() ? m.retention_priority() : BlockRetention::kDefaultPriority;
   out->retention_duration = m.retention_duration();
-  if (Status s = check_request(*out, static_cast<std::int64_t>(out->prompt.size()), num_read_ > 0,
-                               last_arrival_us_, header_.vocab_size, ids_);
+  if (Status s = check_request(*out, static_cast<std::int64_t>(out->prompt.size()), num_read_ > 0, last_arrival_us_,
+                               header_.vocab_size, ids_);
       !s.ok()) {
     return fail(s.message());
   }

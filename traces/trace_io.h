@@ -15,8 +15,8 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -29,8 +29,7 @@ namespace kv::trace {
 
 class TraceWriter {
  public:
-  static StatusOr<TraceWriter> create(const std::string& path, const TraceHeader& header,
-                                      bool overwrite = false);
+  static StatusOr<TraceWriter> create(const std::string& path, const TraceHeader& header, bool overwrite = false);
   TraceWriter(TraceWriter&&) noexcept;
   TraceWriter& operator=(TraceWriter&&) noexcept;
   ~TraceWriter();  // abandons if close() was not called
@@ -85,7 +84,7 @@ class TraceReader {
   std::int64_t num_read_ = 0;
   std::int64_t last_arrival_us_ = 0;
   RequestIdSet ids_;  // every id read so far (duplicate detection)
-  Status failed_;                        // sticky: once not ok, every next() returns it
+  Status failed_;     // sticky: once not ok, every next() returns it
 };
 
 // CRC-32C (Castagnoli) of `size` bytes, as stored after each frame.

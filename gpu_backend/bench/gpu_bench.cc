@@ -25,13 +25,13 @@ namespace {
 using bf16 = __nv_bfloat16;
 using kv::gpu::kMaxAttentionSplits;
 
-#define BENCH_CHECK(expr)                                                                 \
-  do {                                                                                    \
-    const cudaError_t bench_err_ = (expr);                                                \
-    if (bench_err_ != cudaSuccess) {                                                      \
+#define BENCH_CHECK(expr)                                                                        \
+  do {                                                                                           \
+    const cudaError_t bench_err_ = (expr);                                                       \
+    if (bench_err_ != cudaSuccess) {                                                             \
       std::fprintf(stderr, "gpu_bench: %s failed: %s\n", #expr, cudaGetErrorString(bench_err_)); \
-      std::exit(1);                                                                       \
-    }                                                                                     \
+      std::exit(1);                                                                              \
+    }                                                                                            \
   } while (0)
 
 template <typename T>
@@ -80,11 +80,12 @@ void bench_cache_write(const kv::gpuref::ModelConfig& c) {
   bf16* src = device_alloc<bf16>(static_cast<std::size_t>(tokens) * 2 * width);
   bf16* k = device_alloc<bf16>(static_cast<std::size_t>(num_blocks) * block_size * width);
   bf16* v = device_alloc<bf16>(static_cast<std::size_t>(num_blocks) * block_size * width);
-  const kv::gpu::CacheWriteView<bf16> view{src, src + width, 2 * width, slots_d, tokens,
-                                           {k, v, num_blocks, block_size, c.num_kv_heads, c.head_dim}};
+  const kv::gpu::CacheWriteView<bf16> view{
+      src, src + width, 2 * width, slots_d, tokens, {k, v, num_blocks, block_size, c.num_kv_heads, c.head_dim}};
   const double bytes = 2.0 * tokens * width * sizeof(bf16);  // K and V rows, each read once and written once
   const double write_ms = time_ms([&] { return kv::gpu::launch_cache_write(view, nullptr); });
-  const double copy_ms = time_ms([&] { return cudaMemcpyAsync(k, src, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice); });
+  const double copy_ms =
+      time_ms([&] { return cudaMemcpyAsync(k, src, static_cast<std::size_t>(bytes), cudaMemcpyDeviceToDevice); });
   std::printf("cache_write  %d tokens x %d B (K+V, random slots): %.3f ms, %.0f GB/s (read+write)\n", tokens,
               static_cast<int>(2 * width * sizeof(bf16)), write_ms, 2 * bytes / write_ms / 1e6);
   std::printf("cudaMemcpy   device-to-device, same %.0f MB:          %.3f ms, %.0f GB/s (read+write)\n", bytes / 1e6,
@@ -138,9 +139,18 @@ double run_attention(const kv::gpuref::ModelConfig& c, const AttentionSetup& s, 
   float* p_out = device_alloc<float>(partial * static_cast<std::size_t>(c.head_dim));
   float* p_max = device_alloc<float>(partial);
   float* p_sum = device_alloc<float>(partial);
-  const kv::gpu::AttentionView<bf16> view{q, c.qkv_dim(), out, {rows, pos, n}, {table, s.row_stride, bs},
-                                          {k, v, s.num_blocks, bs, c.num_kv_heads, c.head_dim}, c.num_heads,
-                                          0.088f, splits, p_out, p_max, p_sum};
+  const kv::gpu::AttentionView<bf16> view{q,
+                                          c.qkv_dim(),
+                                          out,
+                                          {rows, pos, n},
+                                          {table, s.row_stride, bs},
+                                          {k, v, s.num_blocks, bs, c.num_kv_heads, c.head_dim},
+                                          c.num_heads,
+                                          0.088f,
+                                          splits,
+                                          p_out,
+                                          p_max,
+                                          p_sum};
   const double ms = time_ms([&] { return kv::gpu::launch_paged_attention(view, nullptr); }, 10);
   for (void* p : {static_cast<void*>(rows), static_cast<void*>(pos), static_cast<void*>(table), static_cast<void*>(q),
                   static_cast<void*>(out), static_cast<void*>(k), static_cast<void*>(v), static_cast<void*>(p_out),
@@ -249,7 +259,8 @@ int main(int argc, char** argv) {
   }
   cudaDeviceProp prop{};
   BENCH_CHECK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("gpu_bench on %s (%d SMs), kernel shapes of %s, bf16\n\n", prop.name, prop.multiProcessorCount, shapes.c_str());
+  std::printf("gpu_bench on %s (%d SMs), kernel shapes of %s, bf16\n\n", prop.name, prop.multiProcessorCount,
+              shapes.c_str());
   bench_cache_write(*config);
   bench_attention(*config);
   bench_graphs(step_model);

@@ -7,8 +7,11 @@ namespace kv::gpuref {
 
 BlockTables::BlockTables(int max_rows, int max_blocks_per_row, std::int64_t num_blocks,
                          std::vector<std::int64_t> group_windows)
-    : max_rows_(max_rows), max_blocks_per_row_(max_blocks_per_row), num_blocks_(num_blocks),
-      windows_(std::move(group_windows)), rows_(static_cast<std::size_t>(max_rows), BlockTable(static_cast<int>(windows_.size()))) {
+    : max_rows_(max_rows),
+      max_blocks_per_row_(max_blocks_per_row),
+      num_blocks_(num_blocks),
+      windows_(std::move(group_windows)),
+      rows_(static_cast<std::size_t>(max_rows), BlockTable(static_cast<int>(windows_.size()))) {
   for (int r = 0; r < max_rows; ++r) free_rows_.insert(r);
 }
 
@@ -26,8 +29,8 @@ Status BlockTables::check_lists(const ScheduledRequest& r, int row, const std::s
   const std::string who = where + "request '" + r.id + "'";
   if (!plain() && (r.group_block_ids.size() != windows_.size() || !r.block_ids.empty())) {
     return Status::error(who + " carries " + std::to_string(r.group_block_ids.size()) + " group block lists and " +
-                         std::to_string(r.block_ids.size()) + " plain block ids for " + std::to_string(windows_.size()) +
-                         " KV-cache groups");
+                         std::to_string(r.block_ids.size()) + " plain block ids for " +
+                         std::to_string(windows_.size()) + " KV-cache groups");
   }
   if (plain() && !r.group_block_ids.empty()) {
     return Status::error(who + " carries group block lists, but the device runs one full-attention group");
@@ -101,7 +104,8 @@ Status BlockTables::apply(const StepPlan& plan, std::vector<BlockTableUpdate>* u
     for (int g = 0; g < num_groups(); ++g) {
       const auto& list = ids[static_cast<std::size_t>(g)];
       for (std::size_t i = 0; updates && i < list.size(); ++i) {
-        updates->push_back({row, static_cast<std::int32_t>(entries.size(g) + i), static_cast<std::int32_t>(list[i]), g});
+        updates->push_back(
+            {row, static_cast<std::int32_t>(entries.size(g) + i), static_cast<std::int32_t>(list[i]), g});
       }
       entries.append(list, g);
     }

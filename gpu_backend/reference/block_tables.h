@@ -24,8 +24,8 @@
 #include <vector>
 
 #include "model/block_table.h"
-#include "model/util/status.h"
 #include "model/sched/step_plan.h"
+#include "model/util/status.h"
 
 namespace kv::gpuref {
 
@@ -67,9 +67,9 @@ class BlockTables {
   std::vector<std::span<const BlockId>> lists(const ScheduledRequest& r) const;
   // row: the row r extends (-1 when r starts a fresh table).
   Status check_lists(const ScheduledRequest& r, int row, const std::string& where) const;
-  std::map<RequestId, int> row_of_;               // live requests only
-  std::set<int> free_rows_;                       // every row not in row_of_
-  std::vector<BlockTable> rows_;                  // empty for a free row
+  std::map<RequestId, int> row_of_;  // live requests only
+  std::set<int> free_rows_;          // every row not in row_of_
+  std::vector<BlockTable> rows_;     // empty for a free row
 };
 
 }  // namespace kv::gpuref

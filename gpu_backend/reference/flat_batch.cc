@@ -77,8 +77,8 @@ void pad_flat_batch(FlatBatch* batch, std::int64_t num_tokens) {
   batch->rows.resize(n, -1);
 }
 
-std::vector<std::int64_t> host_slot_mapping(const FlatBatch& batch, const BlockTables& tables,
-                                            int block_size, int group) {
+std::vector<std::int64_t> host_slot_mapping(const FlatBatch& batch, const BlockTables& tables, int block_size,
+                                            int group) {
   std::vector<std::int64_t> slots(batch.token_ids.size(), -1);
   for (std::size_t i = 0; i < slots.size(); ++i) {
     const int row = batch.rows[i];

@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "gpu_backend/reference/block_tables.h"
-#include "model/util/status.h"
 #include "model/sched/step_plan.h"
+#include "model/util/status.h"
 
 namespace kv::gpuref {
 
@@ -26,8 +26,8 @@ struct FlatBatch {
   std::vector<std::int32_t> seq_lens;         // per sequence: tokens in the cache after the step
   std::vector<std::int32_t> last_token;       // per sequence: index of its last token
   std::int64_t num_real_tokens = 0;
-  std::int64_t prompt_tokens = 0;             // positions < num_prompt_tokens among real tokens
-  std::int64_t context_tokens = 0;            // sum of seq_lens
+  std::int64_t prompt_tokens = 0;   // positions < num_prompt_tokens among real tokens
+  std::int64_t context_tokens = 0;  // sum of seq_lens
   std::int32_t max_seq_len = 0;
   std::int32_t max_query_len = 0;
 
@@ -46,7 +46,7 @@ void pad_flat_batch(FlatBatch* batch, std::int64_t num_tokens);
 
 // vLLM's slot mapping of one group on the host: block_table[row][pos / B] * B + pos % B, -1
 // for padding and (with group lists) for the null block.
-std::vector<std::int64_t> host_slot_mapping(const FlatBatch& batch, const BlockTables& tables,
-                                            int block_size, int group = 0);
+std::vector<std::int64_t> host_slot_mapping(const FlatBatch& batch, const BlockTables& tables, int block_size,
+                                            int group = 0);
 
 }  // namespace kv::gpuref

@@ -30,10 +30,8 @@ class DispatcherPolicy final : public GraphPolicy {
 
 }  // namespace
 
-StatusOr<std::unique_ptr<GraphPolicy>> make_graph_policy(const std::string& mode,
-                                                         std::vector<std::int64_t> sizes,
-                                                         std::int64_t max_capture_size,
-                                                         int max_num_seqs) {
+StatusOr<std::unique_ptr<GraphPolicy>> make_graph_policy(const std::string& mode, std::vector<std::int64_t> sizes,
+                                                         std::int64_t max_capture_size, int max_num_seqs) {
   CudaGraphConfig config;
   if (mode == "NONE") {
     config.mode = CudaGraphMode::kNone;

@@ -41,9 +41,7 @@ std::vector<std::int64_t> vllm_default_capture_sizes(std::int64_t max_capture_si
 // accepted and behave as FULL_DECODE_ONLY here (mixed batches run eager). Empty sizes: vLLM's
 // default list up to max_capture_size.
 // max_num_seqs > 0 limits full decode graphs to batches of that many requests, as vLLM.
-StatusOr<std::unique_ptr<GraphPolicy>> make_graph_policy(const std::string& mode,
-                                                         std::vector<std::int64_t> sizes,
-                                                         std::int64_t max_capture_size,
-                                                         int max_num_seqs = 0);
+StatusOr<std::unique_ptr<GraphPolicy>> make_graph_policy(const std::string& mode, std::vector<std::int64_t> sizes,
+                                                         std::int64_t max_capture_size, int max_num_seqs = 0);
 
 }  // namespace kv::gpuref

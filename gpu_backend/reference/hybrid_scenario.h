@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "gpu_backend/reference/prefix_scenario.h"
-#include "model/util/check.h"
 #include "model/catalog/model_shape.h"
 #include "model/sched/scheduler.h"
+#include "model/util/check.h"
 
 namespace kv::gpuref::scenario {
 
 inline constexpr int kHybridBlockSize = 4;
-inline constexpr int kHybridNumBlocks = 96;   // including the null block
+inline constexpr int kHybridNumBlocks = 96;  // including the null block
 inline constexpr int kHybridMaxModelLen = 128;
 inline constexpr int kHybridMaxSeqs = 4;
 

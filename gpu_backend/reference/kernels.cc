@@ -1,8 +1,8 @@
 #include "gpu_backend/reference/kernels.h"
 
 #include "model/attention_window.h"
-#include "model/util/check.h"
 #include "model/slot.h"
+#include "model/util/check.h"
 
 #include <algorithm>
 #include <cmath>
@@ -11,13 +11,16 @@
 namespace kv::gpuref {
 
 RefKvCache::RefKvCache(std::int64_t blocks, int bs, int heads, int dim, float fill)
-    : num_blocks(blocks), block_size(bs), kv_heads(heads), head_dim(dim),
+    : num_blocks(blocks),
+      block_size(bs),
+      kv_heads(heads),
+      head_dim(dim),
       k(static_cast<std::size_t>(blocks * bs * heads * dim), fill),
       v(static_cast<std::size_t>(blocks * bs * heads * dim), fill) {}
 
 std::vector<std::int64_t> slot_mapping(const std::vector<std::int32_t>& rows,
-                                       const std::vector<std::int32_t>& positions,
-                                       const RefBlockTable& table, int block_size, bool null_block) {
+                                       const std::vector<std::int32_t>& positions, const RefBlockTable& table,
+                                       int block_size, bool null_block) {
   std::vector<std::int64_t> slots(rows.size(), -1);
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (rows[i] < 0) continue;
@@ -45,8 +48,7 @@ namespace {
 // Softmax-weighted sum over keys [0, len) fetched through key_at/value_at: two passes in a
 // fixed order (max, then exp-sum and accumulate).
 template <typename KeyAt, typename ValueAt>
-void attend_one(const float* q, int len, int head_dim, float scale, KeyAt key_at, ValueAt value_at,
-                float* out) {
+void attend_one(const float* q, int len, int head_dim, float scale, KeyAt key_at, ValueAt value_at, float* out) {
   std::vector<float> scores(static_cast<std::size_t>(len));
   float m = -std::numeric_limits<float>::infinity();
   for (int j = 0; j < len; ++j) {
@@ -70,9 +72,8 @@ void attend_one(const float* q, int len, int head_dim, float scale, KeyAt key_at
 }  // namespace
 
 void paged_attention(const float* q, std::int64_t q_stride, const std::vector<std::int32_t>& rows,
-                     const std::vector<std::int32_t>& positions, const RefBlockTable& table,
-                     const RefKvCache& cache, int num_heads, float scale, DType round, float* out,
-                     AttentionMask mask) {
+                     const std::vector<std::int32_t>& positions, const RefBlockTable& table, const RefKvCache& cache,
+                     int num_heads, float scale, DType round, float* out, AttentionMask mask) {
   const int d = cache.head_dim;
   const int group = num_heads / cache.kv_heads;
   for (std::size_t i = 0; i < rows.size(); ++i) {
@@ -86,8 +87,8 @@ void paged_attention(const float* q, std::int64_t q_stride, const std::vector<st
     const auto first = static_cast<int>(attention_begin(mask.window, p));
     auto slot_of = [&](int j) {  // key j of the window: position first + j
       const int pos = first + j;
-      KV_CHECK(pos >= first && pos <= p, "attention of position " << p << " reads position " << pos
-                                                                  << " outside its window " << mask.window);
+      KV_CHECK(pos >= first && pos <= p,
+               "attention of position " << p << " reads position " << pos << " outside its window " << mask.window);
       const std::int32_t block = table.at(row, pos / cache.block_size);
       KV_CHECK(!mask.null_block || block != 0, "attention of position " << p << " (row " << row << ") reads position "
                                                                         << pos << " through the null block");
@@ -105,25 +106,26 @@ void paged_attention(const float* q, std::int64_t q_stride, const std::vector<st
 }
 
 std::vector<float> dense_causal_attention(const std::vector<float>& q, const std::vector<float>& k,
-                                          const std::vector<float>& v, int len, int num_heads,
-                                          int kv_heads, int head_dim, float scale) {
+                                          const std::vector<float>& v, int len, int num_heads, int kv_heads,
+                                          int head_dim, float scale) {
   std::vector<std::uint8_t> allowed(static_cast<std::size_t>(len) * static_cast<std::size_t>(len), 0);
   for (int t = 0; t < len; ++t) {
-    for (int j = 0; j <= t; ++j) allowed[static_cast<std::size_t>(t) * static_cast<std::size_t>(len) + static_cast<std::size_t>(j)] = 1;
+    for (int j = 0; j <= t; ++j)
+      allowed[static_cast<std::size_t>(t) * static_cast<std::size_t>(len) + static_cast<std::size_t>(j)] = 1;
   }
   return dense_masked_attention(q, k, v, len, num_heads, kv_heads, head_dim, scale, allowed);
 }
 
 std::vector<float> dense_masked_attention(const std::vector<float>& q, const std::vector<float>& k,
-                                          const std::vector<float>& v, int len, int num_heads,
-                                          int kv_heads, int head_dim, float scale,
-                                          const std::vector<std::uint8_t>& allowed) {
+                                          const std::vector<float>& v, int len, int num_heads, int kv_heads,
+                                          int head_dim, float scale, const std::vector<std::uint8_t>& allowed) {
   std::vector<float> out(static_cast<std::size_t>(len * num_heads * head_dim), 0.0f);
   const int group = num_heads / kv_heads;
   for (int t = 0; t < len; ++t) {
     std::vector<int> keys;
     for (int j = 0; j < len; ++j) {
-      if (allowed[static_cast<std::size_t>(t) * static_cast<std::size_t>(len) + static_cast<std::size_t>(j)]) keys.push_back(j);
+      if (allowed[static_cast<std::size_t>(t) * static_cast<std::size_t>(len) + static_cast<std::size_t>(j)])
+        keys.push_back(j);
     }
     if (keys.empty()) continue;
     for (int h = 0; h < num_heads; ++h) {
@@ -131,16 +133,16 @@ std::vector<float> dense_masked_attention(const std::vector<float>& q, const std
       auto at = [&](const std::vector<float>& x, int j) {
         return x.data() + (static_cast<std::size_t>(keys[static_cast<std::size_t>(j)]) * kv_heads + kvh) * head_dim;
       };
-      attend_one(q.data() + (static_cast<std::size_t>(t) * num_heads + h) * head_dim, static_cast<int>(keys.size()),
-                 head_dim, scale, [&](int j) { return at(k, j); }, [&](int j) { return at(v, j); },
-                 out.data() + (static_cast<std::size_t>(t) * num_heads + h) * head_dim);
+      attend_one(
+          q.data() + (static_cast<std::size_t>(t) * num_heads + h) * head_dim, static_cast<int>(keys.size()), head_dim,
+          scale, [&](int j) { return at(k, j); }, [&](int j) { return at(v, j); },
+          out.data() + (static_cast<std::size_t>(t) * num_heads + h) * head_dim);
     }
   }
   return out;
 }
 
-void rmsnorm(const float* x, std::int64_t rows, int dim, const float* weight, float eps,
-             DType round, float* out) {
+void rmsnorm(const float* x, std::int64_t rows, int dim, const float* weight, float eps, DType round, float* out) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * dim;
     float ss = 0.0f;
@@ -150,9 +152,8 @@ void rmsnorm(const float* x, std::int64_t rows, int dim, const float* weight, fl
   }
 }
 
-void rotary(float* qkv, std::int64_t stride, const std::vector<std::int32_t>& positions,
-            int num_heads, int kv_heads, int head_dim, const std::vector<float>& inv_freq,
-            DType round) {
+void rotary(float* qkv, std::int64_t stride, const std::vector<std::int32_t>& positions, int num_heads, int kv_heads,
+            int head_dim, const std::vector<float>& inv_freq, DType round) {
   const int half = head_dim / 2;
   for (std::size_t t = 0; t < positions.size(); ++t) {
     float* row = qkv + static_cast<std::int64_t>(t) * stride;
@@ -184,13 +185,12 @@ void silu_mul(const float* gate_up, std::int64_t rows, int inter, DType round, f
 void embedding(const std::vector<std::int32_t>& tokens, const float* table, int dim, float* out) {
   for (std::size_t t = 0; t < tokens.size(); ++t) {
     std::copy(table + static_cast<std::int64_t>(tokens[t]) * dim,
-              table + static_cast<std::int64_t>(tokens[t] + 1) * dim,
-              out + static_cast<std::int64_t>(t) * dim);
+              table + static_cast<std::int64_t>(tokens[t] + 1) * dim, out + static_cast<std::int64_t>(t) * dim);
   }
 }
 
-void linear(const float* x, std::int64_t rows, int in_dim, const float* w, int out_dim, float* y,
-            DType round, bool accumulate) {
+void linear(const float* x, std::int64_t rows, int in_dim, const float* w, int out_dim, float* y, DType round,
+            bool accumulate) {
   for (std::int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * in_dim;
     for (int o = 0; o < out_dim; ++o) {

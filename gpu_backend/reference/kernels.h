@@ -48,9 +48,8 @@ struct AttentionMask {
 // slot = table[row][pos / B] * B + pos % B; -1 where row < 0 (padding) and, with null_block,
 // where the entry is block 0.
 std::vector<std::int64_t> slot_mapping(const std::vector<std::int32_t>& rows,
-                                       const std::vector<std::int32_t>& positions,
-                                       const RefBlockTable& table, int block_size,
-                                       bool null_block = false);
+                                       const std::vector<std::int32_t>& positions, const RefBlockTable& table,
+                                       int block_size, bool null_block = false);
 
 // Copies each token's K and V (kv_heads * head_dim values at k_src + i * src_stride) to its
 // slot; skips slot -1.
@@ -65,31 +64,27 @@ void cache_write(const float* k_src, const float* v_src, std::int64_t src_stride
 // zeros. Aborts (KV_CHECK) if it ever reads a position outside the window or, with
 // mask.null_block, a slot of block 0.
 void paged_attention(const float* q, std::int64_t q_stride, const std::vector<std::int32_t>& rows,
-                     const std::vector<std::int32_t>& positions, const RefBlockTable& table,
-                     const RefKvCache& cache, int num_heads, float scale, DType round, float* out,
-                     AttentionMask mask = {});
+                     const std::vector<std::int32_t>& positions, const RefBlockTable& table, const RefKvCache& cache,
+                     int num_heads, float scale, DType round, float* out, AttentionMask mask = {});
 
 // Plain causal attention over dense q [len, num_heads, head_dim], k/v [len, kv_heads, head_dim].
 std::vector<float> dense_causal_attention(const std::vector<float>& q, const std::vector<float>& k,
-                                          const std::vector<float>& v, int len, int num_heads,
-                                          int kv_heads, int head_dim, float scale);
+                                          const std::vector<float>& v, int len, int num_heads, int kv_heads,
+                                          int head_dim, float scale);
 
 // The same with an explicit mask: query t attends to the keys j (ascending) with
 // allowed[t * len + j] != 0; a query with no allowed key gets zeros.
 std::vector<float> dense_masked_attention(const std::vector<float>& q, const std::vector<float>& k,
-                                          const std::vector<float>& v, int len, int num_heads,
-                                          int kv_heads, int head_dim, float scale,
-                                          const std::vector<std::uint8_t>& allowed);
+                                          const std::vector<float>& v, int len, int num_heads, int kv_heads,
+                                          int head_dim, float scale, const std::vector<std::uint8_t>& allowed);
 
 // out[r] = round(x[r] / sqrt(mean(x[r]^2) + eps) * weight).
-void rmsnorm(const float* x, std::int64_t rows, int dim, const float* weight, float eps,
-             DType round, float* out);
+void rmsnorm(const float* x, std::int64_t rows, int dim, const float* weight, float eps, DType round, float* out);
 
 // Rotary embedding (rotate-half pairing i, i + head_dim/2) on the first num_heads + kv_heads
 // heads of every row of qkv, angle = position * inv_freq[i] in fp32.
-void rotary(float* qkv, std::int64_t stride, const std::vector<std::int32_t>& positions,
-            int num_heads, int kv_heads, int head_dim, const std::vector<float>& inv_freq,
-            DType round);
+void rotary(float* qkv, std::int64_t stride, const std::vector<std::int32_t>& positions, int num_heads, int kv_heads,
+            int head_dim, const std::vector<float>& inv_freq, DType round);
 
 // out[r][j] = round(silu(gu[r][j]) * gu[r][inter + j]).
 void silu_mul(const float* gate_up, std::int64_t rows, int inter, DType round, float* out);
@@ -98,7 +93,7 @@ void silu_mul(const float* gate_up, std::int64_t rows, int inter, DType round, f
 void embedding(const std::vector<std::int32_t>& tokens, const float* table, int dim, float* out);
 
 // y[r] = x[r] W^T (W is [out_dim, in_dim]); accumulate: y += x W^T (fp32), else round(x W^T).
-void linear(const float* x, std::int64_t rows, int in_dim, const float* w, int out_dim, float* y,
-            DType round, bool accumulate);
+void linear(const float* x, std::int64_t rows, int in_dim, const float* w, int out_dim, float* y, DType round,
+            bool accumulate);
 
 }  // namespace kv::gpuref

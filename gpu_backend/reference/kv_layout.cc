@@ -46,7 +46,8 @@ StatusOr<KvLayout> make_kv_layout(std::span<const KvCacheGroupSpec> groups, int 
     if (Status st = validate_spec(spec); !st.ok()) return st.with_context(where);
     if (spec.type != AttentionType::kFullAttention && spec.type != AttentionType::kSlidingWindow &&
         spec.type != AttentionType::kChunkedLocalAttention) {
-      return Status::error(where + describe(spec) + " layers are not run by the device (full, "
+      return Status::error(where + describe(spec) +
+                           " layers are not run by the device (full, "
                            "sliding-window and chunked-local attention only)");
     }
     if (spec.block_size != groups[0].spec.block_size) {
@@ -61,7 +62,8 @@ StatusOr<KvLayout> make_kv_layout(std::span<const KvCacheGroupSpec> groups, int 
         return Status::error(where + "layer '" + names[i] + "' is not one of layers.0 .. layers." +
                              std::to_string(num_layers - 1));
       }
-      if (k.layer_group[static_cast<std::size_t>(l)] >= 0) return Status::error(where + "layer '" + names[i] + "' is in two groups");
+      if (k.layer_group[static_cast<std::size_t>(l)] >= 0)
+        return Status::error(where + "layer '" + names[i] + "' is in two groups");
       k.layer_group[static_cast<std::size_t>(l)] = static_cast<int>(g);
       k.layer_tensor[static_cast<std::size_t>(l)] = static_cast<int>(i);
     }

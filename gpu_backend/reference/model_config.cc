@@ -8,17 +8,14 @@ namespace kv::gpuref {
 
 std::int64_t ModelConfig::num_params() const {
   const std::int64_t h = hidden;
-  const std::int64_t per_layer = 2 * h + static_cast<std::int64_t>(qkv_dim()) * h +
-                                 h * q_dim() + 2LL * intermediate * h + h * intermediate;
+  const std::int64_t per_layer =
+      2 * h + static_cast<std::int64_t>(qkv_dim()) * h + h * q_dim() + 2LL * intermediate * h + h * intermediate;
   return per_layer * num_layers + 2LL * vocab * h + h;
 }
 
 Status ModelConfig::validate() const {
-  auto bad = [&](const std::string& what) {
-    return Status::error("model '" + name + "': " + what);
-  };
-  if (num_layers < 1 || hidden < 8 || num_heads < 1 || num_kv_heads < 1 || intermediate < 1 ||
-      vocab < 1) {
+  auto bad = [&](const std::string& what) { return Status::error("model '" + name + "': " + what); };
+  if (num_layers < 1 || hidden < 8 || num_heads < 1 || num_kv_heads < 1 || intermediate < 1 || vocab < 1) {
     return bad("every dimension must be positive");
   }
   if (num_heads % num_kv_heads != 0) return bad("num_heads must be a multiple of num_kv_heads");
@@ -56,9 +53,7 @@ std::uint32_t tensor_id(TensorKind kind, int layer) {
   return k < 16 ? k : k + 16u * static_cast<std::uint32_t>(layer);
 }
 
-float uniform_scale(int fan_in) {
-  return static_cast<float>(std::sqrt(3.0 / static_cast<double>(fan_in)));
-}
+float uniform_scale(int fan_in) { return static_cast<float>(std::sqrt(3.0 / static_cast<double>(fan_in))); }
 
 std::vector<float> rope_inv_freq(const ModelConfig& config) {
   std::vector<float> inv(static_cast<std::size_t>(config.head_dim / 2));

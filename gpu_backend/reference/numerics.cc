@@ -8,17 +8,29 @@ namespace kv::gpuref {
 
 const char* to_string(DType dtype) {
   switch (dtype) {
-    case DType::kFp32: return "fp32";
-    case DType::kBf16: return "bf16";
-    case DType::kFp16: return "fp16";
+    case DType::kFp32:
+      return "fp32";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
   }
   return "?";
 }
 
 bool parse_dtype(const std::string& text, DType* out) {
-  if (text == "fp32") { *out = DType::kFp32; return true; }
-  if (text == "bf16") { *out = DType::kBf16; return true; }
-  if (text == "fp16") { *out = DType::kFp16; return true; }
+  if (text == "fp32") {
+    *out = DType::kFp32;
+    return true;
+  }
+  if (text == "bf16") {
+    *out = DType::kBf16;
+    return true;
+  }
+  if (text == "fp16") {
+    *out = DType::kFp16;
+    return true;
+  }
   return false;
 }
 
@@ -31,9 +43,7 @@ std::uint16_t bf16_bits(float x) {
   return static_cast<std::uint16_t>((u + 0x7FFFu + lsb) >> 16);
 }
 
-float bf16_from_bits(std::uint16_t bits) {
-  return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16);
-}
+float bf16_from_bits(std::uint16_t bits) { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }
 
 float round_bf16(float x) { return bf16_from_bits(bf16_bits(x)); }
 
@@ -41,7 +51,7 @@ std::uint16_t fp16_bits(float x) {
   const auto u = std::bit_cast<std::uint32_t>(x);
   const std::uint32_t sign = (u >> 16) & 0x8000u;
   const std::uint32_t abs = u & 0x7FFFFFFFu;
-  if (abs > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);  // NaN
+  if (abs > 0x7F800000u) return static_cast<std::uint16_t>(sign | 0x7E00u);   // NaN
   if (abs >= 0x477FF000u) return static_cast<std::uint16_t>(sign | 0x7C00u);  // overflow -> inf
   const int exp = static_cast<int>(abs >> 23) - 127;
   if (exp >= -14) {  // normal half
@@ -54,7 +64,7 @@ std::uint16_t fp16_bits(float x) {
   if (exp < -25) return static_cast<std::uint16_t>(sign);  // below half the smallest subnormal
   // Subnormal half: value = m * 2^-24 with m = round(|x| * 2^24).
   const std::uint32_t mant = (abs & 0x7FFFFFu) | 0x800000u;  // 24-bit significand, 1.f * 2^exp
-  const int shift = -exp - 14 + 13;                            // bits dropped from mant
+  const int shift = -exp - 14 + 13;                          // bits dropped from mant
   std::uint32_t half = mant >> shift;
   const std::uint32_t rest = mant & ((1u << shift) - 1u);
   const std::uint32_t halfway = 1u << (shift - 1);

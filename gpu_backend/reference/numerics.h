@@ -22,9 +22,12 @@ float round_bf16(float x);
 float round_fp16(float x);
 inline float round_to(DType dtype, float x) {
   switch (dtype) {
-    case DType::kBf16: return round_bf16(x);
-    case DType::kFp16: return round_fp16(x);
-    case DType::kFp32: break;
+    case DType::kBf16:
+      return round_bf16(x);
+    case DType::kFp16:
+      return round_fp16(x);
+    case DType::kFp32:
+      break;
   }
   return x;
 }

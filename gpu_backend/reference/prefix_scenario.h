@@ -23,8 +23,8 @@ inline std::vector<TokenId> slice(const std::vector<TokenId>& v, std::size_t b, 
 }
 
 inline ScheduledRequest sr(const RequestId& id, bool is_new, std::vector<BlockId> blocks,
-                    const std::vector<TokenId>& all, std::size_t computed, std::size_t end,
-                    std::int64_t prompt, bool samples, std::int64_t cached = 0) {
+                           const std::vector<TokenId>& all, std::size_t computed, std::size_t end, std::int64_t prompt,
+                           bool samples, std::int64_t cached = 0) {
   ScheduledRequest r;
   r.id = id;
   r.is_new = is_new;
@@ -40,7 +40,7 @@ inline ScheduledRequest sr(const RequestId& id, bool is_new, std::vector<BlockId
 }
 
 inline StepPlan plan(std::int64_t step, std::vector<ScheduledRequest> reqs, std::vector<RequestId> finished = {},
-              std::vector<RequestId> preempted = {}) {
+                     std::vector<RequestId> preempted = {}) {
   StepPlan p;
   p.step = step;
   p.block_size = 4;
@@ -66,12 +66,10 @@ struct Scenario {
     std::vector<StepPlan> p;
     p.push_back(plan(0, {sr("A", true, {1, 2, 3}, a, 0, 10, 10, true)}));
     if (caching) {  // B hits A's first two blocks
-      p.push_back(plan(1, {sr("A", false, {}, a, 10, 11, 10, true),
-                           sr("B", true, {1, 2, 4}, b, 8, 12, 12, true, 8),
+      p.push_back(plan(1, {sr("A", false, {}, a, 10, 11, 10, true), sr("B", true, {1, 2, 4}, b, 8, 12, 12, true, 8),
                            sr("C", true, {6, 7}, c, 0, 6, 14, false)}));
     } else {
-      p.push_back(plan(1, {sr("A", false, {}, a, 10, 11, 10, true),
-                           sr("B", true, {4, 14, 15}, b, 0, 12, 12, true),
+      p.push_back(plan(1, {sr("A", false, {}, a, 10, 11, 10, true), sr("B", true, {4, 14, 15}, b, 0, 12, 12, true),
                            sr("C", true, {6, 7}, c, 0, 6, 14, false)}));
     }
     p.push_back(plan(2, {sr("A", false, {}, a, 11, 12, 10, true), sr("B", false, {5}, b, 12, 13, 12, true),
@@ -89,7 +87,8 @@ struct Scenario {
 
 // Prompt tokens each step computes, as the plans say: caching on, then off.
 inline std::vector<std::int64_t> expected_prompt_tokens(bool caching) {
-  return caching ? std::vector<std::int64_t>{10, 4 + 6, 8, 0, 0, 2} : std::vector<std::int64_t>{10, 12 + 6, 8, 0, 0, 14};
+  return caching ? std::vector<std::int64_t>{10, 4 + 6, 8, 0, 0, 2}
+                 : std::vector<std::int64_t>{10, 12 + 6, 8, 0, 0, 14};
 }
 
 }  // namespace kv::gpuref::scenario

@@ -5,11 +5,10 @@
 #include "gpu_backend/reference/seeded_init.h"
 #include "model/util/check.h"
 
-
 namespace kv::gpuref {
 
-std::vector<float> seeded_tensor(std::uint64_t seed, std::uint32_t tensor_id, std::int64_t count,
-                                 float scale, DType dtype) {
+std::vector<float> seeded_tensor(std::uint64_t seed, std::uint32_t tensor_id, std::int64_t count, float scale,
+                                 DType dtype) {
   std::vector<float> out(static_cast<std::size_t>(count));
   for (std::int64_t i = 0; i < count; ++i) {
     out[static_cast<std::size_t>(i)] =
@@ -23,20 +22,17 @@ RefModel RefModel::generate(const ModelConfig& c, std::uint64_t seed, DType dtyp
   m.config = c;
   m.dtype = dtype;
   const std::int64_t h = c.hidden;
-  m.embedding = seeded_tensor(seed, tensor_id(TensorKind::kEmbedding, 0), c.vocab * h,
-                              kEmbeddingScale, dtype);
+  m.embedding = seeded_tensor(seed, tensor_id(TensorKind::kEmbedding, 0), c.vocab * h, kEmbeddingScale, dtype);
   for (int l = 0; l < c.num_layers; ++l) {
     RefLayerWeights w;
     w.attn_norm.assign(static_cast<std::size_t>(h), 1.0f);
     w.mlp_norm.assign(static_cast<std::size_t>(h), 1.0f);
-    w.qkv = seeded_tensor(seed, tensor_id(TensorKind::kQkv, l), c.qkv_dim() * h,
-                          uniform_scale(c.hidden), dtype);
-    w.o_proj = seeded_tensor(seed, tensor_id(TensorKind::kOProj, l), h * c.q_dim(),
-                             uniform_scale(c.q_dim()), dtype);
+    w.qkv = seeded_tensor(seed, tensor_id(TensorKind::kQkv, l), c.qkv_dim() * h, uniform_scale(c.hidden), dtype);
+    w.o_proj = seeded_tensor(seed, tensor_id(TensorKind::kOProj, l), h * c.q_dim(), uniform_scale(c.q_dim()), dtype);
     w.gate_up = seeded_tensor(seed, tensor_id(TensorKind::kGateUp, l), 2LL * c.intermediate * h,
                               uniform_scale(c.hidden), dtype);
-    w.down = seeded_tensor(seed, tensor_id(TensorKind::kDown, l), h * c.intermediate,
-                           uniform_scale(c.intermediate), dtype);
+    w.down =
+        seeded_tensor(seed, tensor_id(TensorKind::kDown, l), h * c.intermediate, uniform_scale(c.intermediate), dtype);
     m.layers.push_back(std::move(w));
   }
   m.final_norm.assign(static_cast<std::size_t>(h), 1.0f);
@@ -60,8 +56,7 @@ RefEngine::RefEngine(const RefEngineOptions& options)
       layout_(layout_of(options)),
       tables_(options.max_rows, options.max_blocks_per_row, options.num_blocks, layout_.group_windows) {
   for (int t = 0; t < layout_.num_tensors; ++t) {
-    caches_.emplace_back(options.num_blocks, options.block_size, options.model.num_kv_heads,
-                         options.model.head_dim);
+    caches_.emplace_back(options.num_blocks, options.block_size, options.model.num_kv_heads, options.model.head_dim);
   }
 }
 
@@ -80,9 +75,8 @@ RefBlockTable RefEngine::dense_table(int group) const {
 
 StatusOr<RefStepOutput> RefEngine::execute(const StepPlan& plan) {
   if (plan.block_size != options_.block_size) {
-    return Status::error("step " + std::to_string(plan.step) + ": plan block_size " +
-                         std::to_string(plan.block_size) + " differs from the engine's " +
-                         std::to_string(options_.block_size));
+    return Status::error("step " + std::to_string(plan.step) + ": plan block_size " + std::to_string(plan.block_size) +
+                         " differs from the engine's " + std::to_string(options_.block_size));
   }
   Status st = tables_.apply(plan, nullptr);
   if (!st.ok()) return st;
@@ -91,8 +85,8 @@ StatusOr<RefStepOutput> RefEngine::execute(const StepPlan& plan) {
   RefStepOutput out;
   out.batch = std::move(batch.value());
   for (int g = 0; g < layout_.num_groups(); ++g) {
-    out.slots.push_back(slot_mapping(out.batch.rows, out.batch.positions, dense_table(g), options_.block_size,
-                                     !layout_.plain()));
+    out.slots.push_back(
+        slot_mapping(out.batch.rows, out.batch.positions, dense_table(g), options_.block_size, !layout_.plain()));
   }
   out.final_hidden = forward(out.batch, out.slots);
   return out;
@@ -120,8 +114,7 @@ std::vector<float> RefEngine::forward(const FlatBatch& batch, const std::vector<
     const AttentionMask mask{layout_.layer_window(l), !layout_.plain()};
     rmsnorm(resid.data(), n, c.hidden, w.attn_norm.data(), c.rms_eps, dt, x.data());
     linear(x.data(), n, c.hidden, w.qkv.data(), c.qkv_dim(), qkv.data(), dt, false);
-    rotary(qkv.data(), c.qkv_dim(), batch.positions, c.num_heads, c.num_kv_heads, c.head_dim,
-           model_.inv_freq, dt);
+    rotary(qkv.data(), c.qkv_dim(), batch.positions, c.num_heads, c.num_kv_heads, c.head_dim, model_.inv_freq, dt);
     cache_write(qkv.data() + c.q_dim(), qkv.data() + c.q_dim() + c.kv_dim(), c.qkv_dim(), slots[g], &cache);
     paged_attention(qkv.data(), c.qkv_dim(), batch.rows, batch.positions, tables[g], cache, c.num_heads, scale, dt,
                     attn.data(), mask);

@@ -19,8 +19,8 @@
 #include "gpu_backend/reference/kernels.h"
 #include "gpu_backend/reference/kv_layout.h"
 #include "gpu_backend/reference/model_config.h"
-#include "model/util/status.h"
 #include "model/sched/step_plan.h"
+#include "model/util/status.h"
 
 namespace kv::gpuref {
 
@@ -31,7 +31,7 @@ struct RefLayerWeights {
 struct RefModel {
   ModelConfig config;
   DType dtype = DType::kBf16;
-  std::vector<float> embedding;   // [vocab, hidden]
+  std::vector<float> embedding;  // [vocab, hidden]
   std::vector<RefLayerWeights> layers;
   std::vector<float> final_norm;  // [hidden]
   std::vector<float> inv_freq;    // [head_dim / 2]
@@ -40,8 +40,8 @@ struct RefModel {
 };
 
 // Generates one tensor of `count` values exactly as the GPU weight-init kernel does.
-std::vector<float> seeded_tensor(std::uint64_t seed, std::uint32_t tensor_id, std::int64_t count,
-                                 float scale, DType dtype);
+std::vector<float> seeded_tensor(std::uint64_t seed, std::uint32_t tensor_id, std::int64_t count, float scale,
+                                 DType dtype);
 
 struct RefEngineOptions {
   ModelConfig model;
@@ -49,8 +49,8 @@ struct RefEngineOptions {
   DType dtype = DType::kBf16;
   int block_size = 16;
   std::int64_t num_blocks = 256;
-  int max_rows = 16;             // max_num_seqs
-  int max_blocks_per_row = 64;   // max_model_len / block_size
+  int max_rows = 16;            // max_num_seqs
+  int max_blocks_per_row = 64;  // max_model_len / block_size
   // KV-cache groups over layers "layers.0" ..; empty: one full-attention group (dense). A
   // layout make_kv_layout refuses is a bug of the caller (KV_CHECK).
   std::vector<KvCacheGroupSpec> kv_cache_groups;
@@ -59,7 +59,7 @@ struct RefEngineOptions {
 struct RefStepOutput {
   FlatBatch batch;
   std::vector<std::vector<std::int64_t>> slots;  // per group
-  std::vector<float> final_hidden;  // [batch.num_tokens(), hidden], after the final norm
+  std::vector<float> final_hidden;               // [batch.num_tokens(), hidden], after the final norm
 };
 
 class RefEngine {

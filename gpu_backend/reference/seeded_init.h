@@ -26,8 +26,7 @@ KVG_HD inline std::uint64_t mix64(std::uint64_t z) {
   return z ^ (z >> 31);
 }
 
-KVG_HD inline float seeded_uniform(std::uint64_t seed, std::uint32_t tensor_id,
-                                   std::uint64_t index) {
+KVG_HD inline float seeded_uniform(std::uint64_t seed, std::uint32_t tensor_id, std::uint64_t index) {
   const std::uint64_t stream = mix64(seed * 0x100000001B3ull + tensor_id);
   const std::uint64_t h = mix64(stream ^ index);
   const auto k = static_cast<std::int32_t>(h >> 40);  // 24 bits
@@ -35,8 +34,7 @@ KVG_HD inline float seeded_uniform(std::uint64_t seed, std::uint32_t tensor_id,
 }
 
 // A weight of a tensor whose values are U(-scale, scale).
-KVG_HD inline float seeded_weight(std::uint64_t seed, std::uint32_t tensor_id,
-                                  std::uint64_t index, float scale) {
+KVG_HD inline float seeded_weight(std::uint64_t seed, std::uint32_t tensor_id, std::uint64_t index, float scale) {
   return seeded_uniform(seed, tensor_id, index) * scale;
 }
 

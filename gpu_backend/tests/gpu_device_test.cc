@@ -1,14 +1,13 @@
-// CudaDevice end to end; skips without a GPU (gpu_device_errors_test covers that case). With a GPU: the hand-made prefix-sharing plans (reference/prefix_scenario.h)
-// with prefix caching on and off give the same final hidden states, both match the CPU
-// reference engine, prompt tokens computed equal what the plans say, CUDA-graph replay agrees
-// with eager execution, and profiling writes the simulator's CSV. Hybrid layouts (the real
-// scheduler's plans for the tiny model with gpt-oss-20b's pattern, reference/hybrid_scenario.h):
-// per-group block tables with null blocks, sliding-window and chunked layers, against the CPU
-// reference, caching on against off, graphs against eager.
-// Tolerance on hidden states: relative RMS difference <= 2^-5 and max abs difference <= 0.25
-// on unit-RMS vectors. Each layer stores ~8 intermediate tensors in bf16 (2^-9 relative
-// rounding each) and cuBLAS may pick different kernels (summation orders) for different batch
-// sizes, so cache-on and cache-off runs are close, not bit-identical; 2^-5 is 16 bf16 half-ulps.
+// CudaDevice end to end; skips without a GPU (gpu_device_errors_test covers that case). With a GPU: the hand-made
+// prefix-sharing plans (reference/prefix_scenario.h) with prefix caching on and off give the same final hidden states,
+// both match the CPU reference engine, prompt tokens computed equal what the plans say, CUDA-graph replay agrees with
+// eager execution, and profiling writes the simulator's CSV. Hybrid layouts (the real scheduler's plans for the tiny
+// model with gpt-oss-20b's pattern, reference/hybrid_scenario.h): per-group block tables with null blocks,
+// sliding-window and chunked layers, against the CPU reference, caching on against off, graphs against eager. Tolerance
+// on hidden states: relative RMS difference <= 2^-5 and max abs difference <= 0.25 on unit-RMS vectors. Each layer
+// stores ~8 intermediate tensors in bf16 (2^-9 relative rounding each) and cuBLAS may pick different kernels (summation
+// orders) for different batch sizes, so cache-on and cache-off runs are close, not bit-identical; 2^-5 is 16 bf16
+// half-ulps.
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -60,7 +59,9 @@ struct DeviceRun {
 
 DeviceRun run_device(const std::vector<StepPlan>& plans, CudaDeviceOptions o) {
   DeviceRun run;
-  o.on_hidden_state = [&](const RequestId& id, std::int64_t pos, const std::vector<float>& h) { run.hidden[{id, pos}] = h; };
+  o.on_hidden_state = [&](const RequestId& id, std::int64_t pos, const std::vector<float>& h) {
+    run.hidden[{id, pos}] = h;
+  };
   StatusOr<std::unique_ptr<Device>> d = make_cuda_device(o);
   EXPECT_TRUE(d.ok()) << d.status().message();
   if (!d.ok()) return run;
@@ -147,10 +148,12 @@ TEST(GpuDevice, CudaGraphReplayAgreesWithEager) {
   plans.push_back(plan(0, {sr("a", true, {1, 2, 3}, a, 0, 9, 9, true), sr("b", true, {4, 5, 6}, b, 0, 10, 10, true),
                            sr("c", true, {7, 8}, c, 0, 5, 5, true)}));
   for (std::size_t step = 1; step <= 4; ++step) {
-    plans.push_back(plan(static_cast<std::int64_t>(step),
-                         {sr("a", false, step == 4 ? std::vector<BlockId>{9} : std::vector<BlockId>{}, a, 8 + step, 9 + step, 9, true),
-                          sr("b", false, step == 3 ? std::vector<BlockId>{10} : std::vector<BlockId>{}, b, 9 + step, 10 + step, 10, true),
-                          sr("c", false, {}, c, 4 + step, 5 + step, 5, true)}));
+    plans.push_back(plan(
+        static_cast<std::int64_t>(step),
+        {sr("a", false, step == 4 ? std::vector<BlockId>{9} : std::vector<BlockId>{}, a, 8 + step, 9 + step, 9, true),
+         sr("b", false, step == 3 ? std::vector<BlockId>{10} : std::vector<BlockId>{}, b, 9 + step, 10 + step, 10,
+            true),
+         sr("c", false, {}, c, 4 + step, 5 + step, 5, true)}));
   }
   CudaDeviceOptions eager = scenario_options();
   eager.cudagraph_mode = "NONE";
@@ -192,8 +195,9 @@ TEST(GpuDevice, ProfilingWritesTheSimulatorsCsv) {
     kernels.push_back(line.substr(0, line.find(',')));
     EXPECT_NE(line.find(",10,1,10,"), std::string::npos) << line;  // 10 tokens, 1 sequence, 10 context tokens
   }
-  EXPECT_EQ(kernels, (std::vector<std::string>{"slot_mapping", "rmsnorm", "qkv_proj", "rotary", "cache_write", "attention",
-                                               "o_proj", "gate_up_proj", "silu_mul", "down_proj", "lm_head"}));
+  EXPECT_EQ(kernels,
+            (std::vector<std::string>{"slot_mapping", "rmsnorm", "qkv_proj", "rotary", "cache_write", "attention",
+                                      "o_proj", "gate_up_proj", "silu_mul", "down_proj", "lm_head"}));
 }
 
 HiddenLog reference_hidden(const std::vector<StepPlan>& plans, const std::vector<KvCacheGroupSpec>& groups) {
@@ -253,13 +257,15 @@ TEST_P(GpuDeviceHybrid, MatchesTheReferenceWithCachingOnAndOffAndGraphs) {
     expect_close_hidden(h, eager.hidden.at(key), at + " graphs vs eager");
   }
   std::int64_t graph_steps = 0;  // a graph replay is 1 launch (2 with a block-table update)
-  for (const StepResult& r : on.results) graph_steps += r.counters.tokens_computed > 0 && r.counters.kernels <= 2 ? 1 : 0;
+  for (const StepResult& r : on.results)
+    graph_steps += r.counters.tokens_computed > 0 && r.counters.kernels <= 2 ? 1 : 0;
   EXPECT_GT(graph_steps, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Reaches, GpuDeviceHybrid, ::testing::Values(8, 6, -8, -6),
                          [](const ::testing::TestParamInfo<int>& i) {
-                           return (i.param > 0 ? "sliding" : "chunked") + std::to_string(i.param > 0 ? i.param : -i.param);
+                           return (i.param > 0 ? "sliding" : "chunked") +
+                                  std::to_string(i.param > 0 ? i.param : -i.param);
                          });
 
 TEST(GpuDevice, HybridPlansOnADenseDeviceAreViolationsNotCrashes) {

@@ -117,9 +117,13 @@ TEST_F(GpuKernels, CacheWriteNeverWritesPaddingSlots) {
   k.upload(fill);
   v.upload(fill);
   slots_d.upload(slots);
-  const CacheWriteView<bf16> view{as_bf16(src_d.get()) + width, as_bf16(src_d.get()) + 2 * width, stride, slots_d.get(), n,
-                                  PagedKvView<bf16>{as_bf16(k.get()), as_bf16(v.get()), c.num_blocks, c.block_size,
-                                                    c.kv_heads, c.dim}};
+  const CacheWriteView<bf16> view{
+      as_bf16(src_d.get()) + width,
+      as_bf16(src_d.get()) + 2 * width,
+      stride,
+      slots_d.get(),
+      n,
+      PagedKvView<bf16>{as_bf16(k.get()), as_bf16(v.get()), c.num_blocks, c.block_size, c.kv_heads, c.dim}};
   ASSERT_EQ(launch_cache_write(view, nullptr), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(from_bf16_bits(k.download()), ref.k);  // a copy: bit-exact, sentinels everywhere else
@@ -150,10 +154,18 @@ void run_attention_case(int num_splits) {
   rows.upload(c.token_rows);
   pos.upload(c.positions);
   table.upload(c.table.table);
-  const AttentionView<bf16> view{as_bf16(q_d.get()), q_stride, as_bf16(out_d.get()), {rows.get(), pos.get(), n},
+  const AttentionView<bf16> view{as_bf16(q_d.get()),
+                                 q_stride,
+                                 as_bf16(out_d.get()),
+                                 {rows.get(), pos.get(), n},
                                  {table.get(), c.row_stride, c.block_size},
                                  {as_bf16(k.get()), as_bf16(v.get()), c.num_blocks, c.block_size, c.kv_heads, c.dim},
-                                 c.heads, scale, num_splits, p_out.get(), p_max.get(), p_sum.get()};
+                                 c.heads,
+                                 scale,
+                                 num_splits,
+                                 p_out.get(),
+                                 p_max.get(),
+                                 p_sum.get()};
   ASSERT_EQ(launch_paged_attention(view, nullptr), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   // atol 1e-3: outputs are convex combinations of values in [-1, 1]; fp32 order and expf
@@ -177,7 +189,8 @@ void run_windowed_case(std::int64_t window, int num_splits) {
       if (c.token_rows[i] == r) first_query = std::min(first_query, c.positions[i]);
     }
     const std::int64_t first_key = attention_begin(window, first_query);
-    for (int i = 0; (i + 1) * c.block_size <= first_key; ++i, ++nulls) c.table.table[static_cast<std::size_t>(r * c.row_stride + i)] = 0;
+    for (int i = 0; (i + 1) * c.block_size <= first_key; ++i, ++nulls)
+      c.table.table[static_cast<std::size_t>(r * c.row_stride + i)] = 0;
   }
   ASSERT_GT(nulls, 0);
   std::mt19937 rng(7);
@@ -208,9 +221,18 @@ void run_windowed_case(std::int64_t window, int num_splits) {
   table.upload(c.table.table);
   const BlockTableView tv{table.get(), c.row_stride, c.block_size, 0};
   ASSERT_EQ(launch_slot_mapping(SlotMappingView{{rows.get(), pos.get(), n}, tv, slots.get()}, nullptr), cudaSuccess);
-  AttentionView<bf16> view{as_bf16(q_d.get()), q_stride, as_bf16(out_d.get()), {rows.get(), pos.get(), n}, tv,
+  AttentionView<bf16> view{as_bf16(q_d.get()),
+                           q_stride,
+                           as_bf16(out_d.get()),
+                           {rows.get(), pos.get(), n},
+                           tv,
                            {as_bf16(k.get()), as_bf16(v.get()), c.num_blocks, c.block_size, c.kv_heads, c.dim},
-                           c.heads, scale, num_splits, p_out.get(), p_max.get(), p_sum.get()};
+                           c.heads,
+                           scale,
+                           num_splits,
+                           p_out.get(),
+                           p_max.get(),
+                           p_sum.get()};
   view.window = window;
   ASSERT_EQ(launch_paged_attention(view, nullptr), cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -244,8 +266,9 @@ TEST_F(GpuKernels, RmsnormRotarySiluMulEmbedding) {
   DeviceBuffer<std::uint16_t> w_d(w.size()), out_d(x.size());
   x_d.upload(x);
   w_d.upload(to_bf16_bits(w));
-  ASSERT_EQ(launch_rmsnorm(RmsNormView<bf16>{x_d.get(), as_bf16(w_d.get()), as_bf16(out_d.get()), rows, dim, 1e-5f}, nullptr),
-            cudaSuccess);
+  ASSERT_EQ(
+      launch_rmsnorm(RmsNormView<bf16>{x_d.get(), as_bf16(w_d.get()), as_bf16(out_d.get()), rows, dim, 1e-5f}, nullptr),
+      cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   expect_close_bf16(from_bf16_bits(out_d.download()), ref, 1e-5f, "rmsnorm");
 
@@ -263,8 +286,8 @@ TEST_F(GpuKernels, RmsnormRotarySiluMulEmbedding) {
   pos_d.upload(positions);
   inv_d.upload(inv);
   gpuref::rotary(qkv.data(), stride, positions, heads, kv_heads, head_dim, inv, gpuref::DType::kFp32);
-  ASSERT_EQ(launch_rotary(RotaryView<bf16>{as_bf16(qkv_d.get()), stride, pos_d.get(), inv_d.get(), rows, heads, kv_heads,
-                                           head_dim},
+  ASSERT_EQ(launch_rotary(RotaryView<bf16>{as_bf16(qkv_d.get()), stride, pos_d.get(), inv_d.get(), rows, heads,
+                                           kv_heads, head_dim},
                           nullptr),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -276,7 +299,8 @@ TEST_F(GpuKernels, RmsnormRotarySiluMulEmbedding) {
   gpuref::silu_mul(gu.data(), rows, inter, gpuref::DType::kFp32, act.data());
   DeviceBuffer<std::uint16_t> gu_d(gu.size()), act_d(act.size());
   gu_d.upload(to_bf16_bits(gu));
-  ASSERT_EQ(launch_silu_mul(SiluMulView<bf16>{as_bf16(gu_d.get()), as_bf16(act_d.get()), rows, inter}, nullptr), cudaSuccess);
+  ASSERT_EQ(launch_silu_mul(SiluMulView<bf16>{as_bf16(gu_d.get()), as_bf16(act_d.get()), rows, inter}, nullptr),
+            cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   expect_close_bf16(from_bf16_bits(act_d.download()), act, 1e-5f, "silu_mul");
 
@@ -290,7 +314,8 @@ TEST_F(GpuKernels, RmsnormRotarySiluMulEmbedding) {
   DeviceBuffer<float> emb_d(emb.size());
   table_d.upload(to_bf16_bits(table));
   toks_d.upload(toks);
-  ASSERT_EQ(launch_embedding(EmbeddingView<bf16>{toks_d.get(), as_bf16(table_d.get()), emb_d.get(), rows, dim, vocab}, nullptr),
+  ASSERT_EQ(launch_embedding(EmbeddingView<bf16>{toks_d.get(), as_bf16(table_d.get()), emb_d.get(), rows, dim, vocab},
+                             nullptr),
             cudaSuccess);
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   EXPECT_EQ(emb_d.download(), emb);  // bf16 -> fp32 is exact
@@ -315,8 +340,10 @@ TEST_F(GpuKernels, CublasLinearMatchesReference) {
     x_d.upload(to_bf16_bits(x));
     w_d.upload(to_bf16_bits(w));
     acc_d.upload(std::vector<float>(acc.size(), 0.5f));
-    ASSERT_EQ(gemm.linear(gpuref::DType::kBf16, x_d.get(), rows, in, w_d.get(), out, y_d.get(), false), CUBLAS_STATUS_SUCCESS);
-    ASSERT_EQ(gemm.linear(gpuref::DType::kBf16, x_d.get(), rows, in, w_d.get(), out, acc_d.get(), true), CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(gemm.linear(gpuref::DType::kBf16, x_d.get(), rows, in, w_d.get(), out, y_d.get(), false),
+              CUBLAS_STATUS_SUCCESS);
+    ASSERT_EQ(gemm.linear(gpuref::DType::kBf16, x_d.get(), rows, in, w_d.get(), out, acc_d.get(), true),
+              CUBLAS_STATUS_SUCCESS);
     ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
     // atol 1e-4: 256 fp32 products of magnitude <= 0.11, summed in another order.
     expect_close_bf16(from_bf16_bits(y_d.download()), y, 1e-4f, "gemm bf16 out");

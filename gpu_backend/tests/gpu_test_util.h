@@ -19,12 +19,12 @@
 
 namespace kv::gpu::testing {
 
-#define KV_SKIP_WITHOUT_GPU()                                      \
-  do {                                                              \
-    std::string kv_why_;                                            \
-    if (!::kv::gpu::cuda_device_available(&kv_why_)) {              \
-      GTEST_SKIP() << kv_why_ << " (GPU test skipped)";             \
-    }                                                               \
+#define KV_SKIP_WITHOUT_GPU()                           \
+  do {                                                  \
+    std::string kv_why_;                                \
+    if (!::kv::gpu::cuda_device_available(&kv_why_)) {  \
+      GTEST_SKIP() << kv_why_ << " (GPU test skipped)"; \
+    }                                                   \
   } while (0)
 
 template <typename T>

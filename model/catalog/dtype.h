@@ -19,20 +19,28 @@ enum class DType { kBf16, kFp16, kFp8, kFp4 };
 
 inline constexpr int dtype_bits(DType d) {
   switch (d) {
-    case DType::kBf16: return 16;
-    case DType::kFp16: return 16;
-    case DType::kFp8: return 8;
-    case DType::kFp4: return 4;
+    case DType::kBf16:
+      return 16;
+    case DType::kFp16:
+      return 16;
+    case DType::kFp8:
+      return 8;
+    case DType::kFp4:
+      return 4;
   }
   return 16;
 }
 
 inline const char* to_string(DType d) {
   switch (d) {
-    case DType::kBf16: return "bf16";
-    case DType::kFp16: return "fp16";
-    case DType::kFp8: return "fp8";
-    case DType::kFp4: return "fp4";
+    case DType::kBf16:
+      return "bf16";
+    case DType::kFp16:
+      return "fp16";
+    case DType::kFp8:
+      return "fp8";
+    case DType::kFp4:
+      return "fp4";
   }
   return "?";
 }

@@ -16,8 +16,8 @@ std::vector<AttentionType> every_nth(int layers, int period, AttentionType speci
   return types;
 }
 
-ModelShape dense(std::string name, int layers, int hidden, int heads, int kv_heads, int head_dim,
-                 int intermediate, int vocab) {
+ModelShape dense(std::string name, int layers, int hidden, int heads, int kv_heads, int head_dim, int intermediate,
+                 int vocab) {
   ModelShape m;
   m.name = std::move(name);
   m.layers = layers;

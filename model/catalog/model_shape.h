@@ -50,9 +50,7 @@ struct ModelShape {
   int attention_chunk = 0;  // tokens, of every kChunkedLocalAttention layer
 
   // K and V of one token over all layers (fp4: rounded up to whole bytes per token).
-  std::int64_t kv_bytes_per_token() const {
-    return dtype_bytes_of(kv_dtype, 2LL * layers * kv_heads * head_dim);
-  }
+  std::int64_t kv_bytes_per_token() const { return dtype_bytes_of(kv_dtype, 2LL * layers * kv_heads * head_dim); }
   // Weights: attention and MLP projections, two norms per layer, untied embedding and LM head,
   // the final norm.
   std::int64_t num_params() const;
@@ -62,8 +60,7 @@ struct ModelShape {
   std::int64_t weight_bytes() const;
 
   AttentionType layer_type(int layer) const {
-    return layer_types.empty() ? AttentionType::kFullAttention
-                               : layer_types[static_cast<std::size_t>(layer)];
+    return layer_types.empty() ? AttentionType::kFullAttention : layer_types[static_cast<std::size_t>(layer)];
   }
   // Layers of one attention type.
   int num_layers_of(AttentionType type) const;

@@ -4,7 +4,8 @@
 // Invariants:
 //   1. 0 <= priority <= 100 (TensorRT-LLM's range); lower is evicted first; the default is 35.
 //   2. duration >= 0 counts releases (free calls: one per KV-cache group of a finished or
-//      preempted request, as the pool sees them) after which the priority falls back to the default; 0 means it never does.
+//      preempted request, as the pool sees them) after which the priority falls back to the default; 0 means it never
+//      does.
 #pragma once
 
 #include <cstdint>

@@ -40,14 +40,19 @@ bool parse_eviction_policy(const std::string& text, EvictionPolicyKind* out) {
 
 const char* eviction_policy_names() { return "lru, lfu, slru, leaf-lru, priority"; }
 
-std::unique_ptr<EvictionPolicy> make_eviction_policy(EvictionPolicyKind kind, std::span<Block> blocks,
-                                                     FreeOrder order, bool caching_enabled) {
+std::unique_ptr<EvictionPolicy> make_eviction_policy(EvictionPolicyKind kind, std::span<Block> blocks, FreeOrder order,
+                                                     bool caching_enabled) {
   switch (kind) {
-    case EvictionPolicyKind::kLru: return make_lru_policy(blocks, order, caching_enabled);
-    case EvictionPolicyKind::kLfu: return make_lfu_policy(blocks);
-    case EvictionPolicyKind::kSlru: return make_slru_policy(blocks);
-    case EvictionPolicyKind::kLeafLru: return make_leaf_lru_policy(blocks);
-    case EvictionPolicyKind::kPriority: return make_priority_policy(blocks);
+    case EvictionPolicyKind::kLru:
+      return make_lru_policy(blocks, order, caching_enabled);
+    case EvictionPolicyKind::kLfu:
+      return make_lfu_policy(blocks);
+    case EvictionPolicyKind::kSlru:
+      return make_slru_policy(blocks);
+    case EvictionPolicyKind::kLeafLru:
+      return make_leaf_lru_policy(blocks);
+    case EvictionPolicyKind::kPriority:
+      return make_priority_policy(blocks);
   }
   return make_lru_policy(blocks, order, caching_enabled);
 }

@@ -55,8 +55,7 @@ class EvictionPolicy {
 
 // vLLM's free queue. `blocks` are queued in id order at start; `caching_enabled` matters only
 // for kUnhashedFirst (with caching off every freed block is appended).
-std::unique_ptr<EvictionPolicy> make_lru_policy(std::span<Block> blocks, FreeOrder order,
-                                                bool caching_enabled);
+std::unique_ptr<EvictionPolicy> make_lru_policy(std::span<Block> blocks, FreeOrder order, bool caching_enabled);
 
 // The policies kvsim implements. kLru is vLLM's queue (with the configured FreeOrder); the others
 // ignore FreeOrder (docs/policies.md).
@@ -65,13 +64,12 @@ const char* to_string(EvictionPolicyKind kind);
 bool parse_eviction_policy(const std::string& text, EvictionPolicyKind* out);
 // "lru, lfu, slru, leaf-lru, priority"
 const char* eviction_policy_names();
-std::unique_ptr<EvictionPolicy> make_eviction_policy(EvictionPolicyKind kind, std::span<Block> blocks,
-                                                     FreeOrder order, bool caching_enabled);
+std::unique_ptr<EvictionPolicy> make_eviction_policy(EvictionPolicyKind kind, std::span<Block> blocks, FreeOrder order,
+                                                     bool caching_enabled);
 
 // Makes a policy holding every one of `blocks`, in id order, as free. Same arguments as
 // make_lru_policy, which is the factory used when none is given.
 using EvictionPolicyFactory =
-    std::function<std::unique_ptr<EvictionPolicy>(std::span<Block> blocks, FreeOrder order,
-                                                  bool caching_enabled)>;
+    std::function<std::unique_ptr<EvictionPolicy>(std::span<Block> blocks, FreeOrder order, bool caching_enabled)>;
 
 }  // namespace kv

@@ -112,7 +112,8 @@ bool KeyedPolicy::check(std::string* why) const {
     if (key_[i].stamp > clock_) return (*why = name + " has a stamp from the future"), false;
   }
   if (keyed != keyed_.size()) {
-    *why = "the key set holds " + std::to_string(keyed_.size()) + " keys for " + std::to_string(keyed) + " keyed blocks";
+    *why =
+        "the key set holds " + std::to_string(keyed_.size()) + " keys for " + std::to_string(keyed) + " keyed blocks";
     return false;
   }
   return check_policy(why);

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "model/policies/eviction_policy.h"
 #include "model/free_block_queue.h"
+#include "model/policies/eviction_policy.h"
 
 namespace kv {
 
@@ -82,11 +82,11 @@ class KeyedPolicy : public EvictionPolicy {
   Block* pop_one();
 
   std::span<Block> blocks_;
-  FreeBlockQueue unhashed_;      // free blocks with no hash, oldest release first
-  std::set<Key> keyed_;          // free blocks with a hash, next victim first
-  std::vector<Key> key_;         // by block id; meaningful while the block is kKeyed
-  std::vector<State> state_;     // by block id
-  std::uint64_t clock_ = 0;      // the last stamp handed out
+  FreeBlockQueue unhashed_;   // free blocks with no hash, oldest release first
+  std::set<Key> keyed_;       // free blocks with a hash, next victim first
+  std::vector<Key> key_;      // by block id; meaningful while the block is kKeyed
+  std::vector<State> state_;  // by block id
+  std::uint64_t clock_ = 0;   // the last stamp handed out
 };
 
 }  // namespace kv

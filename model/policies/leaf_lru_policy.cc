@@ -13,8 +13,11 @@ constexpr std::int64_t kInner = 1;
 class LeafLruPolicy final : public KeyedPolicy {
  public:
   explicit LeafLruPolicy(std::span<Block> blocks)
-      : KeyedPolicy(blocks), parent_(blocks.size(), kNoBlock), parent_gen_(blocks.size(), 0),
-        gen_(blocks.size(), 0), children_(blocks.size(), 0) {}
+      : KeyedPolicy(blocks),
+        parent_(blocks.size(), kNoBlock),
+        parent_gen_(blocks.size(), 0),
+        gen_(blocks.size(), 0),
+        children_(blocks.size(), 0) {}
   const char* name() const override { return "leaf-lru"; }
 
   void on_cached(Block* parent, std::span<Block* const> blocks) override {
@@ -49,10 +52,10 @@ class LeafLruPolicy final : public KeyedPolicy {
   }
   bool check_policy(std::string* why) const override;
 
-  std::vector<BlockId> parent_;             // by block id: the parent when cached, or kNoBlock
-  std::vector<std::uint32_t> parent_gen_;   // gen_ of the parent when the link was made
-  std::vector<std::uint32_t> gen_;          // by block id: bumped whenever it loses its hash
-  std::vector<std::int32_t> children_;      // by block id: cached blocks with a live link to it
+  std::vector<BlockId> parent_;            // by block id: the parent when cached, or kNoBlock
+  std::vector<std::uint32_t> parent_gen_;  // gen_ of the parent when the link was made
+  std::vector<std::uint32_t> gen_;         // by block id: bumped whenever it loses its hash
+  std::vector<std::int32_t> children_;     // by block id: cached blocks with a live link to it
 };
 
 bool LeafLruPolicy::check_policy(std::string* why) const {

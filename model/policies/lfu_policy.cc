@@ -37,8 +37,8 @@ class LfuPolicy final : public KeyedPolicy {
 bool LfuPolicy::check_policy(std::string* why) const {
   for (const Key& k : keys()) {
     if (k.rank < age_) {
-      *why = "lfu: block " + std::to_string(k.id) + " has rank " + std::to_string(k.rank) +
-             " below the ageing term " + std::to_string(age_);
+      *why = "lfu: block " + std::to_string(k.id) + " has rank " + std::to_string(k.rank) + " below the ageing term " +
+             std::to_string(age_);
       return false;
     }
   }
@@ -53,8 +53,6 @@ bool LfuPolicy::check_policy(std::string* why) const {
 
 }  // namespace
 
-std::unique_ptr<EvictionPolicy> make_lfu_policy(std::span<Block> blocks) {
-  return std::make_unique<LfuPolicy>(blocks);
-}
+std::unique_ptr<EvictionPolicy> make_lfu_policy(std::span<Block> blocks) { return std::make_unique<LfuPolicy>(blocks); }
 
 }  // namespace kv

@@ -1,7 +1,7 @@
 #include <vector>
 
-#include "model/policies/eviction_policy.h"
 #include "model/free_block_queue.h"
+#include "model/policies/eviction_policy.h"
 
 namespace kv {
 namespace {
@@ -11,9 +11,7 @@ class LruPolicy final : public EvictionPolicy {
   LruPolicy(std::span<Block> blocks, FreeOrder order, bool caching_enabled)
       : queue_(blocks), order_(order), caching_(caching_enabled) {}
 
-  const char* name() const override {
-    return order_ == FreeOrder::kClassic ? "lru" : "lru-unhashed-first";
-  }
+  const char* name() const override { return order_ == FreeOrder::kClassic ? "lru" : "lru-unhashed-first"; }
   std::size_t size() const override { return queue_.size(); }
 
   void on_freed(std::span<Block* const> blocks, const BlockRetention&) override {
@@ -43,8 +41,7 @@ class LruPolicy final : public EvictionPolicy {
 
 }  // namespace
 
-std::unique_ptr<EvictionPolicy> make_lru_policy(std::span<Block> blocks, FreeOrder order,
-                                                bool caching_enabled) {
+std::unique_ptr<EvictionPolicy> make_lru_policy(std::span<Block> blocks, FreeOrder order, bool caching_enabled) {
   return std::make_unique<LruPolicy>(blocks, order, caching_enabled);
 }
 

@@ -12,8 +12,7 @@ namespace {
 class PriorityPolicy final : public KeyedPolicy {
  public:
   explicit PriorityPolicy(std::span<Block> blocks)
-      : KeyedPolicy(blocks), priority_(blocks.size(), BlockRetention::kDefaultPriority),
-        expiry_(blocks.size(), 0) {}
+      : KeyedPolicy(blocks), priority_(blocks.size(), BlockRetention::kDefaultPriority), expiry_(blocks.size(), 0) {}
   const char* name() const override { return "priority"; }
 
  private:
@@ -44,10 +43,10 @@ class PriorityPolicy final : public KeyedPolicy {
   }
   bool check_policy(std::string* why) const override;
 
-  std::vector<int> priority_;            // by block id: the retention of its last release
-  std::vector<std::int64_t> expiry_;     // by block id: release count it falls back at; 0: never
+  std::vector<int> priority_;                            // by block id: the retention of its last release
+  std::vector<std::int64_t> expiry_;                     // by block id: release count it falls back at; 0: never
   std::set<std::pair<std::int64_t, BlockId>> expiring_;  // keyed blocks with an expiry ahead
-  std::int64_t releases_ = 0;            // the release clock: on_freed calls so far
+  std::int64_t releases_ = 0;                            // the release clock: on_freed calls so far
 };
 
 bool PriorityPolicy::check_policy(std::string* why) const {

@@ -2,9 +2,9 @@
 // A request carries a BlockRetention (priority 0..100, default 35; a duration). When a request
 // releases its blocks, each block that reaches ref_cnt 0 takes that request's retention: it is
 // kept at `priority` for the next `duration` releases (free calls of a request's blocks, one
-// per KV-cache group, and of blocks that fell out of a window: the core's clock; TensorRT-LLM counts seconds), then falls back to the default 35; duration 0 keeps it
-// until eviction. Victims: the lowest effective priority first, and among equal priorities the
-// least recently released. The last request to release a shared block sets its retention.
+// per KV-cache group, and of blocks that fell out of a window: the core's clock; TensorRT-LLM counts seconds), then
+// falls back to the default 35; duration 0 keeps it until eviction. Victims: the lowest effective priority first, and
+// among equal priorities the least recently released. The last request to release a shared block sets its retention.
 // Unhashed free blocks go first (KeyedPolicy).
 // Invariants (check_policy):
 //   1. A keyed block's rank is its effective priority: its retention's priority while the

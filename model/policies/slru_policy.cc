@@ -14,8 +14,7 @@ constexpr std::int64_t kProtected = 1;
 class SlruPolicy final : public KeyedPolicy {
  public:
   explicit SlruPolicy(std::span<Block> blocks)
-      : KeyedPolicy(blocks), hit_(blocks.size(), 0),
-        cap_(std::max<std::size_t>(1, (blocks.size() - 1) * 8 / 10)) {}
+      : KeyedPolicy(blocks), hit_(blocks.size(), 0), cap_(std::max<std::size_t>(1, (blocks.size() - 1) * 8 / 10)) {}
   const char* name() const override { return "slru"; }
 
   void on_hit(Block* b) override { hit_[index(b)] = 1; }
@@ -37,9 +36,9 @@ class SlruPolicy final : public KeyedPolicy {
   void on_key_erased(const Key& k) override { protected_ -= k.rank == kProtected ? 1 : 0; }
   bool check_policy(std::string* why) const override;
 
-  std::vector<char> hit_;       // by block id: a hit took the current content at least once
-  std::size_t cap_;             // the protected segment's largest size
-  std::size_t protected_ = 0;   // rank-1 keys
+  std::vector<char> hit_;      // by block id: a hit took the current content at least once
+  std::size_t cap_;            // the protected segment's largest size
+  std::size_t protected_ = 0;  // rank-1 keys
 };
 
 bool SlruPolicy::check_policy(std::string* why) const {
@@ -53,8 +52,8 @@ bool SlruPolicy::check_policy(std::string* why) const {
     }
   }
   if (prot != protected_ || prot > cap_) {
-    *why = "slru: " + std::to_string(prot) + " protected blocks, counted " + std::to_string(protected_) +
-           ", cap " + std::to_string(cap_);
+    *why = "slru: " + std::to_string(prot) + " protected blocks, counted " + std::to_string(protected_) + ", cap " +
+           std::to_string(cap_);
     return false;
   }
   return true;

@@ -20,9 +20,9 @@ struct AlignSplitInput {
   std::int64_t start = 0;           // the chunk's first position: computed tokens + hit
   std::int64_t num_new_tokens = 0;  // after the threshold, the budget and max_model_len
   std::int64_t num_prompt_tokens = 0;
-  std::int64_t num_tokens = 0;      // prompt and outputs (drafts excluded)
-  std::int64_t block_size = 16;     // the Mamba group's
-  bool use_eagle = false;           // the last cacheable block end moves one block back
+  std::int64_t num_tokens = 0;              // prompt and outputs (drafts excluded)
+  std::int64_t block_size = 16;             // the Mamba group's
+  bool use_eagle = false;                   // the last cacheable block end moves one block back
   std::int64_t shared_prefix_boundary = 0;  // the request's last lookup's; 0: none
 };
 

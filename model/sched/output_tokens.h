@@ -15,8 +15,8 @@
 #include <utility>
 #include <vector>
 
-#include "model/util/check.h"
 #include "model/types.h"
+#include "model/util/check.h"
 
 namespace kv {
 
@@ -33,9 +33,7 @@ class OutputTokens {
     return o;
   }
 
-  std::size_t size() const {
-    return generator_ ? static_cast<std::size_t>(generated_length_) : tokens_.size();
-  }
+  std::size_t size() const { return generator_ ? static_cast<std::size_t>(generated_length_) : tokens_.size(); }
   bool empty() const { return size() == 0; }
   TokenId operator[](std::size_t k) const {
     KV_CHECK(k < size(), "output token " << k << " of " << size());

@@ -17,8 +17,8 @@ Status validate_speculation(const SchedulerConfig& c) {
   const char* method = to_string(c.speculative.method);
   if (c.speculative.enabled() && c.num_lookahead_tokens != 0 &&
       c.num_lookahead_tokens != c.speculative.num_lookahead_tokens()) {
-    return Status::error("num_lookahead_tokens (" + num(c.num_lookahead_tokens) + ") contradicts " + method +
-                         " with " + num(c.speculative.num_speculative_tokens) + " speculative tokens, which sets " +
+    return Status::error("num_lookahead_tokens (" + num(c.num_lookahead_tokens) + ") contradicts " + method + " with " +
+                         num(c.speculative.num_speculative_tokens) + " speculative tokens, which sets " +
                          num(c.speculative.num_lookahead_tokens()));
   }
   if (c.speculative.enabled() && c.cache.use_eagle && !c.speculative.use_eagle()) {
@@ -54,8 +54,10 @@ Status validate_mamba_align(const SchedulerConfig& c) {
   }
   const std::int64_t needed = (c.cache.max_model_len + block - 1) / block + 2 + c.speculative.num_speculative_tokens;
   if (c.cache.num_blocks - 1 < needed) {
-    return Status::error("Mamba align mode needs " + num(needed) + " KV blocks (one max_model_len sequence, 2 "
-                         "states and one per speculative token), the pool has " + num(c.cache.num_blocks - 1));
+    return Status::error("Mamba align mode needs " + num(needed) +
+                         " KV blocks (one max_model_len sequence, 2 "
+                         "states and one per speculative token), the pool has " +
+                         num(c.cache.num_blocks - 1));
   }
   return {};
 }
@@ -66,16 +68,15 @@ Status SchedulerConfig::validate() const {
   const std::int64_t max_len = cache.max_model_len;
   const auto num = [](std::int64_t v) { return std::to_string(v); };
   const auto at_least = [&](const char* field, std::int64_t value, std::int64_t min) {
-    return value >= min ? Status() : Status::error(std::string(field) + " must be at least " + num(min) +
-                                                   ", got " + num(value));
+    return value >= min ? Status()
+                        : Status::error(std::string(field) + " must be at least " + num(min) + ", got " + num(value));
   };
-  for (const Status& s : {at_least("block_size", cache.block_size, 1),
-                          at_least("num_blocks (with the null block)", cache.num_blocks, 2),
-                          at_least("max_model_len", max_len, 1),
-                          at_least("max_num_batched_tokens", max_num_batched_tokens, 1),
-                          at_least("max_num_seqs", max_num_seqs, 1),
-                          at_least("long_prefill_token_threshold", long_prefill_token_threshold, 0),
-                          at_least("num_lookahead_tokens", num_lookahead_tokens, 0)}) {
+  for (const Status& s :
+       {at_least("block_size", cache.block_size, 1), at_least("num_blocks (with the null block)", cache.num_blocks, 2),
+        at_least("max_model_len", max_len, 1), at_least("max_num_batched_tokens", max_num_batched_tokens, 1),
+        at_least("max_num_seqs", max_num_seqs, 1),
+        at_least("long_prefill_token_threshold", long_prefill_token_threshold, 0),
+        at_least("num_lookahead_tokens", num_lookahead_tokens, 0)}) {
     if (!s.ok()) return s;
   }
   if (Status s = cache.validate(); !s.ok()) return s;
@@ -94,9 +95,9 @@ Status SchedulerConfig::validate() const {
   }
   const std::int64_t pool_tokens = static_cast<std::int64_t>(cache.num_blocks - 1) * cache.block_size;
   if (pool_tokens < max_len) {
-    return Status::error("the KV cache holds " + num(pool_tokens) + " tokens (" +
-                         num(cache.num_blocks - 1) + " blocks of " + num(cache.block_size) +
-                         "), less than one sequence of max_model_len (" + num(max_len) + ")");
+    return Status::error("the KV cache holds " + num(pool_tokens) + " tokens (" + num(cache.num_blocks - 1) +
+                         " blocks of " + num(cache.block_size) + "), less than one sequence of max_model_len (" +
+                         num(max_len) + ")");
   }
   if (Status s = validate_speculation(*this); !s.ok()) return s;
   return validate_mamba_align(*this);
@@ -144,16 +145,14 @@ Status Scheduler::add_request(RequestSpec spec) {
     return reject("prompt of " + std::to_string(prompt_len) + " tokens leaves no room for an output within " +
                   "max_model_len " + std::to_string(max_len));
   }
-  const std::int64_t total =
-      std::min(prompt_len + static_cast<std::int64_t>(spec.outputs.size()), max_len);
+  const std::int64_t total = std::min(prompt_len + static_cast<std::int64_t>(spec.outputs.size()), max_len);
   const std::int64_t blocks = kv_.max_blocks_per_request(total);
   if (blocks > config_.cache.num_blocks - 1) {
     return reject("needs " + std::to_string(blocks) + " KV blocks, the pool has " +
                   std::to_string(config_.cache.num_blocks - 1));
   }
   auto request = std::make_unique<Request>(spec.id, std::move(spec.prompt), std::move(spec.extras),
-                                           config_.cache.enable_caching ? &hasher_ : nullptr,
-                                           config_.cache.block_size);
+                                           config_.cache.enable_caching ? &hasher_ : nullptr, config_.cache.block_size);
   request->priority = spec.priority;
   request->retention = spec.retention;
   request->arrival_time_us = spec.arrival_time_us;
@@ -231,7 +230,8 @@ StepPlan Scheduler::schedule() {
   StepWork work;
   work.plan.step = next_step_++;
   work.plan.block_size = config_.cache.block_size;
-  if (kv_.tables_per_group()) [[unlikely]] work.plan.group_windows = kv_.group_reaches();
+  if (kv_.tables_per_group()) [[unlikely]]
+    work.plan.group_windows = kv_.group_reaches();
   work.plan.finished.swap(finished_since_last_step_);
   work.budget = step_budget_;
   ++stats_.steps;
@@ -259,15 +259,18 @@ void Scheduler::schedule_running(StepWork& work) {
     std::int64_t n = r.num_tokens() + drafts - r.num_computed_tokens;
     if (threshold > 0) n = std::min(n, threshold);
     n = std::min({n, work.budget, max_len - 1 - r.num_computed_tokens});
-    if (align_block_ > 0 && n > 0) [[unlikely]] n = align_chunk(r, r.num_computed_tokens, n);
+    if (align_block_ > 0 && n > 0) [[unlikely]]
+      n = align_chunk(r, r.num_computed_tokens, n);
     if (n <= 0) {
       ++i;
       continue;
     }
     Scheduled s{&r, n, {}, 0, false, 0};
-    if (!allocate_or_preempt(r, n, work, i, s)) break;  // r preempted itself: the requests
-                                                         // after it wait for the next step
-    if (drafts > 0) [[unlikely]] take_drafts(r, s);
+    if (!allocate_or_preempt(r, n, work, i, s))
+      break;  // r preempted itself: the requests
+              // after it wait for the next step
+    if (drafts > 0) [[unlikely]]
+      take_drafts(r, s);
     work.scheduled.push_back(std::move(s));
     work.budget -= n;
     ++i;
@@ -279,8 +282,7 @@ void Scheduler::schedule_running(StepWork& work) {
 // already scheduled in this step gives its tokens back and leaves the step; `index` (r's
 // position in running_) follows it. Returns false when the victim was r itself; on success
 // `out` holds the new blocks.
-bool Scheduler::allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, std::size_t& index,
-                                    Scheduled& out) {
+bool Scheduler::allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, std::size_t& index, Scheduled& out) {
   while (true) {
     if (allocate_running(r, n, out)) return true;
     Request* victim = pick_victim();
@@ -383,7 +385,8 @@ bool Scheduler::try_admit(Request& r, StepWork& work) {
   r.num_computed_tokens = computed + external;
   if (r.num_cached_tokens < 0) r.num_cached_tokens = computed;
   work.scheduled.push_back({&r, n, {}, hit.num_tokens, true, external});
-  if (padded) [[unlikely]] work.scheduled.back().spec_tokens.assign(num_spec_tokens_, kPaddingDraft);
+  if (padded) [[unlikely]]
+    work.scheduled.back().spec_tokens.assign(num_spec_tokens_, kPaddingDraft);
   work.budget -= n;
   return true;
 }
@@ -414,12 +417,13 @@ ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
   sr.num_external_tokens = s.external_tokens;
   const auto toks = r.tokens();
   const auto begin = static_cast<std::ptrdiff_t>(r.num_computed_tokens);
-  const auto end = std::min(begin + static_cast<std::ptrdiff_t>(s.num_tokens), static_cast<std::ptrdiff_t>(toks.size()));
+  const auto end =
+      std::min(begin + static_cast<std::ptrdiff_t>(s.num_tokens), static_cast<std::ptrdiff_t>(toks.size()));
   if (s.is_new) sr.context_token_ids.assign(toks.begin(), toks.begin() + begin);
   sr.token_ids.assign(toks.begin() + begin, toks.begin() + end);
   if (!s.spec_tokens.empty()) [[unlikely]] {  // the draft positions follow the known tokens
-    const auto positions = std::min<std::size_t>(static_cast<std::size_t>(begin + s.num_tokens - end),
-                                                 s.spec_tokens.size());
+    const auto positions =
+        std::min<std::size_t>(static_cast<std::size_t>(begin + s.num_tokens - end), s.spec_tokens.size());
     sr.token_ids.insert(sr.token_ids.end(), s.spec_tokens.begin(),
                         s.spec_tokens.begin() + static_cast<std::ptrdiff_t>(positions));
     sr.spec_token_ids = s.spec_tokens;
@@ -453,8 +457,8 @@ void Scheduler::build_plan(StepWork& work) {
   std::stable_partition(plan.requests.begin(), plan.requests.end(),
                         [](const ScheduledRequest& sr) { return !sr.is_new; });
   if (!running_.empty()) {
-    plan.num_common_prefix_blocks = kv_.num_common_prefix_blocks(
-        running_.front()->id(), static_cast<int>(running_.size()));
+    plan.num_common_prefix_blocks =
+        kv_.num_common_prefix_blocks(running_.front()->id(), static_cast<int>(running_.size()));
   }
 }
 
@@ -481,15 +485,17 @@ std::vector<TokenEvent> Scheduler::update_from_output(const StepPlan& plan, cons
     const int accepted = sr.spec_token_ids.empty() ? 0 : accepted_drafts(sr, result, verified, plan.step);
     auto it = entries_.find(sr.id);
     if (it == entries_.end()) continue;  // aborted while the step ran
-    if (!sr.spec_token_ids.empty()) [[unlikely]] roll_back_rejected(*it->second.request, sr, accepted);
+    if (!sr.spec_token_ids.empty()) [[unlikely]]
+      roll_back_rejected(*it->second.request, sr, accepted);
     bool done = false;
     for (int d = 0; d < accepted && !done; ++d) done = append_output(it->second, sr.spec_token_ids[d], events);
     if (!done) append_output(it->second, token, events);
   }
-  KV_CHECK(k == result.sampled.size(), "device returned " << result.sampled.size()
-                                                          << " tokens for " << k << " samples");
+  KV_CHECK(k == result.sampled.size(),
+           "device returned " << result.sampled.size() << " tokens for " << k << " samples");
   KV_CHECK(verified == result.num_accepted.size(), "device returned " << result.num_accepted.size()
-                                                   << " acceptance counts for " << verified << " requests with drafts");
+                                                                      << " acceptance counts for " << verified
+                                                                      << " requests with drafts");
   return events;
 }
 
@@ -499,10 +505,10 @@ int Scheduler::accepted_drafts(const ScheduledRequest& sr, const StepResult& res
   KV_CHECK(next < result.num_accepted.size() && result.num_accepted[next].first == sr.id,
            "device returned no acceptance count for " << sr.id << " in step " << step);
   const int accepted = result.num_accepted[next++].second;
-  const auto real = std::find(sr.spec_token_ids.begin(), sr.spec_token_ids.end(), kPaddingDraft) -
-                    sr.spec_token_ids.begin();
+  const auto real =
+      std::find(sr.spec_token_ids.begin(), sr.spec_token_ids.end(), kPaddingDraft) - sr.spec_token_ids.begin();
   KV_CHECK(accepted >= 0 && accepted <= real, "device accepted " << accepted << " drafts of " << sr.id << " in step "
-                                                                  << step << ", which had " << real << " to verify");
+                                                                 << step << ", which had " << real << " to verify");
   return accepted;
 }
 
@@ -582,9 +588,8 @@ bool Scheduler::check_tables(const Request& r, std::string* why) const {
     const std::int64_t b = kv_.coordinator().group(g).spec().block_size;
     const auto held = static_cast<std::int64_t>(kv_.blocks_of(r.id(), g).size());
     if (r.status != RequestStatus::kRunning || held * b < r.num_computed_tokens) {
-      *why = "scheduler: running request " + r.id() + " holds " + std::to_string(held) +
-             " blocks in group " + std::to_string(g) + " for " +
-             std::to_string(r.num_computed_tokens) + " computed tokens";
+      *why = "scheduler: running request " + r.id() + " holds " + std::to_string(held) + " blocks in group " +
+             std::to_string(g) + " for " + std::to_string(r.num_computed_tokens) + " computed tokens";
       return false;
     }
   }
@@ -594,8 +599,8 @@ bool Scheduler::check_tables(const Request& r, std::string* why) const {
 bool Scheduler::check_invariants(std::string* why) const {
   if (!kv_.check_invariants(why)) return false;
   if (running_.size() + waiting_.size() != entries_.size()) {
-    *why = "scheduler: " + std::to_string(entries_.size()) + " live requests but " +
-           std::to_string(running_.size()) + " running and " + std::to_string(waiting_.size()) + " waiting";
+    *why = "scheduler: " + std::to_string(entries_.size()) + " live requests but " + std::to_string(running_.size()) +
+           " running and " + std::to_string(waiting_.size()) + " waiting";
     return false;
   }
   for (const Request* r : running_) {

@@ -40,11 +40,11 @@
 
 #include "model/block_hasher.h"
 #include "model/kv_cache_manager.h"
-#include "model/sched/output_tokens.h"
-#include "model/tiers/kv_connector.h"
 #include "model/request.h"
+#include "model/sched/output_tokens.h"
 #include "model/sched/speculative_config.h"
 #include "model/sched/step_plan.h"
+#include "model/tiers/kv_connector.h"
 #include "model/util/status.h"
 
 namespace kv {
@@ -80,8 +80,7 @@ struct SchedulerConfig {
   // lookahead or eagle settings that contradict the method.
   // vLLM's step budget: max_num_batched_tokens less the drafter's slots of every sequence.
   std::int64_t max_num_scheduled_tokens() const {
-    return max_num_batched_tokens -
-           static_cast<std::int64_t>(speculative.drafting_slots_per_seq()) * max_num_seqs;
+    return max_num_batched_tokens - static_cast<std::int64_t>(speculative.drafting_slots_per_seq()) * max_num_seqs;
   }
   // The lookahead slots allocate_slots is given: the speculative config's when it is on.
   int lookahead_tokens() const {
@@ -94,11 +93,11 @@ struct SchedulerConfig {
 struct RequestSpec {
   RequestId id;
   std::vector<TokenId> prompt;
-  OutputTokens outputs;           // teacher-forced output tokens; size = output length
+  OutputTokens outputs;  // teacher-forced output tokens; size = output length
   HashExtras extras;
   int priority = 0;
   std::int64_t arrival_time_us = 0;
-  BlockRetention retention;  // for the priority eviction policy
+  BlockRetention retention;             // for the priority eviction policy
   std::vector<TokenId> stop_token_ids;  // appending one of these finishes it (reason: stop)
 };
 
@@ -113,7 +112,7 @@ struct TokenEvent {
 struct SchedulerStats {
   std::int64_t steps = 0;
   std::int64_t preemptions = 0;
-  std::int64_t recomputed_tokens = 0;   // computed tokens thrown away by preemptions
+  std::int64_t recomputed_tokens = 0;  // computed tokens thrown away by preemptions
   std::int64_t rejected = 0;
   std::int64_t finished = 0;
   std::int64_t scheduled_tokens = 0;
@@ -177,8 +176,8 @@ class Scheduler {
     std::int64_t num_tokens;
     GroupBlockIds new_blocks;  // running requests: the blocks allocated in this step, per group
     std::int64_t hit_tokens;
-    bool is_new;                      // admitted from the waiting queue in this step
-    std::int64_t external_tokens = 0;  // of the computed tokens, the connector's match
+    bool is_new;                            // admitted from the waiting queue in this step
+    std::int64_t external_tokens = 0;       // of the computed tokens, the connector's match
     std::vector<TokenId> spec_tokens = {};  // drafts scheduled for verification
   };
   // The step being built: its plan (preempted requests), what is scheduled, the budget left.
@@ -191,8 +190,7 @@ class Scheduler {
 
   Request& req(const RequestId& id) { return *entries_.at(id).request; }
   void schedule_running(StepWork& work);
-  bool allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, std::size_t& index,
-                           Scheduled& out);
+  bool allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, std::size_t& index, Scheduled& out);
   bool allocate_running(Request& r, std::int64_t n, Scheduled& out);
   void take_drafts(Request& r, Scheduled& s);
   std::int64_t align_chunk(const Request& r, std::int64_t start, std::int64_t n) const;
@@ -208,8 +206,7 @@ class Scheduler {
   void insert_waiting(Request* r);  // by policy order
   Request* pick_victim();
   void finish(Request& r, RequestStatus status);
-  int accepted_drafts(const ScheduledRequest& sr, const StepResult& result, std::size_t& next,
-                      std::int64_t step) const;
+  int accepted_drafts(const ScheduledRequest& sr, const StepResult& result, std::size_t& next, std::int64_t step) const;
   void roll_back_rejected(Request& r, const ScheduledRequest& sr, int accepted);
   bool append_output(Entry& e, TokenId token, std::vector<TokenEvent>& events);
 
@@ -223,10 +220,10 @@ class Scheduler {
   int num_spec_tokens_;
   int align_block_;
   std::unique_ptr<KvConnector> connector_;  // null: no second tier (vLLM's default)
-  std::map<RequestId, Entry> entries_;  // live requests
-  std::deque<Request*> waiting_;        // FCFS: arrival order (preempted at the front);
-                                        // priority: sorted by (priority, arrival, id)
-  std::vector<Request*> running_;       // admission order
+  std::map<RequestId, Entry> entries_;      // live requests
+  std::deque<Request*> waiting_;            // FCFS: arrival order (preempted at the front);
+                                            // priority: sorted by (priority, arrival, id)
+  std::vector<Request*> running_;           // admission order
   std::vector<RequestId> finished_since_last_step_;
   std::int64_t next_step_ = 0;
   SchedulerStats stats_;

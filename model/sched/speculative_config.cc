@@ -5,14 +5,13 @@
 namespace kv {
 namespace {
 
-constexpr SpecMethod kMethods[] = {SpecMethod::kNone,   SpecMethod::kEagle,      SpecMethod::kEagle3,
-                                   SpecMethod::kMtp,    SpecMethod::kDspark,     SpecMethod::kDflash,
-                                   SpecMethod::kDraftModel, SpecMethod::kNgram,  SpecMethod::kSuffix,
-                                   SpecMethod::kMedusa};
+constexpr SpecMethod kMethods[] = {
+    SpecMethod::kNone,   SpecMethod::kEagle,      SpecMethod::kEagle3, SpecMethod::kMtp,    SpecMethod::kDspark,
+    SpecMethod::kDflash, SpecMethod::kDraftModel, SpecMethod::kNgram,  SpecMethod::kSuffix, SpecMethod::kMedusa};
 
 bool is_eagle_style(SpecMethod m) {
-  return m == SpecMethod::kEagle || m == SpecMethod::kEagle3 || m == SpecMethod::kMtp ||
-         m == SpecMethod::kDspark || m == SpecMethod::kDflash;
+  return m == SpecMethod::kEagle || m == SpecMethod::kEagle3 || m == SpecMethod::kMtp || m == SpecMethod::kDspark ||
+         m == SpecMethod::kDflash;
 }
 
 // Drafters that look their drafts up instead of running a model, and medusa's heads: no
@@ -25,16 +24,26 @@ bool drafts_without_kv(SpecMethod m) {
 
 const char* to_string(SpecMethod method) {
   switch (method) {
-    case SpecMethod::kNone: return "none";
-    case SpecMethod::kEagle: return "eagle";
-    case SpecMethod::kEagle3: return "eagle3";
-    case SpecMethod::kMtp: return "mtp";
-    case SpecMethod::kDspark: return "dspark";
-    case SpecMethod::kDflash: return "dflash";
-    case SpecMethod::kDraftModel: return "draft_model";
-    case SpecMethod::kNgram: return "ngram";
-    case SpecMethod::kSuffix: return "suffix";
-    case SpecMethod::kMedusa: return "medusa";
+    case SpecMethod::kNone:
+      return "none";
+    case SpecMethod::kEagle:
+      return "eagle";
+    case SpecMethod::kEagle3:
+      return "eagle3";
+    case SpecMethod::kMtp:
+      return "mtp";
+    case SpecMethod::kDspark:
+      return "dspark";
+    case SpecMethod::kDflash:
+      return "dflash";
+    case SpecMethod::kDraftModel:
+      return "draft_model";
+    case SpecMethod::kNgram:
+      return "ngram";
+    case SpecMethod::kSuffix:
+      return "suffix";
+    case SpecMethod::kMedusa:
+      return "medusa";
   }
   return "?";
 }
@@ -75,8 +84,8 @@ Status SpeculativeConfig::validate() const {
     return {};
   }
   if (num_speculative_tokens < 1) {
-    return Status::error(std::string("num_speculative_tokens must be at least 1 for ") + to_string(method) +
-                         ", got " + k);
+    return Status::error(std::string("num_speculative_tokens must be at least 1 for ") + to_string(method) + ", got " +
+                         k);
   }
   if (parallel_drafting && drafts_without_kv(method)) {
     return Status::error(std::string("parallel drafting needs a model drafter (eagle, eagle3, mtp, dspark, ") +

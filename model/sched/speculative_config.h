@@ -23,7 +23,7 @@ enum class SpecMethod {
   kNone,
   kEagle,
   kEagle3,
-  kMtp,         // multi-token prediction heads, run as eagle
+  kMtp,  // multi-token prediction heads, run as eagle
   kDspark,
   kDflash,
   kDraftModel,  // a smaller model of the same family
@@ -39,8 +39,8 @@ std::optional<SpecMethod> parse_spec_method(std::string_view name);
 
 struct SpeculativeConfig {
   SpecMethod method = SpecMethod::kNone;
-  int num_speculative_tokens = 0;   // K: drafts proposed per request and step (at most)
-  bool parallel_drafting = false;   // as asked; dflash and dspark draft in parallel anyway
+  int num_speculative_tokens = 0;  // K: drafts proposed per request and step (at most)
+  bool parallel_drafting = false;  // as asked; dflash and dspark draft in parallel anyway
 
   bool enabled() const { return method != SpecMethod::kNone; }
   // Parallel drafting as vLLM resolves it (invariant 2).

@@ -37,20 +37,20 @@ inline constexpr TokenId kPaddingDraft = -1;
 
 struct ScheduledRequest {
   RequestId id;
-  bool is_new = false;                    // block_ids is the whole table (else: new blocks only)
+  bool is_new = false;  // block_ids is the whole table (else: new blocks only)
   std::vector<BlockId> block_ids;
   std::vector<std::vector<BlockId>> group_block_ids;  // hybrid only: per group, as block_ids
-  std::int64_t num_computed_tokens = 0;   // already in the KV cache before this step
-  std::int64_t num_cached_tokens = 0;     // of those, prefix-cache hits (new requests only)
-  std::int64_t num_external_tokens = 0;   // of those, loaded from a second tier (new only)
-  std::vector<TokenId> context_token_ids; // is_new only: tokens [0, num_computed_tokens)
-  std::vector<TokenId> token_ids;         // computed this step
+  std::int64_t num_computed_tokens = 0;               // already in the KV cache before this step
+  std::int64_t num_cached_tokens = 0;                 // of those, prefix-cache hits (new requests only)
+  std::int64_t num_external_tokens = 0;               // of those, loaded from a second tier (new only)
+  std::vector<TokenId> context_token_ids;             // is_new only: tokens [0, num_computed_tokens)
+  std::vector<TokenId> token_ids;                     // computed this step
   std::int64_t num_prompt_tokens = 0;
-  bool samples = false;                   // this step reaches the request's last known token
-  TokenId next_token = 0;                 // teacher-forced output after the known tokens
-  std::vector<TokenId> spec_token_ids;    // drafts to verify (kPaddingDraft: a padding slot)
+  bool samples = false;                 // this step reaches the request's last known token
+  TokenId next_token = 0;               // teacher-forced output after the known tokens
+  std::vector<TokenId> spec_token_ids;  // drafts to verify (kPaddingDraft: a padding slot)
   std::string lora_name;
-  std::string cache_salt;                 // tenant; a device may check tenants never share KV
+  std::string cache_salt;  // tenant; a device may check tenants never share KV
 };
 
 // One block copied between GPU memory and a second KV-cache tier (host memory, disk).
@@ -69,7 +69,7 @@ struct StepPlan {
   std::vector<RequestId> preempted;        // preempted in this step (their blocks are freed)
   std::vector<RequestId> finished;         // finished after the previous step
   std::int64_t total_tokens = 0;
-  int num_common_prefix_blocks = 0;        // cascade attention: blocks shared by all running
+  int num_common_prefix_blocks = 0;  // cascade attention: blocks shared by all running
   // Hybrid only: per KV-cache group, the tokens one layer of it reads back before a query
   // position p (0 = every earlier token; w: positions (p - w, p]; chunked layers are not
   // windows: they carry -c, positions from the start of p's c-token chunk).
@@ -95,10 +95,10 @@ struct StepResult {
   // Speculative decoding: one per request with drafts, in plan order: how many of its drafts
   // were accepted (a prefix of them, padding never). Its sampled token follows those.
   std::vector<std::pair<RequestId, int>> num_accepted;
-  std::int64_t duration_ns = 0;           // device time of the step (what the clock advances by)
-  std::int64_t measured_ns = -1;          // wall time measured on real hardware, -1 if none
+  std::int64_t duration_ns = 0;   // device time of the step (what the clock advances by)
+  std::int64_t measured_ns = -1;  // wall time measured on real hardware, -1 if none
   DeviceCounters counters;
-  std::vector<std::string> violations;    // verification failures (step, request, position, ...)
+  std::vector<std::string> violations;  // verification failures (step, request, position, ...)
 };
 
 }  // namespace kv

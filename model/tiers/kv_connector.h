@@ -29,14 +29,14 @@ namespace kv {
 
 // One tier's figures over a run (what the replay summary reports).
 struct TierFigures {
-  std::string name;                    // "host", "disk"
+  std::string name;  // "host", "disk"
   std::int64_t capacity_blocks = 0;
   std::int64_t capacity_bytes = 0;
-  std::int64_t hit_tokens = 0;         // tokens loaded from this tier, over every admission
-  std::int64_t first_hit_tokens = 0;   // the same, first admissions only (per request once)
+  std::int64_t hit_tokens = 0;        // tokens loaded from this tier, over every admission
+  std::int64_t first_hit_tokens = 0;  // the same, first admissions only (per request once)
   std::int64_t loaded_blocks = 0, loaded_bytes = 0;
   std::int64_t stored_blocks = 0, stored_bytes = 0;  // copies into this tier
-  std::int64_t dropped_blocks = 0;     // entries this tier's LRU let go
+  std::int64_t dropped_blocks = 0;                   // entries this tier's LRU let go
   std::int64_t peak_blocks = 0;
 };
 
@@ -46,8 +46,7 @@ class KvConnector {
 
   // vLLM get_num_new_matched_tokens: tokens after the first `num_local_computed` that the
   // connector can load for `request` (0: none). Invariants 1 and 2.
-  virtual std::int64_t get_num_new_matched_tokens(const Request& request,
-                                                  std::int64_t num_local_computed) = 0;
+  virtual std::int64_t get_num_new_matched_tokens(const Request& request, std::int64_t num_local_computed) = 0;
 
   // vLLM update_state_after_alloc: `request` was admitted with `num_external` tokens of the
   // connector's match after `num_local_computed` local ones; `table` is its whole block table.
@@ -60,8 +59,8 @@ class KvConnector {
 
   // A request scheduled in this step computes positions [num_computed, num_computed +
   // num_new); `table` is its whole block table.
-  virtual void on_request_scheduled(const Request& request, std::span<const BlockId> table,
-                                    std::int64_t num_computed, std::int64_t num_new) = 0;
+  virtual void on_request_scheduled(const Request& request, std::span<const BlockId> table, std::int64_t num_computed,
+                                    std::int64_t num_new) = 0;
 
   // vLLM build_connector_meta: moves this step's transfers into the plan.
   virtual void build_connector_meta(StepPlan& plan) = 0;

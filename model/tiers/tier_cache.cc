@@ -10,10 +10,14 @@ TierCache::TierCache(std::int64_t capacity_blocks) : capacity_(capacity_blocks) 
 
 void TierCache::unlink(std::int32_t i) {
   Slot& s = slots_[static_cast<std::size_t>(i)];
-  if (s.prev != kNone) slots_[static_cast<std::size_t>(s.prev)].next = s.next;
-  else oldest_ = s.next;
-  if (s.next != kNone) slots_[static_cast<std::size_t>(s.next)].prev = s.prev;
-  else newest_ = s.prev;
+  if (s.prev != kNone)
+    slots_[static_cast<std::size_t>(s.prev)].next = s.next;
+  else
+    oldest_ = s.next;
+  if (s.next != kNone)
+    slots_[static_cast<std::size_t>(s.next)].prev = s.prev;
+  else
+    newest_ = s.prev;
   s.prev = s.next = kNone;
 }
 
@@ -21,8 +25,10 @@ void TierCache::link_newest(std::int32_t i) {
   Slot& s = slots_[static_cast<std::size_t>(i)];
   s.prev = newest_;
   s.next = kNone;
-  if (newest_ != kNone) slots_[static_cast<std::size_t>(newest_)].next = i;
-  else oldest_ = i;
+  if (newest_ != kNone)
+    slots_[static_cast<std::size_t>(newest_)].next = i;
+  else
+    oldest_ = i;
   newest_ = i;
 }
 

@@ -41,8 +41,8 @@ class TierConnector final : public KvConnector {
   explicit TierConnector(const TierConnectorConfig& config);
 
   std::int64_t get_num_new_matched_tokens(const Request& request, std::int64_t num_local_computed) override;
-  void update_state_after_alloc(const Request& request, std::span<const BlockId> table,
-                                std::int64_t num_local_computed, std::int64_t num_external) override;
+  void update_state_after_alloc(const Request& request, std::span<const BlockId> table, std::int64_t num_local_computed,
+                                std::int64_t num_external) override;
   void on_blocks_evicted(std::span<const EvictedBlock> evicted) override;
   void on_request_scheduled(const Request& request, std::span<const BlockId> table, std::int64_t num_computed,
                             std::int64_t num_new) override;
@@ -62,9 +62,9 @@ class TierConnector final : public KvConnector {
   void drop(int t, const BlockHash& hash);
 
   TierConnectorConfig config_;
-  std::vector<TierCache> tiers_;     // [host] or [host, disk]
+  std::vector<TierCache> tiers_;      // [host] or [host, disk]
   std::vector<TierFigures> figures_;  // per tier
-  StepPlan pending_;                 // this step's transfers until build_connector_meta
+  StepPlan pending_;                  // this step's transfers until build_connector_meta
 };
 
 }  // namespace kv

@@ -5,8 +5,8 @@
 
 namespace kv::detail {
 void check_failed(const char* cond, const char* file, int line, const std::string& msg) {
-  std::fprintf(stderr, "kvsim: invariant broken at %s:%d: %s%s%s\n", file, line, cond,
-               msg.empty() ? "" : ": ", msg.c_str());
+  std::fprintf(stderr, "kvsim: invariant broken at %s:%d: %s%s%s\n", file, line, cond, msg.empty() ? "" : ": ",
+               msg.c_str());
   std::fflush(stderr);
   std::abort();
 }

@@ -11,11 +11,11 @@ namespace kv::detail {
 [[noreturn]] void check_failed(const char* cond, const char* file, int line, const std::string& msg);
 }  // namespace kv::detail
 
-#define KV_CHECK(cond, ...)                                                                 \
-  do {                                                                                      \
-    if (!(cond)) [[unlikely]] {                                                             \
-      std::ostringstream kv_check_os_;                                                      \
-      static_cast<void>(kv_check_os_ __VA_OPT__(<< __VA_ARGS__));                           \
-      ::kv::detail::check_failed(#cond, __FILE__, __LINE__, kv_check_os_.str());            \
-    }                                                                                       \
+#define KV_CHECK(cond, ...)                                                      \
+  do {                                                                           \
+    if (!(cond)) [[unlikely]] {                                                  \
+      std::ostringstream kv_check_os_;                                           \
+      static_cast<void>(kv_check_os_ __VA_OPT__(<< __VA_ARGS__));                \
+      ::kv::detail::check_failed(#cond, __FILE__, __LINE__, kv_check_os_.str()); \
+    }                                                                            \
   } while (0)

@@ -17,9 +17,7 @@ class [[nodiscard]] Status {
   bool ok() const { return !failed_; }
   const std::string& message() const { return message_; }
   // Prefixes context ("trace.bin: record 12: ") to an error; ok stays ok.
-  Status with_context(const std::string& context) const {
-    return ok() ? *this : Status(context + message_);
-  }
+  Status with_context(const std::string& context) const { return ok() ? *this : Status(context + message_); }
 
  private:
   explicit Status(std::string message) : failed_(true), message_(std::move(message)) {}
@@ -30,8 +28,8 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] StatusOr {
  public:
-  StatusOr(T value) : v_(std::move(value)) {}          // NOLINT: implicit by design
-  StatusOr(Status status) : v_(std::move(status)) {}   // NOLINT: must be an error
+  StatusOr(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
+  StatusOr(Status status) : v_(std::move(status)) {}  // NOLINT: must be an error
   bool ok() const { return std::holds_alternative<T>(v_); }
   Status status() const { return ok() ? Status() : std::get<Status>(v_); }
   T& value() & { return std::get<T>(v_); }

@@ -71,7 +71,8 @@ void check_mask_case(const MaskCase& m) {
     for (float& e : x) e = u(rng);
     return x;
   };
-  const std::vector<float> q = fill(m.len * heads * dim), k = fill(m.len * kv_heads * dim), v = fill(m.len * kv_heads * dim);
+  const std::vector<float> q = fill(m.len * heads * dim), k = fill(m.len * kv_heads * dim),
+                           v = fill(m.len * kv_heads * dim);
   RefKvCache cache(pool, m.block_size, kv_heads, dim, std::nanf(""));
   std::vector<std::int32_t> rows(static_cast<std::size_t>(m.len), 0), pos(static_cast<std::size_t>(m.len));
   std::iota(pos.begin(), pos.end(), 0);
@@ -136,9 +137,9 @@ TEST(GpuRefWindowedAttentionDeathTest, ReadingTheNullBlockAborts) {
   const RefKvCache cache(4, 4, 1, 8, 0.0f);
   const std::vector<float> q(8, 1.0f);
   std::vector<float> out(8);
-  EXPECT_DEATH(paged_attention(q.data(), 8, {0}, {10}, table, cache, 1, 1.0f, DType::kFp32, out.data(),
-                               AttentionMask{8, true}),
-               "null block");
+  EXPECT_DEATH(
+      paged_attention(q.data(), 8, {0}, {10}, table, cache, 1, 1.0f, DType::kFp32, out.data(), AttentionMask{8, true}),
+      "null block");
   // Window 7 reads 4..10 only: fine.
   paged_attention(q.data(), 8, {0}, {10}, table, cache, 1, 1.0f, DType::kFp32, out.data(), AttentionMask{7, true});
   EXPECT_EQ(out[0], 0.0f);
@@ -165,8 +166,8 @@ TEST(GpuRefKvLayout, GroupsMapLayersToTablesTensorsAndWindows) {
   EXPECT_EQ(s->group_windows, (std::vector<std::int64_t>{-8192, -8192, -8192, 0}));
 }
 
-ScheduledRequest hybrid_req(const RequestId& id, std::vector<BlockId> g0, std::vector<BlockId> g1, std::int64_t computed,
-                            int n) {
+ScheduledRequest hybrid_req(const RequestId& id, std::vector<BlockId> g0, std::vector<BlockId> g1,
+                            std::int64_t computed, int n) {
   ScheduledRequest r;
   r.id = id;
   r.is_new = true;
@@ -203,7 +204,8 @@ TEST(GpuRefBlockTables, GroupListsAreCheckedAndTheNullBlockIsNeverReached) {
   EXPECT_NE(bad.status().message().find("null block"), std::string::npos) << bad.status().message();
 
   BlockTables u(2, 8, 16, {8, 0});
-  EXPECT_FALSE(u.apply(hybrid_plan({hybrid_req("a", {0, 2, 3, 4}, {0, 6, 7, 8}, 12, 2)}), nullptr).ok());  // null in full
+  EXPECT_FALSE(
+      u.apply(hybrid_plan({hybrid_req("a", {0, 2, 3, 4}, {0, 6, 7, 8}, 12, 2)}), nullptr).ok());  // null in full
   StepPlan wrong_windows = good;
   wrong_windows.group_windows = {16, 0};
   EXPECT_FALSE(u.apply(wrong_windows, nullptr).ok());
@@ -219,8 +221,8 @@ using HiddenLog = std::map<std::pair<RequestId, std::int64_t>, std::vector<float
 
 struct HybridRun {
   HiddenLog hidden;
-  int null_entries = 0;    // null blocks the plans carried
-  std::int64_t cached = 0; // tokens served by prefix-cache hits
+  int null_entries = 0;     // null blocks the plans carried
+  std::int64_t cached = 0;  // tokens served by prefix-cache hits
 };
 
 HybridRun run_engine(const std::vector<KvCacheGroupSpec>& groups, const std::vector<StepPlan>& plans) {
@@ -240,7 +242,8 @@ HybridRun run_engine(const std::vector<KvCacheGroupSpec>& groups, const std::vec
     if (!out.ok()) return run;
     std::size_t t = 0;
     for (const ScheduledRequest& r : p.requests) {
-      for (const auto& list : r.group_block_ids) run.null_entries += static_cast<int>(std::count(list.begin(), list.end(), 0));
+      for (const auto& list : r.group_block_ids)
+        run.null_entries += static_cast<int>(std::count(list.begin(), list.end(), 0));
       run.cached += r.num_cached_tokens;
       for (std::size_t j = 0; j < r.token_ids.size(); ++j, ++t) {
         run.hidden[{r.id, r.num_computed_tokens + static_cast<std::int64_t>(j)}] =
@@ -287,7 +290,8 @@ TEST_P(GpuRefHybridModel, CachingOnAndOffAgreeAndTheWindowActsOnlyPastItsReach) 
 
 INSTANTIATE_TEST_SUITE_P(Reaches, GpuRefHybridModel, ::testing::Values(8, 6, 13, -8, -6, -12),
                          [](const ::testing::TestParamInfo<int>& i) {
-                           return (i.param > 0 ? "sliding" : "chunked") + std::to_string(i.param > 0 ? i.param : -i.param);
+                           return (i.param > 0 ? "sliding" : "chunked") +
+                                  std::to_string(i.param > 0 ? i.param : -i.param);
                          });
 
 }  // namespace

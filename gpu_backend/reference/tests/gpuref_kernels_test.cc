@@ -22,8 +22,7 @@ TEST(GpuRefSlotMapping, WalkthroughExampleWithPadding) {
   RefBlockTable table{{7, 3, 9, 0, 1, 2, 5, 0}, 4};
   const std::vector<std::int32_t> rows = {0, 0, 0, -1, 1, -1};
   const std::vector<std::int32_t> positions = {6, 7, 8, 0, 5, 0};
-  EXPECT_EQ(slot_mapping(rows, positions, table, 4),
-            (std::vector<std::int64_t>{14, 15, 36, -1, 9, -1}));
+  EXPECT_EQ(slot_mapping(rows, positions, table, 4), (std::vector<std::int64_t>{14, 15, 36, -1, 9, -1}));
 }
 
 TEST(GpuRefCacheWrite, SkipsPaddingSlots) {
@@ -41,8 +40,8 @@ TEST(GpuRefCacheWrite, SkipsPaddingSlots) {
 
 using scenario::plan;  // a StepPlan of block size 4 from its requests
 
-ScheduledRequest req(const RequestId& id, bool is_new, std::vector<BlockId> blocks,
-                     std::int64_t computed, int num_tokens, std::int64_t prompt) {
+ScheduledRequest req(const RequestId& id, bool is_new, std::vector<BlockId> blocks, std::int64_t computed,
+                     int num_tokens, std::int64_t prompt) {
   ScheduledRequest r;
   r.id = id;
   r.is_new = is_new;
@@ -71,7 +70,8 @@ TEST(GpuRefBlockTables, DeltasRowsAndFlattening) {
   ASSERT_EQ(updates.size(), 1u);
   EXPECT_EQ(updates[0].row, 0);
   EXPECT_EQ(updates[0].column, 2);
-  EXPECT_EQ(std::vector<std::int32_t>(tables.row(0).begin(), tables.row(0).end()), (std::vector<std::int32_t>{7, 3, 9}));
+  EXPECT_EQ(std::vector<std::int32_t>(tables.row(0).begin(), tables.row(0).end()),
+            (std::vector<std::int32_t>{7, 3, 9}));
   StatusOr<FlatBatch> b = build_flat_batch(p1, tables, 1000);
   ASSERT_TRUE(b.ok()) << b.status().message();
   EXPECT_EQ(b->positions, (std::vector<std::int32_t>{8, 2}));
@@ -115,14 +115,18 @@ TEST(GpuRefPagedAttention, EqualsDenseCausalOnRandomAndSharedBlockTables) {
   for (int s = 0; s < 3; ++s) {
     for (int i = 0; i < (lens[static_cast<std::size_t>(s)] + bs - 1) / bs; ++i) {
       const bool shared = s == 1 && i < 2;
-      table.table[static_cast<std::size_t>(s * 8 + i)] = shared ? table.at(0, i) : perm[static_cast<std::size_t>(next++)];
+      table.table[static_cast<std::size_t>(s * 8 + i)] =
+          shared ? table.at(0, i) : perm[static_cast<std::size_t>(next++)];
     }
   }
   RefKvCache cache(blocks, bs, kv_heads, dim, std::nanf(""));  // unread slots stay NaN
   std::vector<std::vector<float>> q(3), k(3), v(3);
   for (int s = 0; s < 3; ++s) {
     const int len = lens[static_cast<std::size_t>(s)];
-    auto fill = [&](std::vector<float>& x, int n) { x.resize(static_cast<std::size_t>(n)); for (auto& e : x) e = u(rng); };
+    auto fill = [&](std::vector<float>& x, int n) {
+      x.resize(static_cast<std::size_t>(n));
+      for (auto& e : x) e = u(rng);
+    };
     fill(q[static_cast<std::size_t>(s)], len * heads * dim);
     fill(k[static_cast<std::size_t>(s)], len * kv_heads * dim);
     fill(v[static_cast<std::size_t>(s)], len * kv_heads * dim);
@@ -145,8 +149,9 @@ TEST(GpuRefPagedAttention, EqualsDenseCausalOnRandomAndSharedBlockTables) {
     qp.resize(qp.size() + static_cast<std::size_t>(heads * dim), 1.0f);
     std::vector<float> paged(static_cast<std::size_t>((len + 1) * heads * dim), -1.0f);
     paged_attention(qp.data(), heads * dim, rows, pos, table, cache, heads, scale, DType::kFp32, paged.data());
-    const std::vector<float> dense = dense_causal_attention(q[static_cast<std::size_t>(s)], k[static_cast<std::size_t>(s)],
-                                                            v[static_cast<std::size_t>(s)], len, heads, kv_heads, dim, scale);
+    const std::vector<float> dense =
+        dense_causal_attention(q[static_cast<std::size_t>(s)], k[static_cast<std::size_t>(s)],
+                               v[static_cast<std::size_t>(s)], len, heads, kv_heads, dim, scale);
     for (std::size_t i = 0; i < dense.size(); ++i) ASSERT_EQ(paged[i], dense[i]) << "seq " << s << " index " << i;
     for (std::size_t i = dense.size(); i < paged.size(); ++i) ASSERT_EQ(paged[i], 0.0f);
   }
@@ -154,7 +159,7 @@ TEST(GpuRefPagedAttention, EqualsDenseCausalOnRandomAndSharedBlockTables) {
 
 TEST(GpuRefNumerics, RoundingToNearestEven) {
   EXPECT_EQ(round_bf16(1.0f), 1.0f);
-  EXPECT_EQ(round_bf16(1.0f + 1.0f / 512), 1.0f);             // below half an ulp (2^-7)
+  EXPECT_EQ(round_bf16(1.0f + 1.0f / 512), 1.0f);              // below half an ulp (2^-7)
   EXPECT_EQ(round_bf16(1.0f + 3.0f / 256), 1.0f + 1.0f / 64);  // tie 1.5 ulp -> even (2 ulp)
   EXPECT_EQ(round_bf16(-3.14159f), -3.140625f);
   EXPECT_EQ(round_fp16(1.0f + 1.0f / 4096), 1.0f);

@@ -26,7 +26,7 @@ using HiddenLog = std::map<std::pair<RequestId, std::int32_t>, std::vector<float
 
 struct RunResult {
   HiddenLog hidden;
-  std::vector<std::int64_t> prompt_tokens;  // per step
+  std::vector<std::int64_t> prompt_tokens;                              // per step
   std::map<std::pair<RequestId, std::int32_t>, std::vector<float>> kv;  // layer 1's K then V, at the end
 };
 
@@ -58,11 +58,14 @@ RunResult run(const std::vector<StepPlan>& plans, DType dtype) {
   for (const RequestId id : {"B", "C"}) {
     const int row = engine.tables().row_of(id);
     for (int pos = 0; pos < 15; ++pos) {
-      const std::int64_t slot = static_cast<std::int64_t>(engine.tables().row(row)[static_cast<std::size_t>(pos / 4)]) * 4 + pos % 4;
+      const std::int64_t slot =
+          static_cast<std::int64_t>(engine.tables().row(row)[static_cast<std::size_t>(pos / 4)]) * 4 + pos % 4;
       const std::size_t off = cache.offset(slot, 0);
       const std::size_t w = static_cast<std::size_t>(cache.kv_heads * cache.head_dim);
-      std::vector<float> kvv(cache.k.begin() + static_cast<std::ptrdiff_t>(off), cache.k.begin() + static_cast<std::ptrdiff_t>(off + w));
-      kvv.insert(kvv.end(), cache.v.begin() + static_cast<std::ptrdiff_t>(off), cache.v.begin() + static_cast<std::ptrdiff_t>(off + w));
+      std::vector<float> kvv(cache.k.begin() + static_cast<std::ptrdiff_t>(off),
+                             cache.k.begin() + static_cast<std::ptrdiff_t>(off + w));
+      kvv.insert(kvv.end(), cache.v.begin() + static_cast<std::ptrdiff_t>(off),
+                 cache.v.begin() + static_cast<std::ptrdiff_t>(off + w));
       out.kv[{id, pos}] = std::move(kvv);
     }
   }
@@ -84,7 +87,7 @@ void expect_same(DType dtype) {
     ++compared;
   }
   EXPECT_EQ(compared, static_cast<int>(on.hidden.size()));  // cache-off computes a superset
-  EXPECT_EQ(compared, 12 + 7 + 15);  // A: 0..11, B: 8..14, C: 0..14 in 'on'
+  EXPECT_EQ(compared, 12 + 7 + 15);                         // A: 0..11, B: 8..14, C: 0..14 in 'on'
   ASSERT_EQ(on.kv.size(), off.kv.size());
   for (const auto& [key, value] : on.kv) ASSERT_EQ(value, off.kv.at(key)) << key.first << " position " << key.second;
   // The model is well-conditioned: final hidden states are RMS-normalized, finite, not constant.
