@@ -1,6 +1,7 @@
 #include "model/single_type_kv_cache_manager.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "model/mamba_manager.h"
 #include "model/util/check.h"
@@ -29,13 +30,23 @@ std::span<const BlockHash> SingleTypeKvCacheManager::block_hashes(std::span<cons
 }
 
 SingleTypeKvCacheManager::Table* SingleTypeKvCacheManager::find_table(const RequestId& id) {
-  auto it = tables_.find(id);
-  return it == tables_.end() ? nullptr : &it->second;
+  return const_cast<Table*>(std::as_const(*this).find_table(id));
 }
 
 const SingleTypeKvCacheManager::Table* SingleTypeKvCacheManager::find_table(const RequestId& id) const {
+  if (memo_ != nullptr && memo_id_ == id) return memo_;
   auto it = tables_.find(id);
-  return it == tables_.end() ? nullptr : &it->second;
+  if (it == tables_.end()) return nullptr;
+  memo_ = const_cast<Table*>(&it->second);
+  memo_id_ = id;
+  return memo_;
+}
+
+SingleTypeKvCacheManager::Table& SingleTypeKvCacheManager::table_of(const RequestId& id) {
+  if (Table* t = find_table(id)) return *t;
+  memo_ = &tables_[id];
+  memo_id_ = id;
+  return *memo_;
 }
 
 std::int64_t SingleTypeKvCacheManager::num_evictable(std::span<const BlockId> hit, std::size_t first) const {
@@ -97,7 +108,7 @@ std::size_t SingleTypeKvCacheManager::remove_skipped_blocks(const RequestId& id,
 void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id, std::span<const BlockId> hit,
                                                             std::int64_t total_computed_tokens) {
   KV_CHECK(!is_running(id), "group " << group_id_ << ": cache hits given for running request " << id);
-  Table& table = tables_[id];
+  Table& table = table_of(id);
   const std::size_t skipped = static_cast<std::size_t>(std::min<std::int64_t>(
       spec_.num_skipped_tokens(total_computed_tokens) / spec_.block_size, static_cast<std::int64_t>(hit.size())));
   table.blocks.assign(skipped, pool_.null_block());
@@ -114,7 +125,7 @@ void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id,
 
 void SingleTypeKvCacheManager::allocate_new_blocks(const RequestId& id, const SlotDemand& demand,
                                                    std::vector<BlockId>& out) {
-  Table& table = tables_[id];
+  Table& table = table_of(id);
   const std::int64_t n = blocks_for(required_tokens(demand)) - static_cast<std::int64_t>(table.blocks.size());
   if (n <= 0) return;
   const std::size_t first = out.size();
@@ -123,9 +134,9 @@ void SingleTypeKvCacheManager::allocate_new_blocks(const RequestId& id, const Sl
 }
 
 void SingleTypeKvCacheManager::cache_blocks(const Request& request, std::int64_t num_tokens) {
-  auto it = tables_.find(request.id());
-  KV_CHECK(it != tables_.end(), "caching blocks of " << request.id() << ", which holds none");
-  Table& table = it->second;
+  Table* found = find_table(request.id());
+  KV_CHECK(found != nullptr, "caching blocks of " << request.id() << ", which holds none");
+  Table& table = *found;
   const std::size_t num_full = static_cast<std::size_t>(num_tokens / spec_.block_size);
   if (num_full <= table.num_cached) return;
   std::vector<BlockHash> scratch;
@@ -140,13 +151,14 @@ void SingleTypeKvCacheManager::free(const RequestId& id, const BlockRetention& r
   std::vector<BlockId>& blocks = it->second.blocks;
   std::reverse(blocks.begin(), blocks.end());
   pool_.free_blocks(blocks, retention);
+  if (memo_ == &it->second) memo_ = nullptr;
   tables_.erase(it);
 }
 
 std::span<const BlockId> SingleTypeKvCacheManager::blocks_of(const RequestId& id) const {
-  auto it = tables_.find(id);
-  if (it == tables_.end()) return {};
-  return it->second.blocks;
+  const Table* table = find_table(id);
+  if (table == nullptr) return {};
+  return table->blocks;
 }
 
 void SingleTypeKvCacheManager::collect_holders(std::vector<std::vector<KvCacheGroupId>>& holders) const {

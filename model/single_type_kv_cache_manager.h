@@ -101,7 +101,7 @@ class SingleTypeKvCacheManager {
   virtual void new_step() {}
 
   std::span<const BlockId> blocks_of(const RequestId& id) const;
-  bool is_running(const RequestId& id) const { return tables_.count(id) != 0; }
+  bool is_running(const RequestId& id) const { return find_table(id) != nullptr; }
 
   // Adds, for every non-null entry of every table, this group's id to holders[block id].
   void collect_holders(std::vector<std::vector<KvCacheGroupId>>& holders) const;
@@ -134,7 +134,8 @@ class SingleTypeKvCacheManager {
   std::size_t null_out_down(std::vector<BlockId>& blocks, std::size_t hi, std::size_t lo);
   Table* find_table(const RequestId& id);
   const Table* find_table(const RequestId& id) const;
-  Table& table_of(const RequestId& id) { return tables_[id]; }
+  // The request's table, created empty if it has none.
+  Table& table_of(const RequestId& id);
   // The blocks cached under hash for each of group_ids, or empty if one group misses it.
   bool lookup_all(const BlockHash& hash, std::span<const KvCacheGroupId> group_ids, std::vector<BlockId>& out) const;
 
@@ -145,6 +146,10 @@ class SingleTypeKvCacheManager {
  private:
   const int hash_stride_;  // group block size / hash block size
   std::unordered_map<RequestId, Table> tables_;
+  // The table found last and its request: one allocation looks the same request up several
+  // times. A node's address is stable until that entry is erased, which clears the memo.
+  mutable Table* memo_ = nullptr;
+  mutable RequestId memo_id_;
 };
 
 class FullAttentionManager final : public SingleTypeKvCacheManager {
