@@ -118,6 +118,8 @@ sim::SimOptions sim_options(const ReplayConfig& c, CudaGraphMode mode, sim::Veri
   so.max_num_batched_tokens = c.scheduler.max_num_batched_tokens;
   so.verify = verify;
   so.tier = c.tiers.cost(c.device.model.kv_bytes_per_token() * c.block_size());
+  so.speculative = c.scheduler.speculative;
+  so.seed = static_cast<std::uint64_t>(c.run.seed);
   return so;
 }
 

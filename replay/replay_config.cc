@@ -1,5 +1,6 @@
 #include "replay/replay_config.h"
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cmath>
@@ -408,6 +409,54 @@ void add_tier_rows(std::vector<ConfigOption>& t) {
                               {"overlap", sim::TierLoadMode::kOverlap}, {"stall", sim::TierLoadMode::kStall}}));
 }
 
+Status set_spec_method(ReplayConfig& c, const std::string& t) {
+  std::string name = t;
+  std::replace(name.begin(), name.end(), '-', '_');  // draft-model: vLLM's draft_model
+  const std::optional<SpecMethod> m = parse_spec_method(name);
+  if (!m) {
+    return bad(
+        "speculative-method",
+        "must be one of none, eagle, eagle3, mtp, dspark, dflash, draft-model, ngram, suffix, medusa, got '" + t + "'");
+  }
+  c.scheduler.speculative.method = *m;
+  return {};
+}
+
+Status set_acceptance_rates(ReplayConfig& c, const std::string& t) {
+  std::vector<double> rates;
+  for (const std::string& part : split(t, ", ")) {
+    const std::optional<double> v = parse_finite_double(part);
+    if (!v || *v < 0 || *v > 1) return bad("acceptance-rates", "'" + part + "' is not a probability in [0, 1]");
+    rates.push_back(*v);
+  }
+  c.scheduler.speculative.acceptance_rates = rates;
+  return {};
+}
+
+// The speculative-decoding rows of the "Scheduler" group (docs/semantics.md §5.9); the
+// simulated device draws the acceptance (sim/sim_device.h).
+void add_speculative_rows(std::vector<ConfigOption>& t) {
+  using C = ReplayConfig;
+  const std::string_view sch = "Scheduler";
+  t.push_back({"speculative-method", sch,
+               "speculative decoding's drafter: none | eagle | eagle3 | mtp | dspark | dflash | draft-model | ngram | "
+               "suffix | medusa (vLLM's speculative_config method)",
+               false, set_spec_method, [](const C& c) {
+                 std::string name = to_string(c.scheduler.speculative.method);
+                 std::replace(name.begin(), name.end(), '_', '-');
+                 return name;
+               }});
+  t.push_back(int_option("num-speculative-tokens", sch, "K: drafts proposed per request and step",
+                         KV_FIELD(scheduler.speculative.num_speculative_tokens), 0, 1024));
+  t.push_back(bool_option("parallel-drafting", sch, "the drafter proposes its K drafts in one forward",
+                          KV_FIELD(scheduler.speculative.parallel_drafting)));
+  t.push_back({"acceptance-rates", sch,
+               "P1,P2,...: per draft position, the probability the simulated sampler accepts it given every earlier "
+               "one was (K of them; seeded by --seed)",
+               false, set_acceptance_rates,
+               [](const C& c) { return join_numbers(c.scheduler.speculative.acceptance_rates); }});
+}
+
 // The rows of the "Scheduler" group: the core's SchedulerConfig.
 void add_scheduler_rows(std::vector<ConfigOption>& t) {
   const std::string_view sch = "Scheduler";
@@ -427,6 +476,7 @@ void add_scheduler_rows(std::vector<ConfigOption>& t) {
                          KV_FIELD(scheduler.num_lookahead_tokens), 0, 1024));
   t.push_back(bool_option("full-sequence-gate", sch, "on: admit a request only if its whole prompt's blocks are free",
                           KV_FIELD(scheduler.full_sequence_gate)));
+  add_speculative_rows(t);
 }
 
 // The rows of the "Run" group.
@@ -579,6 +629,35 @@ ReplayConfig::ReplayConfig() {
 
 namespace {
 
+// Speculative decoding: what vLLM's SpeculativeConfig refuses, named by option, and the rates.
+Status validate_speculative(const SchedulerConfig& s) {
+  const SpeculativeConfig& spec = s.speculative;
+  const int k = spec.num_speculative_tokens;
+  if (!spec.enabled()) {
+    if (k != 0) return bad("num-speculative-tokens", "needs --speculative-method");
+    if (spec.parallel_drafting) return bad("parallel-drafting", "needs --speculative-method");
+    if (!spec.acceptance_rates.empty()) return bad("acceptance-rates", "needs --speculative-method");
+    return {};
+  }
+  if (k < 1) return bad("num-speculative-tokens", "must be at least 1 with --speculative-method");
+  if (Status st = spec.validate(); !st.ok()) return st.with_context("--speculative-method: ");
+  if (static_cast<int>(spec.acceptance_rates.size()) != k) {
+    return bad("acceptance-rates", "give one rate per draft position: " + std::to_string(k) +
+                                       " for --num-speculative-tokens " + std::to_string(k) + ", got " +
+                                       std::to_string(spec.acceptance_rates.size()));
+  }
+  if (s.num_lookahead_tokens != 0 && s.num_lookahead_tokens != spec.num_lookahead_tokens()) {
+    return bad("lookahead", "contradicts --speculative-method " + std::string(to_string(spec.method)) + " (" +
+                                std::to_string(spec.num_lookahead_tokens()) + " slots)");
+  }
+  if (s.max_num_scheduled_tokens() < 1) {
+    return bad("num-speculative-tokens",
+               "the drafter's slots per sequence times --max-num-seqs leave no token of "
+               "--max-num-batched-tokens for a step");
+  }
+  return {};
+}
+
 // The ranges of the scheduler's options (the core's SchedulerConfig::validate() is vLLM's
 // start-up refusal, which a replay does not apply).
 Status validate_scheduler(const SchedulerConfig& s) {
@@ -593,7 +672,7 @@ Status validate_scheduler(const SchedulerConfig& s) {
     return bad("num-blocks", "the pool needs at least 2 blocks (the null block and one more)");
   }
   if (s.cache.num_blocks > (1 << 30)) return bad("num-blocks", "at most 2^30 blocks");
-  return {};
+  return validate_speculative(s);
 }
 
 // The parts one by one, each with its own rules.
@@ -653,6 +732,9 @@ Status validate_across_parts(const ReplayConfig& c) {
   }
   if (Status s = validate_hybrid_groups(c); !s.ok()) return s;
   if (Status s = validate_tiers(c); !s.ok()) return s;
+  if (c.scheduler.speculative.enabled() && c.device.kind != DeviceKind::kSim) {
+    return bad("speculative-method", "needs --device sim (the simulated device samples and drafts)");
+  }
   CudaGraphConfig graphs;
   graphs.mode = c.device.cuda_graphs;
   graphs.max_num_seqs = c.scheduler.max_num_seqs;

@@ -205,14 +205,22 @@ StepRecord Replayer::execute(Run& r, const StepPlan& plan, bool* stop) {
 // Hands the device's tokens to the scheduler and closes the requests that finished.
 void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& result, StepRecord& rec) {
   const std::vector<TokenEvent> events = scheduler_.update_from_output(plan, result);
+  if (r.sum.spec.num_speculative_tokens > 0) [[unlikely]] {
+    for (const auto& [id, drafts] : result.draft_token_ids) scheduler_.update_draft_token_ids(id, drafts);
+    std::vector<std::int64_t>& per_position = r.sum.spec.accepted_per_position;
+    for (const auto& [id, accepted] : result.num_accepted) {
+      for (int i = 0; i < accepted && static_cast<std::size_t>(i) < per_position.size(); ++i) ++per_position[i];
+    }
+  }
   const std::int64_t now_us = r.now_ns / 1000;
+  const bool speculating = r.sum.spec.num_speculative_tokens > 0;
   for (const TokenEvent& ev : events) {
     auto it = r.live.find(ev.id);
     KV_CHECK(it != r.live.end(), "token for unknown request " << ev.id);
     RequestMetrics& m = it->second;
     if (ev.output_index == 0)
       m.first_token_us = now_us;
-    else
+    else if (!speculating || now_us != m.last_token_us)  // tokens of one step: one chunk, one ITL (vLLM's)
       r.itl.push_back(now_us - m.last_token_us);
     Run::bump(r.tokens_per_second, now_us / 1000000);
     m.last_token_us = now_us;
@@ -252,6 +260,9 @@ void Replayer::finish(Run& r) {
   sum.preemptions = st.preemptions;
   sum.recomputed_tokens = st.recomputed_tokens;
   sum.evictions = scheduler_.kv_cache().pool().num_evictions();
+  sum.spec.num_drafts = st.spec_num_drafts;
+  sum.spec.num_draft_tokens = st.spec_num_draft_tokens;
+  sum.spec.num_accepted_tokens = st.spec_num_accepted_tokens;
   sum.cache = scheduler_.kv_cache().stats();
   sum.hit_rate = ratio(sum.cache.hits, sum.cache.queries);
   sum.request_hit_rate = ratio(sum.admitted_hit_tokens, sum.admitted_prompt_tokens);
@@ -316,6 +327,10 @@ Status Replayer::publish_events(const Run& r, std::int64_t step) {
 
 StatusOr<ReplaySummary> Replayer::run() {
   Run r;
+  if (const SpeculativeConfig& spec = scheduler_.config().speculative; spec.enabled()) {
+    r.sum.spec.num_speculative_tokens = spec.num_speculative_tokens;
+    r.sum.spec.accepted_per_position.assign(static_cast<std::size_t>(spec.num_speculative_tokens), 0);
+  }
   if (Status s = pull_next(r); !s.ok()) return s;
   r.evictions_before = scheduler_.kv_cache().pool().num_evictions();
   while (true) {

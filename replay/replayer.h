@@ -87,6 +87,24 @@ struct ReplayOptions {
   double overload_ttft_ms = 60000;  // median TTFT above this marks the run overloaded
 };
 
+// Speculative decoding, vLLM's spec-decoding metrics (SpecDecodingStats) over the run: drafts
+// (one per request and step that verified drafts), draft tokens verified (padding included),
+// accepted tokens, and per draft position how many were accepted.
+struct SpecDecodingFigures {
+  int num_speculative_tokens = 0;  // K; 0: speculation off (no figure is reported)
+  std::int64_t num_drafts = 0, num_draft_tokens = 0, num_accepted_tokens = 0;
+  std::vector<std::int64_t> accepted_per_position;  // K entries
+  double acceptance_rate() const {                  // accepted / draft tokens
+    return num_draft_tokens > 0 ? static_cast<double>(num_accepted_tokens) / static_cast<double>(num_draft_tokens) : 0;
+  }
+  double mean_acceptance_length() const {  // 1 + accepted / drafts (vLLM's)
+    return 1 + (num_drafts > 0 ? static_cast<double>(num_accepted_tokens) / static_cast<double>(num_drafts) : 0);
+  }
+  double position_rate(std::size_t i) const {  // accepted at position i / drafts
+    return num_drafts > 0 ? static_cast<double>(accepted_per_position[i]) / static_cast<double>(num_drafts) : 0;
+  }
+};
+
 // Percentiles in microseconds, model/util/percentile.h's definition, rounded to the microsecond.
 struct LatencyPercentiles {
   std::int64_t p50 = 0, p90 = 0, p99 = 0, max = 0, count = 0;
@@ -118,6 +136,7 @@ struct ReplaySummary {
   double combined_hit_rate = 0;           // (admitted hit + tier tokens) / admitted prompt tokens
   std::int64_t tier_load_ns = 0;          // copy time of every load
   std::int64_t tier_stall_ns = 0;         // what loads and saves added to the steps' durations
+  SpecDecodingFigures spec;               // speculative decoding; K == 0 without it
 };
 
 class Replayer {

@@ -55,10 +55,26 @@ ordered_json kvsim_block(const RunConfig& config, const replay::ReplaySummary& s
     k["tier_load_ms"] = static_cast<double>(s.tier_load_ns) / 1e6;
     k["tier_stall_ms"] = static_cast<double>(s.tier_stall_ns) / 1e6;
   }
+  if (s.spec.num_speculative_tokens > 0) k["spec_decoding"] = spec_decoding_json(s.spec);
   return k;
 }
 
 }  // namespace
+
+ordered_json spec_decoding_json(const replay::SpecDecodingFigures& s) {
+  ordered_json per_position = ordered_json::array();
+  for (std::size_t i = 0; i < s.accepted_per_position.size(); ++i) per_position.push_back(s.position_rate(i));
+  ordered_json accepted = ordered_json::array();
+  for (std::int64_t n : s.accepted_per_position) accepted.push_back(n);
+  return {{"num_speculative_tokens", s.num_speculative_tokens},
+          {"num_drafts", s.num_drafts},
+          {"num_draft_tokens", s.num_draft_tokens},
+          {"num_accepted_tokens", s.num_accepted_tokens},
+          {"num_accepted_tokens_per_position", accepted},
+          {"acceptance_rate", s.acceptance_rate()},
+          {"acceptance_rate_per_position", per_position},
+          {"mean_acceptance_length", s.mean_acceptance_length()}};
+}
 
 std::vector<std::pair<std::string, double>> latency_keys(const std::string& name, const replay::LatencyStats& st) {
   std::vector<std::pair<std::string, double>> out = {

@@ -4,6 +4,7 @@
 // for it; "date" is the injected date (SOURCE_DATE_EPOCH on the command line).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +17,11 @@ namespace kv::reports {
 // vLLM's keys of one latency metric, in its order: mean_<name>_ms, median_<name>_ms,
 // std_<name>_ms, then p<P>_<name>_ms for each percentile asked (p99, p99.9, ...).
 std::vector<std::pair<std::string, double>> latency_keys(const std::string& name, const replay::LatencyStats& st);
+
+// Speculative decoding's figures (vLLM's spec-decoding metrics): num_drafts, num_draft_tokens,
+// num_accepted_tokens, acceptance_rate, mean_acceptance_length, acceptance_rate_per_position.
+// Written only when speculation was on (s.spec.num_speculative_tokens > 0).
+nlohmann::ordered_json spec_decoding_json(const replay::SpecDecodingFigures& s);
 
 // `date` is vLLM's "%Y%m%d-%H%M%S" text.
 std::string result_json(const RunConfig& config, const replay::ReplaySummary& s, const std::string& date);

@@ -200,6 +200,7 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
     j["kv_cache_groups"] = groups;
   }
   if (!s.tiers.empty()) j["kv_tiers"] = tiers_json(s);
+  if (s.spec.num_speculative_tokens > 0) j["spec_decoding"] = spec_decoding_json(s.spec);
   return j.dump(2) + "\n";
 }
 
@@ -261,6 +262,17 @@ std::string format_summary(const std::string& title, const ReplaySummary& s, dou
     row("GPU + tiers hit rate", fmt("%.2f%%", 100.0 * s.combined_hit_rate) + " of prompt tokens");
     row("tier load / stall time", fmt("%.3f ms", static_cast<double>(s.tier_load_ns) / 1e6) + " / " +
                                       fmt("%.3f ms", static_cast<double>(s.tier_stall_ns) / 1e6));
+  }
+  if (s.spec.num_speculative_tokens > 0) {  // vLLM's SpecDecodingLogging figures
+    row("spec decoding drafts", std::to_string(s.spec.num_drafts) + " drafts, " +
+                                    std::to_string(s.spec.num_draft_tokens) + " draft tokens, " +
+                                    std::to_string(s.spec.num_accepted_tokens) + " accepted");
+    std::string per_position;
+    for (std::size_t i = 0; i < s.spec.accepted_per_position.size(); ++i) {
+      per_position += (i ? ", " : "") + fmt("%.3f", s.spec.position_rate(i));
+    }
+    row("  acceptance rate", fmt("%.2f%%", 100.0 * s.spec.acceptance_rate()) + " (per position: " + per_position + ")");
+    row("  mean acceptance length", fmt("%.3f", s.spec.mean_acceptance_length()));
   }
   row("decision log sha256", s.digest);
   return o.str();

@@ -321,4 +321,77 @@ void CostModel::cost_tier(const StepShape& shape, StepCost& out, std::int64_t ho
   dag_.set_cycles(tier_save_node_, 0);
 }
 
+namespace {
+
+// The drafter's ModelShape (DrafterCost's comment), or nullopt for a free drafter.
+std::optional<ModelShape> drafter_model(const SpeculativeConfig& speculative, const ModelShape& target) {
+  switch (speculative.method) {
+    case SpecMethod::kEagle:
+    case SpecMethod::kEagle3:
+    case SpecMethod::kMtp:
+    case SpecMethod::kDspark:
+    case SpecMethod::kDflash: {
+      ModelShape head = target;
+      head.name = target.name + "-draft-head";
+      head.layers = 1;
+      head.layer_types.clear();  // the head attends to its whole context
+      head.sliding_window = 0;
+      head.attention_chunk = 0;
+      return head;
+    }
+    case SpecMethod::kDraftModel: {
+      ModelShape small = find_model_shape("llama3-1b").value();
+      small.dtype = target.dtype;
+      small.kv_dtype = target.kv_dtype;
+      small.tp = target.tp;
+      return small;
+    }
+    case SpecMethod::kNone:
+    case SpecMethod::kNgram:
+    case SpecMethod::kSuffix:
+    case SpecMethod::kMedusa:
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+GpuSpec without_host_terms(GpuSpec gpu) {
+  gpu.host_step_ns = 0;
+  gpu.host_per_request_ns = 0;
+  gpu.host_per_block_ns = 0;
+  gpu.host_per_token_ns = 0;
+  return gpu;
+}
+
+}  // namespace
+
+DrafterCost::DrafterCost(const SpeculativeConfig& speculative, const ModelShape& target, const GpuSpec& gpu,
+                         const CudaGraphConfig& graphs)
+    : speculative_(speculative) {
+  if (std::optional<ModelShape> shape = drafter_model(speculative, target)) {
+    model_.emplace(*shape, without_host_terms(gpu), graphs, nullptr, false);
+  }
+}
+
+std::int64_t DrafterCost::cost_ns(std::int64_t num_requests, std::int64_t context_tokens) {
+  if (!model_ || num_requests <= 0) return 0;
+  const std::int64_t k = speculative_.num_speculative_tokens;
+  const bool parallel = speculative_.drafts_in_parallel();
+  const std::int64_t forwards = parallel ? 1 : k;
+  const std::int64_t q = parallel ? k : 1;  // query tokens per request and forward
+  std::int64_t total = 0;
+  for (std::int64_t j = 0; j < forwards; ++j) {
+    const std::int64_t context = context_tokens + j * num_requests;  // the j drafts written so far
+    StepShape shape;
+    shape.num_tokens = num_requests * q;
+    shape.num_seqs = num_requests;
+    shape.num_sampled = num_requests;
+    shape.kv_tokens_read = context + num_requests * q;
+    shape.attended_pairs = q * context + num_requests * (q * (q + 1) / 2);
+    shape.uniform_decode = q == 1;
+    total += model_->cost(shape).duration_ns;
+  }
+  return total;
+}
+
 }  // namespace kv::sim

@@ -45,6 +45,7 @@
 #include <optional>
 
 #include "model/cuda_graph_dispatcher.h"
+#include "model/sched/speculative_config.h"
 #include "model/sched/step_plan.h"
 #include "sim/hardware_specs.h"
 #include "sim/kernels.h"
@@ -165,6 +166,35 @@ class CostModel {
   TierCostOptions tier_;
   StepDag dag_;  // fixed structure, re-weighted by cost()
   StepDag::NodeId tier_load_node_ = -1, tier_store_node_ = -1, tier_save_node_ = -1;  // when tier_.enabled
+};
+
+// The drafter of speculative decoding (docs/fidelity.md, "Speculative decoding"). The target's
+// verification of 1 + K tokens per decoding request is already in the step's StepShape (the
+// scheduler schedules them); this charges what proposes the next drafts, after the target's
+// forward, on the same GPU, in the same step:
+//   eagle, eagle3, mtp, dspark, dflash: the head is one decoder layer of the target's shape (its
+//     hidden size, heads, MLP width, dtype, tp; full attention) with the target's LM head;
+//   draft_model: the smallest llama preset (llama3-1b) at the target's dtype and tp;
+//   ngram, suffix (host lookups) and medusa (heads folded into the target's LM head): free.
+// A drafter that drafts sequentially runs K forwards of R tokens (one per request given drafts,
+// the j-th reading the request's context plus j tokens in the drafter's own KV); a parallel
+// drafter (dspark, dflash, --parallel-drafting) runs one forward of R * K tokens. Each forward
+// is costed by a CostModel of the drafter's shape with the target's CUDA-graph mode and no host
+// terms (the host prepared the step once). Invariant 1 holds: integers throughout.
+class DrafterCost {
+ public:
+  DrafterCost(const SpeculativeConfig& speculative, const ModelShape& target, const GpuSpec& gpu,
+              const CudaGraphConfig& graphs);
+  bool is_free() const { return !model_.has_value(); }
+  // Device time of the drafter over `num_requests` requests whose contexts (tokens known to the
+  // target after the step) add up to `context_tokens`; 0 when is_free() or no request drafts.
+  std::int64_t cost_ns(std::int64_t num_requests, std::int64_t context_tokens);
+  // The shape a model drafter runs (for docs and tests); empty name when free.
+  const ModelShape* drafter_shape() const { return model_ ? &model_->model() : nullptr; }
+
+ private:
+  SpeculativeConfig speculative_;
+  std::optional<CostModel> model_;
 };
 
 }  // namespace kv::sim

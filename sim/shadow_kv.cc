@@ -125,6 +125,23 @@ std::int64_t ShadowKv::num_computed(const RequestId& id) const {
   return h < 0 ? -1 : live_[h].num_computed;
 }
 
+void ShadowKv::reject_drafts(const RequestId& id, std::int64_t count) {
+  if (mode_ == VerifyMode::kOff || count <= 0) return;
+  const std::int32_t h = find(id);
+  if (h < 0) return;
+  Live& l = live_[h];
+  const std::int64_t to = std::max<std::int64_t>(0, l.num_computed - count);
+  for (std::int64_t p = to; p < l.num_computed; ++p) {
+    for (int g = 0; g < num_groups(); ++g) {
+      const std::int64_t s = l.table.slot(p, block_size_, g);
+      if (s < 0 || static_cast<std::size_t>(s) >= slots_.size()) continue;  // null block, or never written
+      slots_[s] = fingerprint(slots_[s], kPaddingDraft, -1 - p);            // a rejected draft's KV
+    }
+  }
+  l.expected.resize(static_cast<std::size_t>(to));
+  l.num_computed = to;
+}
+
 std::int32_t ShadowKv::find(const RequestId& id) const {
   auto it = handle_of_.find(id);
   return it == handle_of_.end() ? -1 : it->second;

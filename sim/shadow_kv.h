@@ -21,6 +21,10 @@
 //      w, chunked c) relies on, and reads, only the positions its next query attends
 //      (reach_begin); a read there through the null block is a violation. Violations of a
 //      hybrid run name the group. One group: exactly the behaviour above.
+//   7. Speculative decoding: reject_drafts(id, n) rolls a request back by n positions, as the
+//      scheduler does for rejected drafts; their slots are poisoned (the KV a rejected draft
+//      wrote is not the sampled token's), so a later read of one before it is written again
+//      mismatches ("read" or "release"), and the next plan must start at the rolled-back count.
 //   6. Second-tier copies (StepPlan invariant 5): a store keeps the block's fingerprints
 //      under its hash (stores_before before the step's writes, stores_after after them); a
 //      load writes the kept fingerprints into the new request's block and compares them, at
@@ -96,6 +100,8 @@ class ShadowKv {
   // Drops finished and preempted requests, sets up tables, runs the cache writes and the
   // checks of the mode. Does nothing when the mode is kOff.
   void apply(const StepPlan& plan, std::vector<Violation>* out);
+  // Invariant 7: after apply() of the step that verified the drafts. Does nothing when off.
+  void reject_drafts(const RequestId& id, std::int64_t count);
   // Verifies the context of every live request (in admission order); for the end of a run.
   void verify_live(std::int64_t step, std::vector<Violation>* out);
 

@@ -43,7 +43,8 @@ SimDevice::SimDevice(const SimOptions& options, std::unique_ptr<ProfileTable> pr
     : options_(options),
       profile_(std::move(profile)),
       cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling, options.tier),
-      shadow_(options.verify) {}
+      shadow_(options.verify),
+      drafter_(options.speculative, options.model, options.gpu, graph_config(options)) {}
 
 StatusOr<std::unique_ptr<CostPredictor>> CostPredictor::create(const SimOptions& options) {
   auto profile = prepare(options);
@@ -98,14 +99,75 @@ StepResult SimDevice::execute(const StepPlan& plan) {
   c.tokens_computed = shape.num_tokens;
   c.kv_slots_read = shape.kv_tokens_read;
   c.kernels = last_cost_.kernels;
+  std::int64_t drafting = 0, drafting_context = 0;  // requests given drafts, their contexts
   for (const ScheduledRequest& r : plan.requests) {
     std::int64_t begin = r.num_computed_tokens;
     std::int64_t end = begin + static_cast<std::int64_t>(r.token_ids.size());
     c.prompt_tokens_computed += std::max<std::int64_t>(0, std::min(end, r.num_prompt_tokens) - begin);
-    if (r.samples) result.sampled.emplace_back(r.id, r.next_token);
+    if (!r.samples) continue;
+    if (!options_.speculative.enabled()) [[likely]] {
+      result.sampled.emplace_back(r.id, r.next_token);
+      continue;
+    }
+    const auto accepted = static_cast<std::size_t>(speculate(plan, r, result));
+    result.sampled.emplace_back(r.id, accepted < r.next_tokens.size() ? r.next_tokens[accepted] : r.next_token);
+    drafting += 1;
+    drafting_context += r.num_computed_tokens + static_cast<std::int64_t>(r.token_ids.size()) -
+                        static_cast<std::int64_t>(r.spec_token_ids.size()) + static_cast<std::int64_t>(accepted) + 1;
+  }
+  if (drafting > 0) [[unlikely]] {
+    const std::int64_t ns = drafter_.cost_ns(drafting, drafting_context);
+    result.duration_ns += ns;
+    drafter_ns_ += ns;
+    drafter_steps_ += ns > 0 ? 1 : 0;
   }
   result.violations = format(violations_);
   return result;
+}
+
+namespace {
+std::uint64_t mix(std::uint64_t x) {  // splitmix64's finalizer
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+}  // namespace
+
+double SimDevice::draw(const RequestId& id, std::int64_t step, std::size_t position) const {
+  std::uint64_t h = 0xcbf29ce484222325ULL;  // FNV-1a of the id: the same on every machine
+  for (char ch : id) h = (h ^ static_cast<unsigned char>(ch)) * 0x100000001b3ULL;
+  const std::uint64_t x =
+      mix(mix(mix(options_.seed ^ h) ^ static_cast<std::uint64_t>(step)) ^ static_cast<std::uint64_t>(position));
+  return static_cast<double>(x >> 11) * 0x1.0p-53;
+}
+
+int SimDevice::speculate(const StepPlan& plan, const ScheduledRequest& r, StepResult& result) {
+  int accepted = 0;
+  if (!r.spec_token_ids.empty()) {
+    // Position i is kept only if every earlier one was, each with its own rate; padding never.
+    const std::vector<double>& rates = options_.speculative.acceptance_rates;
+    for (std::size_t i = 0; i < r.spec_token_ids.size() && i < rates.size(); ++i) {
+      if (r.spec_token_ids[i] == kPaddingDraft || draw(r.id, plan.step, i) >= rates[i]) break;
+      ++accepted;
+    }
+    result.num_accepted.emplace_back(r.id, accepted);
+    // As the scheduler rolls back (docs/semantics.md §5.9): the rejected drafts' positions.
+    const std::int64_t computed = r.num_computed_tokens + static_cast<std::int64_t>(r.token_ids.size());
+    if (computed > 0) shadow_.reject_drafts(r.id, static_cast<std::int64_t>(r.spec_token_ids.size()) - accepted);
+  }
+  // The next drafts: the outputs after the a + 1 tokens this step appends, K of them (the last
+  // one repeated past the end of the outputs: the request finishes before they matter).
+  const auto k = static_cast<std::size_t>(options_.speculative.num_speculative_tokens);
+  std::vector<TokenId> drafts;
+  drafts.reserve(k);
+  TokenId last = r.next_tokens.empty() ? r.next_token : r.next_tokens.back();
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::size_t at = static_cast<std::size_t>(accepted) + 1 + i;
+    drafts.push_back(at < r.next_tokens.size() ? r.next_tokens[at] : last);
+  }
+  result.draft_token_ids.emplace_back(r.id, std::move(drafts));
+  return accepted;
 }
 
 std::vector<std::string> SimDevice::verify_live_requests(std::int64_t step) {
@@ -125,6 +187,7 @@ std::vector<KernelTime> SimDevice::kernel_times() const {
     const auto i = static_cast<std::size_t>(n);
     out.push_back({kNames[n], node_launches_[i], node_ns_[i]});
   }
+  if (!drafter_.is_free()) out.push_back({"drafter", drafter_steps_, drafter_ns_});  // speculative decoding
   if (options_.tier.enabled) {  // copies on the copy stream, beside the kernels
     out.push_back({"tier_load", tier_loads_, tier_load_ns_});
     out.push_back({"tier_store", tier_stores_, tier_store_ns_});

@@ -1,11 +1,18 @@
 // SimDevice: the simulated device. For each StepPlan it runs the cache writes on a shadow KV
 // memory and verifies what attention reads (ShadowKv), predicts the step's device time
 // (CostModel over a StepDag) and returns the teacher-forced next token of every request that
-// samples.
+// samples. With speculative decoding (SimOptions::speculative) it is also the rejection
+// sampler and the drafter: each request's verified drafts are accepted position by position with
+// the configured rates (a synthetic sampler, vLLM's per-position model), its sampled token is
+// the teacher-forced output after the accepted ones, and every request that sampled gets K new
+// drafts: its next teacher-forced outputs (a drafter that guesses right; the rates decide what
+// is kept). The drafter's time is DrafterCost's.
 // Invariants:
 //   1. Deterministic: the same options and plans give the same results on every machine.
 //   2. Never aborts on a bad plan or corrupted state: StepResult::violations says what broke.
 //   3. Per step: O(requests) for the cost, plus the shadow's cost of its verify mode.
+//   4. Acceptance is a pure function of (seed, request id, step, position): the same inputs give
+//      the same bytes; speculation off draws nothing and changes nothing.
 // Not thread-safe; one replay drives one device.
 #pragma once
 
@@ -39,6 +46,8 @@ struct SimOptions {
   bool async_scheduling = false;     // CostModel invariant 7
   int max_violations_per_step = 16;  // further ones are summarized in one line
   TierCostOptions tier;              // second-tier transfers (docs/tiers.md); off by default
+  SpeculativeConfig speculative;     // off by default; acceptance_rates: one per draft position
+  std::uint64_t seed = 0;            // of the acceptance draws
 };
 
 class SimDevice final : public Device {
@@ -68,6 +77,10 @@ class SimDevice final : public Device {
  private:
   SimDevice(const SimOptions& options, std::unique_ptr<ProfileTable> profile);
   std::vector<std::string> format(const std::vector<Violation>& violations) const;
+  // The sampler and the drafter for one request that samples; returns the accepted drafts.
+  int speculate(const StepPlan& plan, const ScheduledRequest& r, StepResult& result);
+  // Uniform in [0, 1): the acceptance draw of `position` of `id`'s drafts in `step`.
+  double draw(const RequestId& id, std::int64_t step, std::size_t position) const;
 
   SimOptions options_;
   std::unique_ptr<ProfileTable> profile_;  // before cost_: cost_ points into it
@@ -81,6 +94,8 @@ class SimDevice final : public Device {
   std::int64_t tier_load_ns_ = 0, tier_store_ns_ = 0;  // summed over executed steps
   std::int64_t saves_carried_ = 0;                 // blocks the last step filled (every-full-block), saved in the next
   std::int64_t tier_loads_ = 0, tier_stores_ = 0;  // steps with each
+  DrafterCost drafter_;
+  std::int64_t drafter_ns_ = 0, drafter_steps_ = 0;  // summed over executed steps
 };
 
 StatusOr<std::unique_ptr<Device>> make_sim_device(const SimOptions& options);

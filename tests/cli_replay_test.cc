@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -120,6 +122,24 @@ TEST_F(CliReplayTest, TruncatedTraceNamesTheFile) {
   Outcome o = run("replay --trace " + cut + " --model tiny --num-blocks 64 --out " + (dir_ / "r").string());
   EXPECT_EQ(o.status, 2);
   EXPECT_NE(o.output.find(cut), std::string::npos) << o.output;
+}
+
+TEST_F(CliReplayTest, SpeculativeDecodingPrintsItsFiguresAndRefusesBadValues) {
+  const std::string spec = "--speculative-method eagle --num-speculative-tokens 3 ";
+  Outcome o = run("replay " + small_args() + spec + "--acceptance-rates 0.8,0.6,0.4 --out " + (dir_ / "s").string());
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("mean acceptance length"), std::string::npos) << o.output;
+  EXPECT_NE(o.output.find("no violations"), std::string::npos) << o.output;
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {spec + "--acceptance-rates 1.5,0.6,0.4", "--acceptance-rates"},
+      {"--speculative-method eagle --num-speculative-tokens -1", "--num-speculative-tokens"},
+      {spec + "--acceptance-rates 0.8,0.6", "--acceptance-rates"},
+  };
+  for (const auto& [args, option] : bad) {
+    Outcome b = run("replay " + small_args() + args + " --out " + (dir_ / "b").string());
+    EXPECT_EQ(b.status, 2) << args << "\n" << b.output;
+    EXPECT_NE(b.output.find(option), std::string::npos) << b.output;
+  }
 }
 
 TEST_F(CliReplayTest, BadOptionsAreNamed) {

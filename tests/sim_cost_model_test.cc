@@ -540,5 +540,41 @@ TEST(TierCostTest, CarriedSavesHideBehindTheForwardUnlessLonger) {
   EXPECT_LT(delayed.tier_stall_cycles, delayed.tier_store_cycles);
 }
 
+// The drafter of speculative decoding (DrafterCost): lookups are free; an eagle head (one
+// layer and the LM head) costs less than the target's decode of the same batch; a 1B draft model
+// more than the head; drafting K in parallel costs less than K sequential forwards.
+TEST(DrafterCostTest, ChargesTheDrafterShape) {
+  const ModelShape target = model("llama3-8b");
+  const GpuSpec h100 = gpu("h100-sxm");
+  const CudaGraphConfig g = graphs(CudaGraphMode::kFullAndPiecewise);
+  auto drafter = [&](SpecMethod m, bool parallel) {
+    SpeculativeConfig spec;
+    spec.method = m;
+    spec.num_speculative_tokens = 3;
+    spec.parallel_drafting = parallel;
+    return DrafterCost(spec, target, h100, g);
+  };
+  for (SpecMethod m : {SpecMethod::kNgram, SpecMethod::kSuffix, SpecMethod::kMedusa}) {
+    DrafterCost free = drafter(m, false);
+    EXPECT_TRUE(free.is_free());
+    EXPECT_EQ(free.cost_ns(64, 64 * 1000), 0);
+  }
+  DrafterCost eagle = drafter(SpecMethod::kEagle, false);
+  ASSERT_NE(eagle.drafter_shape(), nullptr);
+  EXPECT_EQ(eagle.drafter_shape()->layers, 1);
+  EXPECT_EQ(eagle.drafter_shape()->hidden, target.hidden);
+  EXPECT_EQ(eagle.cost_ns(0, 0), 0);
+  const std::int64_t head = eagle.cost_ns(64, 64 * 1000);
+  GpuSpec quiet = h100;
+  quiet.host_step_ns = quiet.host_per_request_ns = quiet.host_per_block_ns = quiet.host_per_token_ns = 0;
+  CostModel target_quiet(target, quiet, g, nullptr);
+  EXPECT_GT(head, 0);
+  EXPECT_LT(head, 3 * target_quiet.cost(decode(64, 1000)).duration_ns);
+  DrafterCost small = drafter(SpecMethod::kDraftModel, false);
+  EXPECT_EQ(small.drafter_shape()->name, "llama3-1b");
+  EXPECT_GT(small.cost_ns(64, 64 * 1000), head);
+  EXPECT_LT(drafter(SpecMethod::kEagle, true).cost_ns(64, 64 * 1000), head);
+}
+
 }  // namespace
 }  // namespace kv::sim

@@ -78,6 +78,34 @@ std::uint64_t fp_at(const std::vector<TokenId>& tokens, std::size_t pos) {
   return h;
 }
 
+// Speculative decoding: drafts verified in a step and rejected are rolled back, and their
+// slots hold a rejected draft's KV: a request that reads them (here: a prefix-cache hit over the
+// draft positions) mismatches, while the same read of accepted drafts is clean.
+TEST(ShadowKvTest, RejectedDraftSlotsCannotBeRead) {
+  for (const bool reject : {false, true}) {
+    ShadowKv s(VerifyMode::kFull);
+    std::vector<Violation> v;
+    s.apply(plan(0, {fresh("a", {1, 2}, {}, range(0, 5), 5)}), &v);
+    // 1 known token and 2 drafts (positions 5, 6, 7 with the token at 5).
+    s.apply(plan(1, {running("a", 5, {5, 100, 101})}), &v);
+    ASSERT_TRUE(v.empty()) << v.front().to_string();
+    if (reject) s.reject_drafts("a", 2);
+    EXPECT_EQ(s.num_computed("a"), reject ? 6 : 8);
+    std::vector<TokenId> context = range(0, 6);
+    context.push_back(100);
+    context.push_back(101);
+    s.apply(plan(2, {fresh("b", {1, 2, 3}, context, {102}, 8)}), &v);
+    if (!reject) {
+      EXPECT_TRUE(v.empty()) << v.front().to_string();
+      continue;
+    }
+    ASSERT_FALSE(v.empty());
+    EXPECT_EQ(v.front().kind, Violation::Kind::kMismatch);
+    EXPECT_EQ(v.front().request, "b");
+    EXPECT_EQ(v.front().position, 6);
+  }
+}
+
 TEST(ShadowKvTest, FingerprintsChainThePrefix) {
   std::uint64_t s = ShadowKv::chain_seed("");
   EXPECT_NE(ShadowKv::fingerprint(s, 5, 0), ShadowKv::fingerprint(s, 6, 0));

@@ -432,7 +432,12 @@ ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
   sr.samples = r.num_computed_tokens + s.num_tokens >= r.num_tokens();
   if (sr.samples) {
     const Entry& e = entries_.at(r.id());
-    sr.next_token = e.outputs[static_cast<std::size_t>(r.num_output_tokens())];
+    const auto n = static_cast<std::size_t>(r.num_output_tokens());
+    sr.next_token = e.outputs[n];
+    if (num_spec_tokens_ > 0) [[unlikely]] {
+      const std::size_t last = std::min(e.outputs.size(), n + 2 * static_cast<std::size_t>(num_spec_tokens_) + 1);
+      for (std::size_t i = n; i < last; ++i) sr.next_tokens.push_back(e.outputs[i]);
+    }
   }
   sr.lora_name = r.extras().lora_name;
   sr.cache_salt = r.extras().cache_salt;

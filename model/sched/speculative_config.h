@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "model/util/status.h"
 
@@ -41,6 +42,10 @@ struct SpeculativeConfig {
   SpecMethod method = SpecMethod::kNone;
   int num_speculative_tokens = 0;  // K: drafts proposed per request and step (at most)
   bool parallel_drafting = false;  // as asked; dflash and dspark draft in parallel anyway
+  // Not vLLM's: the simulated device's synthetic rejection sampler (sim/sim_device.h), one
+  // probability per draft position; position i is accepted only if every earlier one was.
+  // The scheduler never reads it.
+  std::vector<double> acceptance_rates;
 
   bool enabled() const { return method != SpecMethod::kNone; }
   // Parallel drafting as vLLM resolves it (invariant 2).

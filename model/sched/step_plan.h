@@ -49,6 +49,10 @@ struct ScheduledRequest {
   bool samples = false;                 // this step reaches the request's last known token
   TokenId next_token = 0;               // teacher-forced output after the known tokens
   std::vector<TokenId> spec_token_ids;  // drafts to verify (kPaddingDraft: a padding slot)
+  // Speculation on and samples: the teacher-forced outputs from next_token on, 2K + 1 at most
+  // (fewer at the end of the outputs): what the sampler samples after accepted drafts and what
+  // a drafter that guesses right proposes next. Empty without speculation.
+  std::vector<TokenId> next_tokens;
   std::string lora_name;
   std::string cache_salt;  // tenant; a device may check tenants never share KV
 };
@@ -95,6 +99,9 @@ struct StepResult {
   // Speculative decoding: one per request with drafts, in plan order: how many of its drafts
   // were accepted (a prefix of them, padding never). Its sampled token follows those.
   std::vector<std::pair<RequestId, int>> num_accepted;
+  // Speculative decoding: the drafter's proposals for the next step (vLLM's DraftTokenIds),
+  // handed to Scheduler::update_draft_token_ids after update_from_output.
+  std::vector<std::pair<RequestId, std::vector<TokenId>>> draft_token_ids;
   std::int64_t duration_ns = 0;   // device time of the step (what the clock advances by)
   std::int64_t measured_ns = -1;  // wall time measured on real hardware, -1 if none
   DeviceCounters counters;
