@@ -230,8 +230,10 @@ StepPlan Scheduler::schedule() {
   StepWork work;
   work.plan.step = next_step_++;
   work.plan.block_size = config_.cache.block_size;
-  if (kv_.tables_per_group()) [[unlikely]]
+  if (kv_.tables_per_group()) [[unlikely]] {
     work.plan.group_windows = kv_.group_reaches();
+    work.plan.group_state_block_sizes = kv_.group_state_block_sizes();
+  }
   work.plan.finished.swap(finished_since_last_step_);
   work.budget = step_budget_;
   ++stats_.steps;
