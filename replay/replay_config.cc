@@ -416,6 +416,10 @@ void add_scheduler_rows(std::vector<ConfigOption>& t) {
   t.push_back(int_option("max-num-seqs", sch, "requests per step", KV_FIELD(scheduler.max_num_seqs), 1, 1 << 20));
   t.push_back(
       int_option("max-model-len", sch, "longest sequence", KV_FIELD(scheduler.cache.max_model_len), 2, 1LL << 30));
+  t.push_back(bool_option("mamba-prefix-split", sch,
+                          "on | off: Mamba align mode also ends a chunk before the lookup's shared-prefix boundary "
+                          "(off: vLLM before that rule)",
+                          KV_FIELD(scheduler.mamba_align_prefix_split)));
   t.push_back(bool_option("no-chunked-prefill", sch, "a prompt must fit one step's budget",
                           KV_FIELD(scheduler.enable_chunked_prefill), true, true));
   t.push_back(int_option("long-prefill-token-threshold", sch, "cap on one request's tokens per step (0: none)",
@@ -655,6 +659,10 @@ Status validate_hybrid_groups(const ReplayConfig& c) {
     return bad("host-cache-bytes", c.device.model.name +
                                        " has Mamba layers; a second tier turns vLLM's hybrid "
                                        "KV-cache manager off, which such a model cannot run without");
+  }
+  if ((model.has_mamba() || model.cross_attention) && c.device.kind != DeviceKind::kSim) {
+    return bad("device",
+               c.device.model.name + ": the CUDA backend has no Mamba or cross-attention kernels; use --device sim");
   }
   if (!c.hybrid_kv_cache()) return {};
   if (model.has_mamba() && c.device.mamba_cache_mode &&

@@ -109,7 +109,7 @@ TEST(MambaPresets, ModelConfigReadsTheHybridFamilies) {
   ASSERT_TRUE(next.ok()) << next.status().message();
   EXPECT_EQ(next->num_layers_of(AttentionType::kMamba), 6);
   EXPECT_EQ(next->mamba_state_bytes, find_model_shape("qwen3-next-80b-a3b")->mamba_state_bytes);
-  auto nemo = parse_model_config("nemo.json", "{" + base + R"(, "hybrid_override_pattern": "M-M*-M-",
+  auto nemo = parse_model_config("nemo.json", "{" + base + R"(, "hybrid_override_pattern": "M-M*-M--",
       "mamba_num_heads": 128, "mamba_head_dim": 64, "n_groups": 8, "ssm_state_size": 128, "conv_kernel": 4})");
   ASSERT_TRUE(nemo.ok()) << nemo.status().message();
   EXPECT_EQ(nemo->layers, 4);
@@ -143,10 +143,7 @@ TEST(MambaReplay, Qwen3NextVerifiedFullHasNoViolations) {
   ReplayConfig c;
   ASSERT_TRUE(set_option(c, "model", "qwen3-next-80b-a3b").ok());
   c.device.verify = sim::VerifyMode::kFull;
-  c.run.limit = 300;
-  trace::ReplaySourceOptions so;
-  so.limit = c.run.limit;
-  auto source = trace::TraceRequestSource::open(kTrace, so);
+  auto source = trace::TraceRequestSource::open(kTrace, trace::ReplaySourceOptions{});  // all 1,000 requests
   ASSERT_TRUE(source.ok()) << source.status().message();
   const trace::TraceHeader header = (*source)->header();
   const ReplaySummary s = replay(c, std::move(source).value(), header);
@@ -156,8 +153,7 @@ TEST(MambaReplay, Qwen3NextVerifiedFullHasNoViolations) {
 }
 
 // Requests with a prefix-cache hit among `n` prompts of `shared` + `unique` tokens, one at a time.
-int requests_with_hits(int shared, int unique, int n, const std::string& extra_option = "",
-                       const std::string& extra_value = "") {
+int requests_with_hits(int shared, int unique, int n, const std::vector<std::pair<std::string, std::string>>& options) {
   trace::PrefixGenOptions px;
   px.num_prompts = n;
   px.num_prefixes = 1;
@@ -177,7 +173,7 @@ int requests_with_hits(int shared, int unique, int n, const std::string& extra_o
   ReplayConfig c;
   EXPECT_TRUE(set_option(c, "model", "qwen3.5-4b").ok());
   EXPECT_TRUE(set_option(c, "max-num-seqs", "1").ok());
-  if (!extra_option.empty()) EXPECT_TRUE(set_option(c, extra_option, extra_value).ok());
+  for (const auto& [name, value] : options) EXPECT_TRUE(set_option(c, name, value).ok()) << name;
   c.device.verify = sim::VerifyMode::kFast;
   auto source = trace::TraceRequestSource::open(path.string(), trace::ReplaySourceOptions{});
   EXPECT_TRUE(source.ok()) << source.status().message();
@@ -192,12 +188,22 @@ int requests_with_hits(int shared, int unique, int n, const std::string& extra_o
   return hits;
 }
 
-TEST(MambaReplay, HitRateCollapsesBelowThreeSharedBlocks) {
-  // 528-token blocks: 1,600 shared tokens cover three (1,584), 1,500 only two.
-  const int with_1600 = requests_with_hits(1600, 600, 12);
-  const int with_1500 = requests_with_hits(1500, 700, 12);
-  EXPECT_GE(with_1600, 9) << "of 12";
-  EXPECT_EQ(with_1500, 0);
+// vLLM as in issue 45238 (no chunk end at the shared-prefix boundary, a 2,048-token budget):
+// the first chunk of a 2,200-token prompt ends at 1,584 (three 528-token blocks), the only
+// state below the unique suffix. 1,600 shared tokens cover it: later requests hit it. 1,500
+// do not: no state is ever cached inside the shared prefix.
+TEST(MambaReplay, HitRateCollapsesWhenTheSharedPrefixMissesTheFirstChunkEnd) {
+  const std::vector<std::pair<std::string, std::string>> issue = {{"mamba-prefix-split", "off"},
+                                                                  {"max-num-batched-tokens", "2048"}};
+  EXPECT_EQ(requests_with_hits(1600, 600, 12, issue), 11);  // all but the first
+  EXPECT_EQ(requests_with_hits(1500, 700, 12, issue), 0);
+  // kvsim's default (the later vLLM rule) cuts a chunk at the boundary: the 1,056 state is
+  // cached by the second request, so from the third on every request hits.
+  EXPECT_EQ(requests_with_hits(1500, 700, 12, {{"max-num-batched-tokens", "2048"}}), 10);
+  // mode all caches a state at every block end of every chunk.
+  auto all = issue;
+  all.emplace_back("mamba-cache-mode", "all");
+  EXPECT_EQ(requests_with_hits(1500, 700, 12, all), 11);
 }
 
 }  // namespace

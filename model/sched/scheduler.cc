@@ -320,7 +320,7 @@ std::int64_t Scheduler::align_chunk(const Request& r, std::int64_t start, std::i
   in.num_tokens = r.num_tokens();
   in.block_size = align_block_;
   in.use_eagle = kv_.config().use_eagle;
-  in.shared_prefix_boundary = r.shared_prefix_boundary;
+  in.shared_prefix_boundary = config_.mamba_align_prefix_split ? r.shared_prefix_boundary : 0;
   return mamba_align_split(in);
 }
 
