@@ -96,6 +96,7 @@ std::vector<std::pair<std::string, std::string>> describe_run(const ReplayConfig
     if (key == "profile" && value.empty()) value = "(roofline)";
     if (key == "inject_fault" && value.empty()) value = "none";
     if (key == "cuda_graphs" && c.device.kind == DeviceKind::kGpu) value = to_string(gpu_graph_mode(c));
+    if (key == "block_size") value = std::to_string(c.block_size());  // a Mamba model's raised block
     if (key == "num_blocks") value = std::to_string(blocks) + " (" + sizing + ")";
     if (key == "kv_cache_tokens") value = std::to_string((blocks - 1) * c.block_size());
     out.emplace_back(key, value);

@@ -652,6 +652,10 @@ Status validate_parts(const ReplayConfig& c) {
   return c.tiers.validate();
 }
 
+// The largest block a Mamba model's state may raise --block-size to (the shadow memory keeps a
+// fingerprint per slot of every block).
+constexpr int kMaxMambaBlock = 1 << 16;
+
 // A hybrid model's groups under the scheduler's one block size.
 Status validate_hybrid_groups(const ReplayConfig& c) {
   const ModelShape model = c.effective_model();
@@ -682,6 +686,11 @@ Status validate_hybrid_groups(const ReplayConfig& c) {
                             "traces do not carry yet (its KV-cache groups are built: ModelShape::kv_cache_groups)");
   }
   const int block_size = c.block_size();
+  if (block_size > kMaxMambaBlock) {
+    return bad("model", c.device.model.name + ": an attention page that holds one Mamba state needs " +
+                            std::to_string(block_size) + "-token blocks; kvsim runs at most " +
+                            std::to_string(kMaxMambaBlock));
+  }
   auto groups = c.kv_cache_groups();
   if (!groups.ok()) return groups.status().with_context("--model: ");
   for (const KvCacheGroupSpec& g : *groups) {

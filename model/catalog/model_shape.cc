@@ -228,7 +228,7 @@ int ModelShape::attention_block_size(int block_size) const {
   const std::int64_t per_token = std::int64_t{2} * kv_heads * head_dim * std::max(1, dtype_bits(kv_dtype) / 8);
   const std::int64_t step = kKernelAlignment * per_token;
   const std::int64_t needed = kKernelAlignment * ((mamba_state_bytes + step - 1) / step);
-  return static_cast<int>(std::max<std::int64_t>(block_size, needed));
+  return static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(block_size, needed), std::int64_t{1} << 30));
 }
 
 std::vector<LayerKvCacheSpec> ModelShape::layer_specs(int block_size, MambaCacheMode mamba_mode,
