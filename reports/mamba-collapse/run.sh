@@ -21,11 +21,12 @@ run() {  # NAME SHARED [OPTIONS...]
   rm -rf "$OUT/$name"
   "$KVSIM" replay --trace "$OUT/shared$shared.kvtrace" --max-num-seqs 1 --verify fast \
     --progress off --out "$OUT/$name" "$@" >"$OUT/$name.log" 2>&1
-  local hits total
+  local hits total block
   hits=$(awk -F, 'NR > 1 && $9 > 0' "$OUT/$name/requests.csv" | wc -l)
   total=$(awk -F, 'NR > 1' "$OUT/$name/requests.csv" | wc -l)
-  printf '%-18s shared=%-5s requests with hits %2d/%d  %s\n' "$name" "$shared" "$hits" "$total" \
-    "$(grep -m1 -o 'hit rate *[0-9.]*%' "$OUT/$name.log" || true)"
+  block=$(grep -o '"block_size": *"[0-9]*"' "$OUT/$name/summary.json" | grep -o '[0-9][0-9]*' || true)
+  printf '%-18s shared=%-5s block=%-5s requests with hits %2d/%d  %s\n' "$name" "$shared" "$block" "$hits" \
+    "$total" "$(grep -m1 -o 'hit rate *[0-9.]*%' "$OUT/$name.log" || true)"
 }
 
 gen 1600 600
