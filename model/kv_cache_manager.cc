@@ -217,6 +217,15 @@ std::vector<std::int64_t> KvCacheManager::group_reaches() const {
   return reaches;
 }
 
+std::vector<int> KvCacheManager::group_state_block_sizes() const {
+  std::vector<int> sizes;
+  for (std::size_t g = 0; g < num_groups(); ++g) {
+    const KvCacheSpec& spec = coordinator_->group(g).spec();
+    sizes.push_back(spec.type == AttentionType::kMamba ? spec.block_size : 0);
+  }
+  return sizes;
+}
+
 std::vector<std::int64_t> KvCacheManager::blocks_in_use_per_group() const {
   std::vector<std::int64_t> in_use;
   for (std::size_t g = 0; g < num_groups(); ++g) {

@@ -130,6 +130,8 @@ class KvCacheManager {
   // Per group, the tokens one of its layers reads before a query position (StepPlan's
   // group_windows): 0 for all earlier tokens, w for a window, -c for c-token chunks.
   std::vector<std::int64_t> group_reaches() const;
+  // Per group, 0 for attention, the block size of a Mamba group (StepPlan::group_state_block_sizes).
+  std::vector<int> group_state_block_sizes() const;
 
   std::size_t num_free_blocks() const { return pool_.num_free_blocks(); }
   double usage() const { return pool_.usage(); }

@@ -1,7 +1,7 @@
 // DeviceOptions: what a replay runs on -- the device (the simulator or the CUDA backend), the
 // model and its number formats, the GPU and the cost model's inputs, and how much of the GPU's
 // memory the KV pool takes. The "Device and model" rows of the option table write here (and
-// --sliding-window, --kv-cache-tokens, --gpu-memory-utilization of "KV cache").
+// --sliding-window, --mamba-cache-mode, --kv-cache-tokens, --gpu-memory-utilization of "KV cache").
 //
 // Invariants:
 //   1. validate() accepts exactly the device settings build_replay() can wire on their own;
@@ -37,6 +37,9 @@ struct DeviceOptions {
   DType dtype = DType::kBf16;           // --dtype: weights and compute
   std::optional<DType> kv_cache_dtype;  // --kv-cache-dtype; empty: auto (= dtype)
   int sliding_window = 0;               // overrides every sliding-window layer's window (0: the model's)
+  // --mamba-cache-mode: how a model's Mamba groups keep states; empty: vLLM's default (align
+  // with prefix caching on, none with it off).
+  std::optional<MambaCacheMode> mamba_cache_mode;
   sim::GpuSpec gpu;
   std::string gpu_preset_file;  // where `gpu` came from, when not built in
   std::string gpu_search_path;  // directories searched for NAME.gpu (colon-separated)

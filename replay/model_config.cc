@@ -1,5 +1,6 @@
 #include "replay/model_config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -91,6 +92,49 @@ StatusOr<int> active_intermediate(const Fields& f, int intermediate) {
   return static_cast<int>(active);
 }
 
+// A string field's value, or "" when absent or not a string.
+std::string text_of(const Fields& f, const std::string& field) {
+  const Json* v = f.find(field);
+  return v != nullptr && v->is_string() ? v->get<std::string>() : std::string();
+}
+
+// Qwen3-Next / Qwen3.5 gated DeltaNet layers ("linear_attention"): the state from the
+// linear_* fields (model_shape.cc, gated_delta_net, has the formula), 16-bit unless
+// mamba_ssm_dtype is float32.
+Status read_gated_delta_net(const Fields& f, ModelShape& m) {
+  int kernel = 0, key_dim = 0, value_dim = 0, key_heads = 0, value_heads = 0;
+  KV_ASSIGN(kernel, f.positive("linear_conv_kernel_dim", 0, kMaxHeads));
+  KV_ASSIGN(key_dim, f.positive("linear_key_head_dim", 0, kMaxHidden));
+  KV_ASSIGN(value_dim, f.positive("linear_value_head_dim", 0, kMaxHidden));
+  KV_ASSIGN(key_heads, f.positive("linear_num_key_heads", 0, kMaxHeads));
+  KV_ASSIGN(value_heads, f.positive("linear_num_value_heads", 0, kMaxHeads));
+  const std::int64_t ssm_bytes = text_of(f, "mamba_ssm_dtype") == "float32" ? 4 : 2;
+  const std::int64_t key = std::int64_t{key_heads} * key_dim, value = std::int64_t{value_heads} * value_dim;
+  m.mamba_state_bytes =
+      (2 * key + value) * (kernel - 1) * 2 + std::int64_t{value_heads} * key_dim * value_dim * ssm_bytes;
+  m.mamba_in_proj = static_cast<int>(std::min<std::int64_t>(2 * key + 2 * value + 2 * value_heads, kMaxMlp));
+  m.mamba_inner = static_cast<int>(std::min<std::int64_t>(value, kMaxMlp));
+  return {};
+}
+
+// Mamba2 layers (Granite-4.0-H "mamba", Nemotron-H "M"): heads * head dim inner channels,
+// n_groups * state B/C channels, a (d_conv - 1)-tap conv state and a heads * head dim * state
+// SSM state, both 16-bit. `prefix` names the family's fields.
+Status read_mamba2(const Fields& f, ModelShape& m, const std::string& heads_field, const std::string& head_dim_field,
+                   const std::string& groups_field, const std::string& state_field, const std::string& conv_field) {
+  int heads = 0, head_dim = 0, groups = 0, state = 0, conv = 0;
+  KV_ASSIGN(heads, f.positive(heads_field, 0, kMaxHeads));
+  KV_ASSIGN(head_dim, f.positive(head_dim_field, 0, kMaxHidden));
+  KV_ASSIGN(groups, f.positive(groups_field, 1, kMaxHeads));
+  KV_ASSIGN(state, f.positive(state_field, 0, kMaxHidden));
+  KV_ASSIGN(conv, f.positive(conv_field, 4, kMaxHeads));
+  const std::int64_t inner = std::int64_t{heads} * head_dim;
+  m.mamba_state_bytes = ((inner + 2LL * groups * state) * (conv - 1) + inner * state) * 2;
+  m.mamba_in_proj = static_cast<int>(std::min<std::int64_t>(2 * inner + 2LL * groups * state + heads, kMaxMlp));
+  m.mamba_inner = static_cast<int>(std::min<std::int64_t>(inner, kMaxMlp));
+  return {};
+}
+
 Status read_layer_types(const Fields& f, ModelShape& m) {
   const Json& list = *f.find("layer_types");
   if (!list.is_array() || list.size() != static_cast<std::size_t>(m.layers)) {
@@ -105,9 +149,23 @@ Status read_layer_types(const Fields& f, ModelShape& m) {
       m.layer_types.push_back(AttentionType::kSlidingWindow);
     else if (t == "chunked_attention")
       m.layer_types.push_back(AttentionType::kChunkedLocalAttention);
+    else if (t == "attention")  // Granite-4.0-H
+      m.layer_types.push_back(AttentionType::kFullAttention);
+    else if (t == "linear_attention" || t == "mamba")
+      m.layer_types.push_back(AttentionType::kMamba);
     else
-      return f.error(where,
-                     "unsupported layer type " + t + " (valid: full_attention, sliding_attention, chunked_attention)");
+      return f.error(where, "unsupported layer type " + t +
+                                " (valid: full_attention, attention, sliding_attention, chunked_attention, "
+                                "linear_attention, mamba)");
+  }
+  if (m.has_mamba()) {
+    const bool linear = std::find(list.begin(), list.end(), "linear_attention") != list.end();
+    if (Status s = linear ? read_gated_delta_net(f, m)
+                          : read_mamba2(f, m, "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state",
+                                        "mamba_d_conv");
+        !s.ok()) {
+      return s;
+    }
   }
   if (m.num_layers_of(AttentionType::kSlidingWindow) > 0) KV_ASSIGN(m.sliding_window, f.positive("sliding_window"));
   if (m.num_layers_of(AttentionType::kChunkedLocalAttention) > 0) {
@@ -182,14 +240,98 @@ Status read_sliding(const Fields& f, ModelShape& m) {
   return {};
 }
 
+// Qwen3-Next without layer_types: every full_attention_interval-th layer is full attention.
+Status read_full_attention_interval(const Fields& f, ModelShape& m) {
+  int interval = 0;
+  KV_ASSIGN(interval, f.positive("full_attention_interval"));
+  for (int i = 0; i < m.layers; ++i) {
+    m.layer_types.push_back((i + 1) % interval == 0 ? AttentionType::kFullAttention : AttentionType::kMamba);
+  }
+  if (!m.has_mamba()) {
+    m.layer_types.clear();
+    return {};
+  }
+  return read_gated_delta_net(f, m);
+}
+
+// Nemotron-H: one character per block, "M" Mamba2, "*" attention, "-" MLP. kvsim's layers are
+// the mixer blocks; the MLP blocks' squared-ReLU (two-matrix) weights spread over them as a
+// three-matrix MLP (model_shape.cc, nemotron-h-8b).
+Status read_hybrid_override_pattern(const Fields& f, ModelShape& m) {
+  const Json& v = *f.find("hybrid_override_pattern");
+  if (!v.is_string()) return f.error("hybrid_override_pattern", "must be a string of M, * and -");
+  const std::string pattern = v.get<std::string>();
+  if (pattern.size() != static_cast<std::size_t>(m.layers)) {
+    return f.error("hybrid_override_pattern", "has " + std::to_string(pattern.size()) +
+                                                  " blocks, num_hidden_layers is " + std::to_string(m.layers));
+  }
+  int mlps = 0;
+  m.layer_types.clear();
+  for (std::size_t i = 0; i < pattern.size(); ++i) {
+    if (pattern[i] == 'M')
+      m.layer_types.push_back(AttentionType::kMamba);
+    else if (pattern[i] == '*')
+      m.layer_types.push_back(AttentionType::kFullAttention);
+    else if (pattern[i] == '-')
+      ++mlps;
+    else
+      return f.error("hybrid_override_pattern[" + std::to_string(i) + "]",
+                     std::string("unsupported block '") + pattern[i] + "' (valid: M, *, -; MoE blocks E are not read)");
+  }
+  if (m.layer_types.empty()) return f.error("hybrid_override_pattern", "has no Mamba or attention block");
+  const std::int64_t mixers = static_cast<std::int64_t>(m.layer_types.size());
+  m.intermediate = static_cast<int>(std::max<std::int64_t>(1, 2LL * m.intermediate * mlps / (3 * mixers)));
+  m.layers = static_cast<int>(mixers);
+  return read_mamba2(f, m, "mamba_num_heads", "mamba_head_dim", "n_groups", "ssm_state_size", "conv_kernel");
+}
+
+// Jamba: attention on layers i % attn_layer_period == attn_layer_offset, Mamba (v1) elsewhere:
+// an inner width of mamba_expand * hidden, a (d_conv - 1)-tap conv state and an inner *
+// d_state SSM state, 16-bit.
+Status read_jamba(const Fields& f, ModelShape& m) {
+  int period = 0, offset = 0, state = 0, conv = 0, expand = 0;
+  KV_ASSIGN(period, f.positive("attn_layer_period"));
+  if (const Json* o = f.find("attn_layer_offset"); o != nullptr && !(o->is_number_integer() && *o == 0)) {
+    KV_ASSIGN(offset, f.positive("attn_layer_offset"));
+  }
+  if (offset >= period) {
+    return f.error("attn_layer_offset",
+                   std::to_string(offset) + " is not below attn_layer_period " + std::to_string(period));
+  }
+  KV_ASSIGN(state, f.positive("mamba_d_state", 16, kMaxHidden));
+  KV_ASSIGN(conv, f.positive("mamba_d_conv", 4, kMaxHeads));
+  KV_ASSIGN(expand, f.positive("mamba_expand", 2, kMaxHeads));
+  for (int i = 0; i < m.layers; ++i) {
+    m.layer_types.push_back(i % period == offset ? AttentionType::kFullAttention : AttentionType::kMamba);
+  }
+  const std::int64_t inner = std::int64_t{expand} * m.hidden;
+  if (inner > kMaxMlp)
+    return f.error("mamba_expand", "makes an inner width above the bound " + std::to_string(kMaxMlp));
+  m.mamba_state_bytes = inner * (conv - 1 + state) * 2;
+  m.mamba_in_proj = static_cast<int>(2 * inner);
+  m.mamba_inner = static_cast<int>(inner);
+  if (!m.has_mamba()) {
+    m.layer_types.clear();
+    m.mamba_state_bytes = 0;
+  }
+  return {};
+}
+
 Status read_layer_pattern(const Fields& f, ModelShape& m) {
+  if (f.find("hybrid_override_pattern") != nullptr) return read_hybrid_override_pattern(f, m);
   if (f.find("layer_types") != nullptr) return read_layer_types(f, m);
+  if (f.find("full_attention_interval") != nullptr) return read_full_attention_interval(f, m);
+  if (f.find("attn_layer_period") != nullptr) return read_jamba(f, m);
+
   if (f.find("attention_chunk_size") != nullptr) return read_chunked_or_dense(f, m);
   if (f.find("sliding_window") != nullptr) return read_sliding(f, m);
   return {};
 }
 
 StatusOr<ModelShape> read_shape(const Fields& f, const std::string& name) {
+  if (const Json* ed = f.find("is_encoder_decoder"); ed != nullptr && ed->is_boolean() && ed->get<bool>()) {
+    return f.error("is_encoder_decoder", "encoder-decoder configs are not read (use --model whisper-large-v3)");
+  }
   ModelShape m;
   m.name = name;
   int intermediate = 0;

@@ -14,6 +14,16 @@
 //   sliding_window_pattern N (every N-th layer global, Gemma 3); use_sliding_window with
 //   max_window_layers (Qwen2: layers from max_window_layers on slide); sliding_window alone
 //   (Mistral: every layer slides). A null field counts as absent.
+//   Mamba hybrids (AttentionType::kMamba layers, their state sized as vLLM sizes it):
+//   hybrid_override_pattern (Nemotron-H: "M" Mamba2, "*" attention, "-" MLP; mamba_num_heads,
+//   mamba_head_dim, n_groups, ssm_state_size, conv_kernel); layer_types "linear_attention"
+//   (Qwen3-Next, Qwen3.5: linear_conv_kernel_dim, linear_key_head_dim, linear_value_head_dim,
+//   linear_num_key_heads, linear_num_value_heads, mamba_ssm_dtype) or "mamba" / "attention"
+//   (Granite-4.0-H: mamba_n_heads, mamba_d_head, mamba_n_groups, mamba_d_state, mamba_d_conv);
+//   full_attention_interval (Qwen3-Next without layer_types); attn_layer_period and
+//   attn_layer_offset (Jamba: mamba_d_state, mamba_d_conv, mamba_expand). Refused, naming the
+//   field: is_encoder_decoder (use --model whisper-large-v3) and MoE blocks "E" in
+//   hybrid_override_pattern.
 // Invariants:
 //   1. The result satisfies ModelShape's invariants, or the Status names the file and the field
 //      (`config.json: num_key_value_heads: 5 does not divide num_attention_heads 32`).

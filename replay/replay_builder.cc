@@ -28,7 +28,7 @@ StatusOr<std::unique_ptr<Device>> make_gpu_device(const ReplayConfig& c, std::in
   gpu::CudaDeviceOptions g;
   g.model = c.device.model.name;
   if (c.hybrid_kv_cache()) {
-    auto groups = c.effective_model().kv_cache_groups(c.block_size());  // validate() checked it
+    auto groups = c.kv_cache_groups();  // validate() checked it
     if (!groups.ok()) return groups.status().with_context("--model: ");
     g.kv_cache_groups = std::move(*groups);
   }
@@ -96,6 +96,7 @@ std::vector<std::pair<std::string, std::string>> describe_run(const ReplayConfig
     if (key == "profile" && value.empty()) value = "(roofline)";
     if (key == "inject_fault" && value.empty()) value = "none";
     if (key == "cuda_graphs" && c.device.kind == DeviceKind::kGpu) value = to_string(gpu_graph_mode(c));
+    if (key == "block_size") value = std::to_string(c.block_size());  // a Mamba model's raised block
     if (key == "num_blocks") value = std::to_string(blocks) + " (" + sizing + ")";
     if (key == "kv_cache_tokens") value = std::to_string((blocks - 1) * c.block_size());
     out.emplace_back(key, value);
@@ -130,12 +131,13 @@ std::unique_ptr<KvConnector> make_tier_connector(const ReplayConfig& c) {
 }
 
 SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks, const std::string& hash_seed) {
-  SchedulerConfig sc = c.scheduler;  // the options as set; what follows completes it
+  SchedulerConfig sc = c.scheduler;      // the options as set; what follows completes it
+  sc.cache.block_size = c.block_size();  // a Mamba model's attention block (vLLM's page rule)
   sc.cache.num_blocks = static_cast<int>(num_blocks);
   sc.hash_seed = hash_seed.empty() ? std::string(kDefaultHashSeed) : hash_seed;
   sc.cache.enable_kv_events = c.kv_events_enabled();
   if (c.hybrid_kv_cache()) {
-    auto groups = c.effective_model().kv_cache_groups(c.block_size());  // validate() checked it
+    auto groups = c.kv_cache_groups();  // validate() checked it
     KV_CHECK(groups.ok(), groups.status().message());
     sc.cache.groups = std::move(*groups);
   }
@@ -155,7 +157,7 @@ StatusOr<std::pair<std::int64_t, std::string>> pool_blocks(const ReplayConfig& c
     blocks = blocks_for_tokens(d.kv_cache_tokens, c.block_size());
   } else if (c.hybrid_kv_cache()) {
     const ModelShape model = c.effective_model();
-    auto groups = model.kv_cache_groups(c.block_size());
+    auto groups = c.kv_cache_groups();
     if (!groups.ok()) return groups.status().with_context("--model: ");
     auto fit = hybrid_blocks_from_gpu_memory(model, *groups, d.gpu, d.gpu_memory_utilization,
                                              c.scheduler.max_num_batched_tokens);

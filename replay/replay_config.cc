@@ -465,6 +465,10 @@ void add_scheduler_rows(std::vector<ConfigOption>& t) {
   t.push_back(int_option("max-num-seqs", sch, "requests per step", KV_FIELD(scheduler.max_num_seqs), 1, 1 << 20));
   t.push_back(
       int_option("max-model-len", sch, "longest sequence", KV_FIELD(scheduler.cache.max_model_len), 2, 1LL << 30));
+  t.push_back(bool_option("mamba-prefix-split", sch,
+                          "on | off: Mamba align mode also ends a chunk before the lookup's shared-prefix boundary "
+                          "(off: vLLM before that rule)",
+                          KV_FIELD(scheduler.mamba_align_prefix_split)));
   t.push_back(bool_option("no-chunked-prefill", sch, "a prompt must fit one step's budget",
                           KV_FIELD(scheduler.enable_chunked_prefill), true, true));
   t.push_back(int_option("long-prefill-token-threshold", sch, "cap on one request's tokens per step (0: none)",
@@ -581,6 +585,27 @@ void add_kv_cache_rows(std::vector<ConfigOption>& t) {
   t.push_back(int_option("sliding-window", kv,
                          "window in tokens of every sliding-window layer of a hybrid --model (0: the model's)",
                          KV_FIELD(device.sliding_window), 0, 1 << 30));
+  t.push_back({"mamba-cache-mode", kv,
+               "auto | none | align | all: how a --model's Mamba groups keep states (auto: align with "
+               "--prefix-caching on, none with it off, as vLLM)",
+               false,
+               [](C& c, const std::string& text) {
+                 if (text == "auto")
+                   c.device.mamba_cache_mode.reset();
+                 else if (text == "none")
+                   c.device.mamba_cache_mode = MambaCacheMode::kNone;
+                 else if (text == "align")
+                   c.device.mamba_cache_mode = MambaCacheMode::kAlign;
+                 else if (text == "all")
+                   c.device.mamba_cache_mode = MambaCacheMode::kAll;
+                 else
+                   return bad("mamba-cache-mode", "must be auto, none, align or all, got '" + text + "'");
+                 return Status();
+               },
+               [](const C& c) {
+                 return c.device.mamba_cache_mode ? std::string(to_string(*c.device.mamba_cache_mode))
+                                                  : std::string("auto");
+               }});
   t.push_back(int_option("num-blocks", kv,
                          "KV blocks including the null block (0: from --kv-cache-tokens or GPU memory)",
                          KV_FIELD(scheduler.cache.num_blocks), 0, 1LL << 30));
@@ -625,6 +650,21 @@ std::vector<ConfigOption> make_table() {
 
 ReplayConfig::ReplayConfig() {
   scheduler.cache.max_model_len = 131072;  // KvCacheConfig's 1 << 20 is a core test default
+}
+
+int ReplayConfig::block_size() const {
+  const int requested = scheduler.cache.block_size;
+  if (!hybrid_kv_cache()) return requested;
+  return effective_model().attention_block_size(requested);
+}
+
+MambaCacheMode ReplayConfig::mamba_cache_mode() const {
+  if (device.mamba_cache_mode) return *device.mamba_cache_mode;
+  return scheduler.cache.enable_caching ? MambaCacheMode::kAlign : MambaCacheMode::kNone;
+}
+
+StatusOr<std::vector<KvCacheGroupSpec>> ReplayConfig::kv_cache_groups() const {
+  return effective_model().kv_cache_groups(block_size(), mamba_cache_mode(), scheduler.cache.max_model_len);
 }
 
 namespace {
@@ -691,13 +731,49 @@ Status validate_parts(const ReplayConfig& c) {
   return c.tiers.validate();
 }
 
+// The largest block a Mamba model's state may raise --block-size to (the shadow memory keeps a
+// fingerprint per slot of every block).
+constexpr int kMaxMambaBlock = 1 << 16;
+
 // A hybrid model's groups under the scheduler's one block size.
 Status validate_hybrid_groups(const ReplayConfig& c) {
+  const ModelShape model = c.effective_model();
+  if (model.has_mamba() && c.tiers_enabled()) {
+    return bad("host-cache-bytes", c.device.model.name +
+                                       " has Mamba layers; a second tier turns vLLM's hybrid "
+                                       "KV-cache manager off, which such a model cannot run without");
+  }
+  if ((model.has_mamba() || model.cross_attention) && c.device.kind != DeviceKind::kSim) {
+    return bad("device",
+               c.device.model.name + ": the CUDA backend has no Mamba or cross-attention kernels; use --device sim");
+  }
   if (!c.hybrid_kv_cache()) return {};
+  if (model.has_mamba() && c.device.mamba_cache_mode &&
+      c.scheduler.cache.enable_caching == (*c.device.mamba_cache_mode == MambaCacheMode::kNone)) {
+    return bad("mamba-cache-mode",
+               std::string(to_string(*c.device.mamba_cache_mode)) +
+                   (c.scheduler.cache.enable_caching ? " needs --prefix-caching off" : " needs --prefix-caching on"));
+  }
+  if (model.cross_attention) {
+    if (c.scheduler.cache.enable_caching) {
+      return bad("prefix-caching", c.device.model.name +
+                                       " has cross attention: encoder-decoder models run with prefix caching off "
+                                       "(as vLLM does); pass --prefix-caching off");
+    }
+    return bad("model", c.device.model.name +
+                            ": replaying an encoder-decoder model needs encoder inputs per request, which kvsim "
+                            "traces do not carry yet (its KV-cache groups are built: ModelShape::kv_cache_groups)");
+  }
   const int block_size = c.block_size();
-  auto groups = c.effective_model().kv_cache_groups(block_size);
+  if (block_size > kMaxMambaBlock) {
+    return bad("model", c.device.model.name + ": an attention page that holds one Mamba state needs " +
+                            std::to_string(block_size) + "-token blocks; kvsim runs at most " +
+                            std::to_string(kMaxMambaBlock));
+  }
+  auto groups = c.kv_cache_groups();
   if (!groups.ok()) return groups.status().with_context("--model: ");
   for (const KvCacheGroupSpec& g : *groups) {
+    if (g.spec.type == AttentionType::kMamba && g.spec.mamba_mode == MambaCacheMode::kNone) continue;
     if (g.spec.block_size != block_size) {
       return bad("model", c.device.model.name + ": a group's pages need block size " +
                               std::to_string(g.spec.block_size) + ", the scheduler runs one block size (" +

@@ -57,7 +57,13 @@ struct ReplayConfig {
   // second tier. With a tier (a KV connector) vLLM turns its hybrid manager off and every
   // layer keeps full-attention blocks in one group; kvsim does the same.
   bool hybrid_kv_cache() const { return !tiers_enabled() && effective_model().is_hybrid(); }
-  int block_size() const { return scheduler.cache.block_size; }
+  // The block size the run uses: --block-size, raised for a model with Mamba layers to the
+  // attention block whose page holds one state (ModelShape::attention_block_size, vLLM's rule).
+  int block_size() const;
+  // The Mamba groups' mode: --mamba-cache-mode, else align with prefix caching on, none off.
+  MambaCacheMode mamba_cache_mode() const;
+  // The model's KV-cache groups at block_size() and mamba_cache_mode() (hybrid_kv_cache()).
+  StatusOr<std::vector<KvCacheGroupSpec>> kv_cache_groups() const;
   // The parts' validate(), then the rules across parts.
   Status validate() const;
   ModelShape effective_model() const { return device.effective_model(); }

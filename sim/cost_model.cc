@@ -212,15 +212,31 @@ std::int64_t CostModel::kernel_cycles(Kernel k, const KernelQuery& q, std::int64
 // rows (FULL graphs) attend to one key each.
 std::int64_t CostModel::attention_node_cycles(const StepShape& shape, std::int64_t pad, std::int64_t launch) const {
   const KernelQuery context{shape.num_tokens + pad, shape.num_seqs, shape.kv_tokens_read + pad};
+  const std::int64_t mamba = model_.num_layers_of(AttentionType::kMamba);
   const std::int64_t windowed =
-      shape.window > 0 ? model_.layers - model_.num_layers_of(AttentionType::kFullAttention) : 0;
-  std::int64_t cycles =
-      (model_.layers - windowed) * (kernel_cycles(Kernel::kAttention, context, shape.attended_pairs + pad) + launch);
+      shape.window > 0 ? model_.layers - mamba - model_.num_layers_of(AttentionType::kFullAttention) : 0;
+  std::int64_t cycles = (model_.layers - mamba - windowed) *
+                        (kernel_cycles(Kernel::kAttention, context, shape.attended_pairs + pad) + launch);
   if (windowed > 0) {
     const KernelQuery window{shape.num_tokens + pad, shape.num_seqs, shape.window_kv_tokens_read + pad};
     cycles += windowed * (kernel_cycles(Kernel::kAttention, window, shape.window_attended_pairs + pad) + launch);
   }
   return cycles;
+}
+
+std::int64_t CostModel::mamba_node_cycles(const KernelQuery& dense, std::int64_t launch) const {
+  const std::int64_t mamba = model_.num_layers_of(AttentionType::kMamba);
+  if (mamba == 0 || dense.num_tokens <= 0) return 0;
+  const int w_bits = dtype_bits(model_.dtype);
+  const int in_bits = gpu_.has_tensor_cores_for(model_.dtype) ? w_bits : 16;
+  const std::int64_t peak = gpu_.peak_flops_for(model_.dtype);
+  const std::int64_t t = dense.num_tokens;
+  const KernelWork in_proj = gemm(t, model_.hidden, model_.mamba_in_proj, in_bits, w_bits, peak);
+  const KernelWork out_proj = gemm(t, model_.mamba_inner, model_.hidden, in_bits, w_bits, peak);
+  const KernelWork state{4 * t * (model_.mamba_state_bytes / 2),
+                         2 * dense.num_seqs * model_.mamba_state_bytes + 2 * t * model_.mamba_inner * 2,
+                         gpu_.peak_flops};
+  return mamba * (roofline_cycles(in_proj) + roofline_cycles(out_proj) + roofline_cycles(state) + 3 * launch);
 }
 
 StepCost CostModel::cost(const StepShape& shape) {
@@ -264,11 +280,17 @@ StepCost CostModel::cost(const StepShape& shape) {
       w[id(node)] = layers * (kernel_cycles(k, q, pairs) + extra);
     };
     per_layer(StepNode::kInputNorm, Kernel::kRmsnorm, dense, dense_launch);
-    per_layer(StepNode::kQkvProj, Kernel::kQkvProj, dense, dense_launch);
-    per_layer(StepNode::kRotary, Kernel::kRotary, dense, dense_launch);
-    per_layer(StepNode::kCacheWrite, Kernel::kCacheWrite, dense, dense_launch);
-    w[id(StepNode::kAttention)] = attention_node_cycles(shape, attention_pad, attention_launch);
-    per_layer(StepNode::kOProj, Kernel::kOProj, dense, dense_launch);
+    // Invariant 10: Mamba layers have no projections, rotary or cache write of attention.
+    const std::int64_t attention_layers = layers - model_.num_layers_of(AttentionType::kMamba);
+    auto per_attention_layer = [&](StepNode node, Kernel k) {
+      w[id(node)] = attention_layers * (kernel_cycles(k, dense, pairs) + dense_launch);
+    };
+    per_attention_layer(StepNode::kQkvProj, Kernel::kQkvProj);
+    per_attention_layer(StepNode::kRotary, Kernel::kRotary);
+    per_attention_layer(StepNode::kCacheWrite, Kernel::kCacheWrite);
+    w[id(StepNode::kAttention)] =
+        attention_node_cycles(shape, attention_pad, attention_launch) + mamba_node_cycles(dense, attention_launch);
+    per_attention_layer(StepNode::kOProj, Kernel::kOProj);
     per_layer(StepNode::kPostAttentionNorm, Kernel::kRmsnorm, dense, dense_launch);
     per_layer(StepNode::kGateUpProj, Kernel::kGateUpProj, dense, dense_launch);
     per_layer(StepNode::kSiluMul, Kernel::kSiluMul, dense, dense_launch);

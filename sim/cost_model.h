@@ -37,6 +37,12 @@
 //      forward: it ends before d2h_sampled (the same copy direction), so it delays a step only
 //      when it takes longer than the step's forward. Without a tier the DAG is exactly the
 //      nodes of StepNode.
+//  10. Mamba layers (ModelShape::mamba_state_bytes > 0): no qkv_proj, rotary, cache_write,
+//      o_proj nor attention of their own; the attention node carries, per Mamba layer, a
+//      roofline of its in_proj and out_proj GEMMs plus its state: every scheduled request
+//      reads its state once and writes it once per step (2 * num_seqs * state bytes), and the
+//      scan does about 4 FLOPs per 16-bit state element per token. A first-order term (the
+//      conv, gating and chunked-scan kernels are not modelled one by one).
 // Not thread-safe (cost() re-weights a member DAG).
 #pragma once
 
@@ -139,6 +145,8 @@ class CostModel {
 
   // The attention node of one step, over every layer, with `launch` cycles per layer.
   std::int64_t attention_node_cycles(const StepShape& shape, std::int64_t pad, std::int64_t launch) const;
+  // Invariant 10: every Mamba layer's GEMMs and state traffic for `dense` tokens.
+  std::int64_t mamba_node_cycles(const KernelQuery& dense, std::int64_t launch) const;
 
   // Host time of one step (invariant 7), in ns.
   std::int64_t host_ns(const StepShape& shape) const;

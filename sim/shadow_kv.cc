@@ -152,6 +152,7 @@ void ShadowKv::ensure_block(BlockId b) {
   if (need <= holders_.size()) return;
   std::size_t grown = std::max(need, holders_.size() * 2);
   holders_.resize(grown);
+  if (!state_block_sizes_.empty()) states_.resize(grown, 0);
   slots_.resize(std::max(slots_.size(), grown * static_cast<std::size_t>(block_size_)), 0);
 }
 
@@ -167,8 +168,14 @@ Violation ShadowKv::bad_plan(const RequestId& id, std::string detail) const {
 bool ShadowKv::add_block(std::int32_t h, int g, BlockId b, const RequestId& id, std::vector<Violation>* out) {
   Live& l = live_[h];
   auto& registered = l.registered[static_cast<std::size_t>(g)];
-  if (b == kNullBlock && !windows_.empty() && windows_[static_cast<std::size_t>(g)] != 0) {
+  if (b == kNullBlock && !windows_.empty() && (windows_[static_cast<std::size_t>(g)] != 0 || is_state(g))) {
     registered.push_back(b);  // a windowed group's dropped position: no holder, never read
+    l.table.append(std::span<const BlockId>(&b, 1), g);
+    return true;
+  }
+  if (b > 0 && is_state(g)) {  // invariant 7: a state block, no per-token holders
+    ensure_block(b);
+    registered.push_back(b);
     l.table.append(std::span<const BlockId>(&b, 1), g);
     return true;
   }
@@ -239,8 +246,8 @@ std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* 
     release(h, nullptr);
     return -1;
   }
-  const std::int64_t needed = (r.num_computed_tokens + block_size_ - 1) / block_size_;
   for (int g = 0; g < num_groups(); ++g) {
+    const std::int64_t needed = (r.num_computed_tokens + block_tokens(g) - 1) / block_tokens(g);
     if (needed <= static_cast<std::int64_t>(l.table.size(g))) continue;
     Violation v =
         bad_plan(r.id, std::to_string(r.num_computed_tokens) + " computed tokens need " + std::to_string(needed) +
@@ -289,12 +296,63 @@ void ShadowKv::release(std::int32_t h, std::vector<Violation>* out) {
   l.expected.clear();
   l.num_computed = 0;
   l.rely_begin = 0;
+  l.state_end = -1;
   free_handles_.push_back(h);
 }
 
 void ShadowKv::verify_groups(std::int32_t h, std::int64_t first_query, std::int64_t to, const char* when,
                              std::vector<Violation>* out) {
-  for (int g = 0; g < num_groups(); ++g) verify(h, g, reach_begin(g, first_query), to, when, out);
+  for (int g = 0; g < num_groups(); ++g) {
+    if (is_state(g)) {
+      verify_state(h, g, std::string_view(when) == "admission", when, out);
+      continue;
+    }
+    verify(h, g, reach_begin(g, first_query), to, when, out);
+  }
+}
+
+// Invariant 7: the block holding position num_computed - 1 holds that prefix's state. `always`:
+// check it even if the request did not write it (an admitted hit).
+void ShadowKv::verify_state(std::int32_t h, int g, bool always, const char* when, std::vector<Violation>* out) {
+  const Live& l = live_[h];
+  const std::int64_t n = l.num_computed;
+  if (n <= 0 || (!always && l.state_end != n)) return;
+  const std::span<const BlockId> table = l.table.group(g);
+  const auto i = static_cast<std::size_t>((n - 1) / block_tokens(g));
+  const BlockId block = i < table.size() ? table[i] : kNullBlock;
+  const std::uint64_t want = salted(l.expected[static_cast<std::size_t>(n - 1)], g);
+  const std::uint64_t found = block > 0 && static_cast<std::size_t>(block) < states_.size() ? states_[block] : 0;
+  ++stats_.slots_verified;
+  if (found == want) return;
+  Violation v;
+  v.kind = Violation::Kind::kMismatch;
+  v.step = step_;
+  v.request = l.id;
+  v.position = n - 1;
+  v.block = block;
+  v.expected = want;
+  v.found = found;
+  v.when = block == kNullBlock ? "null-block read" : when;
+  v.group = named(g);
+  out->push_back(std::move(v));
+}
+
+// Invariant 7: the state after the request's last computed position, into the block holding it.
+void ShadowKv::write_state(std::int32_t h, int g, std::vector<Violation>* out) {
+  Live& l = live_[h];
+  const std::int64_t n = l.num_computed;
+  if (n <= 0) return;
+  const std::span<const BlockId> table = l.table.group(g);
+  const auto i = static_cast<std::size_t>((n - 1) / block_tokens(g));
+  if (i >= table.size() || table[i] == kNullBlock) {
+    Violation v = bad_plan(l.id, "no state block for the state after position " + std::to_string(n - 1));
+    v.group = named(g);
+    out->push_back(std::move(v));
+    return;
+  }
+  states_[static_cast<std::size_t>(table[i])] = salted(l.expected[static_cast<std::size_t>(n - 1)], g);
+  ++stats_.slots_written;
+  l.state_end = n;
 }
 
 void ShadowKv::verify(std::int32_t h, int g, std::int64_t from, std::int64_t to, const char* when,
@@ -353,7 +411,9 @@ void ShadowKv::write_position(std::int32_t h, std::int64_t position, std::uint64
     write(h, 0, position, fp, out);
     return;
   }
-  for (int g = 0; g < num_groups(); ++g) write(h, g, position, salted(fp, g), out);
+  for (int g = 0; g < num_groups(); ++g) {
+    if (!is_state(g)) write(h, g, position, salted(fp, g), out);
+  }
 }
 
 void ShadowKv::write(std::int32_t h, int g, std::int64_t position, std::uint64_t fp, std::vector<Violation>* out) {
@@ -450,7 +510,7 @@ void ShadowKv::write_step(const StepPlan& plan, std::vector<Violation>* out) {
     const std::int64_t end = l.num_computed + static_cast<std::int64_t>(r.token_ids.size());
     bool fits = true;
     for (int g = 0; g < num_groups() && fits; ++g) {
-      if (end <= l.table.capacity_tokens(block_size_, g)) continue;
+      if (end <= l.table.capacity_tokens(static_cast<int>(block_tokens(g)), g)) continue;
       Violation v = bad_plan(r.id, "positions up to " + std::to_string(end - 1) + " do not fit its " +
                                        std::to_string(l.table.size(g)) + " blocks");
       v.group = named(g);
@@ -461,6 +521,12 @@ void ShadowKv::write_step(const StepPlan& plan, std::vector<Violation>* out) {
       scratch_handles_[k] = -1;
       continue;
     }
+    // Invariant 7: a running request reads the state it wrote last step before computing on.
+    if (!state_block_sizes_.empty() && !r.is_new) {
+      for (int g = 0; g < num_groups(); ++g) {
+        if (is_state(g)) verify_state(h, g, false, "read", out);
+      }
+    }
     std::uint64_t prev = l.expected.empty() ? l.seed : l.expected.back();
     for (TokenId token : r.token_ids) {
       const std::int64_t p = l.num_computed;
@@ -468,6 +534,11 @@ void ShadowKv::write_step(const StepPlan& plan, std::vector<Violation>* out) {
       l.expected.push_back(prev);
       write_position(h, p, prev, out);
       l.num_computed = p + 1;
+    }
+    if (!state_block_sizes_.empty() && !r.token_ids.empty()) {
+      for (int g = 0; g < num_groups(); ++g) {
+        if (is_state(g)) write_state(h, g, out);
+      }
     }
   }
   write_faults_.clear();
@@ -480,6 +551,8 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
     KV_CHECK(plan.block_size > 0, "plan " << plan.step << " has block size " << plan.block_size);
     block_size_ = plan.block_size;
     windows_ = plan.group_windows;
+    state_block_sizes_ = plan.group_state_block_sizes;
+    if (!state_block_sizes_.empty()) states_.resize(holders_.size(), 0);
   }
   KV_CHECK(plan.block_size == block_size_, "block size changed from " << block_size_ << " to " << plan.block_size);
   KV_CHECK(plan.group_windows == windows_, "plan " << plan.step << " has " << plan.group_windows.size()

@@ -25,6 +25,14 @@
 //      scheduler does for rejected drafts; their slots are poisoned (the KV a rejected draft
 //      wrote is not the sampled token's), so a later read of one before it is written again
 //      mismatches ("read" or "release"), and the next plan must start at the rolled-back count.
+//   8. Mamba groups (StepPlan::group_state_block_sizes > 0): the group's table holds one
+//      recurrent state per block, not per-token slots. After a request's tokens of a step are
+//      written, the block holding its last position (index (n - 1) / group block) stores the
+//      state of that prefix (the fingerprint of position n - 1, salted with the group). A
+//      request reads back the state it wrote in its previous step (checked before its writes,
+//      unless rolled-back drafts moved num_computed off it), an admitted prefix-cache hit reads
+//      the state of exactly its hit prefix, and a leaving request still finds its last state.
+//      Per-token writes, windows and holders skip these groups (nulls in the table are normal).
 //   6. Second-tier copies (StepPlan invariant 5): a store keeps the block's fingerprints
 //      under its hash (stores_before before the step's writes, stores_after after them); a
 //      load writes the kept fingerprints into the new request's block and compares them, at
@@ -138,6 +146,7 @@ class ShadowKv {
                                                    // (differs from table only after a fault)
     std::vector<std::uint64_t> expected;           // expected fingerprint of each position written
     std::int64_t admitted = 0;                     // admission sequence number (verify_live order)
+    std::int64_t state_end = -1;                   // Mamba groups: the prefix whose state it last wrote
   };
 
   std::int32_t find(const RequestId& id) const;
@@ -156,6 +165,15 @@ class ShadowKv {
   // The first position a query at `query` reads in group g (0 for full attention).
   std::int64_t reach_begin(int g, std::int64_t query) const;
   int num_groups() const { return windows_.empty() ? 1 : static_cast<int>(windows_.size()); }
+  // Invariant 7: a Mamba group, and the tokens one block of group g covers.
+  bool is_state(int g) const {
+    return !state_block_sizes_.empty() && state_block_sizes_[static_cast<std::size_t>(g)] > 0;
+  }
+  std::int64_t block_tokens(int g) const {
+    return is_state(g) ? state_block_sizes_[static_cast<std::size_t>(g)] : block_size_;
+  }
+  void verify_state(std::int32_t h, int g, bool always, const char* when, std::vector<Violation>* out);
+  void write_state(std::int32_t h, int g, std::vector<Violation>* out);
   int named(int g) const { return windows_.empty() ? -1 : g; }
   void ensure_block(BlockId b);
   void tier_store(const std::vector<TierTransfer>& stores);
@@ -165,7 +183,9 @@ class ShadowKv {
 
   VerifyMode mode_;
   int block_size_ = 0;
-  std::vector<std::int64_t> windows_;  // StepPlan::group_windows of the run (empty: one group)
+  std::vector<std::int64_t> windows_;   // StepPlan::group_windows of the run (empty: one group)
+  std::vector<int> state_block_sizes_;  // StepPlan::group_state_block_sizes (empty: no Mamba group)
+  std::vector<std::uint64_t> states_;   // by block id: the state fingerprint a Mamba block holds
   std::int64_t step_ = 0;
   std::int64_t admissions_ = 0;
   std::vector<Live> live_;

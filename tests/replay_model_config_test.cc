@@ -108,8 +108,13 @@ TEST(ModelConfigTest, ErrorsNameTheFileAndField) {
       parse_model_config("c.json", R"({"hidden_size": 64, "layer_types": ["full_attention", "mamba"], )" + base + "}")
           .status()
           .message(),
-      "c.json: layer_types[1]: unsupported layer type mamba (valid: full_attention, sliding_attention, "
-      "chunked_attention)");
+      "c.json: mamba_n_heads: missing (a positive integer is required)");
+  EXPECT_EQ(
+      parse_model_config("c.json", R"({"hidden_size": 64, "layer_types": ["full_attention", "moe"], )" + base + "}")
+          .status()
+          .message(),
+      "c.json: layer_types[1]: unsupported layer type moe (valid: full_attention, attention, sliding_attention, "
+      "chunked_attention, linear_attention, mamba)");
   EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": 64, "layer_types": ["full_attention"], )" + base + "}")
                 .status()
                 .message(),

@@ -60,7 +60,8 @@ TEST(HardwareSpecsTest, PresetsAndLookup) {
 
   EXPECT_EQ(find_model_shape("gpt5").status().message(),
             "unknown model 'gpt5' (valid: tiny, small, llama3-1b, llama3-8b, llama3-70b, gpt-oss-20b, gpt-oss-120b, "
-            "gemma-3-27b, llama-4-scout, gpt-oss-20b-dense)");
+            "gemma-3-27b, llama-4-scout, gpt-oss-20b-dense, qwen3-next-80b-a3b, qwen3.5-4b, nemotron-h-8b, "
+            "granite-4.0-h-small, jamba-mini, whisper-large-v3)");
   EXPECT_EQ(find_gpu_spec("a100").status().message(),
             "unknown gpu 'a100' (valid: a100-40gb, a100-80gb, l40s, h100-pcie, h100-sxm, h200, b200)");
 }
@@ -124,6 +125,26 @@ TEST(CostModelTest, WindowedLayersAttendToTheirWindow) {
   // The dense twin pays the whole context in all 24 layers.
   EXPECT_EQ(dense.cost(s).node_cycles[static_cast<int>(StepNode::kAttention)], 24 * (full + launch));
   EXPECT_LT(c.duration_ns, dense.cost(s).duration_ns);
+}
+
+// Invariant 10: a Mamba layer has no attention kernels; it pays its GEMMs and its state, read
+// and written once per scheduled request per step, so the state term grows with the requests.
+TEST(CostModelTest, MambaLayersPayTheirStateNotAttention) {
+  const ModelShape m = model("qwen3-next-80b-a3b");  // 36 gated-DeltaNet + 12 full layers
+  CostModel cm(m, gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  const StepShape s = decode(8, 20'000);
+  const std::int64_t launch = cm.ns_to_cycles(cm.gpu().launch_overhead_ns);
+  const std::int64_t full = cm.kernel_cycles(Kernel::kAttention, {8, 8, s.kv_tokens_read}, s.attended_pairs);
+  const KernelQuery dense{8, 8, 0};
+  const StepCost c = cm.cost(s);
+  EXPECT_EQ(c.node_cycles[static_cast<int>(StepNode::kAttention)],
+            12 * (full + launch) + cm.mamba_node_cycles(dense, launch));
+  EXPECT_EQ(c.node_cycles[static_cast<int>(StepNode::kQkvProj)],
+            12 * (cm.kernel_cycles(Kernel::kQkvProj, dense, 0) + launch));
+  // Decode is bound by the state traffic: 36 layers * 8 requests * 2 * 1,097,728 bytes.
+  const std::int64_t state_bytes = 36LL * 8 * 2 * m.mamba_state_bytes;
+  EXPECT_GE(cm.mamba_node_cycles(dense, 0), cm.roofline_cycles(KernelWork{0, state_bytes, cm.gpu().peak_flops}));
+  EXPECT_GT(cm.mamba_node_cycles({8, 16, 0}, 0), cm.mamba_node_cycles(dense, 0));
 }
 
 TEST(CostModelTest, RooflineOfOneGemmByHand) {

@@ -40,6 +40,40 @@ ModelShape gpt_oss(std::string name, int layers) {
   return m;
 }
 
+// `layers` entries, kMamba except every period-th layer (i % period == offset), full attention.
+std::vector<AttentionType> attention_every(int layers, int period, int offset) {
+  std::vector<AttentionType> types(static_cast<std::size_t>(layers), A::kMamba);
+  for (int i = offset; i < layers; i += period) types[static_cast<std::size_t>(i)] = A::kFullAttention;
+  return types;
+}
+
+// Gated DeltaNet (Qwen3-Next, Qwen3.5), as vLLM's MambaStateShapeCalculator sizes it: a
+// causal-conv state of (2 * key heads * key dim + value heads * value dim) channels by
+// (kernel - 1) taps, and a delta-rule state of value heads * key dim * value dim. Its GEMMs:
+// in_proj_qkvz + in_proj_ba (hidden -> 2 key + 2 value widths + 2 per value head), out_proj
+// (value width -> hidden).
+void gated_delta_net(ModelShape& m, int key_heads, int value_heads, int key_dim, int value_dim, int conv_kernel,
+                     int ssm_bytes) {
+  const std::int64_t key = std::int64_t{key_heads} * key_dim, value = std::int64_t{value_heads} * value_dim;
+  const std::int64_t conv = (2 * key + value) * (conv_kernel - 1) * 2;
+  const std::int64_t ssm = std::int64_t{value_heads} * key_dim * value_dim * ssm_bytes;
+  m.mamba_state_bytes = conv + ssm;
+  m.mamba_in_proj = static_cast<int>(2 * key + 2 * value + 2 * value_heads);
+  m.mamba_inner = static_cast<int>(value);
+}
+
+// Mamba2 (Nemotron-H, Granite-4.0-H), as vLLM sizes it: a conv state of (heads * head dim +
+// 2 * groups * state) channels by (d_conv - 1) taps and an SSM state of heads * head dim *
+// state, both 16-bit. in_proj: hidden -> 2 * inner + 2 * groups * state + heads; out_proj:
+// inner -> hidden.
+void mamba2(ModelShape& m, int heads, int head_dim, int groups, int state, int d_conv) {
+  const std::int64_t inner = std::int64_t{heads} * head_dim;
+  const std::int64_t conv_dim = inner + 2LL * groups * state;
+  m.mamba_state_bytes = (conv_dim * (d_conv - 1) + inner * state) * 2;
+  m.mamba_in_proj = static_cast<int>(2 * inner + 2LL * groups * state + heads);
+  m.mamba_inner = static_cast<int>(inner);
+}
+
 std::vector<ModelShape> make_shapes() {
   std::vector<ModelShape> shapes = {
       // name, layers, hidden, heads, kv_heads, head_dim, intermediate, vocab (bf16)
@@ -74,6 +108,69 @@ std::vector<ModelShape> make_shapes() {
   twin.layer_types.clear();
   twin.sliding_window = 0;
   shapes.push_back(twin);
+
+  // https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct/blob/main/config.json: 48 layers,
+  // hidden_size 2048, 16 heads, num_key_value_heads 2, head_dim 256, vocab_size 151936,
+  // full_attention_interval 4 (layer_types: three linear_attention, then full_attention);
+  // linear_conv_kernel_dim 4, linear_key_head_dim 128, linear_value_head_dim 128,
+  // linear_num_key_heads 16, linear_num_value_heads 32 (no mamba_ssm_dtype: 16-bit states,
+  // 1,097,728 bytes a layer). MoE: 512 experts, num_experts_per_tok 10 of
+  // moe_intermediate_size 512, shared_expert_intermediate_size 512: active MLP 5632.
+  ModelShape next = dense("qwen3-next-80b-a3b", 48, 2048, 16, 2, 256, 10 * 512 + 512, 151936);
+  next.layer_types = every_nth(48, 4, A::kFullAttention, A::kMamba);
+  gated_delta_net(next, 16, 32, 128, 128, 4, 2);
+  shapes.push_back(next);
+  // https://huggingface.co/Qwen/Qwen3.5-4B/blob/main/config.json (text_config): 32 layers,
+  // hidden_size 2560, intermediate_size 9216, 16 heads, num_key_value_heads 4, head_dim 256,
+  // vocab_size 248320, full_attention_interval 4; the linear_* fields as Qwen3-Next's and
+  // mamba_ssm_dtype float32: a 2,146,304-byte state, so page unification makes the attention
+  // block 528 tokens (33 * 16 * 4096 bytes >= the state).
+  ModelShape q35 = dense("qwen3.5-4b", 32, 2560, 16, 4, 256, 9216, 248320);
+  q35.layer_types = every_nth(32, 4, A::kFullAttention, A::kMamba);
+  gated_delta_net(q35, 16, 32, 128, 128, 4, 4);
+  shapes.push_back(q35);
+  // https://huggingface.co/nvidia/Nemotron-H-8B-Base-8K/blob/main/config.json:
+  // hybrid_override_pattern "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-" (52 blocks: 24
+  // Mamba2 "M", 4 attention "*", 24 MLP "-"), hidden_size 4096, 32 heads, 8 KV heads of 128,
+  // intermediate_size 21504 (squared-ReLU, two matrices), vocab_size 131072, mamba_num_heads
+  // 128, mamba_head_dim 64, n_groups 8, ssm_state_size 128, conv_kernel 4. kvsim's layers are
+  // the 28 mixer blocks; the 24 MLP blocks' 2 * 21504-wide weights spread over them as a
+  // 3-matrix MLP of 2 * 21504 * 24 / (3 * 28) = 12288.
+  ModelShape nemo = dense("nemotron-h-8b", 28, 4096, 32, 8, 128, 12288, 131072);
+  for (char c : std::string_view("M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-")) {
+    if (c != '-') nemo.layer_types.push_back(c == '*' ? A::kFullAttention : A::kMamba);
+  }
+  mamba2(nemo, 128, 64, 8, 128, 4);
+  shapes.push_back(nemo);
+  // https://huggingface.co/ibm-granite/granite-4.0-h-small/blob/main/config.json: 40 layers,
+  // layer_types "attention" at 5, 15, 25, 35 and "mamba" elsewhere, hidden_size 4096, 32 heads,
+  // 8 KV heads (head 128), mamba_n_heads 128, mamba_d_head 64, mamba_n_groups 1, mamba_d_state
+  // 128, mamba_d_conv 4, vocab_size 100352; MoE 72 experts, num_experts_per_tok 10 of
+  // intermediate_size 896, shared_intermediate_size 1024: active MLP 9984.
+  ModelShape granite = dense("granite-4.0-h-small", 40, 4096, 32, 8, 128, 10 * 896 + 1024, 100352);
+  granite.layer_types = attention_every(40, 10, 5);
+  mamba2(granite, 128, 64, 1, 128, 4);
+  shapes.push_back(granite);
+  // https://huggingface.co/ai21labs/AI21-Jamba-1.5-Mini/blob/main/config.json (Jamba-v0.1's
+  // shape): 32 layers, hidden_size 4096, 32 heads, 8 KV heads of 128, intermediate_size 14336,
+  // vocab_size 65536, attn_layer_period 8, attn_layer_offset 4, Mamba (v1) mamba_d_state 16,
+  // mamba_d_conv 4, mamba_expand 2 (inner 8192: conv 8192 x 3 + SSM 8192 x 16, 16-bit). MoE on
+  // every other layer (expert_layer_period 2), 2 of 16 experts: the mean active MLP is
+  // (14336 + 2 * 14336) / 2 = 21504. in_proj 2 * inner (x_proj and dt_proj left out).
+  ModelShape jamba = dense("jamba-mini", 32, 4096, 32, 8, 128, 21504, 65536);
+  jamba.layer_types = attention_every(32, 8, 4);
+  jamba.mamba_state_bytes = (8192LL * 3 + 8192LL * 16) * 2;
+  jamba.mamba_in_proj = 2 * 8192;
+  jamba.mamba_inner = 8192;
+  shapes.push_back(jamba);
+  // https://huggingface.co/openai/whisper-large-v3/blob/main/config.json: the decoder's
+  // decoder_layers 32, d_model 1280, decoder_attention_heads 20 (head 64, no GQA),
+  // decoder_ffn_dim 5120 (GELU, two matrices: a 3-matrix width of 2 * 5120 / 3 = 3413),
+  // vocab_size 51866, max_source_positions 1500 (the encoder outputs cross attention reads).
+  ModelShape whisper = dense("whisper-large-v3", 32, 1280, 20, 20, 64, 3413, 51866);
+  whisper.cross_attention = true;
+  whisper.encoder_tokens = 1500;
+  shapes.push_back(whisper);
   return shapes;
 }
 
@@ -83,7 +180,10 @@ std::int64_t ModelShape::num_linear_params() const {
   const std::int64_t h = hidden;
   const std::int64_t q = static_cast<std::int64_t>(heads) * head_dim;
   const std::int64_t kv = static_cast<std::int64_t>(kv_heads) * head_dim;
-  return ((q + 2 * kv) * h + q * h + 3LL * intermediate * h) * layers;
+  const std::int64_t mamba = num_layers_of(AttentionType::kMamba);
+  const std::int64_t attention = (layers - mamba) * (cross_attention ? 2 : 1);
+  return ((q + 2 * kv) * h + q * h) * attention + (std::int64_t{mamba_in_proj} + mamba_inner) * h * mamba +
+         3LL * intermediate * h * layers;
 }
 
 std::int64_t ModelShape::num_params() const {
@@ -109,7 +209,10 @@ StatusOr<ModelShape> shard_for_tp(const ModelShape& m, int tp) {
   s.heads = m.heads / tp;
   s.kv_heads = std::max(1, m.kv_heads / tp);
   s.intermediate = m.intermediate / tp;
-  s.vocab = (m.vocab + tp - 1) / tp;  // vLLM pads the vocabulary to a multiple of tp
+  s.vocab = (m.vocab + tp - 1) / tp;               // vLLM pads the vocabulary to a multiple of tp
+  s.mamba_state_bytes = m.mamba_state_bytes / tp;  // heads split over the ranks
+  s.mamba_in_proj = m.mamba_in_proj / tp;
+  s.mamba_inner = m.mamba_inner / tp;
   s.tp = m.tp * tp;
   return s;
 }
@@ -119,8 +222,19 @@ int ModelShape::num_layers_of(AttentionType type) const {
   return static_cast<int>(std::count(layer_types.begin(), layer_types.end(), type));
 }
 
-std::vector<LayerKvCacheSpec> ModelShape::layer_specs(int block_size) const {
+int ModelShape::attention_block_size(int block_size) const {
+  if (!has_mamba() || mamba_state_bytes <= 0) return block_size;
+  constexpr std::int64_t kKernelAlignment = 16;  // vLLM's kernel block alignment
+  const std::int64_t per_token = std::int64_t{2} * kv_heads * head_dim * std::max(1, dtype_bits(kv_dtype) / 8);
+  const std::int64_t step = kKernelAlignment * per_token;
+  const std::int64_t needed = kKernelAlignment * ((mamba_state_bytes + step - 1) / step);
+  return static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(block_size, needed), std::int64_t{1} << 30));
+}
+
+std::vector<LayerKvCacheSpec> ModelShape::layer_specs(int block_size, MambaCacheMode mamba_mode,
+                                                      std::int64_t max_model_len) const {
   std::vector<LayerKvCacheSpec> specs;
+  block_size = attention_block_size(block_size);
   for (int i = 0; i < layers; ++i) {
     KvCacheSpec s;
     s.type = layer_type(i);
@@ -131,13 +245,27 @@ std::vector<LayerKvCacheSpec> ModelShape::layer_specs(int block_size) const {
     s.dtype_bytes = std::max(1, dtype_bits(kv_dtype) / 8);  // fp4 pages: see ReplayConfig::validate
     if (s.type == AttentionType::kSlidingWindow) s.window = sliding_window;
     if (s.type == AttentionType::kChunkedLocalAttention) s.chunk = attention_chunk;
+    if (s.type == AttentionType::kMamba) {
+      s.mamba_mode = mamba_mode;
+      s.mamba_state_bytes = mamba_state_bytes;
+      // vLLM: with prefix caching off one block holds the request's state for its whole life.
+      if (mamba_mode == MambaCacheMode::kNone) {
+        s.block_size = static_cast<int>(std::min<std::int64_t>(max_model_len, std::int64_t{1} << 30));
+      }
+    }
     specs.push_back({"layers." + std::to_string(i), s});
+    if (cross_attention && s.type != AttentionType::kMamba) {
+      KvCacheSpec cross = s;
+      cross.type = AttentionType::kCrossAttention;
+      specs.push_back({"layers." + std::to_string(i) + ".cross", cross});
+    }
   }
   return specs;
 }
 
-StatusOr<std::vector<KvCacheGroupSpec>> ModelShape::kv_cache_groups(int block_size) const {
-  const std::vector<LayerKvCacheSpec> specs = layer_specs(block_size);
+StatusOr<std::vector<KvCacheGroupSpec>> ModelShape::kv_cache_groups(int block_size, MambaCacheMode mamba_mode,
+                                                                    std::int64_t max_model_len) const {
+  const std::vector<LayerKvCacheSpec> specs = layer_specs(block_size, mamba_mode, max_model_len);
   return get_kv_cache_groups(specs);
 }
 

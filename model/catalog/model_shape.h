@@ -8,7 +8,10 @@
 //   1. heads % kv_heads == 0; all dimensions positive.
 //   2. layer_types is empty (every layer full attention) or has exactly `layers` entries, each
 //      full, sliding window (then sliding_window > 0) or chunked local (then
-//      attention_chunk > 0). Mamba and cross attention never appear.
+//      attention_chunk > 0), or Mamba (then mamba_state_bytes > 0: a linear-attention or SSM
+//      layer, whose projections are mamba_in_proj / mamba_inner wide). Cross attention is not a
+//      layer type here: cross_attention adds one cross-attention layer to every non-Mamba layer
+//      (an encoder-decoder's decoder).
 //   3. For a mixture-of-experts model, `intermediate` is the MLP width one token activates
 //      (experts per token times the expert width, plus any shared expert), so the dense cost
 //      and parameter formulas count active parameters. (Pool sizing from GPU memory therefore
@@ -48,9 +51,22 @@ struct ModelShape {
   std::vector<AttentionType> layer_types = {};
   int sliding_window = 0;   // tokens, of every kSlidingWindow layer
   int attention_chunk = 0;  // tokens, of every kChunkedLocalAttention layer
+  // kMamba layers: one request's recurrent state of one layer (conv + SSM / delta-rule
+  // tensors, vLLM MambaStateShapeCalculator), and the widths of the layer's two GEMMs
+  // (in_proj: hidden -> mamba_in_proj; out_proj: mamba_inner -> hidden).
+  std::int64_t mamba_state_bytes = 0;
+  int mamba_in_proj = 0;
+  int mamba_inner = 0;
+  // Encoder-decoder (Whisper): every layer also has a cross-attention layer over the
+  // encoder's encoder_tokens outputs (vLLM runs these models with prefix caching off).
+  bool cross_attention = false;
+  int encoder_tokens = 0;
 
-  // K and V of one token over all layers (fp4: rounded up to whole bytes per token).
-  std::int64_t kv_bytes_per_token() const { return dtype_bytes_of(kv_dtype, 2LL * layers * kv_heads * head_dim); }
+  // K and V of one token over all attention layers (Mamba layers keep no per-token KV; fp4:
+  // rounded up to whole bytes per token).
+  std::int64_t kv_bytes_per_token() const {
+    return dtype_bytes_of(kv_dtype, 2LL * (layers - num_layers_of(AttentionType::kMamba)) * kv_heads * head_dim);
+  }
   // Weights: attention and MLP projections, two norms per layer, untied embedding and LM head,
   // the final norm.
   std::int64_t num_params() const;
@@ -65,19 +81,33 @@ struct ModelShape {
   // Layers of one attention type.
   int num_layers_of(AttentionType type) const;
   // True when some layer is not full attention (its KV-cache groups are vLLM's hybrid layout).
-  bool is_hybrid() const { return num_layers_of(AttentionType::kFullAttention) != layers; }
+  bool is_hybrid() const { return cross_attention || num_layers_of(AttentionType::kFullAttention) != layers; }
+  bool has_mamba() const { return num_layers_of(AttentionType::kMamba) > 0; }
 
-  // One spec per layer (named "layers.I"), with this block size.
-  std::vector<LayerKvCacheSpec> layer_specs(int block_size) const;
+  // The attention block size vLLM runs a model with Mamba layers at
+  // (HybridAttentionMambaModelConfig): the smallest multiple of 16 tokens whose attention page
+  // holds one Mamba state, or `block_size` when that is larger. Other models: `block_size`.
+  int attention_block_size(int block_size) const;
+
+  // One spec per layer (named "layers.I"; a cross-attention layer "layers.I.cross"), with this
+  // block size (attention_block_size() applied). Mamba layers carry `mamba_mode`; in mode
+  // kNone their block is max_model_len tokens, as vLLM sets it with prefix caching off.
+  std::vector<LayerKvCacheSpec> layer_specs(int block_size, MambaCacheMode mamba_mode = MambaCacheMode::kAlign,
+                                            std::int64_t max_model_len = 131072) const;
   // vLLM's KV-cache groups of the model; each group's group_page_size_bytes is its bytes per
   // block over its layers.
-  StatusOr<std::vector<KvCacheGroupSpec>> kv_cache_groups(int block_size) const;
+  StatusOr<std::vector<KvCacheGroupSpec>> kv_cache_groups(int block_size,
+                                                          MambaCacheMode mamba_mode = MambaCacheMode::kAlign,
+                                                          std::int64_t max_model_len = 131072) const;
 };
 
 // Dense: tiny, small, llama3-1b, llama3-8b, llama3-70b (the last three with Llama 3's shapes).
 // Hybrid: gpt-oss-20b, gpt-oss-120b (sliding 128 / full, alternating), gemma-3-27b (five
 // sliding 1024 per full), llama-4-scout (three chunked 8192 per full); gpt-oss-20b-dense is
 // gpt-oss-20b with every layer full attention (the reduction check's twin).
+// Mamba hybrids: qwen3-next-80b-a3b and qwen3.5-4b (three gated-DeltaNet layers per full
+// attention), nemotron-h-8b and granite-4.0-h-small (Mamba2 + attention), jamba-mini (Mamba +
+// attention every 8th layer). Encoder-decoder: whisper-large-v3 (self + cross attention).
 const std::vector<ModelShape>& model_shapes();
 StatusOr<ModelShape> find_model_shape(std::string_view name);
 

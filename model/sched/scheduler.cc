@@ -230,8 +230,10 @@ StepPlan Scheduler::schedule() {
   StepWork work;
   work.plan.step = next_step_++;
   work.plan.block_size = config_.cache.block_size;
-  if (kv_.tables_per_group()) [[unlikely]]
+  if (kv_.tables_per_group()) [[unlikely]] {
     work.plan.group_windows = kv_.group_reaches();
+    work.plan.group_state_block_sizes = kv_.group_state_block_sizes();
+  }
   work.plan.finished.swap(finished_since_last_step_);
   work.budget = step_budget_;
   ++stats_.steps;
@@ -318,7 +320,7 @@ std::int64_t Scheduler::align_chunk(const Request& r, std::int64_t start, std::i
   in.num_tokens = r.num_tokens();
   in.block_size = align_block_;
   in.use_eagle = kv_.config().use_eagle;
-  in.shared_prefix_boundary = r.shared_prefix_boundary;
+  in.shared_prefix_boundary = config_.mamba_align_prefix_split ? r.shared_prefix_boundary : 0;
   return mamba_align_split(in);
 }
 

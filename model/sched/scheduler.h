@@ -71,6 +71,11 @@ struct SchedulerConfig {
   // current sequence (prompt and outputs so far) are free (avoids admitting work that must be
   // preempted before its prefill ends).
   bool full_sequence_gate = true;
+  // Mamba align mode: also end a chunk at the last block before the lookup's shared-prefix
+  // boundary (mamba_align_split.h), so that the next request with that prefix finds a state.
+  // Off: vLLM before that rule, where a prefix shorter than the first chunk's aligned end never
+  // gets a cached state (the hit-rate collapse of vLLM issue 45238).
+  bool mamba_align_prefix_split = true;
   // vLLM's start-up checks: refuses what vLLM refuses before scheduling anything (chunked
   // prefill off with a budget below max_model_len, a budget below max_num_seqs, a
   // long-prefill threshold above max_model_len, a pool that cannot hold one max_model_len

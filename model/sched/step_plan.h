@@ -78,6 +78,9 @@ struct StepPlan {
   // position p (0 = every earlier token; w: positions (p - w, p]; chunked layers are not
   // windows: they carry -c, positions from the start of p's c-token chunk).
   std::vector<std::int64_t> group_windows;
+  // Hybrid only: per KV-cache group, 0 for an attention group, the group's block size for a
+  // Mamba group (its table holds one recurrent state per block, not per-token K/V).
+  std::vector<int> group_state_block_sizes;
   // Second-tier transfers (invariant 5), in the order the connector decided them.
   std::vector<TierTransfer> tier_stores_before;  // evicted blocks saved before being reused
   std::vector<TierTransfer> tier_loads;          // tier hits loaded into new requests' blocks
