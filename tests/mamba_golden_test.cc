@@ -11,24 +11,15 @@
 #include <vector>
 
 #include "ops/hybrid_scenario.h"
+#include "tests/golden_files.h"
 
 namespace kv::ops {
 namespace {
 
 const std::filesystem::path kDir = std::filesystem::path(KVSIM_SOURCE_DIR) / "tests/golden-mamba";
 
-std::vector<std::string> scenario_files() {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(kDir, ec)) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 TEST(MambaGoldenTest, DirectoryHoldsScenarios) {
-  EXPECT_FALSE(scenario_files().empty()) << "no *.json scenario in " << kDir;
+  EXPECT_FALSE(golden::scenario_files(kDir).empty()) << "no *.json scenario in " << kDir;
 }
 
 class MambaGolden : public ::testing::TestWithParam<std::string> {};
@@ -39,14 +30,7 @@ TEST_P(MambaGolden, MatchesVllm) {
   EXPECT_TRUE(outcome->ok) << GetParam() << ": " << to_string(*outcome);
 }
 
-std::string test_name(const ::testing::TestParamInfo<std::string>& info) {
-  std::string name = info.param.substr(0, info.param.rfind('.'));
-  std::replace_if(
-      name.begin(), name.end(), [](char c) { return !std::isalnum(c); }, '_');
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Files, MambaGolden, ::testing::ValuesIn(scenario_files()), test_name);
+INSTANTIATE_TEST_SUITE_P(Files, MambaGolden, ::testing::ValuesIn(golden::scenario_files(kDir)), golden::test_name);
 GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(MambaGolden);
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "model/sched/scheduler.h"
+#include "tests/golden_files.h"
 
 namespace kv::ops {
 namespace {
@@ -21,18 +22,8 @@ namespace fs = std::filesystem;
 
 const char kDir[] = "tests/golden-scheduler";  // ctest runs from the repository root
 
-std::vector<std::string> scenario_files() {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(kDir, ec)) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
 TEST(SchedulerGoldenTest, FindsTheScenarioFiles) {
-  EXPECT_FALSE(scenario_files().empty()) << "no *.json under " << kDir << " (run from the repository root)";
+  EXPECT_FALSE(golden::scenario_files(kDir).empty()) << "no *.json under " << kDir << " (run from the repository root)";
 }
 
 class SchedulerGolden : public testing::TestWithParam<std::string> {};
@@ -50,15 +41,7 @@ TEST_P(SchedulerGolden, MatchesVllm) {
   }
 }
 
-std::string test_name(const testing::TestParamInfo<std::string>& info) {
-  std::string name = info.param.substr(0, info.param.size() - 5);  // without ".json"
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Files, SchedulerGolden, testing::ValuesIn(scenario_files()), test_name);
+INSTANTIATE_TEST_SUITE_P(Files, SchedulerGolden, testing::ValuesIn(golden::scenario_files(kDir)), golden::test_name);
 
 // 09's configuration, which vLLM refuses (8 usable blocks, max_model_len 512), run anyway: the
 // request that can never fit (x, 13 blocks) is rejected when added instead of blocking the

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/scheduler_scenario.h"
+#include "tests/golden_files.h"
 
 namespace kv::ops {
 namespace {
@@ -22,16 +23,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kDir = fs::path(KVSIM_SOURCE_DIR) / "tests/golden-spec";
-
-std::vector<std::string> scenario_files() {
-  std::vector<std::string> files;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(kDir, ec)) {
-    if (entry.path().extension() == ".json") files.push_back(entry.path().filename().string());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
 
 // The file's config lists a KV-cache group of type mamba.
 bool needs_mamba(const fs::path& path) {
@@ -44,7 +35,7 @@ bool needs_mamba(const fs::path& path) {
          });
 }
 
-TEST(SpecGoldenTest, FindsTheScenarioFiles) { EXPECT_EQ(scenario_files().size(), 61u) << "in " << kDir; }
+TEST(SpecGoldenTest, FindsTheScenarioFiles) { EXPECT_EQ(golden::scenario_files(kDir).size(), 61u) << "in " << kDir; }
 
 class SpecGolden : public testing::TestWithParam<std::string> {};
 
@@ -56,20 +47,12 @@ TEST_P(SpecGolden, MatchesVllm) {
   EXPECT_FALSE(outcome->refused) << path << ": every file of the set is a valid vLLM configuration";
 }
 
-std::string test_name(const testing::TestParamInfo<std::string>& info) {
-  std::string name = info.param.substr(0, info.param.size() - 5);  // without ".json"
-  for (char& c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  }
-  return name;
-}
-
-INSTANTIATE_TEST_SUITE_P(Files, SpecGolden, testing::ValuesIn(scenario_files()), test_name);
+INSTANTIATE_TEST_SUITE_P(Files, SpecGolden, testing::ValuesIn(golden::scenario_files(kDir)), golden::test_name);
 
 // Exactly the 14 files of the hybrid set (18..23, 54..61) have a Mamba group.
 TEST(SpecGoldenTest, OnlyTheHybridFilesNeedMamba) {
   std::vector<std::string> mamba;
-  for (const std::string& f : scenario_files()) {
+  for (const std::string& f : golden::scenario_files(kDir)) {
     if (needs_mamba(kDir / f)) mamba.push_back(f.substr(0, 2));
   }
   EXPECT_EQ(mamba, (std::vector<std::string>{"18", "19", "20", "21", "22", "23", "54", "55", "56", "57", "58", "59",
