@@ -15,7 +15,7 @@
 // soonest keys; on equal keys the deeper block goes first. Plain furthest-next-countable-use is
 // NOT optimal here: the exhaustive search found a trace where it keeps a parent that a later
 // uncountable occurrence would have restored, instead of a child that nothing restores.
-// docs/policies.md proves the adapted rule exact; tests/prefix_optimum_test.cc checks it
+// docs/policies.md proves the adapted rule exact; tests/traces/prefix_optimum_test.cc checks it
 // against an exhaustive search over every eviction choice.
 // What it bounds: the model drops constraints the real manager has (a running request's blocks
 // must all be resident at once, a prompt longer than the cache is not stored, a hash may be

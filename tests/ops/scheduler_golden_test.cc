@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "model/sched/scheduler.h"
-#include "tests/golden_files.h"
+#include "tests/ops/golden_files.h"
 
 namespace kv::ops {
 namespace {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "ops/hybrid_scenario.h"
-#include "tests/golden_files.h"
+#include "tests/ops/golden_files.h"
 
 namespace kv::ops {
 namespace {

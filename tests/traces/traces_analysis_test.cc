@@ -1,7 +1,7 @@
 // analyze_trace on a tiny trace whose every number is checked by hand (block size 2).
 #include <gtest/gtest.h>
 
-#include "tests/traces_test_util.h"
+#include "tests/traces/traces_test_util.h"
 #include "traces/trace_analysis.h"
 #include "traces/trace_io.h"
 

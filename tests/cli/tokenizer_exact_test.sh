@@ -3,7 +3,7 @@
 # string of tests/tokenizer/strings.jsonl (expected-NAME.jsonl, written by
 # scripts/tokenizer-expected). The tokenizer.json comes from scripts/fetch-tokenizers (cached;
 # the first run needs the network, and without it this test fails: it never skips).
-#   tests/tokenizer_exact_test.sh KVSIM NAME      (run from the repository root)
+#   tests/cli/tokenizer_exact_test.sh KVSIM NAME      (run from the repository root)
 set -euo pipefail
 kvsim="$1" name="$2"
 if ! fetched="$(scripts/fetch-tokenizers "$name")"; then

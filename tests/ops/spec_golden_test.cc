@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ops/scheduler_scenario.h"
-#include "tests/golden_files.h"
+#include "tests/ops/golden_files.h"
 
 namespace kv::ops {
 namespace {

@@ -7,7 +7,7 @@
 #include <limits>
 #include <map>
 
-#include "tests/traces_test_util.h"
+#include "tests/traces/traces_test_util.h"
 #include "traces/block_tokens.h"
 #include "traces/converters.h"
 #include "traces/tokenizer.h"

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "tests/traces_test_util.h"
+#include "tests/traces/traces_test_util.h"
 #include "traces/block_tokens.h"
 #include "traces/generators.h"
 #include "traces/trace_io.h"

@@ -6,7 +6,7 @@
 #include <limits>
 #include <map>
 
-#include "tests/traces_test_util.h"
+#include "tests/traces/traces_test_util.h"
 #include "traces/converters.h"
 #include "traces/generators.h"
 #include "traces/trace_io.h"

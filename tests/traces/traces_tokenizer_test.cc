@@ -1,11 +1,11 @@
 // BpeTokenizer on small hand-made tokenizer.json files: merge order, added tokens, the Rust
 // library's whitespace class, ignore_merges, byte fallback, and the errors of load/encode.
-// (Exactness on real tokenizers: tests/tokenizer_exact_test.sh.)
+// (Exactness on real tokenizers: tests/cli/tokenizer_exact_test.sh.)
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "tests/traces_test_util.h"
+#include "tests/traces/traces_test_util.h"
 #include "traces/bpe_tokenizer.h"
 #include "traces/converters.h"
 #include "traces/text_tokenizer.h"

@@ -14,7 +14,7 @@
 
 #include "sim/fault_injection.h"
 #include "sim/sim_device.h"
-#include "tests/sim_plan_builder.h"
+#include "tests/sim/sim_plan_builder.h"
 
 namespace kv::sim {
 namespace {
