@@ -20,10 +20,7 @@ namespace kv::cli {
 
 namespace {
 
-int fail(const std::string& message) {
-  std::cerr << "kvsim calibrate: " << message << "\n";
-  return 2;
-}
+constexpr std::string_view kCommand = "calibrate";
 
 Status write_new(const std::string& path, const std::string& text, bool force) {
   std::error_code ec;
@@ -82,9 +79,9 @@ void add_calibrate_options(po::options_description& opts, CalibrateArgs& a) {
 
 // --synthesize: a profile from the truth preset's roofline plus noise.
 int write_synthetic(const CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth) {
-  if (!truth) return fail("--synthesize needs --truth-preset-file (the known preset)");
+  if (!truth) return usage_error(kCommand, "--synthesize needs --truth-preset-file (the known preset)");
   const std::string csv = sim::synthetic_profile_csv(model_spec, *truth, a.noise_sigma, a.seed);
-  if (Status s = write_new(a.synthesize, csv, a.force); !s.ok()) return fail(s.message());
+  if (Status s = write_new(a.synthesize, csv, a.force); !s.ok()) return usage_error(kCommand, s.message());
   std::cout << "wrote a synthetic profile of " << a.model << " on '" << truth->name << "' (compute "
             << truth->compute_efficiency_pct << "%, bandwidth " << truth->bandwidth_efficiency_pct << "%, noise sigma "
             << a.noise_sigma << ", seed " << a.seed << ") to " << a.synthesize << "\n";
@@ -116,14 +113,14 @@ void print_fit(const CalibrateArgs& a, const sim::Calibration& cal, std::size_t 
 // --held-out-trace: the fitted and the base preset against the truth preset's noised steps.
 int check_held_out(const CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth,
                    const sim::Calibration& cal, const sim::GpuSpec& base) {
-  if (!truth) return fail("--held-out-trace needs --truth-preset-file (what stands for the GPU)");
+  if (!truth) return usage_error(kCommand, "--held-out-trace needs --truth-preset-file (what stands for the GPU)");
   auto fitted =
       replay::held_out_error(a.held_out, a.held_out_limit, model_spec, *truth, cal.spec, a.step_noise_sigma, a.seed);
-  if (!fitted.ok()) return fail(fitted.status().message());
+  if (!fitted.ok()) return usage_error(kCommand, fitted.status().message());
   sim::GpuSpec base_named = base;
   auto baseline =
       replay::held_out_error(a.held_out, a.held_out_limit, model_spec, *truth, base_named, a.step_noise_sigma, a.seed);
-  if (!baseline.ok()) return fail(baseline.status().message());
+  if (!baseline.ok()) return usage_error(kCommand, baseline.status().message());
   std::cout << "  held-out " << a.held_out << " (" << fitted->steps << " steps, truth '" << truth->name << "'):\n";
   std::printf("    %-12s median %8s  p90 %8s  max %8s\n", a.name.c_str(), pct(fitted->median_ape).c_str(),
               pct(fitted->p90_ape).c_str(), pct(fitted->max_ape).c_str());
@@ -136,20 +133,20 @@ int check_held_out(const CalibrateArgs& a, const ModelShape& model_spec, const s
 
 // The fit of PROFILE.csv, written as a preset file, then the held-out check if asked for.
 int fit_preset(CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth) {
-  if (a.profile.empty()) return fail("give a profile CSV (kvsim calibrate --help)");
-  if (a.name.empty()) return fail("--name is required");
+  if (a.profile.empty()) return usage_error(kCommand, "give a profile CSV (kvsim calibrate --help)");
+  if (a.name.empty()) return usage_error(kCommand, "--name is required");
   auto base = sim::find_gpu_spec(a.base_gpu);
-  if (!base.ok()) return fail("--base-gpu: " + base.status().message());
+  if (!base.ok()) return usage_error(kCommand, "--base-gpu: " + base.status().message());
   auto rows = sim::read_profile(a.profile);
-  if (!rows.ok()) return fail(rows.status().message());
+  if (!rows.ok()) return usage_error(kCommand, rows.status().message());
   auto host_rows = sim::read_host_rows(a.profile);
-  if (!host_rows.ok()) return fail(host_rows.status().message());
+  if (!host_rows.ok()) return usage_error(kCommand, host_rows.status().message());
   auto cal = sim::calibrate(*rows, model_spec, *base, a.name, *host_rows);
-  if (!cal.ok()) return fail(cal.status().message());
+  if (!cal.ok()) return usage_error(kCommand, cal.status().message());
   if (a.out.empty()) a.out = "presets/" + a.name + ".gpu";
   print_fit(a, *cal, rows->size());
   if (Status s = write_new(a.out, sim::calibration_preset_text(*cal, a.profile), a.force); !s.ok())
-    return fail(s.message());
+    return usage_error(kCommand, s.message());
   std::cout << "  wrote preset '" << a.name << "' to " << a.out << "\n";
   if (!a.held_out.empty()) return check_held_out(a, model_spec, truth, *cal, *base);
   return 0;
@@ -166,14 +163,14 @@ int run_calibrate(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   if (!(a.noise_sigma >= 0 && a.noise_sigma < 1) || !(a.step_noise_sigma >= 0 && a.step_noise_sigma < 1)) {
-    return fail("noise sigmas must be in [0, 1)");
+    return usage_error(kCommand, "noise sigmas must be in [0, 1)");
   }
   auto model_spec = find_model_shape(a.model);
-  if (!model_spec.ok()) return fail("--model: " + model_spec.status().message());
+  if (!model_spec.ok()) return usage_error(kCommand, "--model: " + model_spec.status().message());
   std::optional<sim::GpuSpec> truth;
   if (!a.truth_file.empty()) {
     auto t = sim::load_gpu_spec_file(a.truth_file);
-    if (!t.ok()) return fail("--truth-preset-file: " + t.status().message());
+    if (!t.ok()) return usage_error(kCommand, "--truth-preset-file: " + t.status().message());
     truth = *t;
   }
   if (!a.synthesize.empty()) return write_synthetic(a, *model_spec, truth);

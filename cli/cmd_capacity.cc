@@ -14,10 +14,7 @@ namespace kv::cli {
 
 namespace {
 
-int fail(const std::string& message) {
-  std::cerr << "kvsim capacity: " << message << "\n";
-  return 2;
-}
+constexpr std::string_view kCommand = "capacity";
 
 void print(const replay::CapacityResult& r, const std::vector<replay::SloBound>& slo) {
   std::printf("  %12s", "rate req/s");
@@ -52,23 +49,25 @@ int run_capacity(int argc, char** argv) {
   add_config_options(opts);
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
-  if (trace.empty()) return fail("--trace is required (kvsim capacity --help)");
-  if (vm.count("request-rate")) return fail("--request-rate is what kvsim capacity searches; leave it out");
-  if (Status s = replay::validate(co); !s.ok()) return fail(s.message());
+  if (trace.empty()) return usage_error(kCommand, "--trace is required (kvsim capacity --help)");
+  if (vm.count("request-rate"))
+    return usage_error(kCommand, "--request-rate is what kvsim capacity searches; leave it out");
+  if (Status s = replay::validate(co); !s.ok()) return usage_error(kCommand, s.message());
   auto slo = replay::parse_slo(slo_text);
-  if (!slo.ok()) return fail(slo.status().message());
+  if (!slo.ok()) return usage_error(kCommand, slo.status().message());
   replay::ReplayConfig base;
   base.device.verify = sim::VerifyMode::kOff;
-  if (Status s = apply_config_options(vm, base); !s.ok()) return fail(s.message());
+  if (Status s = apply_config_options(vm, base); !s.ok()) return usage_error(kCommand, s.message());
   if (!base.events.file.empty()) {  // one file per run: kvsim replay writes it
-    return fail("--kv-events: not supported by kvsim capacity, which replays many times (use kvsim replay)");
+    return usage_error(kCommand,
+                       "--kv-events: not supported by kvsim capacity, which replays many times (use kvsim replay)");
   }
   std::string slo_desc;
   for (const replay::SloBound& b : *slo) slo_desc += (slo_desc.empty() ? "" : ", ") + b.text();
   std::cout << "kvsim capacity: " << trace << " on sim:" << base.device.model.name << "@" << base.device.gpu.name
             << ", SLO " << slo_desc << "\n";
   auto r = replay::find_capacity(base, trace, *slo, co);
-  if (!r.ok()) return fail(r.status().message());
+  if (!r.ok()) return usage_error(kCommand, r.status().message());
   print(*r, *slo);
   if (r->rate <= 0) {
     std::cout << "  no probed rate meets the SLO (the lowest failed at " << r->failing_rate << " req/s)\n";

@@ -16,10 +16,7 @@ namespace kv::cli {
 
 namespace {
 
-int fail(const std::string& message) {
-  std::cerr << "kvsim convert: " << message << "\n";
-  return 2;
-}
+constexpr std::string_view kCommand = "convert";
 
 // The command line of `kvsim convert`, with its defaults.
 struct ConvertArgs {
@@ -90,14 +87,14 @@ Status check_convert_args(ConvertArgs& a, const std::optional<trace::SourceForma
 int convert_file(const ConvertArgs& a, trace::SourceFormat format, bool force) {
   StatusOr<trace::TraceWriter> writer =
       trace::TraceWriter::create(a.out, trace::convert_header(format, a.in, a.c), force);
-  if (!writer.ok()) return fail(writer.status().message());
+  if (!writer.ok()) return usage_error(kCommand, writer.status().message());
   ProgressLine progress_line("requests", a.progress);
   writer->on_write = [&progress_line](std::int64_t n) { progress_line.update(n); };
   StatusOr<trace::ConvertStats> stats = trace::convert_trace(format, a.in, a.c, *writer);
   Status closed = stats.ok() ? writer->close() : Status();
   if (!stats.ok() || !closed.ok()) {
     writer->abandon();
-    return fail(stats.ok() ? closed.message() : stats.status().message());
+    return usage_error(kCommand, stats.ok() ? closed.message() : stats.status().message());
   }
   progress_line.done();
   std::cout << "wrote " << stats->requests << " requests (" << writer->bytes_written() << " bytes) to " << a.out;
@@ -120,10 +117,10 @@ int run_convert(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   const std::optional<trace::SourceFormat> format = trace::parse_source_format(a.from);
-  if (Status s = check_convert_args(a, format); !s.ok()) return fail(s.message());
+  if (Status s = check_convert_args(a, format); !s.ok()) return usage_error(kCommand, s.message());
   StatusOr<trace::TextTokenizer> text_tokenizer =
       trace::TextTokenizer::open(a.tokenizer.empty() ? trace::kWordHashTokenizerName : a.tokenizer);
-  if (!text_tokenizer.ok()) return fail("--tokenizer: " + text_tokenizer.status().message());
+  if (!text_tokenizer.ok()) return usage_error(kCommand, "--tokenizer: " + text_tokenizer.status().message());
   if (*format == trace::SourceFormat::kShareGpt) {
     a.c.tokenizer = &*text_tokenizer;
     std::cout << "tokenizer: " << text_tokenizer->description() << "\n";

@@ -48,17 +48,15 @@ int run_fuzz(int argc, char** argv) {
   const int cases = vm["cases"].as<int>();
   const int max_size = vm["max-size"].as<int>();
   if (seconds <= 0 || cases < 1 || max_size < 1) {
-    std::cerr << "kvsim fuzz: --seconds, --cases and --max-size must be positive\n";
-    return 2;
+    return usage_error("fuzz", "--seconds, --cases and --max-size must be positive");
   }
   std::vector<const props::PropertyDef*> selected;
   for (const props::PropertyDef& def : props::all_properties()) {
     if (level == "all" || def.level == level) selected.push_back(&def);
   }
   if (selected.empty()) {
-    std::cerr << "kvsim fuzz: no properties at level '" << level
-              << "' (levels: queue, manager, hybrid, scheduler, all)\n";
-    return 2;
+    return usage_error("fuzz",
+                       "no properties at level '" + level + "' (levels: queue, manager, hybrid, scheduler, all)");
   }
 
   using Clock = std::chrono::steady_clock;

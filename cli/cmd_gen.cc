@@ -14,10 +14,7 @@ namespace kv::cli {
 
 namespace {
 
-int fail(const std::string& message) {
-  std::cerr << "kvsim gen: " << message << "\n";
-  return 2;
-}
+constexpr std::string_view kCommand = "gen";
 
 // The command line of `kvsim gen`, with its defaults.
 struct GenArgs {
@@ -95,13 +92,13 @@ StatusOr<trace::TraceHeader> gen_header(GenArgs& a, std::uint64_t seed) {
 // Generates into OUT; a failed generation leaves no OUT behind.
 int write_trace(GenArgs& a, const trace::TraceHeader& header, bool force) {
   StatusOr<trace::TraceWriter> writer = trace::TraceWriter::create(a.out, header, force);
-  if (!writer.ok()) return fail(writer.status().message());
+  if (!writer.ok()) return usage_error(kCommand, writer.status().message());
   StatusOr<std::int64_t> n =
       a.kind == "sharegpt" ? trace::generate_sharegpt(a.sg, *writer) : trace::generate_prefix(a.px, *writer);
   Status closed = n.ok() ? writer->close() : Status();
   if (!n.ok() || !closed.ok()) {
     writer->abandon();
-    return fail(n.ok() ? closed.message() : n.status().message());
+    return usage_error(kCommand, n.ok() ? closed.message() : n.status().message());
   }
   std::cout << "wrote " << *n << " requests (" << writer->bytes_written() << " bytes) to " << a.out << "\n";
   return 0;
@@ -117,12 +114,13 @@ int run_gen(int argc, char** argv) {
   pos.add("kind", 1);
   po::variables_map vm;
   if (!parse_options(argc, argv, all, &pos, vm)) return 0;  // --help
-  if (a.kind != "sharegpt" && a.kind != "prefix") return fail("say what to generate: sharegpt or prefix (--help)");
-  if (a.out.empty()) return fail("missing -o OUT");
+  if (a.kind != "sharegpt" && a.kind != "prefix")
+    return usage_error(kCommand, "say what to generate: sharegpt or prefix (--help)");
+  if (a.out.empty()) return usage_error(kCommand, "missing -o OUT");
   const std::optional<std::uint64_t> seed = parse_uint64(a.seed_text);
-  if (!seed) return fail("--seed: '" + a.seed_text + "' is not an integer from 0 to 2^64-1");
+  if (!seed) return usage_error(kCommand, "--seed: '" + a.seed_text + "' is not an integer from 0 to 2^64-1");
   StatusOr<trace::TraceHeader> header = gen_header(a, *seed);
-  if (!header.ok()) return fail(header.status().message());
+  if (!header.ok()) return usage_error(kCommand, header.status().message());
   return write_trace(a, *header, vm.count("force") > 0);
 }
 

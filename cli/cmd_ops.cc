@@ -28,8 +28,7 @@ int run_ops(int argc, char** argv) {
   if (path == "-") return OpsInterpreter::run_script(std::cin, std::cout, std::cerr);
   std::ifstream in(path);
   if (!in) {
-    std::cerr << "kvsim ops: cannot open '" << path << "'\n";
-    return 2;
+    return usage_error("ops", "cannot open '" + path + "'");
   }
   const int rc = OpsInterpreter::run_script(in, std::cout, std::cerr);
   return rc;

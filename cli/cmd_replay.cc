@@ -22,10 +22,7 @@ namespace kv::cli {
 
 namespace {
 
-int fail(const std::string& message) {
-  std::cerr << "kvsim replay: " << message << "\n";
-  return 2;
-}
+constexpr std::string_view kCommand = "replay";
 
 // Streams steps and requests into the run folder; on a terminal, a progress line.
 void observe(replay::Replayer& replayer, reports::RunFolder& folder, bool show_progress) {
@@ -116,16 +113,18 @@ Status check_replay_args(const ReplayArgs& a) {
 // After the run folder: the cache dump, the event sink's close and the injected faults.
 int finish_side_outputs(const ReplayArgs& a, replay::ReplayRun& run) {
   if (!a.dump_cache.empty()) {
-    if (Status st = write_cache_dump(a.dump_cache, *run.scheduler, a.force); !st.ok()) return fail(st.message());
+    if (Status st = write_cache_dump(a.dump_cache, *run.scheduler, a.force); !st.ok())
+      return usage_error(kCommand, st.message());
   }
   if (run.events) {
-    if (Status st = run.events->close(); !st.ok()) return fail(st.message());
+    if (Status st = run.events->close(); !st.ok()) return usage_error(kCommand, st.message());
   }
   if (run.faults != nullptr) {
     for (const std::string& f : run.faults->fired()) std::cerr << "kvsim replay: injected fault: " << f << "\n";
     for (const sim::FaultSpec& f : run.faults->unfired()) {
-      return fail("--inject-fault " + f.to_string() + " never fired: no step from " + std::to_string(f.step) +
-                  " on had a target for it (the request not scheduled, or not yet computed)");
+      return usage_error(kCommand, "--inject-fault " + f.to_string() + " never fired: no step from " +
+                                       std::to_string(f.step) +
+                                       " on had a target for it (the request not scheduled, or not yet computed)");
     }
   }
   return 0;
@@ -139,11 +138,11 @@ int replay_into_folder(ReplayArgs& a, const replay::ReplayConfig& config, replay
                 (config.device.kind == replay::DeviceKind::kSim ? "sim" : "gpu") + "-caching-" + caching;
   }
   auto folder = reports::RunFolder::create(a.out_dir, a.force);
-  if (!folder.ok()) return fail(folder.status().message());
+  if (!folder.ok()) return usage_error(kCommand, folder.status().message());
   (*folder)->set_result_date(reports::result_date_from_environment());
   auto replayer = run.make_replayer(config);
   if (a.decision_log == "full") {
-    if (Status st = (*folder)->stream_decisions(); !st.ok()) return fail(st.message());
+    if (Status st = (*folder)->stream_decisions(); !st.ok()) return usage_error(kCommand, st.message());
     reports::RunFolder* f = folder->get();
     replayer->set_decision_sink([f](std::string_view line) { f->add_decision(line); });
   }
@@ -154,12 +153,12 @@ int replay_into_folder(ReplayArgs& a, const replay::ReplayConfig& config, replay
   auto summary = replayer->run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (show_progress) std::fprintf(stderr, "\r%100s\r", "");
-  if (!summary.ok()) return fail(summary.status().message());
+  if (!summary.ok()) return usage_error(kCommand, summary.status().message());
   std::cout << reports::format_summary(
       "kvsim replay: " + a.trace_path + " on " + run.device->name() + ", prefix caching " + caching, *summary, wall);
   if (Status st = (*folder)->finish(run.description, *summary, replayer->log(), wall, run.device->kernel_times());
       !st.ok()) {
-    return fail(st.message());
+    return usage_error(kCommand, st.message());
   }
   std::cout << "  run folder                " << a.out_dir << "\n";
   if (summary->overload.overloaded) {
@@ -179,13 +178,13 @@ int run_replay(int argc, char** argv) {
   pos.add("trace", 1);
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
-  if (Status s = check_replay_args(a); !s.ok()) return fail(s.message());
+  if (Status s = check_replay_args(a); !s.ok()) return usage_error(kCommand, s.message());
   replay::ReplayConfig config;
-  if (Status s = apply_config_options(vm, config); !s.ok()) return fail(s.message());
+  if (Status s = apply_config_options(vm, config); !s.ok()) return usage_error(kCommand, s.message());
   config.run.replay.keep_decision_text = false;  // decisions.log is streamed to the run folder
   config.events.overwrite_file = a.force;
   auto run = replay::build_replay(config, a.trace_path);
-  if (!run.ok()) return fail(run.status().message());
+  if (!run.ok()) return usage_error(kCommand, run.status().message());
   return replay_into_folder(a, config, *run);
 }
 

@@ -28,14 +28,12 @@ int run_report(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   if (o.runs.empty()) {
-    std::cerr << "kvsim report: give at least one run folder (kvsim report --help)\n";
-    return 2;
+    return usage_error("report", "give at least one run folder (kvsim report --help)");
   }
   if (o.out_dir.empty()) o.out_dir = "runs/report";
   auto r = reports::write_report(o);
   if (!r.ok()) {
-    std::cerr << "kvsim report: " << r.status().message() << "\n";
-    return 2;
+    return usage_error("report", r.status().message());
   }
   for (const std::string& n : r->notes) std::cerr << "kvsim report: " << n << "\n";
   std::cout << "wrote " << r->markdown_path << " and " << r->html_path << " (" << r->plots.size() << " plots)\n";

@@ -30,8 +30,7 @@ int run_scenario(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   if (files.empty()) {
-    std::cerr << "kvsim scenario: give at least one scenario file (kvsim scenario --help)\n";
-    return 2;
+    return usage_error("scenario", "give at least one scenario file (kvsim scenario --help)");
   }
   int status = 0;
   for (const std::string& f : files) {

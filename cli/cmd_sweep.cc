@@ -41,10 +41,7 @@ const std::set<std::string> kServingOptions = {"model",
                                                "limit",
                                                "max-steps"};
 
-int fail(const std::string& message) {
-  std::cerr << "kvsim sweep: " << message << "\n";
-  return 2;
-}
+constexpr std::string_view kCommand = "sweep";
 
 constexpr int kMaxJobs = 1024;  // threads at once
 
@@ -190,7 +187,8 @@ int run_and_print(SweepArgs& a, replay::SweepOptions& so) {
               plot(points, staging,
                    a.title.empty() ? "Prefix-cache hit rate vs KV-cache capacity (" + a.mode + " mode)" : a.title);
   };
-  if (Status s = replay::run_sweep_into_folder(so, a.out_dir, a.force, hooks); !s.ok()) return fail(s.message());
+  if (Status s = replay::run_sweep_into_folder(so, a.out_dir, a.force, hooks); !s.ok())
+    return usage_error(kCommand, s.message());
   std::cout << "  wrote " << (std::filesystem::path(a.out_dir) / "sweep.csv").string() << "\n";
   if (plotted) std::cout << "  wrote " << a.out_dir << "/hit_rate.png and .svg\n";
   return 0;
@@ -207,14 +205,14 @@ int run_sweep(int argc, char** argv) {
   po::options_description opts = sweep_options(a);
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
-  if (Status s = check_sweep_args(a); !s.ok()) return fail(s.message());
+  if (Status s = check_sweep_args(a); !s.ok()) return usage_error(kCommand, s.message());
   replay::SweepOptions so;
   so.traces = a.traces;
   so.mode = a.mode;
-  if (Status s = replay::parse_sweep_lists(a.lists, so); !s.ok()) return fail(s.message());
+  if (Status s = replay::parse_sweep_lists(a.lists, so); !s.ok()) return usage_error(kCommand, s.message());
   so.jobs = replay::sweep_threads(a.jobs);
   so.optimum = !a.no_optimum;
-  if (Status s = apply_mode_options(vm, so); !s.ok()) return fail(s.message());
+  if (Status s = apply_mode_options(vm, so); !s.ok()) return usage_error(kCommand, s.message());
   return run_and_print(a, so);
 }
 

@@ -24,10 +24,7 @@ namespace kv::cli {
 
 namespace {
 
-int fail(const std::string& message) {
-  std::cerr << "kvsim sweep: " << message << "\n";
-  return 2;
-}
+constexpr std::string_view kCommand = "sweep";
 
 // The command line of a grid sweep other than the replay options, with its defaults.
 struct GridArgs {
@@ -62,11 +59,11 @@ int write_merged(const std::vector<replay::GridPoint>& points, const std::vector
                  files::OutputFolder& folder, bool no_plot) {
   const std::string& out_dir = folder.dir();
   auto staged = reports::stage_grid_outputs(points, rows, folder, !no_plot);
-  if (!staged.ok()) return fail(staged.status().message());
+  if (!staged.ok()) return usage_error(kCommand, staged.status().message());
   if (!staged->plot.ok()) {
     std::cerr << "kvsim sweep: plotting failed: " << staged->plot.message() << "; the CSV is complete\n";
   }
-  if (Status s = folder.commit(); !s.ok()) return fail(s.message());
+  if (Status s = folder.commit(); !s.ok()) return usage_error(kCommand, s.message());
   std::cout << staged->csv << "  wrote " << out_dir << "/sweep.csv and " << points.size() << " run folders in "
             << out_dir << "/points\n";
   return 0;
@@ -88,7 +85,7 @@ int run_on_ranks(const GridArgs& a, const std::vector<replay::GridPoint>& points
     else
       ready = opened.status();
   }
-  if (!mpi.all_ok(ready.ok())) return ready.ok() ? 2 : fail(ready.message());
+  if (!mpi.all_ok(ready.ok())) return ready.ok() ? 2 : usage_error(kCommand, ready.message());
   const std::string staging = folder ? folder->staging() : files::staging_folder(a.out_dir, suffix);
   const std::vector<replay::GridPoint> mine =
       replay::points_of_rank(points, [&mpi](std::size_t index) { return mpi.mine(index); });
@@ -104,7 +101,7 @@ int run_on_ranks(const GridArgs& a, const std::vector<replay::GridPoint>& points
   }
   auto results = replay::run_grid(mine, a.trace, threads, hooks);
   if (show) std::fprintf(stderr, "\r%40s\r", "");
-  if (!mpi.all_ok(results.ok())) return results.ok() ? 2 : fail(results.status().message());
+  if (!mpi.all_ok(results.ok())) return results.ok() ? 2 : usage_error(kCommand, results.status().message());
   std::vector<std::pair<std::size_t, std::string>> rows;
   for (std::size_t k = 0; k < mine.size(); ++k)
     rows.emplace_back(mine[k].index, reports::grid_point_row(mine[k], (*results)[k]));
@@ -120,16 +117,16 @@ int run_grid_sweep(int argc, char** argv) {
   po::options_description opts = grid_options(a);
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
-  if (a.trace.empty()) return fail("--trace is required (kvsim sweep --help)");
-  if (a.jobs < 0 || a.jobs > 1024) return fail("--jobs: must be from 0 to 1024");
+  if (a.trace.empty()) return usage_error(kCommand, "--trace is required (kvsim sweep --help)");
+  if (a.jobs < 0 || a.jobs > 1024) return usage_error(kCommand, "--jobs: must be from 0 to 1024");
   if (a.progress != "auto" && a.progress != "on" && a.progress != "off") {
-    return fail("--progress must be auto, on or off, got '" + a.progress + "'");
+    return usage_error(kCommand, "--progress must be auto, on or off, got '" + a.progress + "'");
   }
   replay::ReplayConfig base;
   base.device.verify = sim::VerifyMode::kOff;
-  if (Status s = apply_config_options(vm, base); !s.ok()) return fail(s.message());
+  if (Status s = apply_config_options(vm, base); !s.ok()) return usage_error(kCommand, s.message());
   auto points = replay::vary_grid_points(base, a.vary);
-  if (!points.ok()) return fail(points.status().message());
+  if (!points.ok()) return usage_error(kCommand, points.status().message());
   if (a.out_dir.empty()) a.out_dir = "runs/grid-" + std::filesystem::path(a.trace).stem().string();
   return run_on_ranks(a, *points);
 }

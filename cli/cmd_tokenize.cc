@@ -16,10 +16,7 @@ namespace kv::cli {
 
 namespace {
 
-int fail(const std::string& message) {
-  std::cerr << "kvsim tokenize: " << message << "\n";
-  return 2;
-}
+constexpr std::string_view kCommand = "tokenize";
 
 // The text of one input line, or an error saying what is wrong with it.
 StatusOr<std::string> read_text(const std::string& line) {
@@ -44,24 +41,24 @@ int run_tokenize(int argc, char** argv) {
                                                  "tokenizer.json path, or word-hash");
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;
-  if (tokenizer.empty()) return fail("missing --tokenizer FILE");
+  if (tokenizer.empty()) return usage_error(kCommand, "missing --tokenizer FILE");
   StatusOr<trace::TextTokenizer> t = trace::TextTokenizer::open(tokenizer);
-  if (!t.ok()) return fail(t.status().message());
+  if (!t.ok()) return usage_error(kCommand, t.status().message());
   std::string line, out;
   std::vector<TokenId> ids;
   for (std::int64_t line_no = 1; std::getline(std::cin, line); ++line_no) {
     const std::string where = "<stdin>: line " + std::to_string(line_no) + ": ";
     StatusOr<std::string> text = read_text(line);
-    if (!text.ok()) return fail(where + text.status().message());
+    if (!text.ok()) return usage_error(kCommand, where + text.status().message());
     ids.clear();
-    if (Status s = t->encode(*text, ids); !s.ok()) return fail(where + s.message());
+    if (Status s = t->encode(*text, ids); !s.ok()) return usage_error(kCommand, where + s.message());
     out = "[";
     for (std::size_t i = 0; i < ids.size(); ++i) out += (i ? "," : "") + std::to_string(ids[i]);
     out += "]\n";
     std::cout << out;
   }
   std::cout.flush();
-  if (!std::cout) return fail("cannot write to stdout");
+  if (!std::cout) return usage_error(kCommand, "cannot write to stdout");
   return 0;
 }
 

@@ -13,10 +13,7 @@ namespace kv::cli {
 
 namespace {
 
-int fail(const std::string& message) {
-  std::cerr << "kvsim trace: " << message << "\n";
-  return 2;
-}
+constexpr std::string_view kCommand = "trace";
 
 }  // namespace
 
@@ -45,18 +42,19 @@ int run_trace(int argc, char** argv) {
   pos.add("action", 1).add("trace", 1);
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
-  if (action != "info") return fail(action.empty() ? "missing action: info" : "unknown action '" + action + "'");
-  if (path.empty()) return fail("missing TRACE");
-  if (a.block_size <= 0) return fail("--block-size must be > 0");
-  if (a.top_k < 0 || a.dot_max_nodes < 0) return fail("--top and --dot-nodes must be >= 0");
+  if (action != "info")
+    return usage_error(kCommand, action.empty() ? "missing action: info" : "unknown action '" + action + "'");
+  if (path.empty()) return usage_error(kCommand, "missing TRACE");
+  if (a.block_size <= 0) return usage_error(kCommand, "--block-size must be > 0");
+  if (a.top_k < 0 || a.dot_max_nodes < 0) return usage_error(kCommand, "--top and --dot-nodes must be >= 0");
   if (progress != "auto" && progress != "on" && progress != "off") {
-    return fail("--progress must be auto, on or off, got '" + progress + "'");
+    return usage_error(kCommand, "--progress must be auto, on or off, got '" + progress + "'");
   }
   ProgressLine progress_line("requests", progress);
   a.on_progress = [&progress_line](std::int64_t n) { progress_line.update(n); };
   StatusOr<trace::TraceAnalysis> result = trace::analyze_trace(path, a);
   progress_line.done();
-  if (!result.ok()) return fail(result.status().message());
+  if (!result.ok()) return usage_error(kCommand, result.status().message());
   std::cout << (vm.count("json") ? trace::analysis_to_json(*result) : trace::analysis_to_text(*result));
   return 0;
 }

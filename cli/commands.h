@@ -6,6 +6,7 @@
 #include <boost/program_options/options_description.hpp>
 #include <boost/program_options/positional_options.hpp>
 #include <boost/program_options/variables_map.hpp>
+#include <string_view>
 
 namespace kv::cli {
 
@@ -15,6 +16,10 @@ namespace kv::cli {
 bool parse_options(int argc, char** argv, const boost::program_options::options_description& opts,
                    const boost::program_options::positional_options_description* pos,
                    boost::program_options::variables_map& vm);
+
+// Prints "kvsim <command>: <message>" on standard error and returns 2, the exit status of bad
+// usage or bad input: every subcommand reports its errors through this one function.
+int usage_error(std::string_view command, std::string_view message);
 
 struct Command {
   const char* name;

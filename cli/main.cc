@@ -48,6 +48,11 @@ void usage(std::FILE* f) {
 }  // namespace
 
 namespace kv::cli {
+int usage_error(std::string_view command, std::string_view message) {
+  std::cerr << "kvsim " << command << ": " << message << "\n";
+  return 2;
+}
+
 bool parse_options(int argc, char** argv, const boost::program_options::options_description& opts,
                    const boost::program_options::positional_options_description* pos,
                    boost::program_options::variables_map& vm) {
@@ -89,15 +94,13 @@ int main(int argc, char** argv) {
       try {
         return c.run(argc - 1, argv + 1);
       } catch (const std::bad_alloc&) {
-        std::fprintf(stderr,
-                     "kvsim %s: out of memory (lower the sizes asked for: --num-blocks, "
-                     "--kv-cache-tokens, --jobs, or the trace's)\n",
-                     c.name);
-        return 2;
+        return kv::cli::usage_error(
+            c.name,
+            "out of memory (lower the sizes asked for: --num-blocks, --kv-cache-tokens, --jobs, or "
+            "the trace's)");
       } catch (const std::exception& e) {
         // Option parsing and library errors on bad input end here, never in a crash.
-        std::fprintf(stderr, "kvsim %s: %s\n", c.name, e.what());
-        return 2;
+        return kv::cli::usage_error(c.name, e.what());
       }
     }
   }
