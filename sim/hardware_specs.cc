@@ -1,5 +1,6 @@
 #include "sim/hardware_specs.h"
 
+#include <boost/algorithm/string/trim.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
@@ -162,12 +163,6 @@ Status read_field(const std::string& where, const GpuField& f, const std::string
   return {};
 }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
-  return s;
-}
-
 }  // namespace
 
 StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_view text) {
@@ -181,13 +176,13 @@ StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_
     ++line_no;
     const std::string where = file_name + ":" + std::to_string(line_no) + ": ";
     if (const std::size_t hash = line.find('#'); hash != std::string_view::npos) line = line.substr(0, hash);
-    line = trim(line);
+    line = boost::algorithm::trim_copy(line);
     if (line.empty()) continue;
     const std::size_t eq = line.find('=');
     if (eq == std::string_view::npos)
       return Status::error(where + "expected 'key = value', got '" + std::string(line) + "'");
-    const std::string key(trim(line.substr(0, eq)));
-    const std::string value(trim(line.substr(eq + 1)));
+    const std::string key(boost::algorithm::trim_copy(line.substr(0, eq)));
+    const std::string value(boost::algorithm::trim_copy(line.substr(eq + 1)));
     if (key == "name") {
       name = value;
       continue;

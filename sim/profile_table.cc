@@ -9,6 +9,7 @@
 #pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <boost/algorithm/string/trim.hpp>
 #include <fstream>
 #include <sstream>
 #include <tuple>
@@ -75,13 +76,6 @@ int column_of(const char* column_name) {
   return 0;
 }
 
-std::string trim(std::string_view s) {
-  std::size_t b = 0, e = s.size();
-  while (b < e && (s[b] == ' ' || s[b] == '\t')) ++b;
-  while (e > b && (s[e - 1] == ' ' || s[e - 1] == '\t' || s[e - 1] == '\r')) --e;
-  return std::string(s.substr(b, e - b));
-}
-
 // The rows of a profile as read, before sorting.
 struct ParsedRows {
   std::array<std::vector<ProfileTable::Row>, kNumKernels> rows;  // kernel rows, in file order
@@ -96,7 +90,7 @@ std::string trimmed_header(std::string_view h) {
   std::size_t start = 0;
   while (true) {
     std::size_t comma = h.find(',', start);
-    got += trim(h.substr(start, comma == std::string_view::npos ? h.npos : comma - start));
+    got += boost::algorithm::trim_copy(h.substr(start, comma == std::string_view::npos ? h.npos : comma - start));
     if (comma == std::string_view::npos) break;
     got += ',';
     start = comma + 1;
