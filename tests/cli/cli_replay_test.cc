@@ -9,27 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "tests/kvsim_runner.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Outcome {
-  int status = -1;
-  std::string output;  // stdout and stderr together
-};
-
-Outcome run(const std::string& args) {
-  const std::string cmd = std::string(KVSIM_BIN) + " " + args + " 2>&1";
-  Outcome o;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return o;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.output.append(buf, n);
-  const int raw = pclose(p);
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return o;
-}
+kv::test::KvsimRun run(const std::string& args) { return kv::test::run_kvsim(KVSIM_BIN, args); }
 
 class CliReplayTest : public ::testing::Test {
  protected:
@@ -39,9 +25,9 @@ class CliReplayTest : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     trace_ = (dir_ / "t.kvtrace").string();
-    Outcome g = run(
+    kv::test::KvsimRun g = run(
         "gen prefix --num-prompts 2 --prefix-len 64 --suffix-len 16 --repeat 3 --output-len 4 --seed 3 -o " + trace_);
-    ASSERT_EQ(g.status, 0) << g.output;
+    ASSERT_EQ(g.status, 0) << g.output();
   }
   void TearDown() override { fs::remove_all(dir_); }
   std::string small_args() const { return "--trace " + trace_ + " --model tiny --num-blocks 64 --verify full "; }
@@ -51,10 +37,10 @@ class CliReplayTest : public ::testing::Test {
 
 TEST_F(CliReplayTest, WritesARunFolderAndADigest) {
   const std::string out = (dir_ / "run").string();
-  Outcome o = run("replay " + small_args() + "--out " + out);
-  ASSERT_EQ(o.status, 0) << o.output;
-  EXPECT_NE(o.output.find("requests done / rejected  6 / 0"), std::string::npos) << o.output;
-  EXPECT_NE(o.output.find("no violations"), std::string::npos);
+  kv::test::KvsimRun o = run("replay " + small_args() + "--out " + out);
+  ASSERT_EQ(o.status, 0) << o.output();
+  EXPECT_NE(o.output().find("requests done / rejected  6 / 0"), std::string::npos) << o.output();
+  EXPECT_NE(o.output().find("no violations"), std::string::npos);
   for (const char* f : {"summary.json", "steps.csv", "requests.csv", "decisions.log", "report.md", "kernels.csv"}) {
     EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
   }
@@ -89,29 +75,29 @@ TEST_F(CliReplayTest, ModelConfigWithFp8AndTensorParallelism) {
   const std::string config = std::string(KVSIM_SOURCE_DIR) + "/tests/data/llama-3.1-8b-config.json";
   const std::string base = "replay --trace " + trace_ + " --model-config " + config + " --gpu h100-sxm --dtype fp8 ";
   const fs::path one = dir_ / "tp1", two = dir_ / "tp2";
-  Outcome a = run(base + "--out " + one.string());
-  ASSERT_EQ(a.status, 0) << a.output;
-  Outcome b = run(base + "--tp 2 --out " + two.string());
-  ASSERT_EQ(b.status, 0) << b.output;
-  EXPECT_NE(b.output.find("on sim:meta-llama/Llama-3.1-8B-Instruct@h100-sxm"), std::string::npos) << b.output;
+  kv::test::KvsimRun a = run(base + "--out " + one.string());
+  ASSERT_EQ(a.status, 0) << a.output();
+  kv::test::KvsimRun b = run(base + "--tp 2 --out " + two.string());
+  ASSERT_EQ(b.status, 0) << b.output();
+  EXPECT_NE(b.output().find("on sim:meta-llama/Llama-3.1-8B-Instruct@h100-sxm"), std::string::npos) << b.output();
   // Each rank holds half the KV heads and half the weights: more than twice the blocks.
   EXPECT_GT(pool_blocks(two / "summary.json"), 2 * pool_blocks(one / "summary.json"));
   EXPECT_EQ(kernel_launches(one / "kernels.csv", "all_reduce"), 0);
   EXPECT_GT(kernel_launches(two / "kernels.csv", "all_reduce"), 0);
-  Outcome bad = run(base + "--tp 3 --out " + (dir_ / "tp3").string());
-  EXPECT_EQ(bad.status, 2) << bad.output;
-  EXPECT_NE(
-      bad.output.find("--tp: model meta-llama/Llama-3.1-8B-Instruct cannot be split over 3 ranks: 32 attention heads"),
-      std::string::npos)
-      << bad.output;
+  kv::test::KvsimRun bad = run(base + "--tp 3 --out " + (dir_ / "tp3").string());
+  EXPECT_EQ(bad.status, 2) << bad.output();
+  EXPECT_NE(bad.output().find(
+                "--tp: model meta-llama/Llama-3.1-8B-Instruct cannot be split over 3 ranks: 32 attention heads"),
+            std::string::npos)
+      << bad.output();
 }
 
 TEST_F(CliReplayTest, RefusesToOverwriteARunFolder) {
   const std::string out = (dir_ / "run").string();
   ASSERT_EQ(run("replay " + small_args() + "--out " + out).status, 0);
-  Outcome o = run("replay " + small_args() + "--out " + out);
+  kv::test::KvsimRun o = run("replay " + small_args() + "--out " + out);
   EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.output.find("is not empty (use --force"), std::string::npos) << o.output;
+  EXPECT_NE(o.output().find("is not empty (use --force"), std::string::npos) << o.output();
   EXPECT_EQ(run("replay " + small_args() + "--out " + out + " --force").status, 0);
 }
 
@@ -119,78 +105,81 @@ TEST_F(CliReplayTest, TruncatedTraceNamesTheFile) {
   const std::string cut = (dir_ / "cut.kvtrace").string();
   fs::copy_file(trace_, cut);
   fs::resize_file(cut, fs::file_size(cut) - 7);
-  Outcome o = run("replay --trace " + cut + " --model tiny --num-blocks 64 --out " + (dir_ / "r").string());
+  kv::test::KvsimRun o = run("replay --trace " + cut + " --model tiny --num-blocks 64 --out " + (dir_ / "r").string());
   EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.output.find(cut), std::string::npos) << o.output;
+  EXPECT_NE(o.output().find(cut), std::string::npos) << o.output();
 }
 
 TEST_F(CliReplayTest, SpeculativeDecodingPrintsItsFiguresAndRefusesBadValues) {
   const std::string spec = "--speculative-method eagle --num-speculative-tokens 3 ";
-  Outcome o = run("replay " + small_args() + spec + "--acceptance-rates 0.8,0.6,0.4 --out " + (dir_ / "s").string());
-  ASSERT_EQ(o.status, 0) << o.output;
-  EXPECT_NE(o.output.find("mean acceptance length"), std::string::npos) << o.output;
-  EXPECT_NE(o.output.find("no violations"), std::string::npos) << o.output;
+  kv::test::KvsimRun o =
+      run("replay " + small_args() + spec + "--acceptance-rates 0.8,0.6,0.4 --out " + (dir_ / "s").string());
+  ASSERT_EQ(o.status, 0) << o.output();
+  EXPECT_NE(o.output().find("mean acceptance length"), std::string::npos) << o.output();
+  EXPECT_NE(o.output().find("no violations"), std::string::npos) << o.output();
   const std::vector<std::pair<std::string, std::string>> bad = {
       {spec + "--acceptance-rates 1.5,0.6,0.4", "--acceptance-rates"},
       {"--speculative-method eagle --num-speculative-tokens -1", "--num-speculative-tokens"},
       {spec + "--acceptance-rates 0.8,0.6", "--acceptance-rates"},
   };
   for (const auto& [args, option] : bad) {
-    Outcome b = run("replay " + small_args() + args + " --out " + (dir_ / "b").string());
-    EXPECT_EQ(b.status, 2) << args << "\n" << b.output;
-    EXPECT_NE(b.output.find(option), std::string::npos) << b.output;
+    kv::test::KvsimRun b = run("replay " + small_args() + args + " --out " + (dir_ / "b").string());
+    EXPECT_EQ(b.status, 2) << args << "\n" << b.output();
+    EXPECT_NE(b.output().find(option), std::string::npos) << b.output();
   }
 }
 
 TEST_F(CliReplayTest, BadOptionsAreNamed) {
-  Outcome o = run("replay " + small_args() + "--policy lifo --out " + (dir_ / "r").string());
+  kv::test::KvsimRun o = run("replay " + small_args() + "--policy lifo --out " + (dir_ / "r").string());
   EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.output.find("--policy: must be one of fcfs, priority, got 'lifo'"), std::string::npos) << o.output;
+  EXPECT_NE(o.output().find("--policy: must be one of fcfs, priority, got 'lifo'"), std::string::npos) << o.output();
   o = run("replay " + small_args() + "--no-such-option 1");
   EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.output.find("no-such-option"), std::string::npos) << o.output;
+  EXPECT_NE(o.output().find("no-such-option"), std::string::npos) << o.output();
   o = run("replay " + small_args() + "--max-num-batched-tokens abc");
   EXPECT_EQ(o.status, 2);
   o = run("replay --trace " + (dir_ / "missing.kvtrace").string());
   EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.output.find("missing.kvtrace"), std::string::npos) << o.output;
+  EXPECT_NE(o.output().find("missing.kvtrace"), std::string::npos) << o.output();
   EXPECT_FALSE(fs::exists(dir_ / "r"));  // nothing written on bad input
 }
 
 TEST_F(CliReplayTest, EvictionPoliciesRunOnOneGroupAndOnHybridModels) {
   for (const char* policy : {"lfu", "slru", "leaf-lru", "priority"}) {
     // 11 usable blocks for prompts of 5 to 6 blocks: every policy has to evict.
-    Outcome o = run("replay --trace " + trace_ + " --model tiny --num-blocks 12 --verify full --eviction-policy " +
-                    policy + " --progress off --out " + (dir_ / policy).string());
-    EXPECT_EQ(o.status, 0) << policy << ": " << o.output;
+    kv::test::KvsimRun o =
+        run("replay --trace " + trace_ + " --model tiny --num-blocks 12 --verify full --eviction-policy " + policy +
+            " --progress off --out " + (dir_ / policy).string());
+    EXPECT_EQ(o.status, 0) << policy << ": " << o.output();
     // gpt-oss-20b: sliding-window and full-attention groups over one pool of 15 usable blocks.
     o = run("replay --trace " + trace_ + " --model gpt-oss-20b --num-blocks 16 --verify full --eviction-policy " +
             policy + " --progress off --out " + (dir_ / (std::string("h-") + policy)).string());
-    EXPECT_EQ(o.status, 0) << policy << ": " << o.output;
-    EXPECT_NE(o.output.find("verification              no violations"), std::string::npos) << o.output;
-    EXPECT_EQ(o.output.find("evictions / preemptions   0 /"), std::string::npos) << o.output;
+    EXPECT_EQ(o.status, 0) << policy << ": " << o.output();
+    EXPECT_NE(o.output().find("verification              no violations"), std::string::npos) << o.output();
+    EXPECT_EQ(o.output().find("evictions / preemptions   0 /"), std::string::npos) << o.output();
   }
-  Outcome bad = run("replay " + small_args() + "--eviction-policy mru --out " + (dir_ / "r").string());
+  kv::test::KvsimRun bad = run("replay " + small_args() + "--eviction-policy mru --out " + (dir_ / "r").string());
   EXPECT_EQ(bad.status, 2);
-  EXPECT_NE(bad.output.find("--eviction-policy: must be one of lru, lfu, slru, leaf-lru, priority, got 'mru'"),
+  EXPECT_NE(bad.output().find("--eviction-policy: must be one of lru, lfu, slru, leaf-lru, priority, got 'mru'"),
             std::string::npos)
-      << bad.output;
+      << bad.output();
   EXPECT_FALSE(fs::exists(dir_ / "r"));
 }
 
 TEST_F(CliReplayTest, APoolTooSmallForEveryRequestIsAnError) {
   // 80-token prompts need 5 blocks of 16; a pool of 3 usable blocks can hold none of them.
-  Outcome o = run("replay --trace " + trace_ + " --model tiny --num-blocks 4 --out " + (dir_ / "r").string());
-  EXPECT_EQ(o.status, 2) << o.output;
-  EXPECT_NE(o.output.find("every request"), std::string::npos) << o.output;
+  kv::test::KvsimRun o =
+      run("replay --trace " + trace_ + " --model tiny --num-blocks 4 --out " + (dir_ / "r").string());
+  EXPECT_EQ(o.status, 2) << o.output();
+  EXPECT_NE(o.output().find("every request"), std::string::npos) << o.output();
   std::ifstream req(dir_ / "r" / "requests.csv");
   std::string all((std::istreambuf_iterator<char>(req)), {});
   EXPECT_NE(all.find("needs 6 KV blocks, the pool has 3"), std::string::npos) << all;
 }
 
 TEST_F(CliReplayTest, PromptsLongerThanMaxModelLenAreRejectedPerRequest) {
-  Outcome o = run("replay " + small_args() + "--max-model-len 70 --out " + (dir_ / "r").string());
-  EXPECT_EQ(o.status, 2) << o.output;  // all 6 prompts are 80 tokens
+  kv::test::KvsimRun o = run("replay " + small_args() + "--max-model-len 70 --out " + (dir_ / "r").string());
+  EXPECT_EQ(o.status, 2) << o.output();  // all 6 prompts are 80 tokens
   std::ifstream req(dir_ / "r" / "requests.csv");
   std::string all((std::istreambuf_iterator<char>(req)), {});
   EXPECT_NE(all.find("prompt of 80 tokens exceeds max_model_len 70"), std::string::npos) << all;
@@ -209,44 +198,44 @@ TEST_F(CliReplayTest, EveryInjectedFaultIsCaughtInBothVerifyModes) {
   for (const std::string kind : {"overwrite", "drop", "misdirect", "swap"}) {
     for (const std::string mode : {"fast", "full"}) {
       const std::string where = kind + " --verify " + mode;
-      Outcome o = run("replay --trace " + trace_ + " --model tiny --num-blocks 64 --progress off --verify " + mode +
-                      " --inject-fault " + kind + "@2 --out " + (dir_ / (kind + mode)).string());
-      EXPECT_EQ(o.status, 1) << where << "\n" << o.output;
-      const std::string planted = line_with(o.output, "injected fault: " + kind + " at step 2: request ");
-      EXPECT_NE(planted.find(" slot"), std::string::npos) << where << "\n" << o.output;  // slot N, or slots N and M
-      const std::string caught = line_with(o.output, "KV verification failed: step ");
-      EXPECT_NE(caught.find(": request "), std::string::npos) << where << "\n" << o.output;
-      EXPECT_NE(caught.find("slot "), std::string::npos) << where << "\n" << o.output;
+      kv::test::KvsimRun o = run("replay --trace " + trace_ + " --model tiny --num-blocks 64 --progress off --verify " +
+                                 mode + " --inject-fault " + kind + "@2 --out " + (dir_ / (kind + mode)).string());
+      EXPECT_EQ(o.status, 1) << where << "\n" << o.output();
+      const std::string planted = line_with(o.output(), "injected fault: " + kind + " at step 2: request ");
+      EXPECT_NE(planted.find(" slot"), std::string::npos) << where << "\n" << o.output();  // slot N, or slots N and M
+      const std::string caught = line_with(o.output(), "KV verification failed: step ");
+      EXPECT_NE(caught.find(": request "), std::string::npos) << where << "\n" << o.output();
+      EXPECT_NE(caught.find("slot "), std::string::npos) << where << "\n" << o.output();
     }
   }
 }
 
 TEST_F(CliReplayTest, InjectedFaultOnANamedRequest) {
   // `gen prefix` names requests pN-rK; the fault waits for the first step >= 3 that runs p0-r1.
-  Outcome o =
+  kv::test::KvsimRun o =
       run("replay " + small_args() + "--progress off --inject-fault drop@3:p0-r1 --out " + (dir_ / "r").string());
-  EXPECT_EQ(o.status, 1) << o.output;
-  const std::string planted = line_with(o.output, "injected fault: drop at step ");
-  EXPECT_NE(planted.find(": request p0-r1, position "), std::string::npos) << o.output;
-  EXPECT_NE(planted.find(", slot "), std::string::npos) << o.output;
-  const std::string caught = line_with(o.output, "KV verification failed: step ");
-  EXPECT_NE(caught.find(": request p0-r1: position "), std::string::npos) << o.output;
+  EXPECT_EQ(o.status, 1) << o.output();
+  const std::string planted = line_with(o.output(), "injected fault: drop at step ");
+  EXPECT_NE(planted.find(": request p0-r1, position "), std::string::npos) << o.output();
+  EXPECT_NE(planted.find(", slot "), std::string::npos) << o.output();
+  const std::string caught = line_with(o.output(), "KV verification failed: step ");
+  EXPECT_NE(caught.find(": request p0-r1: position "), std::string::npos) << o.output();
 }
 
 TEST_F(CliReplayTest, BadOrUnfiredFaultsAreErrors) {
-  Outcome o = run("replay " + small_args() + "--inject-fault flip@2 --out " + (dir_ / "a").string());
+  kv::test::KvsimRun o = run("replay " + small_args() + "--inject-fault flip@2 --out " + (dir_ / "a").string());
   EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.output.find("--inject-fault: expected KIND@STEP[:REQUEST]"), std::string::npos) << o.output;
+  EXPECT_NE(o.output().find("--inject-fault: expected KIND@STEP[:REQUEST]"), std::string::npos) << o.output();
   o = run("replay " + small_args() + "--inject-fault drop@x --out " + (dir_ / "b").string());
   EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.output.find("--inject-fault: step 'x'"), std::string::npos) << o.output;
+  EXPECT_NE(o.output().find("--inject-fault: step 'x'"), std::string::npos) << o.output();
   o = run("replay --trace " + trace_ + " --model tiny --verify off --inject-fault drop@2 --out " +
           (dir_ / "c").string());
   EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.output.find("--inject-fault: needs --verify fast or full"), std::string::npos) << o.output;
+  EXPECT_NE(o.output().find("--inject-fault: needs --verify fast or full"), std::string::npos) << o.output();
   o = run("replay " + small_args() + "--progress off --inject-fault drop@1:nobody --out " + (dir_ / "d").string());
   EXPECT_EQ(o.status, 2);
-  EXPECT_NE(o.output.find("--inject-fault drop@1:nobody never fired"), std::string::npos) << o.output;
+  EXPECT_NE(o.output().find("--inject-fault drop@1:nobody never fired"), std::string::npos) << o.output();
 }
 
 // Found by fuzzing: the other commands took inf, nan, 1e30 and -1 for rates, counts and limits
@@ -280,9 +269,9 @@ TEST_F(CliReplayTest, EveryCommandRejectsAbsurdOptionValuesBeforeWorking) {
       {"replay " + small_args() + "--kv-cache-tokens nan --out " + (dir_ / "r").string(), "--kv-cache-tokens:"},
   };
   for (const auto& [args, option] : cases) {
-    const Outcome o = run(args);
-    EXPECT_EQ(o.status, 2) << args << "\n" << o.output;
-    EXPECT_NE(o.output.find(option), std::string::npos) << args << "\n" << o.output;
+    const kv::test::KvsimRun o = run(args);
+    EXPECT_EQ(o.status, 2) << args << "\n" << o.output();
+    EXPECT_NE(o.output().find(option), std::string::npos) << args << "\n" << o.output();
     EXPECT_FALSE(fs::exists(out)) << args;
     EXPECT_FALSE(fs::exists(dir_ / "r")) << args;
   }

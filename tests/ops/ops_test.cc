@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/kvsim_runner.h"
+
 namespace kv {
 
 // Reaches past the manager's API to break its state on purpose (KvCacheManager's friend).
@@ -314,35 +316,24 @@ TEST(OpsCheckTest, BrokenStateIsACheckFailureNotABadLine) {
 #error "KVSIM_BINARY must name the built kvsim executable"
 #endif
 
-// Runs a shell command, returns its exit status; stdout and stderr land in files.
-RunResult run_binary(const std::string& args) {
-  const std::string out_path = ::testing::TempDir() + "kvsim_ops_test.out";
-  const std::string err_path = ::testing::TempDir() + "kvsim_ops_test.err";
-  const std::string cmd = std::string("'") + KVSIM_BINARY + "' " + args + " >'" + out_path + "' 2>'" + err_path + "'";
-  const int status = std::system(cmd.c_str());
-  RunResult r{-1, read_file(out_path), read_file(err_path)};
-  if (status != -1 && WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
-  std::remove(out_path.c_str());
-  std::remove(err_path.c_str());
-  return r;
-}
+test::KvsimRun run_binary(const std::string& args) { return test::run_kvsim(KVSIM_BINARY, args); }
 
 TEST(KvsimBinaryTest, RunsAGoldenScript) {
-  const RunResult r = run_binary("ops tests/golden/10_decode_and_lookahead.ops");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const test::KvsimRun r = run_binary("ops tests/golden/10_decode_and_lookahead.ops");
+  EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, read_file("tests/golden/10_decode_and_lookahead.classic.expected"));
   EXPECT_EQ(r.err, "");
 }
 
 TEST(KvsimBinaryTest, ReadsStandardInput) {
-  const RunResult r = run_binary("ops - < tests/golden/03_hit_not_evicted.ops");
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  const test::KvsimRun r = run_binary("ops - < tests/golden/03_hit_not_evicted.ops");
+  EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, read_file("tests/golden/03_hit_not_evicted.classic.expected"));
 }
 
 TEST(KvsimBinaryTest, MissingScriptIsBadInputNamingTheFile) {
-  const RunResult r = run_binary("ops tests/golden/no_such_script.ops");
-  EXPECT_EQ(r.exit_code, 2);
+  const test::KvsimRun r = run_binary("ops tests/golden/no_such_script.ops");
+  EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.out, "");
   EXPECT_NE(r.err.find("tests/golden/no_such_script.ops"), std::string::npos) << r.err;
 }
@@ -350,9 +341,9 @@ TEST(KvsimBinaryTest, MissingScriptIsBadInputNamingTheFile) {
 TEST(KvsimBinaryTest, BadLineExitsTwoWithTheLineNumber) {
   const std::string script = ::testing::TempDir() + "kvsim_ops_test_bad.ops";
   std::ofstream(script) << "config blocks=4 block_size=4\nqueue\nfly\n";
-  const RunResult r = run_binary("ops - < '" + script + "'");
+  const test::KvsimRun r = run_binary("ops - < '" + script + "'");
   std::remove(script.c_str());
-  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.status, 2);
   EXPECT_EQ(r.out, "queue [1,2,3]\n");
   EXPECT_EQ(r.err, "line 3: unknown command 'fly'\n");
 }

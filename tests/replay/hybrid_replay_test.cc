@@ -13,6 +13,7 @@
 
 #include "model/catalog/model_shape.h"
 #include "replay/replay_builder.h"
+#include "tests/kvsim_runner.h"
 #include "traces/replay_source.h"
 
 namespace kv {
@@ -117,33 +118,17 @@ TEST(HybridReplay, TheRealWindowDropsBlocks) {
   EXPECT_LE(s.groups[0].hit_tokens, s.groups[1].hit_tokens);
 }
 
-struct Outcome {
-  int status = -1;
-  std::string output;
-};
-
-Outcome run_kvsim(const std::string& args) {
-  const std::string cmd = std::string(KVSIM_BIN) + " " + args + " 2>&1";
-  Outcome o;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (p == nullptr) return o;
-  char buf[4096];
-  std::size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) o.output.append(buf, n);
-  const int raw = pclose(p);
-  o.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
-  return o;
-}
+test::KvsimRun run_kvsim(const std::string& args) { return test::run_kvsim(KVSIM_BIN, args); }
 
 TEST(HybridReplay, CliReplaysGptOss20bWithPerGroupFigures) {
   const fs::path out = fs::temp_directory_path() / ("kvsim_hybrid_cli_" + std::to_string(::getpid()));
   fs::remove_all(out);
-  Outcome o = run_kvsim("replay --model gpt-oss-20b --trace " + std::string(kTrace) +
-                        " --verify fast --progress off --out " + out.string());
-  ASSERT_EQ(o.status, 0) << o.output;
-  EXPECT_NE(o.output.find("no violations"), std::string::npos) << o.output;
-  EXPECT_NE(o.output.find("group 0 sliding_window(128)"), std::string::npos) << o.output;
-  EXPECT_NE(o.output.find("group 1 full"), std::string::npos) << o.output;
+  test::KvsimRun o = run_kvsim("replay --model gpt-oss-20b --trace " + std::string(kTrace) +
+                               " --verify fast --progress off --out " + out.string());
+  ASSERT_EQ(o.status, 0) << o.output();
+  EXPECT_NE(o.output().find("no violations"), std::string::npos) << o.output();
+  EXPECT_NE(o.output().find("group 0 sliding_window(128)"), std::string::npos) << o.output();
+  EXPECT_NE(o.output().find("group 1 full"), std::string::npos) << o.output();
   std::ifstream in(out / "summary.json");
   std::stringstream json;
   json << in.rdbuf();
@@ -176,14 +161,14 @@ TEST(HybridReplay, SlidingWindowOptionIsInTheTable) {
 TEST(HybridReplay, CliHybridOnTheGpuDeviceRunsOrSaysWhyNot) {
   const fs::path out = fs::temp_directory_path() / ("kvsim_hybrid_gpu_" + std::to_string(::getpid()));
   fs::remove_all(out);
-  Outcome o = run_kvsim("replay --model gpt-oss-20b --device gpu --limit 3 --trace " + std::string(kTrace) +
-                        " --progress off --out " + out.string());
-  const bool no_gpu = o.output.find("--device gpu: no CUDA device: ") != std::string::npos;
-  const bool no_cuda = o.output.find("this kvsim was built without CUDA") != std::string::npos;
+  test::KvsimRun o = run_kvsim("replay --model gpt-oss-20b --device gpu --limit 3 --trace " + std::string(kTrace) +
+                               " --progress off --out " + out.string());
+  const bool no_gpu = o.output().find("--device gpu: no CUDA device: ") != std::string::npos;
+  const bool no_cuda = o.output().find("this kvsim was built without CUDA") != std::string::npos;
   if (no_gpu || no_cuda) {
-    EXPECT_GT(o.status, 0) << o.output;  // an exit code, not a signal (-1)
+    EXPECT_GT(o.status, 0) << o.output();  // an exit code, not a signal (-1)
   } else {
-    EXPECT_EQ(o.status, 0) << o.output;
+    EXPECT_EQ(o.status, 0) << o.output();
   }
   fs::remove_all(out);
 }

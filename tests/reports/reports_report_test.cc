@@ -19,6 +19,7 @@
 #include "reports/run_folder.h"
 #include "reports/run_reader.h"
 #include "sim/sim_device.h"
+#include "tests/kvsim_runner.h"
 
 namespace kv::reports {
 namespace {
@@ -275,30 +276,24 @@ TEST(ReportBadInput, EmptyNumericCellsAreErrors) {
 
 TEST(ReportCli, ExitsTwoOnBadInput) {
   const fs::path d = scratch();
-  const std::string cmd = std::string(KVSIM_BIN) + " report " + (d / "missing").string() + " --out " +
-                          (d / "out").string() + " 2>" + (d / "err.txt").string();
-  const int status = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  EXPECT_EQ(WEXITSTATUS(status), 2);
-  EXPECT_NE(read(d / "err.txt").find("kvsim report: " + (d / "missing").string() + ": not a directory"),
-            std::string::npos);
-  const std::string sweep = std::string(KVSIM_BIN) +
-                            " sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 1e4 "
-                            "--policy mru --out " +
-                            (d / "sw").string() + " 2>" + (d / "err2.txt").string() + " >/dev/null";
-  const int s2 = std::system(sweep.c_str());
-  ASSERT_TRUE(WIFEXITED(s2));
-  EXPECT_EQ(WEXITSTATUS(s2), 2);
-  EXPECT_NE(read(d / "err2.txt").find("unknown policy 'mru'"), std::string::npos);
+  const kv::test::KvsimRun r =
+      kv::test::run_kvsim(KVSIM_BIN, "report " + (d / "missing").string() + " --out " + (d / "out").string());
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("kvsim report: " + (d / "missing").string() + ": not a directory"), std::string::npos) << r.err;
+  const kv::test::KvsimRun sweep = kv::test::run_kvsim(
+      KVSIM_BIN,
+      "sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 1e4 --policy mru --out " + (d / "sw").string());
+  EXPECT_EQ(sweep.status, 2);
+  EXPECT_NE(sweep.err.find("unknown policy 'mru'"), std::string::npos) << sweep.err;
 }
 
 TEST(SweepCli, SequenceModeAddsTheOptimumUnlessToldNot) {
   const fs::path d = scratch();
-  const std::string base = std::string(KVSIM_BIN) +
-                           " sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 2e4 "
-                           "--policy lru,slru --limit 200 --jobs 2 --no-plot --progress off --out ";
-  ASSERT_EQ(std::system((base + (d / "with").string() + " >/dev/null").c_str()), 0);
-  ASSERT_EQ(std::system((base + (d / "without").string() + " --no-optimum >/dev/null").c_str()), 0);
+  const std::string base =
+      "sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 2e4 "
+      "--policy lru,slru --limit 200 --jobs 2 --no-plot --progress off --out ";
+  ASSERT_EQ(kv::test::run_kvsim(KVSIM_BIN, base + (d / "with").string()).status, 0);
+  ASSERT_EQ(kv::test::run_kvsim(KVSIM_BIN, base + (d / "without").string() + " --no-optimum").status, 0);
   std::istringstream with(read(d / "with" / "sweep.csv"));
   std::vector<std::string> lines;
   for (std::string line; std::getline(with, line);) lines.push_back(line);
@@ -314,13 +309,12 @@ TEST(SweepCli, SequenceModeAddsTheOptimumUnlessToldNot) {
 
 TEST(SweepCli, ServingModeFillsLatencyColumns) {
   const fs::path d = scratch();
-  const std::string cmd = std::string(KVSIM_BIN) +
-                          " sweep --trace traces/data/sharegpt_sample.kvtrace --mode serving "
+  const kv::test::KvsimRun r =
+      kv::test::run_kvsim(KVSIM_BIN,
+                          "sweep --trace traces/data/sharegpt_sample.kvtrace --mode serving "
                           "--capacity 2e4,1e6 --limit 40 --jobs 2 --no-plot --progress off --out " +
-                          (d / "sw").string() + " >/dev/null";
-  const int status = std::system(cmd.c_str());
-  ASSERT_TRUE(WIFEXITED(status));
-  ASSERT_EQ(WEXITSTATUS(status), 0);
+                              (d / "sw").string());
+  ASSERT_EQ(r.status, 0) << r.err;
   std::istringstream csv(read(d / "sw" / "sweep.csv"));
   std::string header, small, large;
   std::getline(csv, header);
