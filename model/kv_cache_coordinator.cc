@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <numeric>
 
@@ -129,8 +130,9 @@ class UnitaryCoordinator final : public KvCacheCoordinator {
     const KvCacheGroupId group = 0;
     std::vector<BlockHash> scratch;
     CacheHit hit;
-    hit.blocks = m.find_longest_cache_hit(m.block_hashes(hashes, scratch), max_length, std::span(&group, 1),
+    auto found = m.find_longest_cache_hit(m.block_hashes(hashes, scratch), max_length, std::span(&group, 1),
                                           options_.use_eagle, m.spec().block_size);
+    hit.blocks.assign(std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
     hit.num_tokens = static_cast<std::int64_t>(hit.blocks.front().size()) * m.spec().block_size;
     return hit;
   }

@@ -19,6 +19,7 @@
 // Not thread-safe.
 #pragma once
 
+#include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -32,8 +33,10 @@
 
 namespace kv {
 
-// Block ids per KV-cache group, in group order (0 = the null block).
-using GroupBlockIds = std::vector<std::vector<BlockId>>;
+// Block ids per KV-cache group, in group order (0 = the null block). The per-group lists of one
+// or two groups live inline: the scheduler asks for new blocks once per running request and
+// step, and most of those calls allocate nothing.
+using GroupBlockIds = boost::container::small_vector<std::vector<BlockId>, 2>;
 
 // A lookup result: per group the hit blocks, all covering num_tokens tokens.
 struct CacheHit {

@@ -393,10 +393,10 @@ bool Scheduler::try_admit(Request& r, StepWork& work) {
   return true;
 }
 
-// The plan entry of one scheduled request, before its computed tokens advance.
-ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
+// The plan entry of one scheduled request, before its computed tokens advance. Takes the
+// step's new blocks out of `s`.
+void Scheduler::fill_plan_entry(Scheduled& s, ScheduledRequest& sr) const {
   const Request& r = *s.request;
-  ScheduledRequest sr;
   sr.id = r.id();
   sr.is_new = s.is_new;
   if (kv_.tables_per_group()) [[unlikely]] {
@@ -406,13 +406,14 @@ ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
         sr.group_block_ids.emplace_back(table.begin(), table.end());
       }
     } else {
-      sr.group_block_ids = s.new_blocks;
+      sr.group_block_ids.assign(std::make_move_iterator(s.new_blocks.begin()),
+                                std::make_move_iterator(s.new_blocks.end()));
     }
   } else if (s.is_new) {
     const auto table = kv_.blocks_of(r.id());
     sr.block_ids.assign(table.begin(), table.end());
   } else if (!s.new_blocks.empty()) {
-    sr.block_ids = s.new_blocks.front();
+    sr.block_ids = std::move(s.new_blocks.front());
   }
   sr.num_computed_tokens = r.num_computed_tokens;
   sr.num_cached_tokens = s.hit_tokens;
@@ -428,7 +429,7 @@ ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
         std::min<std::size_t>(static_cast<std::size_t>(begin + s.num_tokens - end), s.spec_tokens.size());
     sr.token_ids.insert(sr.token_ids.end(), s.spec_tokens.begin(),
                         s.spec_tokens.begin() + static_cast<std::ptrdiff_t>(positions));
-    sr.spec_token_ids = s.spec_tokens;
+    sr.spec_token_ids = std::move(s.spec_tokens);
   }
   sr.num_prompt_tokens = r.num_prompt_tokens();
   sr.samples = r.num_computed_tokens + s.num_tokens >= r.num_tokens();
@@ -443,14 +444,14 @@ ScheduledRequest Scheduler::to_plan_entry(const Scheduled& s) const {
   }
   sr.lora_name = r.extras().lora_name;
   sr.cache_salt = r.extras().cache_salt;
-  return sr;
 }
 
 // 3. The plan, then advance computed tokens (vLLM's _update_after_schedule).
 void Scheduler::build_plan(StepWork& work) {
   StepPlan& plan = work.plan;
-  for (const Scheduled& s : work.scheduled) {
-    plan.requests.push_back(to_plan_entry(s));
+  plan.requests.reserve(work.scheduled.size());
+  for (Scheduled& s : work.scheduled) {
+    fill_plan_entry(s, plan.requests.emplace_back());
     plan.total_tokens += s.num_tokens;
     if (connector_) {
       connector_->on_request_scheduled(*s.request, kv_.blocks_of(s.request->id()), s.request->num_computed_tokens,

@@ -204,7 +204,7 @@ class Scheduler {
   bool check_tables(const Request& r, std::string* why) const;
   void schedule_waiting(StepWork& work);
   bool try_admit(Request& r, StepWork& work);
-  ScheduledRequest to_plan_entry(const Scheduled& s) const;
+  void fill_plan_entry(Scheduled& s, ScheduledRequest& sr) const;
   void build_plan(StepWork& work);
   void preempt(Request& r, StepPlan& plan);
   void push_waiting_front(Request* r);

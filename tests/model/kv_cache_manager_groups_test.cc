@@ -79,7 +79,7 @@ TEST_F(KvCacheManagerGroupsTest, OneHitLengthForAllGroups) {
   Request a = make("a", tokens(1000, 100));
   auto fresh = manager_->allocate_slots(a, 100, manager_->get_computed_blocks(a));
   ASSERT_TRUE(fresh);
-  EXPECT_EQ(*fresh, (std::vector<std::vector<BlockId>>{{1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14}}));
+  EXPECT_EQ(*fresh, (GroupBlockIds{{1, 2, 3, 4, 5, 6, 7}, {8, 9, 10, 11, 12, 13, 14}}));
   a.num_computed_tokens = 100;
   manager_->free(a);
   // Group 0 first, then group 1, each tail first: the partial blocks (7, 14) go to the head,
@@ -96,7 +96,7 @@ TEST_F(KvCacheManagerGroupsTest, OneHitLengthForAllGroups) {
   Request b = make("b", prompt);
   const CacheHit hit = manager_->get_computed_blocks(b);
   EXPECT_EQ(hit.num_tokens, 80);
-  EXPECT_EQ(hit.blocks, (std::vector<std::vector<BlockId>>{{0, 0, 0, 4, 5}, {8, 9, 10, 11, 12}}));
+  EXPECT_EQ(hit.blocks, (GroupBlockIds{{0, 0, 0, 4, 5}, {8, 9, 10, 11, 12}}));
   fresh = manager_->allocate_slots(b, 20, hit);
   ASSERT_TRUE(fresh);
   // The hit's nulls stay (80 computed: tokens 0..48 are out of the window), its real blocks
