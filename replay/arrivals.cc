@@ -1,7 +1,6 @@
 #include "replay/arrivals.h"
 
 #include <cmath>
-#include <cstdio>
 #include <limits>
 #include <string>
 
@@ -26,29 +25,11 @@ double normal(std::uint64_t& state) {
   return n;
 }
 
-std::string bound(double v) {  // 0.0001, 1000, 1e+09
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
-
 Status bad(const std::string& option, const std::string& why) { return Status::error("--" + option + ": " + why); }
 
 }  // namespace
 
 Status ArrivalOptions::validate() const {
-  const auto outside = [](double v, double lo, double hi) { return !(v >= lo && v <= hi); };
-  if (request_rate != 0 && !std::isinf(request_rate) && outside(request_rate, kMinRequestRate, kMaxRequestRate)) {
-    return bad("request-rate",
-               "must be 0, inf or from " + bound(kMinRequestRate) + " to " + bound(kMaxRequestRate) + " requests/s");
-  }
-  if (request_rate < 0) return bad("request-rate", "must be >= 0");
-  if (outside(burstiness, kMinBurstiness, kMaxBurstiness)) {
-    return bad("burstiness", "must be from " + bound(kMinBurstiness) + " to " + bound(kMaxBurstiness));
-  }
-  if (outside(rate_scale, kMinRateScale, kMaxRateScale)) {
-    return bad("rate-scale", "must be from " + bound(kMinRateScale) + " to " + bound(kMaxRateScale));
-  }
   if (request_rate != 0 && rate_scale != 1) {
     return bad("rate-scale", "applies to the trace's timestamps, not to --request-rate");
   }

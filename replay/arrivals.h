@@ -19,7 +19,7 @@
 
 namespace kv::replay {
 
-// Bounds of the load options (set_option and validate() reject values outside them): beyond
+// Bounds of the load options (their rows of the option table state them as ranges): beyond
 // them a run measures nothing real, and its arrival times overflow or never come.
 inline constexpr double kMinRequestRate = 1e-4, kMaxRequestRate = 1e9;  // requests per second
 inline constexpr double kMinBurstiness = 1e-3, kMaxBurstiness = 1e3;
@@ -33,8 +33,8 @@ struct ArrivalOptions {
   double rate_scale = 1;    // with request_rate 0: timestamps are divided by this
   std::uint64_t seed = 0;
   bool rewrites() const { return request_rate != 0 || rate_scale != 1; }
-  // Every number inside its bounds (the documented inf of request_rate aside), and
-  // rate_scale only with the trace's timestamps; the error names the option.
+  // rate_scale only with the trace's timestamps (the numbers' ranges are their rows'); the
+  // error names the option.
   Status validate() const;
 };
 

@@ -91,10 +91,6 @@ StatusOr<std::array<std::int64_t, 3>> host_overhead_terms(const std::string& tex
 }
 
 Status DeviceOptions::validate() const {
-  if (kv_cache_tokens < 0) return bad("kv-cache-tokens", "must be >= 0");
-  if (!(gpu_memory_utilization > 0 && gpu_memory_utilization <= 1)) {
-    return bad("gpu-memory-utilization", "must be in (0, 1]");
-  }
   if (Status s = validate_model(*this); !s.ok()) return s;
   if (inject_fault && kind != DeviceKind::kSim) return bad("inject-fault", "needs --device sim");
   if (inject_fault && verify == sim::VerifyMode::kOff) {

@@ -4,9 +4,9 @@
 // --sliding-window, --mamba-cache-mode, --kv-cache-tokens, --gpu-memory-utilization of "KV cache").
 //
 // Invariants:
-//   1. validate() accepts exactly the device settings build_replay() can wire on their own;
-//      its error names the option. Rules that also need the scheduler or the tiers are
-//      ReplayConfig::validate()'s.
+//   1. validate() accepts exactly the device settings (inside their rows' ranges) that
+//      build_replay() can wire on their own; its error names the option. Rules that also need the scheduler or the
+//      tiers are ReplayConfig::validate()'s.
 //   2. effective_model() and effective_gpu() are what every lower layer sees: nothing below
 //      the replay layer reads `model`, `gpu` or `host_overhead` raw.
 #pragma once

@@ -78,7 +78,13 @@ ConfigOption int_option(std::string_view name, std::string_view group, std::stri
             field(c) = static_cast<std::remove_reference_t<decltype(field(c))>>(v);
             return Status();
           },
-          [=](const ReplayConfig& c) { return std::to_string(field(c)); }};
+          [=](const ReplayConfig& c) { return std::to_string(field(c)); },
+          [=](const ReplayConfig& c) {
+            const auto v = static_cast<std::int64_t>(field(c));
+            return v < lo || v > hi ? bad(name, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
+                                                    ", got " + std::to_string(v))
+                                    : Status();
+          }};
 }
 
 template <typename Field>
@@ -209,13 +215,21 @@ Status set_gpu_file(ReplayConfig& c, const std::string& path) {
   return {};
 }
 
+// The ranges of the rows read by hand: each stated once, for set() and for check.
+bool utilization_ok(double v) { return v > 0 && v <= 1; }
+bool percentile_ok(double p) { return p > 0 && p <= 100; }
+bool slo_ok(double ms) { return ms < 0 || (ms >= kMinMs && ms <= kMaxMs); }  // < 0: no bound
+
 Status set_utilization(ReplayConfig& c, const std::string& t) {
   const double v = parse_finite_double(t).value_or(0);
-  if (!(v > 0 && v <= 1)) {
-    return bad("gpu-memory-utilization", "must be a number in (0, 1], got '" + t + "'");
-  }
+  if (!utilization_ok(v)) return bad("gpu-memory-utilization", "must be a number in (0, 1], got '" + t + "'");
   c.device.gpu_memory_utilization = v;
   return {};
+}
+
+Status check_utilization(const ReplayConfig& c) {
+  const double v = c.device.gpu_memory_utilization;
+  return utilization_ok(v) ? Status() : bad("gpu-memory-utilization", "must be in (0, 1], got " + bound(v));
 }
 
 // A finite number in [lo, hi] (lo > 0), or "inf" where `allow_inf`.
@@ -252,13 +266,20 @@ Status set_percentiles(ReplayConfig& c, const std::string& t) {
   std::vector<double> ps;
   for (const std::string& part : split(t, ", ")) {
     const double p = parse_finite_double(part).value_or(0);
-    if (!(p > 0 && p <= 100)) {
+    if (!percentile_ok(p)) {
       return bad("metric-percentiles", "'" + part + "' is not a percentile in (0, 100]");
     }
     ps.push_back(p);
   }
   if (ps.empty()) return bad("metric-percentiles", "give at least one percentile, e.g. 50,90,99");
   c.run.replay.metric_percentiles = ps;
+  return {};
+}
+
+Status check_percentiles(const ReplayConfig& c) {
+  for (double p : c.run.replay.metric_percentiles) {
+    if (!percentile_ok(p)) return bad("metric-percentiles", "each must be in (0, 100], got " + bound(p));
+  }
   return {};
 }
 
@@ -292,6 +313,14 @@ Status set_goodput(ReplayConfig& c, const std::string& t) {
   return {};
 }
 
+Status check_goodput(const ReplayConfig& c) {
+  const GoodputSlo& g = c.run.replay.goodput;
+  for (double ms : {g.ttft_ms, g.tpot_ms, g.e2el_ms}) {
+    if (!slo_ok(ms)) return bad("goodput", "each bound must be from " + bound(kMinMs) + " to " + bound(kMaxMs) + " ms");
+  }
+  return {};
+}
+
 std::string goodput_text(const GoodputSlo& g) {
   std::string out;
   if (g.ttft_ms >= 0) out += "ttft:" + shortest(g.ttft_ms);
@@ -315,7 +344,15 @@ ConfigOption positive_option(std::string_view name, std::string_view group, std:
             }
             return read_positive(name, t, allow_inf, lo, hi, &field(c));
           },
-          [=](const ReplayConfig& c) { return std::isinf(field(c)) ? std::string("inf") : shortest(field(c)); }};
+          [=](const ReplayConfig& c) { return std::isinf(field(c)) ? std::string("inf") : shortest(field(c)); },
+          [=](const ReplayConfig& c) {
+            const double v = field(c);
+            if ((zero_is_default && v == 0) || (allow_inf && std::isinf(v) && v > 0) || (v >= lo && v <= hi)) {
+              return Status();
+            }
+            return bad(name, "must be " + std::string(zero_is_default ? "0 or " : "") + "from " + bound(lo) + " to " +
+                                 bound(hi) + (allow_inf ? " or inf" : "") + ", got " + bound(v));
+          }};
 }
 
 void add_event_options(std::vector<ConfigOption>& t) {
@@ -356,9 +393,10 @@ void add_load_rows(std::vector<ConfigOption>& t) {
   t.push_back(int_option("max-concurrency", load, "requests in flight at most (0: no limit)",
                          KV_FIELD(run.replay.max_concurrency), 0, 1LL << 30));
   t.push_back({"metric-percentiles", load, "percentiles of TTFT, TPOT, ITL and E2EL in result.json", false,
-               set_percentiles, [](const C& c) { return join_numbers(c.run.replay.metric_percentiles); }});
+               set_percentiles, [](const C& c) { return join_numbers(c.run.replay.metric_percentiles); },
+               check_percentiles});
   t.push_back({"goodput", load, "SLOs of goodput, e.g. 'ttft:500 tpot:50' (ms; ttft, tpot, e2el)", false, set_goodput,
-               [](const C& c) { return goodput_text(c.run.replay.goodput); }});
+               [](const C& c) { return goodput_text(c.run.replay.goodput); }, check_goodput});
   t.push_back(positive_option("overload-ttft-ms", load, "a median TTFT above this marks the run overloaded",
                               KV_FIELD(run.replay.overload_ttft_ms), false, false, kMinMs, kMaxMs));
 }
@@ -613,7 +651,8 @@ void add_kv_cache_rows(std::vector<ConfigOption>& t) {
                          KV_FIELD(device.kv_cache_tokens), 0, 1LL << 40));
   t.push_back({"gpu-memory-utilization", kv,
                "fraction of GPU memory for weights, activations and KV cache (sizes the pool by default)", false,
-               set_utilization, [](const C& c) { return shortest(c.device.gpu_memory_utilization); }});
+               set_utilization, [](const C& c) { return shortest(c.device.gpu_memory_utilization); },
+               check_utilization});
   t.push_back(enum_option("free-order", kv, "classic | unhashed_first", KV_FIELD(scheduler.cache.free_order),
                           std::vector<std::pair<std::string, FreeOrder>>{
                               {"classic", FreeOrder::kClassic}, {"unhashed_first", FreeOrder::kUnhashedFirst}}));
@@ -698,25 +737,27 @@ Status validate_speculative(const SchedulerConfig& s) {
   return {};
 }
 
-// The ranges of the scheduler's options (the core's SchedulerConfig::validate() is vLLM's
-// start-up refusal, which a replay does not apply).
+// The scheduler's rules beyond its rows' ranges (the core's SchedulerConfig::validate() is
+// vLLM's start-up refusal, which a replay does not apply).
 Status validate_scheduler(const SchedulerConfig& s) {
-  if (s.cache.block_size < 1 || s.cache.block_size > 1024) return bad("block-size", "must be 1..1024");
-  if (s.max_num_batched_tokens < 1) return bad("max-num-batched-tokens", "must be positive");
-  if (s.max_num_seqs < 1) return bad("max-num-seqs", "must be positive");
-  if (s.cache.max_model_len < 2) return bad("max-model-len", "must be at least 2");
-  if (s.long_prefill_token_threshold < 0) return bad("long-prefill-token-threshold", "must be >= 0");
-  if (s.num_lookahead_tokens < 0) return bad("lookahead", "must be >= 0");
-  if (s.cache.num_blocks < 0) return bad("num-blocks", "must be >= 0");
   if (s.cache.num_blocks == 1) {
     return bad("num-blocks", "the pool needs at least 2 blocks (the null block and one more)");
   }
-  if (s.cache.num_blocks > (1 << 30)) return bad("num-blocks", "at most 2^30 blocks");
   return validate_speculative(s);
 }
 
-// The parts one by one, each with its own rules.
+// Every row's range (ConfigOption::check), in table order.
+Status validate_ranges(const ReplayConfig& c) {
+  for (const ConfigOption& o : config_options()) {
+    if (!o.check) continue;
+    if (Status s = o.check(c); !s.ok()) return s;
+  }
+  return {};
+}
+
+// The ranges, then the parts one by one, each with its own rules.
 Status validate_parts(const ReplayConfig& c) {
+  if (Status s = validate_ranges(c); !s.ok()) return s;
   if (Status s = validate_scheduler(c.scheduler); !s.ok()) return s;
   if (Status s = c.device.validate(); !s.ok()) return s;
   const int block_size = c.block_size();
@@ -726,7 +767,6 @@ Status validate_parts(const ReplayConfig& c) {
                                       ": the pool would hold no request");
   }
   if (Status s = c.arrivals.validate(); !s.ok()) return s;
-  if (Status s = c.run.validate(); !s.ok()) return s;
   if (Status s = c.events.validate(); !s.ok()) return s;
   return c.tiers.validate();
 }

@@ -7,9 +7,10 @@
 // Text enters here and nowhere below: each option of `kvsim replay` is one row of
 // config_options() (name, help, how to read it, how to print it) pointing at a field of a
 // part. The command line, sweep axes and tests all set options through set_option(); lower
-// layers receive their part as is. Adding an option: a field in its part, its row in
-// replay_config.cc, a check in the part's validate(), and the one place that uses it
-// (docs/architecture.md, "Where to add things").
+// layers receive their part as is. Adding an option: a field in its part, its row (with its
+// range, stated nowhere else) in replay_config.cc, a rule in the part's validate() if the
+// range is not enough, and the one place that uses it (docs/architecture.md, "Where to add
+// things").
 //
 // Invariants:
 //   1. validate() accepts a config exactly when build_replay() can wire it; its error names
@@ -64,7 +65,7 @@ struct ReplayConfig {
   MambaCacheMode mamba_cache_mode() const;
   // The model's KV-cache groups at block_size() and mamba_cache_mode() (hybrid_kv_cache()).
   StatusOr<std::vector<KvCacheGroupSpec>> kv_cache_groups() const;
-  // The parts' validate(), then the rules across parts.
+  // Every row's range, the parts' validate(), then the rules across parts.
   Status validate() const;
   ModelShape effective_model() const { return device.effective_model(); }
   sim::GpuSpec effective_gpu() const { return device.effective_gpu(); }
@@ -78,6 +79,10 @@ struct ConfigOption {
   bool is_switch = false;
   std::function<Status(ReplayConfig&, const std::string&)> set;
   std::function<std::string(const ReplayConfig&)> get;
+  // The row's range, the only statement of it: an error naming the option when the field's
+  // value lies outside (empty for rows without one). set() applies it to what it parsed and
+  // ReplayConfig::validate() to every row, so a config built in code is held to it too.
+  std::function<Status(const ReplayConfig&)> check = nullptr;
 };
 
 const std::vector<ConfigOption>& config_options();

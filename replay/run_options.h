@@ -2,13 +2,11 @@
 // the Replayer's own options (clock, step limit, invariant checks, decision text, the
 // concurrency cap, percentiles, goodput SLOs, the overload mark). The "Run" and "Load and
 // results" rows of the option table (and --clock) write here; the Replayer gets `replay` as is.
-// Invariant: validate() accepts only numbers inside their options' bounds; its error names
-// the option.
+// Its numbers have no rules beyond their rows' ranges (ReplayConfig::validate() applies them).
 #pragma once
 
 #include <cstdint>
 
-#include "model/util/status.h"
 #include "replay/replayer.h"
 
 namespace kv::replay {
@@ -19,8 +17,6 @@ struct RunOptions {
   std::uint64_t seed = 0;  // of generated output tokens and arrival gaps
   std::int64_t limit = 0;  // first N requests (0: all)
   ReplayOptions replay;
-
-  Status validate() const;
 };
 
 }  // namespace kv::replay
