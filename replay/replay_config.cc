@@ -660,7 +660,10 @@ MambaCacheMode ReplayConfig::mamba_cache_mode() const {
 }
 
 StatusOr<std::vector<KvCacheGroupSpec>> ReplayConfig::kv_cache_groups() const {
-  return effective_model().kv_cache_groups(block_size(), mamba_cache_mode(), scheduler.cache.max_model_len);
+  // vLLM's MambaSpec: one speculative state block per draft token when speculation is on.
+  const int speculative_blocks = scheduler.speculative.enabled() ? scheduler.speculative.num_speculative_tokens : 0;
+  return effective_model().kv_cache_groups(block_size(), mamba_cache_mode(), scheduler.cache.max_model_len,
+                                           speculative_blocks);
 }
 
 namespace {
