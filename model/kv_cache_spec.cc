@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/mamba_cache_mode.h"
+
 namespace kv {
 namespace {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
@@ -35,6 +37,13 @@ const char* to_string(MambaCacheMode mode) {
       return "all";
   }
   return "unknown";
+}
+
+std::optional<MambaCacheMode> parse_mamba_cache_mode(std::string_view text) {
+  for (MambaCacheMode mode : {MambaCacheMode::kNone, MambaCacheMode::kAlign, MambaCacheMode::kAll}) {
+    if (text == to_string(mode)) return mode;
+  }
+  return std::nullopt;
 }
 
 std::int64_t KvCacheSpec::page_size_bytes() const {

@@ -17,6 +17,7 @@
 #include "model/block_hasher.h"
 #include "model/kv_cache_groups.h"
 #include "model/kv_cache_manager.h"
+#include "model/mamba_cache_mode.h"
 #include "model/request.h"
 
 namespace kv::ops {
@@ -131,15 +132,13 @@ std::vector<std::string_view> layer_fields(AttentionType type) {
 }
 
 Status parse_mamba_fields(const Json& layer, const std::string& where, const LayerDefaults& d, KvCacheSpec& spec) {
-  static const std::map<std::string, MambaCacheMode, std::less<>> kModes = {
-      {"none", MambaCacheMode::kNone}, {"align", MambaCacheMode::kAlign}, {"all", MambaCacheMode::kAll}};
   auto mode = get_string(layer, where, "mode");
   if (!mode.ok()) return mode.status();
-  auto m = kModes.find(*mode);
-  if (m == kModes.end()) return field_error(where + ".mode", "unknown Mamba mode '" + *mode + "'");
+  const std::optional<MambaCacheMode> m = parse_mamba_cache_mode(*mode);
+  if (!m) return field_error(where + ".mode", "unknown Mamba mode '" + *mode + "'");
   auto state = get_int(layer, where, "state_bytes");
   if (!state.ok()) return state.status();
-  spec.mamba_mode = m->second;
+  spec.mamba_mode = *m;
   spec.mamba_state_bytes = *state;
   if (layer.contains("page_size_padded")) {
     auto padded = get_int(layer, where, "page_size_padded");

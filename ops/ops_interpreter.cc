@@ -6,6 +6,8 @@
 #include <ostream>
 #include <set>
 
+#include "model/mamba_cache_mode.h"
+
 namespace kv {
 namespace {
 
@@ -74,15 +76,18 @@ std::string join_groups(const GroupBlockIds& groups) {
   return s;
 }
 
-// How `groups` names a group's spec: full, sliding_window:W, chunked_local:C.
+// How `groups` names a group's spec as the layer list spells it: full, sliding_window:W,
+// chunked_local:C, mamba, cross_attention, rswa:W.
 std::string spec_name(const KvCacheSpec& spec) {
   switch (spec.type) {
     case AttentionType::kSlidingWindow:
       return "sliding_window:" + std::to_string(spec.window);
     case AttentionType::kChunkedLocalAttention:
       return "chunked_local:" + std::to_string(spec.chunk);
+    case AttentionType::kRSwa:
+      return "rswa:" + std::to_string(spec.window);
     default:
-      return "full";
+      return to_string(spec.type);
   }
 }
 
@@ -96,6 +101,32 @@ Status on_off(const Args& a, const char* key, bool* out) {
   else
     return Status::error(std::string(key) + " must be on or off, got '" + it->second + "'");
   return {};
+}
+
+// The config line's settings for its layer list: `mamba=` (default align with caching on,
+// none with it off, as vLLM), `spec_tokens=` and the block size and max_model_len already read.
+StatusOr<LayerListDefaults> layer_defaults(const Args& a, const KvCacheConfig& c) {
+  LayerListDefaults d;
+  d.block_size = c.block_size;
+  d.max_model_len = c.max_model_len;
+  d.mamba_mode = c.enable_caching ? MambaCacheMode::kAlign : MambaCacheMode::kNone;
+  if (auto it = a.kv.find("mamba"); it != a.kv.end()) {
+    const std::optional<MambaCacheMode> mode = parse_mamba_cache_mode(it->second);
+    if (!mode) return Status::error("mamba must be none, align or all, got '" + it->second + "'");
+    if ((*mode == MambaCacheMode::kNone) == c.enable_caching) {
+      return Status::error("mamba=" + it->second + " with caching " + (c.enable_caching ? "on" : "off") +
+                           ": vLLM uses none without prefix caching, align or all with it");
+    }
+    d.mamba_mode = *mode;
+  }
+  if (auto it = a.kv.find("spec_tokens"); it != a.kv.end()) {
+    std::int64_t k = 0;
+    if (!parse_nonneg(it->second, &k) || k > 1024) {
+      return Status::error("spec_tokens must be an integer from 0 to 1024, got '" + it->second + "'");
+    }
+    d.num_speculative_blocks = static_cast<int>(k);
+  }
+  return d;
 }
 
 }  // namespace
@@ -167,7 +198,55 @@ StatusOr<std::vector<MultiModalItem>> parse_mm_spec(std::string_view spec) {
   return items;
 }
 
-StatusOr<std::vector<LayerKvCacheSpec>> parse_layers_spec(std::string_view spec, int block_size) {
+namespace {
+
+// One item of a layer list without its `*COUNT`: the spec it names, or an error.
+StatusOr<KvCacheSpec> parse_layer_item(std::string_view item, const LayerListDefaults& d) {
+  const auto colon = item.find(':');
+  const std::string_view type = item.substr(0, colon);
+  // Every layer has the same page: 2 KV heads of 64 (K and V), 2 bytes.
+  KvCacheSpec s{AttentionType::kFullAttention, d.block_size, 2, 64, 64, 2, 0, 0};
+  if (colon == std::string_view::npos) {
+    if (type == "full") return s;
+    if (type == "cross_attention") {
+      s.type = AttentionType::kCrossAttention;
+      return s;
+    }
+    if (type == "mamba") {
+      s.mamba_state_bytes = s.page_size_bytes();  // one attention page: no padding
+      s.type = AttentionType::kMamba;
+      s.mamba_mode = d.mamba_mode;
+      s.num_speculative_blocks = d.num_speculative_blocks;
+      // Mode none: one block holds the request's state for its whole life.
+      if (d.mamba_mode == MambaCacheMode::kNone) {
+        if (d.max_model_len > (1 << 30)) return Status::error("a Mamba layer in mode none needs max_model_len <= 2^30");
+        s.block_size = static_cast<int>(d.max_model_len);
+      }
+      return s;
+    }
+  }
+  std::int64_t reach = 0;
+  if (colon != std::string_view::npos && parse_nonneg(item.substr(colon + 1), &reach) && reach >= 1 &&
+      reach <= (1 << 24)) {
+    if (type == "sliding_window" || type == "rswa") {
+      s.type = type == "rswa" ? AttentionType::kRSwa : AttentionType::kSlidingWindow;
+      s.window = static_cast<int>(reach);
+      return s;
+    }
+    if (type == "chunked_local") {
+      s.type = AttentionType::kChunkedLocalAttention;
+      s.chunk = static_cast<int>(reach);
+      return s;
+    }
+  }
+  return Status::error("layer '" + std::string(item) +
+                       "' is not full, sliding_window:W, chunked_local:C, mamba, cross_attention or rswa:W "
+                       "(W, C from 1 to 16777216)");
+}
+
+}  // namespace
+
+StatusOr<std::vector<LayerKvCacheSpec>> parse_layers_spec(std::string_view spec, const LayerListDefaults& defaults) {
   std::vector<LayerKvCacheSpec> layers;
   std::size_t start = 0;
   while (start <= spec.size()) {
@@ -181,21 +260,10 @@ StatusOr<std::vector<LayerKvCacheSpec>> parse_layers_spec(std::string_view spec,
       }
       item = item.substr(0, star);
     }
-    const auto colon = item.find(':');
-    const std::string_view type = item.substr(0, colon);
-    std::int64_t reach = 0;
-    KvCacheSpec s{AttentionType::kFullAttention, block_size, 2, 64, 64, 2, 0, 0};
-    if (type == "full" && colon == std::string_view::npos) {
-    } else if ((type == "sliding_window" || type == "chunked_local") && colon != std::string_view::npos &&
-               parse_nonneg(item.substr(colon + 1), &reach) && reach >= 1 && reach <= (1 << 24)) {
-      s.type = type == "sliding_window" ? AttentionType::kSlidingWindow : AttentionType::kChunkedLocalAttention;
-      (type == "sliding_window" ? s.window : s.chunk) = static_cast<int>(reach);
-    } else {
-      return Status::error("layer '" + std::string(item) +
-                           "' is not full, sliding_window:W or chunked_local:C (W, C from 1 to 16777216)");
-    }
+    auto s = parse_layer_item(item, defaults);
+    if (!s.ok()) return s.status();
     for (std::int64_t i = 0; i < count; ++i) {
-      layers.push_back({"layer." + std::to_string(layers.size()), s});
+      layers.push_back({"layer." + std::to_string(layers.size()), *s});
     }
     if (layers.size() > 4096) return Status::error("more than 4096 layers");
     start = comma + 1;
@@ -211,10 +279,10 @@ StatusOr<OpsInterpreter::OpsRequest*> OpsInterpreter::find(std::string_view id) 
 
 Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
   Args a;
-  Status s = parse_args(
-      words, 1,
-      {"blocks", "block_size", "hash", "seed", "free_order", "caching", "eagle", "max_model_len", "layers", "policy"},
-      {}, &a);
+  Status s = parse_args(words, 1,
+                        {"blocks", "block_size", "hash", "seed", "free_order", "caching", "eagle", "max_model_len",
+                         "layers", "policy", "mamba", "spec_tokens"},
+                        {}, &a);
   if (!s.ok()) return s;
   for (const char* required : {"blocks", "block_size"}) {
     if (!a.kv.count(required)) return Status::error("config needs " + std::string(required) + "=");
@@ -251,13 +319,18 @@ Status OpsInterpreter::cmd_config(const std::vector<std::string_view>& words) {
     }
     c.max_model_len = v;
   }
+  auto defaults = layer_defaults(a, c);
+  if (!defaults.ok()) return defaults.status();
   std::vector<KvCacheGroupSpec> groups;
   if (a.kv.count("layers")) {
-    auto layers = parse_layers_spec(a.kv["layers"], c.block_size);
+    auto layers = parse_layers_spec(a.kv["layers"], *defaults);
     if (!layers.ok()) return layers.status().with_context("layers: ");
     auto built = get_kv_cache_groups(*layers);
     if (!built.ok()) return built.status().with_context("layers: ");
     groups = std::move(*built);
+    c.block_size = cache_block_size(groups);  // a Mamba-only model in mode none: max_model_len
+  } else if (a.kv.count("mamba") || a.kv.count("spec_tokens")) {
+    return Status::error(std::string(a.kv.count("mamba") ? "mamba" : "spec_tokens") + "= needs layers=");
   }
   c.groups = std::move(groups);
   if (Status valid = c.validate(); !valid.ok()) return valid;
@@ -300,7 +373,7 @@ Status OpsInterpreter::cmd_request(const std::vector<std::string_view>& words) {
   }
   OpsRequest r;
   r.request = std::make_unique<Request>(id, std::move(tokens.value()), std::move(extras),
-                                        config_.enable_caching ? hasher_.get() : nullptr, config_.block_size);
+                                        config_.enable_caching ? hasher_.get() : nullptr, config_.hash_block_size());
   r.request->retention = retention;
   requests_.emplace(id, std::move(r));
   return {};
@@ -313,36 +386,60 @@ Status OpsInterpreter::cmd_alloc(const std::vector<std::string_view>& words) {
   OpsRequest& r = **found;
   Request& req = *r.request;
   Args a;
-  if (Status s = parse_args(words, 3, {"lookahead"}, {"fullfit"}, &a); !s.ok()) return s;
-  std::int64_t lookahead = 0;
-  if (a.kv.count("lookahead") && !parse_nonneg(a.kv["lookahead"], &lookahead)) {
-    return bad_int("lookahead", a.kv["lookahead"]);
+  if (Status s = parse_args(words, 3, {"lookahead", "draft", "encoder"}, {"fullfit"}, &a); !s.ok()) return s;
+  std::int64_t counts[3] = {0, 0, 0};  // lookahead, draft, encoder tokens
+  const char* const keys[3] = {"lookahead", "draft", "encoder"};
+  for (int i = 0; i < 3; ++i) {
+    auto it = a.kv.find(keys[i]);
+    if (it == a.kv.end()) continue;
+    if (!parse_nonneg(it->second, &counts[i]) || counts[i] > (1 << 24)) {
+      return Status::error(std::string(keys[i]) + " must be an integer from 0 to 16777216, got '" + it->second + "'");
+    }
   }
+  const auto [lookahead, draft, encoder] = counts;
   const CacheHit hit = r.pending_hit.value_or(CacheHit{});
   r.pending_hit.reset();
+  const std::int64_t left = req.num_tokens() - req.num_computed_tokens - hit.num_tokens;
   std::int64_t n = 0;
   if (words[2] == "rest") {
-    n = req.num_tokens() - req.num_computed_tokens - hit.num_tokens;
-    if (n <= 0) {
-      out_ << "alloc " << req.id() << " skip\n";
-      return {};
-    }
+    n = std::max<std::int64_t>(left, 0);
   } else {
     if (!parse_nonneg(words[2], &n)) return bad_int("token count", words[2]);
     if (n == 0) return Status::error("alloc of 0 tokens");
-    if (req.num_computed_tokens + hit.num_tokens + n > req.num_tokens()) {
-      return Status::error("alloc of " + std::to_string(n) + " tokens exceeds the " +
-                           std::to_string(req.num_tokens() - req.num_computed_tokens - hit.num_tokens) + " tokens " +
-                           req.id() + " has left");
+    if (n > left) {
+      return Status::error("alloc of " + std::to_string(n) + " tokens exceeds the " + std::to_string(left) +
+                           " tokens " + req.id() + " has left");
     }
   }
-  auto fresh = manager_->allocate_slots(req, n, hit, lookahead, a.flags.count("fullfit") != 0);
+  if (n + draft == 0) {
+    out_ << "alloc " << req.id() << " skip\n";
+    return {};
+  }
+  // Draft tokens are scheduled past the request's tokens; the manager never caches them.
+  auto fresh = manager_->allocate_slots(req, n + draft, hit, lookahead, a.flags.count("fullfit") != 0, encoder);
   if (!fresh) {
     out_ << "alloc " << req.id() << " fail\n";
     return {};
   }
-  req.num_computed_tokens += hit.num_tokens + n;
+  req.num_computed_tokens += hit.num_tokens + n + draft;
   out_ << "alloc " << req.id() << " new=" << join_groups(*fresh) << "\n";
+  return {};
+}
+
+// `rollback ID N`: N rejected draft tokens are no longer computed (vLLM lowers
+// num_computed_tokens before it appends the accepted ones); the blocks stay.
+Status OpsInterpreter::cmd_rollback(const std::vector<std::string_view>& words) {
+  if (words.size() != 3) return Status::error("rollback needs an id and a token count");
+  auto found = find(words[1]);
+  if (!found.ok()) return found.status();
+  Request& req = *(*found)->request;
+  std::int64_t n = 0;
+  if (!parse_nonneg(words[2], &n)) return bad_int("token count", words[2]);
+  if (n > req.num_computed_tokens) {
+    return Status::error("rollback of " + std::to_string(n) + " tokens, " + req.id() + " has computed " +
+                         std::to_string(req.num_computed_tokens));
+  }
+  req.num_computed_tokens -= n;
   return {};
 }
 
@@ -397,7 +494,7 @@ Status OpsInterpreter::cmd_request_query(std::string_view cmd, std::string_view 
   return {};
 }
 
-// Commands of the whole pool: queue, num_free, stats, reset, groups, check.
+// Commands of the whole pool: queue, num_free, stats, reset, groups, new_step, check.
 Status OpsInterpreter::cmd_pool_query(std::string_view cmd, bool* check_failed) {
   if (cmd == "queue") {
     out_ << "queue " << join_ids(manager_->pool().policy().order()) << "\n";
@@ -417,6 +514,8 @@ Status OpsInterpreter::cmd_pool_query(std::string_view cmd, bool* check_failed) 
       out_ << " " << spec_name(g.spec) << "[" << layers << "]";
     }
     out_ << "\n";
+  } else if (cmd == "new_step") {
+    manager_->new_step();
   } else if (cmd == "check") {
     std::string why;
     if (!manager_->check_invariants(&why)) {
@@ -431,9 +530,9 @@ Status OpsInterpreter::cmd_pool_query(std::string_view cmd, bool* check_failed) 
 
 Status OpsInterpreter::dispatch(const std::vector<std::string_view>& w, bool* check_failed) {
   const std::string_view cmd = w[0];
-  static constexpr std::string_view kCommands[] = {"config", "request", "lookup",   "alloc", "append",
-                                                   "free",   "queue",   "num_free", "stats", "reset",
-                                                   "hashes", "check",   "table",    "groups"};
+  static constexpr std::string_view kCommands[] = {"config", "request",  "lookup",   "alloc",   "append", "free",
+                                                   "queue",  "num_free", "stats",    "reset",   "hashes", "check",
+                                                   "table",  "groups",   "new_step", "rollback"};
   if (std::find(std::begin(kCommands), std::end(kCommands), cmd) == std::end(kCommands)) {
     return Status::error("unknown command '" + std::string(cmd) + "'");
   }
@@ -446,6 +545,7 @@ Status OpsInterpreter::dispatch(const std::vector<std::string_view>& w, bool* ch
   };
   if (cmd == "request") return cmd_request(w);
   if (cmd == "alloc") return cmd_alloc(w);
+  if (cmd == "rollback") return cmd_rollback(w);
   if (cmd == "table") return cmd_table(w);
   if (cmd == "lookup" || cmd == "free" || cmd == "hashes") {
     if (Status s = no_args(2); !s.ok()) return s;

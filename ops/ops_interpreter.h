@@ -5,6 +5,7 @@
 // Invariant: the interpreter never aborts on user input; only broken core invariants abort.
 #pragma once
 
+#include <cstdint>
 #include <iosfwd>
 #include <map>
 #include <memory>
@@ -19,9 +20,18 @@
 
 namespace kv {
 
+// What the layers of a `layers=` LIST take from the config line rather than from the list.
+struct LayerListDefaults {
+  int block_size = 16;
+  MambaCacheMode mamba_mode = MambaCacheMode::kAlign;  // `mamba=`
+  std::int64_t max_model_len = 1 << 20;                // a Mamba block in mode none
+  int num_speculative_blocks = 0;                      // `spec_tokens=`: a Mamba group's extra blocks
+};
+
 // Parses a `layers=` LIST (§6.5): comma-separated `full`, `sliding_window:W`, `chunked_local:C`,
-// each optionally `*COUNT`; the layers are named layer.0, layer.1, ... in order.
-StatusOr<std::vector<LayerKvCacheSpec>> parse_layers_spec(std::string_view spec, int block_size);
+// `mamba`, `cross_attention` or `rswa:W`, each optionally `*COUNT`; the layers are named
+// layer.0, layer.1, ... in order. A Mamba layer's state fills one attention page.
+StatusOr<std::vector<LayerKvCacheSpec>> parse_layers_spec(std::string_view spec, const LayerListDefaults& defaults);
 // Parses a token SPEC: comma-separated `7`, `3*16` (token 3 sixteen times), `10:20` (10..19).
 StatusOr<std::vector<TokenId>> parse_token_spec(std::string_view spec);
 // `ID@OFFSET+LENGTH[,ID@OFFSET+LENGTH...]`: multimodal items of a request, in offset order.
@@ -55,6 +65,7 @@ class OpsInterpreter {
   Status cmd_config(const std::vector<std::string_view>& words);
   Status cmd_request(const std::vector<std::string_view>& words);
   Status cmd_alloc(const std::vector<std::string_view>& words);
+  Status cmd_rollback(const std::vector<std::string_view>& words);
   Status cmd_table(const std::vector<std::string_view>& words);
   Status cmd_request_query(std::string_view cmd, std::string_view id);
   Status cmd_pool_query(std::string_view cmd, bool* check_failed);

@@ -1,6 +1,8 @@
 // The `kvsim` Python module (pybind11): a front end like cli/, over the same layers.
-//   kvsim.KvCacheManager   the core's manager, request by request (lookup / allocate / free),
-//                          its block tables as numpy arrays and its KV events as dicts;
+//   kvsim.KvCacheManager   the core's manager, request by request (lookup / allocate / free,
+//                          new_step / rollback for Mamba and drafts), for one full-attention
+//                          group or the groups of a layer list (the ops shell's `layers=`), its
+//                          block tables as numpy arrays and its KV events as dicts;
 //   kvsim.Replay           a replay built from ReplayConfig options named as on the command
 //                          line; its summary, per-request metrics (numpy), events, cache;
 //   kvsim.run_ops(script)  an ops script (ops/ops_interpreter.h), its output lines.
@@ -18,6 +20,7 @@
 #include <type_traits>
 
 #include "model/kv_cache_manager.h"
+#include "model/mamba_cache_mode.h"
 #include "ops/ops_interpreter.h"
 #include "replay/replay_builder.h"
 
@@ -77,10 +80,12 @@ py::dict event_dict(const KvEvent& event) {
           d["medium"] = e.medium;
           d["lora_name"] = e.lora_name.empty() ? py::object(py::none()) : py::object(py::str(e.lora_name));
           d["extra_keys"] = extra_keys_object(e.extra_keys);
+          d["group_idx"] = e.group_idx;
         } else if constexpr (std::is_same_v<E, BlockRemoved>) {
           d["type"] = "BlockRemoved";
           d["block_hashes"] = hashes_list(e.block_hashes);
           d["medium"] = e.medium;
+          d["group_idx"] = e.group_idx;
         } else {
           d["type"] = "AllBlocksCleared";
         }
@@ -113,34 +118,83 @@ py::dict stats_dict(const PrefixCacheStats& s) {
 
 // ---- KvCacheManager --------------------------------------------------------------------------
 
+// What a manager is built from, as the constructor's keyword arguments.
+struct ManagerOptions {
+  int num_blocks = 0;
+  int block_size = 16;
+  bool enable_caching = true;
+  bool enable_kv_events = false;
+  std::string hash = "sha256_cbor", free_order = "classic", eviction_policy = "lru";
+  std::string layers;            // the ops shell's `layers=` LIST; empty: one full-attention group
+  std::string mamba_cache_mode;  // none | align | all; empty: align with caching, none without
+  int num_speculative_tokens = 0;
+  bool use_eagle = false;
+  std::int64_t max_model_len = 1 << 20;
+};
+
+// The groups of a layer list, with the Mamba mode and speculative blocks of the options.
+std::vector<KvCacheGroupSpec> groups_of(const ManagerOptions& o) {
+  if (o.layers.empty()) {
+    if (!o.mamba_cache_mode.empty() || o.num_speculative_tokens != 0) {
+      raise("mamba_cache_mode and num_speculative_tokens need layers");
+    }
+    return {};
+  }
+  LayerListDefaults d;
+  d.block_size = o.block_size;
+  d.max_model_len = o.max_model_len;
+  d.mamba_mode = o.enable_caching ? MambaCacheMode::kAlign : MambaCacheMode::kNone;
+  if (!o.mamba_cache_mode.empty()) {
+    const std::optional<MambaCacheMode> mode = parse_mamba_cache_mode(o.mamba_cache_mode);
+    if (!mode) raise("mamba_cache_mode: must be one of none, align, all, got '" + o.mamba_cache_mode + "'");
+    d.mamba_mode = *mode;
+  }
+  if (o.num_speculative_tokens < 0 || o.num_speculative_tokens > 1024) {
+    raise("num_speculative_tokens: must be 0..1024");
+  }
+  d.num_speculative_blocks = o.num_speculative_tokens;
+  auto layers = parse_layers_spec(o.layers, d);
+  if (!layers.ok()) raise("layers: " + layers.status().message());
+  auto groups = get_kv_cache_groups(*layers);
+  if (!groups.ok()) raise("layers: " + groups.status().message());
+  return std::move(*groups);
+}
+
+// One list of block ids for one group, a list of lists (one per group) for several.
+py::object per_group(const GroupBlockIds& blocks, std::size_t num_groups) {
+  if (num_groups == 1) return py::cast(blocks.empty() ? std::vector<BlockId>{} : blocks.front());
+  GroupBlockIds all = blocks;
+  all.resize(num_groups);  // caching off: no hit, one empty list each
+  return py::cast(all);
+}
+
 // The core's manager with the requests it serves, addressed by id from Python.
 class PyKvCacheManager {
  public:
-  PyKvCacheManager(int num_blocks, int block_size, bool enable_caching, bool enable_kv_events, const std::string& hash,
-                   const std::string& free_order, const std::string& eviction_policy) {
-    if (num_blocks < 2) raise("num_blocks: the pool needs at least 2 blocks (the null block and one more)");
-    if (block_size < 1 || block_size > 1024) raise("block_size: must be 1..1024");
+  explicit PyKvCacheManager(const ManagerOptions& o) {
+    if (o.num_blocks < 2) raise("num_blocks: the pool needs at least 2 blocks (the null block and one more)");
+    if (o.block_size < 1 || o.block_size > 1024) raise("block_size: must be 1..1024");
+    if (o.max_model_len < 1) raise("max_model_len: must be at least 1");
     KvCacheConfig c;
-    c.num_blocks = num_blocks;
-    c.block_size = block_size;
-    c.enable_caching = enable_caching;
-    c.enable_kv_events = enable_kv_events;
-    if (free_order == "classic")
-      c.free_order = FreeOrder::kClassic;
-    else if (free_order == "unhashed_first")
-      c.free_order = FreeOrder::kUnhashedFirst;
-    else
-      raise("free_order: must be one of classic, unhashed_first, got '" + free_order + "'");
-    if (!parse_eviction_policy(eviction_policy, &c.eviction_policy)) {
-      raise("eviction_policy: must be one of " + std::string(eviction_policy_names()) + ", got '" + eviction_policy +
+    c.num_blocks = o.num_blocks;
+    c.block_size = o.block_size;
+    c.enable_caching = o.enable_caching;
+    c.enable_kv_events = o.enable_kv_events;
+    c.use_eagle = o.use_eagle;
+    c.max_model_len = o.max_model_len;
+    if (!parse_free_order(o.free_order, &c.free_order)) {
+      raise("free_order: must be one of classic, unhashed_first, got '" + o.free_order + "'");
+    }
+    if (!parse_eviction_policy(o.eviction_policy, &c.eviction_policy)) {
+      raise("eviction_policy: must be one of " + std::string(eviction_policy_names()) + ", got '" + o.eviction_policy +
             "'");
     }
-    HashAlgo algo = HashAlgo::kSha256Cbor;
-    if (hash == "xxhash_cbor")
-      algo = HashAlgo::kXxhashCbor;
-    else if (hash != "sha256_cbor")
-      raise("hash: must be one of sha256_cbor, xxhash_cbor, got '" + hash + "'");
-    hasher_ = std::make_unique<BlockHasher>(algo);
+    const std::optional<HashAlgo> algo = parse_hash_algo(o.hash);
+    if (!algo) raise("hash: must be one of sha256_cbor, xxhash_cbor, got '" + o.hash + "'");
+    c.groups = groups_of(o);
+    if (!c.groups.empty()) c.block_size = cache_block_size(c.groups);
+    if (Status s = c.validate(); !s.ok()) raise(s.message());
+    hasher_ = std::make_unique<BlockHasher>(*algo);
     manager_ = std::make_unique<KvCacheManager>(c);
   }
 
@@ -148,32 +202,50 @@ class PyKvCacheManager {
     if (requests_.count(id) != 0) raise("request " + id + " already exists");
     const KvCacheConfig& c = manager_->config();
     requests_.emplace(id, std::make_unique<Request>(id, std::move(tokens), HashExtras{},
-                                                    c.enable_caching ? hasher_.get() : nullptr, c.block_size));
+                                                    c.enable_caching ? hasher_.get() : nullptr, c.hash_block_size()));
   }
 
   // (hit block ids, hit tokens); remembered for the next allocate of this request.
-  std::pair<std::vector<BlockId>, std::int64_t> lookup(const std::string& id) {
+  std::pair<py::object, std::int64_t> lookup(const std::string& id) {
     Request& r = find(id);
     if (r.num_computed_tokens != 0) raise("request " + id + ": lookup after tokens were computed");
     CacheHit hit = manager_->get_computed_blocks(r);
     pending_hits_[id] = hit;
-    return {std::vector<BlockId>(hit.group(0).begin(), hit.group(0).end()), hit.num_tokens};
+    return {per_group(hit.blocks, manager_->num_groups()), hit.num_tokens};
   }
 
-  // The new block ids, or None when the pool is short. Advances the computed tokens.
-  std::optional<std::vector<BlockId>> allocate(const std::string& id, std::int64_t num_new_tokens) {
+  // The new block ids, or None when the pool is short. Advances the computed tokens by the hit,
+  // the new tokens and the drafts (scheduled past the request's tokens, never cached).
+  py::object allocate(const std::string& id, std::int64_t num_new_tokens, std::int64_t num_lookahead_tokens,
+                      std::int64_t num_draft_tokens, std::int64_t num_encoder_tokens) {
     Request& r = find(id);
     if (num_new_tokens < 0) raise("num_new_tokens: must be >= 0");
+    for (const auto& [name, n] :
+         {std::pair{"num_lookahead_tokens", num_lookahead_tokens}, std::pair{"num_draft_tokens", num_draft_tokens},
+          std::pair{"num_encoder_tokens", num_encoder_tokens}}) {
+      if (n < 0 || n > (1 << 24)) raise(std::string(name) + ": must be 0..16777216");
+    }
     CacheHit hit;
     if (auto it = pending_hits_.find(id); it != pending_hits_.end()) hit = it->second;
     if (r.num_computed_tokens + hit.num_tokens + num_new_tokens > r.num_tokens()) {
       raise("request " + id + ": allocating past its " + std::to_string(r.num_tokens()) + " tokens");
     }
-    auto blocks = manager_->allocate_slots(r, num_new_tokens, hit);
-    if (!blocks) return std::nullopt;
+    if (num_new_tokens + num_draft_tokens == 0) raise("request " + id + ": allocating 0 tokens");
+    auto blocks = manager_->allocate_slots(r, num_new_tokens + num_draft_tokens, hit, num_lookahead_tokens, false,
+                                           num_encoder_tokens);
+    if (!blocks) return py::none();
     pending_hits_.erase(id);
-    r.num_computed_tokens += hit.num_tokens + num_new_tokens;
-    return std::move(blocks->front());
+    r.num_computed_tokens += hit.num_tokens + num_new_tokens + num_draft_tokens;
+    return per_group(*blocks, manager_->num_groups());
+  }
+
+  // Rejected draft tokens: the computed tokens go down, the blocks stay.
+  void rollback(const std::string& id, std::int64_t num_rejected) {
+    Request& r = find(id);
+    if (num_rejected < 0 || num_rejected > r.num_computed_tokens) {
+      raise("num_rejected: must be 0.." + std::to_string(r.num_computed_tokens));
+    }
+    r.num_computed_tokens -= num_rejected;
   }
 
   void append_tokens(const std::string& id, const std::vector<TokenId>& tokens) { find(id).append_tokens(tokens); }
@@ -184,15 +256,39 @@ class PyKvCacheManager {
     pending_hits_.erase(id);
   }
 
-  py::array_t<BlockId> block_table(const std::string& id) {
+  py::array_t<BlockId> block_table(const std::string& id, std::size_t group) {
     find(id);
-    const std::span<const BlockId> blocks = manager_->blocks_of(id);
+    if (group >= manager_->num_groups()) {
+      raise("group: must be 0.." + std::to_string(manager_->num_groups() - 1) + ", got " + std::to_string(group));
+    }
+    const std::span<const BlockId> blocks = manager_->blocks_of(id, group);
     return py::array_t<BlockId>(static_cast<py::ssize_t>(blocks.size()), blocks.data());
   }
+
+  std::int64_t num_computed_tokens(const std::string& id) { return find(id).num_computed_tokens; }
 
   std::vector<std::string> block_hashes(const std::string& id) {
     std::vector<std::string> out;
     for (const BlockHash& h : find(id).block_hashes()) out.push_back(h.hex());
+    return out;
+  }
+
+  // The KV-cache groups: type, layers, block size, and for Mamba the mode and speculative blocks.
+  py::list groups() const {
+    py::list out;
+    for (const KvCacheGroupSpec& g : manager_->config().effective_groups()) {
+      py::dict d;
+      d["type"] = to_string(g.spec.type);
+      d["layers"] = g.layer_names;
+      d["block_size"] = g.spec.block_size;
+      if (g.spec.window > 0) d["window"] = g.spec.window;
+      if (g.spec.chunk > 0) d["chunk"] = g.spec.chunk;
+      if (g.spec.type == AttentionType::kMamba) {
+        d["mamba_cache_mode"] = to_string(g.spec.mamba_mode);
+        d["num_speculative_blocks"] = g.spec.num_speculative_blocks;
+      }
+      out.append(d);
+    }
     return out;
   }
 
@@ -213,19 +309,38 @@ class PyKvCacheManager {
 
 void bind_manager(py::module_& m) {
   py::class_<PyKvCacheManager>(m, "KvCacheManager",
-                               "vLLM v1's KVCacheManager for one full-attention group (model/kv_cache_manager.h)")
-      .def(py::init<int, int, bool, bool, const std::string&, const std::string&, const std::string&>(),
+                               "vLLM v1's KVCacheManager (model/kv_cache_manager.h): one full-attention group, or "
+                               "the groups of `layers` (the ops shell's layer list: full, sliding_window:W, "
+                               "chunked_local:C, mamba, cross_attention, rswa:W, each optionally *COUNT). With "
+                               "several groups, block lists are one list per group")
+      .def(py::init([](int num_blocks, int block_size, bool enable_caching, bool enable_kv_events,
+                       const std::string& hash, const std::string& free_order, const std::string& eviction_policy,
+                       const std::string& layers, const std::string& mamba_cache_mode, int num_speculative_tokens,
+                       bool use_eagle, std::int64_t max_model_len) {
+             return std::make_unique<PyKvCacheManager>(ManagerOptions{
+                 num_blocks, block_size, enable_caching, enable_kv_events, hash, free_order, eviction_policy, layers,
+                 mamba_cache_mode, num_speculative_tokens, use_eagle, max_model_len});
+           }),
            py::arg("num_blocks"), py::arg("block_size") = 16, py::arg("enable_caching") = true,
            py::arg("enable_kv_events") = false, py::arg("hash") = "sha256_cbor", py::arg("free_order") = "classic",
-           py::arg("eviction_policy") = "lru")
+           py::arg("eviction_policy") = "lru", py::arg("layers") = "", py::arg("mamba_cache_mode") = "",
+           py::arg("num_speculative_tokens") = 0, py::arg("use_eagle") = false, py::arg("max_model_len") = 1 << 20)
       .def("add_request", &PyKvCacheManager::add_request, py::arg("id"), py::arg("tokens"))
       .def("lookup", &PyKvCacheManager::lookup, py::arg("id"), "(hit block ids, hit tokens)")
       .def("allocate", &PyKvCacheManager::allocate, py::arg("id"), py::arg("num_new_tokens"),
-           "new block ids, or None when the pool is short")
+           py::arg("num_lookahead_tokens") = 0, py::arg("num_draft_tokens") = 0, py::arg("num_encoder_tokens") = 0,
+           "new block ids, or None when the pool is short; draft tokens are scheduled past the request's tokens, "
+           "encoder tokens give cross-attention groups their blocks")
+      .def(
+          "new_step", [](PyKvCacheManager& p) { p.manager().new_step(); },
+          "a scheduler step starts: Mamba groups may now hit the states cached in the last one")
+      .def("rollback", &PyKvCacheManager::rollback, py::arg("id"), py::arg("num_rejected"),
+           "rejected draft tokens: the request's computed tokens go down, its blocks stay")
       .def("append_tokens", &PyKvCacheManager::append_tokens, py::arg("id"), py::arg("tokens"))
       .def("free", &PyKvCacheManager::free, py::arg("id"))
-      .def("block_table", &PyKvCacheManager::block_table, py::arg("id"))
+      .def("block_table", &PyKvCacheManager::block_table, py::arg("id"), py::arg("group") = 0)
       .def("block_hashes", &PyKvCacheManager::block_hashes, py::arg("id"))
+      .def("num_computed_tokens", &PyKvCacheManager::num_computed_tokens, py::arg("id"))
       .def("reset_prefix_cache", [](PyKvCacheManager& p) { return p.manager().reset_prefix_cache(); })
       .def("take_events", [](PyKvCacheManager& p) { return events_list(p.manager().take_events()); })
       .def("cached_hashes", [](PyKvCacheManager& p) { return replay::cached_block_hashes(p.manager().pool()); })
@@ -234,6 +349,8 @@ void bind_manager(py::module_& m) {
              std::string why;
              if (!p.manager().check_invariants(&why)) throw std::runtime_error(why);
            })
+      .def_property_readonly("groups", &PyKvCacheManager::groups)
+      .def_property_readonly("num_groups", [](PyKvCacheManager& p) { return p.manager().num_groups(); })
       .def_property_readonly("num_free_blocks", [](PyKvCacheManager& p) { return p.manager().num_free_blocks(); })
       .def_property_readonly("usage", [](PyKvCacheManager& p) { return p.manager().usage(); })
       .def_property_readonly("stats", [](PyKvCacheManager& p) { return stats_dict(p.manager().stats()); });
@@ -296,6 +413,20 @@ py::dict metrics_dict(const std::vector<replay::RequestMetrics>& ms) {
   return d;
 }
 
+// Speculative decoding's figures (vLLM's spec-decode metrics); None without speculation.
+py::object spec_dict(const replay::SpecDecodingFigures& f) {
+  if (f.num_speculative_tokens == 0) return py::none();
+  py::dict d;
+  d["num_speculative_tokens"] = f.num_speculative_tokens;
+  d["num_drafts"] = f.num_drafts;
+  d["num_draft_tokens"] = f.num_draft_tokens;
+  d["num_accepted_tokens"] = f.num_accepted_tokens;
+  d["accepted_per_position"] = f.accepted_per_position;
+  d["acceptance_rate"] = f.acceptance_rate();
+  d["mean_acceptance_length"] = f.mean_acceptance_length();
+  return d;
+}
+
 py::dict summary_dict(const replay::ReplaySummary& s) {
   py::dict d;
   d["requests_total"] = s.requests_total;
@@ -312,6 +443,17 @@ py::dict summary_dict(const replay::ReplaySummary& s) {
   d["cache"] = stats_dict(s.cache);
   d["violations"] = s.violations;
   d["digest"] = s.digest;
+  py::list groups;  // hybrid runs only, in group order
+  for (const replay::GroupFigures& g : s.groups) {
+    py::dict gd;
+    gd["spec"] = g.spec;
+    gd["peak_blocks_in_use"] = g.peak_blocks_in_use;
+    gd["mean_blocks_in_use"] = g.mean_blocks_in_use;
+    gd["hit_tokens"] = g.hit_tokens;
+    groups.append(gd);
+  }
+  d["groups"] = groups;
+  d["spec"] = spec_dict(s.spec);
   return d;
 }
 

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "model/mamba_cache_mode.h"
 #include "model/util/check.h"
 #include "model/util/parse_number.h"
 #include "replay/model_config.h"
@@ -628,16 +629,11 @@ void add_kv_cache_rows(std::vector<ConfigOption>& t) {
                "--prefix-caching on, none with it off, as vLLM)",
                false,
                [](C& c, const std::string& text) {
-                 if (text == "auto")
-                   c.device.mamba_cache_mode.reset();
-                 else if (text == "none")
-                   c.device.mamba_cache_mode = MambaCacheMode::kNone;
-                 else if (text == "align")
-                   c.device.mamba_cache_mode = MambaCacheMode::kAlign;
-                 else if (text == "all")
-                   c.device.mamba_cache_mode = MambaCacheMode::kAll;
-                 else
+                 const std::optional<MambaCacheMode> mode = parse_mamba_cache_mode(text);
+                 if (!mode && text != "auto") {
                    return bad("mamba-cache-mode", "must be auto, none, align or all, got '" + text + "'");
+                 }
+                 c.device.mamba_cache_mode = mode;
                  return Status();
                },
                [](const C& c) {
@@ -703,7 +699,10 @@ MambaCacheMode ReplayConfig::mamba_cache_mode() const {
 }
 
 StatusOr<std::vector<KvCacheGroupSpec>> ReplayConfig::kv_cache_groups() const {
-  return effective_model().kv_cache_groups(block_size(), mamba_cache_mode(), scheduler.cache.max_model_len);
+  // vLLM's MambaSpec: one speculative state block per draft token when speculation is on.
+  const int speculative_blocks = scheduler.speculative.enabled() ? scheduler.speculative.num_speculative_tokens : 0;
+  return effective_model().kv_cache_groups(block_size(), mamba_cache_mode(), scheduler.cache.max_model_len,
+                                           speculative_blocks);
 }
 
 namespace {

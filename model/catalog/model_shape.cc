@@ -232,7 +232,7 @@ int ModelShape::attention_block_size(int block_size) const {
 }
 
 std::vector<LayerKvCacheSpec> ModelShape::layer_specs(int block_size, MambaCacheMode mamba_mode,
-                                                      std::int64_t max_model_len) const {
+                                                      std::int64_t max_model_len, int num_speculative_blocks) const {
   std::vector<LayerKvCacheSpec> specs;
   block_size = attention_block_size(block_size);
   for (int i = 0; i < layers; ++i) {
@@ -248,6 +248,7 @@ std::vector<LayerKvCacheSpec> ModelShape::layer_specs(int block_size, MambaCache
     if (s.type == AttentionType::kMamba) {
       s.mamba_mode = mamba_mode;
       s.mamba_state_bytes = mamba_state_bytes;
+      s.num_speculative_blocks = num_speculative_blocks;
       // vLLM: with prefix caching off one block holds the request's state for its whole life.
       if (mamba_mode == MambaCacheMode::kNone) {
         s.block_size = static_cast<int>(std::min<std::int64_t>(max_model_len, std::int64_t{1} << 30));
@@ -264,8 +265,10 @@ std::vector<LayerKvCacheSpec> ModelShape::layer_specs(int block_size, MambaCache
 }
 
 StatusOr<std::vector<KvCacheGroupSpec>> ModelShape::kv_cache_groups(int block_size, MambaCacheMode mamba_mode,
-                                                                    std::int64_t max_model_len) const {
-  const std::vector<LayerKvCacheSpec> specs = layer_specs(block_size, mamba_mode, max_model_len);
+                                                                    std::int64_t max_model_len,
+                                                                    int num_speculative_blocks) const {
+  const std::vector<LayerKvCacheSpec> specs =
+      layer_specs(block_size, mamba_mode, max_model_len, num_speculative_blocks);
   return get_kv_cache_groups(specs);
 }
 

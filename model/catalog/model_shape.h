@@ -91,14 +91,17 @@ struct ModelShape {
 
   // One spec per layer (named "layers.I"; a cross-attention layer "layers.I.cross"), with this
   // block size (attention_block_size() applied). Mamba layers carry `mamba_mode`; in mode
-  // kNone their block is max_model_len tokens, as vLLM sets it with prefix caching off.
+  // kNone their block is max_model_len tokens, as vLLM sets it with prefix caching off. With
+  // speculative decoding, vLLM gives each Mamba layer one speculative state block per draft
+  // token (`num_speculative_blocks`, its num_speculative_tokens).
   std::vector<LayerKvCacheSpec> layer_specs(int block_size, MambaCacheMode mamba_mode = MambaCacheMode::kAlign,
-                                            std::int64_t max_model_len = 131072) const;
+                                            std::int64_t max_model_len = 131072, int num_speculative_blocks = 0) const;
   // vLLM's KV-cache groups of the model; each group's group_page_size_bytes is its bytes per
   // block over its layers.
   StatusOr<std::vector<KvCacheGroupSpec>> kv_cache_groups(int block_size,
                                                           MambaCacheMode mamba_mode = MambaCacheMode::kAlign,
-                                                          std::int64_t max_model_len = 131072) const;
+                                                          std::int64_t max_model_len = 131072,
+                                                          int num_speculative_blocks = 0) const;
 };
 
 // Dense: tiny, small, llama3-1b, llama3-8b, llama3-70b (the last three with Llama 3's shapes).

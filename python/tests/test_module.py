@@ -1,11 +1,16 @@
 """The kvsim Python module: the core's manager request by request, ops scripts, and replays
 with the same options, digests and error messages as `kvsim replay`."""
+import os
+import subprocess
+import tempfile
+
 import numpy as np
 import pytest
 
 import kvsim
 
 TRACE = "traces/data/sharegpt_sample.kvtrace"
+KVSIM = os.environ.get("KVSIM_BIN", "build/default/cli/kvsim")
 
 
 def test_manager_hits_block_tables_and_events():
@@ -95,3 +100,78 @@ def test_replay_bad_options_raise_the_command_messages():
         kvsim.Replay(TRACE, {"frobnicate": 1})
     with pytest.raises(ValueError, match="nonexistent.kvtrace"):
         kvsim.Replay("nonexistent.kvtrace")
+
+
+def test_mamba_manager_hits_a_state_only_after_new_step():
+    # As the ops shell's OpsMambaTest: a full-attention layer and a Mamba layer (align mode).
+    m = kvsim.KvCacheManager(num_blocks=16, block_size=4, layers="full,mamba", enable_kv_events=True)
+    assert m.num_groups == 2
+    assert [(g["type"], g.get("mamba_cache_mode")) for g in m.groups] == [("full", None), ("mamba", "align")]
+    m.add_request("a", list(range(10)))
+    assert m.lookup("a") == ([[], []], 0)
+    assert m.allocate("a", 8) == [[1, 2], [0, 3]]
+    events = m.take_events()
+    assert [(e["type"], e["group_idx"], len(e["block_hashes"])) for e in events] == [
+        ("BlockStored", 0, 2), ("BlockStored", 1, 1)]
+    assert events[1]["token_ids"].tolist() == list(range(8))  # the null position's tokens too
+    m.add_request("b", list(range(10)))
+    assert m.lookup("b") == ([[1, 2], [0, 3]], 8)
+    assert m.allocate("b", 2) is None  # state 3 was cached in this step
+    m.new_step()
+    assert m.lookup("b") == ([[1, 2], [0, 3]], 8)
+    assert m.allocate("b", 2) == [[4], [5]]
+    assert m.block_table("b", group=1).tolist() == [0, 3, 5]
+    m.check_invariants()
+
+
+def test_draft_tokens_rollback_and_speculative_blocks():
+    m = kvsim.KvCacheManager(num_blocks=32, block_size=4, layers="full,mamba", num_speculative_tokens=2)
+    assert m.groups[1]["num_speculative_blocks"] == 2
+    m.add_request("a", list(range(9)))
+    assert m.allocate("a", 8, num_lookahead_tokens=2) == [[1, 2, 3], [0, 4, 5, 6]]
+    assert m.allocate("a", 1, num_lookahead_tokens=2, num_draft_tokens=2) == [[7], [8]]
+    assert m.num_computed_tokens("a") == 11
+    m.rollback("a", 1)
+    m.append_tokens("a", [100, 101])
+    m.new_step()
+    assert m.allocate("a", 1, num_lookahead_tokens=2, num_draft_tokens=2) == [[], [9]]
+    assert m.block_table("a", group=1).tolist() == [0, 0, 5, 6, 8, 9]
+    m.check_invariants()
+
+
+def test_mode_none_cross_attention_and_bad_layouts():
+    m = kvsim.KvCacheManager(num_blocks=16, block_size=4, enable_caching=False, layers="full,mamba")
+    assert m.groups[1]["mamba_cache_mode"] == "none" and m.groups[1]["block_size"] == 1 << 20
+    m.add_request("a", list(range(6)))
+    assert m.allocate("a", 6) == [[1, 2], [3]]
+    x = kvsim.KvCacheManager(num_blocks=16, block_size=4, enable_caching=False, layers="full,cross_attention")
+    x.add_request("a", list(range(6)))
+    assert x.allocate("a", 6, num_encoder_tokens=10) == [[1, 2], [3, 4, 5]]
+    with pytest.raises(ValueError, match="^mamba_cache_mode: must be one of none, align, all, got 'fast'$"):
+        kvsim.KvCacheManager(num_blocks=16, layers="mamba", mamba_cache_mode="fast")
+    with pytest.raises(ValueError, match="^KV-cache group 0: Mamba mode none with prefix caching on"):
+        kvsim.KvCacheManager(num_blocks=16, layers="mamba", mamba_cache_mode="none")
+    with pytest.raises(ValueError, match="^layers: layer 'window:4' is not full"):
+        kvsim.KvCacheManager(num_blocks=16, layers="full,window:4")
+    with pytest.raises(ValueError, match="^mamba_cache_mode and num_speculative_tokens need layers$"):
+        kvsim.KvCacheManager(num_blocks=16, num_speculative_tokens=2)
+    with pytest.raises(ValueError, match="^num_rejected: must be 0..6$"):
+        m.rollback("a", 7)
+
+
+def test_replay_of_a_mamba_model_with_speculative_decoding():
+    options = {"model": "qwen3-next-80b-a3b", "num_blocks": 400, "limit": 20, "speculative_method": "mtp",
+               "num_speculative_tokens": 2, "acceptance_rates": "0.8,0.5", "mamba_cache_mode": "align"}
+    s = kvsim.Replay(TRACE, options).run()
+    spec = s["spec"]
+    assert spec["num_speculative_tokens"] == 2 and spec["num_drafts"] > 0
+    assert spec["num_draft_tokens"] == 2 * spec["num_drafts"]
+    assert sum(spec["accepted_per_position"]) == spec["num_accepted_tokens"]
+    assert spec["acceptance_rate"] == pytest.approx(spec["num_accepted_tokens"] / spec["num_draft_tokens"])
+    assert [g["spec"] for g in s["groups"]] == ["mamba(align, 1097728 B, 2 speculative)"] * 3 + ["full"]
+    assert kvsim.Replay(TRACE, {"limit": 5}).run()["spec"] is None
+    cli = subprocess.run([KVSIM, "replay", "--trace", TRACE, "--model", "qwen3-next-80b-a3b", "--num-blocks", "400",
+                          "--limit", "20", "--speculative-method", "mtp", "--num-speculative-tokens", "2",
+                          "--acceptance-rates", "0.8,0.5", "--decision-log", "digest", "--out",
+                          tempfile.mkdtemp() + "/run"], capture_output=True, text=True, check=True)
+    assert s["digest"] in cli.stdout

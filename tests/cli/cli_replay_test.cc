@@ -129,6 +129,32 @@ TEST_F(CliReplayTest, SpeculativeDecodingPrintsItsFiguresAndRefusesBadValues) {
   }
 }
 
+// --dump-cache on a Mamba model: Qwen3-Next's three Mamba groups (0-2, align mode) and its
+// full-attention group (3) each list their cached blocks as "HASH GROUP"; the three Mamba
+// groups have one layout, so they cache the same states.
+TEST_F(CliReplayTest, DumpCacheOfAMambaModelListsEveryGroup) {
+  const fs::path dump = dir_ / "cache.txt";
+  Outcome o = run("replay --trace " + std::string(KVSIM_SOURCE_DIR) +
+                  "/traces/data/sharegpt_sample.kvtrace --model qwen3-next-80b-a3b --num-blocks 400 --limit 60 "
+                  "--dump-cache " +
+                  dump.string() + " --out " + (dir_ / "run").string());
+  ASSERT_EQ(o.status, 0) << o.output;
+  EXPECT_NE(o.output.find("group 0 mamba(align, 1097728 B)"), std::string::npos) << o.output;
+  std::ifstream in(dump);
+  std::vector<std::vector<std::string>> hashes(4);
+  for (std::string line; std::getline(in, line);) {
+    ASSERT_EQ(line.size(), 66u) << line;
+    ASSERT_EQ(line[64], ' ') << line;
+    const int group = line[65] - '0';
+    ASSERT_TRUE(group >= 0 && group < 4) << line;
+    hashes[static_cast<std::size_t>(group)].push_back(line.substr(0, 64));
+  }
+  EXPECT_EQ(hashes[0].size(), 52u);
+  EXPECT_EQ(hashes[1], hashes[0]);
+  EXPECT_EQ(hashes[2], hashes[0]);
+  EXPECT_EQ(hashes[3].size(), 67u);
+}
+
 TEST_F(CliReplayTest, BadOptionsAreNamed) {
   kv::test::KvsimRun o = run("replay " + small_args() + "--policy lifo --out " + (dir_ / "r").string());
   EXPECT_EQ(o.status, 2);

@@ -277,8 +277,8 @@ TEST(OpsHybridTest, LayersFormVllmsGroups) {
 
 TEST(OpsHybridTest, BadLayersAndGroupsAreNamed) {
   expect_bad_line("config blocks=16 block_size=4 layers=full,window:4\n",
-                  "line 1: layers: layer 'window:4' is not full, sliding_window:W or chunked_local:C "
-                  "(W, C from 1 to 16777216)");
+                  "line 1: layers: layer 'window:4' is not full, sliding_window:W, chunked_local:C, mamba, "
+                  "cross_attention or rswa:W (W, C from 1 to 16777216)");
   expect_bad_line("config blocks=16 block_size=4 layers=full*0\n",
                   "line 1: layers: layer count in 'full*0' must be from 1 to 1024");
   expect_bad_line("config blocks=16 block_size=4 eagle=on layers=full,chunked_local:8\n",
@@ -289,6 +289,112 @@ TEST(OpsHybridTest, BadLayersAndGroupsAreNamed) {
       "request a tokens=0:4\ntable a group=2\n",
       "line 3: group must be from 0 to 1, got '2'");
   expect_bad_line(std::string(kConfig) + "table\n", "line 2: table needs a request id");
+}
+
+// ---- Mamba, cross attention and R-SWA layers, new_step, drafts (docs/semantics.md §6.5) ----
+
+// Align mode: the first chunk (8 tokens, two blocks) keeps one state, in the block of its end,
+// behind a null. Another request hits that state, but not in the step that cached it.
+TEST(OpsMambaTest, AlignStateIsHitOnlyAfterNewStep) {
+  const RunResult r =
+      run("config blocks=16 block_size=4 layers=full,mamba\n"
+          "groups\n"
+          "request a tokens=0:10\n"
+          "lookup a\n"
+          "alloc a 8\n"
+          "request b tokens=0:10\n"
+          "lookup b\n"
+          "alloc b rest\n"
+          "new_step\n"
+          "lookup b\n"
+          "alloc b rest\n"
+          "table b\n"
+          "check\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "groups full[0] mamba[1]\n"
+            "hit a blocks=[]/[] tokens=0\n"
+            "alloc a new=[1,2]/[0,3]\n"
+            "hit b blocks=[1,2]/[0,3] tokens=8\n"
+            "alloc b fail\n"
+            "hit b blocks=[1,2]/[0,3] tokens=8\n"
+            "alloc b new=[4]/[5]\n"
+            "table b [1,2,4]/[0,3,5]\n"
+            "check ok\n");
+}
+
+// Two speculative tokens: the Mamba group holds its state and two speculative blocks; a
+// decode step schedules one token and two drafts, one draft is rejected, and the next step's
+// state moves forward over the speculative blocks.
+TEST(OpsMambaTest, DraftTokensAndSpeculativeBlocks) {
+  const RunResult r =
+      run("config blocks=32 block_size=4 layers=full,mamba spec_tokens=2\n"
+          "request a tokens=0:9\n"
+          "alloc a 8 lookahead=2\n"
+          "alloc a rest draft=2 lookahead=2\n"
+          "table a\n"
+          "rollback a 1\n"
+          "append a tokens=100,101\n"
+          "new_step\n"
+          "alloc a rest draft=2 lookahead=2\n"
+          "table a\n"
+          "check\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "alloc a new=[1,2,3]/[0,4,5,6]\n"
+            "alloc a new=[7]/[8]\n"
+            "table a [1,2,3,7]/[0,4,5,6,8]\n"
+            "alloc a new=[]/[9]\n"
+            "table a [1,2,3,7]/[0,0,5,6,8,9]\n"
+            "check ok\n");
+}
+
+// Caching off: Mamba mode none keeps one block of max_model_len tokens; a cross-attention
+// group takes its blocks for the encoder tokens once and never grows.
+TEST(OpsMambaTest, ModeNoneAndCrossAttention) {
+  const RunResult r =
+      run("config blocks=16 block_size=4 caching=off layers=full,mamba\n"
+          "request a tokens=0:6\n"
+          "alloc a rest\n"
+          "config blocks=16 block_size=4 caching=off layers=full,cross_attention\n"
+          "groups\n"
+          "request a tokens=0:6\n"
+          "alloc a rest encoder=10\n"
+          "append a tokens=7,8,9\n"
+          "alloc a rest\n"
+          "table a\n"
+          "config blocks=16 block_size=4 layers=mamba*3,full mamba=all\n"
+          "groups\n");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "alloc a new=[1,2]/[3]\n"
+            "groups full[0] cross_attention[1]\n"
+            "alloc a new=[1,2]/[3,4,5]\n"
+            "alloc a new=[6]/[]\n"
+            "table a [1,2,6]/[3,4,5]\n"
+            "groups mamba[0] mamba[1] mamba[2] full[3]\n");
+}
+
+TEST(OpsMambaTest, BadMambaLinesAreNamed) {
+  expect_bad_line("config blocks=16 block_size=4 layers=full,mamba mamba=fast\n",
+                  "line 1: mamba must be none, align or all, got 'fast'");
+  expect_bad_line("config blocks=16 block_size=4 layers=full,mamba mamba=none\n",
+                  "line 1: mamba=none with caching on: vLLM uses none without prefix caching, align or all "
+                  "with it");
+  expect_bad_line("config blocks=16 block_size=4 caching=off layers=full,mamba mamba=all\n",
+                  "line 1: mamba=all with caching off: vLLM uses none without prefix caching, align or all "
+                  "with it");
+  expect_bad_line("config blocks=16 block_size=4 mamba=all\n", "line 1: mamba= needs layers=");
+  expect_bad_line("config blocks=16 block_size=4 layers=mamba spec_tokens=2000\n",
+                  "line 1: spec_tokens must be an integer from 0 to 1024, got '2000'");
+  expect_bad_line("config blocks=16 block_size=4 layers=full,cross_attention\n",
+                  "line 1: KV-cache group 1: cross attention needs prefix caching off (vLLM raises on its lookup)");
+  expect_bad_line("config blocks=16 block_size=4 layers=full,mamba\nrequest a tokens=0:8\nalloc a 4 draft=x\n",
+                  "line 3: draft must be an integer from 0 to 16777216, got 'x'");
+  expect_bad_line("config blocks=16 block_size=4 layers=full,mamba\nrequest a tokens=0:8\nalloc a 4\nrollback a 5\n",
+                  "line 4: rollback of 5 tokens, a has computed 4", "alloc a new=[1]/[2]\n");
+  expect_bad_line("config blocks=16 block_size=4 layers=full,mamba\nnew_step now\n",
+                  "line 2: unexpected argument 'now'");
 }
 
 TEST(OpsCheckTest, BrokenStateIsACheckFailureNotABadLine) {

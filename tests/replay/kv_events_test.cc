@@ -123,9 +123,11 @@ struct Outcome {
   std::vector<std::string> cached;
 };
 
-Outcome replay_with(const std::string& events_file, const std::string& model) {
+using Options = std::vector<std::pair<std::string, std::string>>;
+
+Outcome replay_with(const std::string& events_file, const Options& options) {
   ReplayConfig c;
-  EXPECT_TRUE(set_option(c, "model", model).ok());
+  for (const auto& [name, value] : options) EXPECT_TRUE(set_option(c, name, value).ok()) << name;
   c.scheduler.cache.num_blocks = 400;  // small: blocks are evicted
   c.run.limit = 60;
   c.run.replay.keep_decision_text = false;
@@ -170,33 +172,76 @@ std::vector<std::string> rebuild_from_jsonl(const fs::path& file, bool with_grou
   return rebuilt;
 }
 
-void check_events_rebuild_the_cache(const std::string& model, bool hybrid) {
-  const fs::path file =
-      fs::temp_directory_path() / ("kvsim_events_" + model + "_" + std::to_string(::getpid()) + ".jsonl");
-  const Outcome off = replay_with("", model);
-  const Outcome on = replay_with(file.string(), model);
+// Replays with and without events: the same digest and cache, evictions, and a cache rebuilt
+// from the events that equals the pool's. `groups`: the group ids the cache holds blocks of
+// (empty for one full-attention group, whose keys carry no group). Returns every event.
+std::vector<nlohmann::json> check_events_rebuild_the_cache(const Options& options,
+                                                           const std::set<std::string>& groups) {
+  const fs::path file = fs::temp_directory_path() / ("kvsim_events_" + std::to_string(::getpid()) + ".jsonl");
+  const Outcome off = replay_with("", options);
+  const Outcome on = replay_with(file.string(), options);
   EXPECT_EQ(off.digest, on.digest);
   EXPECT_GT(on.evictions, 0);
   EXPECT_EQ(off.cached, on.cached);
   int batches = 0;
-  EXPECT_EQ(rebuild_from_jsonl(file, hybrid, &batches), on.cached);
+  EXPECT_EQ(rebuild_from_jsonl(file, !groups.empty(), &batches), on.cached);
   EXPECT_GT(batches, 10);
-  if (hybrid) {  // blocks of every group are cached, each listed with its group
-    std::set<std::string> groups;
-    for (const std::string& entry : on.cached) groups.insert(entry.substr(entry.find(' ') + 1));
-    EXPECT_EQ(groups, (std::set<std::string>{"0", "1"}));
+  if (!groups.empty()) {  // blocks of every group are cached, each listed with its group
+    std::set<std::string> cached_groups;
+    for (const std::string& entry : on.cached) cached_groups.insert(entry.substr(entry.find(' ') + 1));
+    EXPECT_EQ(cached_groups, groups);
+  }
+  std::vector<nlohmann::json> events;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    const auto batch = nlohmann::json::parse(line);
+    for (const auto& e : batch["events"]) events.push_back(e);
   }
   fs::remove(file);
+  return events;
 }
 
 TEST(KvEventsTest, EventsChangeNoDecisionAndRebuildTheCache) {
-  check_events_rebuild_the_cache("llama3-8b", /*hybrid=*/false);
+  check_events_rebuild_the_cache({{"model", "llama3-8b"}}, {});
 }
 
 // gpt-oss-20b: a full-attention group and a sliding-window group; every event names its group
 // and no null block is ever listed.
 TEST(KvEventsTest, HybridEventsCarryTheGroupAndRebuildTheCache) {
-  check_events_rebuild_the_cache("gpt-oss-20b", /*hybrid=*/true);
+  check_events_rebuild_the_cache({{"model", "gpt-oss-20b"}}, {"0", "1"});
+}
+
+// Qwen3-Next: three Mamba groups and one full-attention group (ids 0-2 and 3), 544-token
+// blocks. In align mode a Mamba table keeps only the states of chunk ends, with null entries
+// before them: as vLLM's cache_full_blocks, a group's BlockStored lists its real blocks only,
+// while parent_block_hash and token_ids cover the whole range from its cached blocks to its
+// full ones. A full-attention group never skips one. In both caching modes every event names
+// its group and block size, and the events rebuild the cache.
+TEST(KvEventsTest, MambaGroupsSendTheirStatesAndRebuildTheCache) {
+  for (const char* mode : {"align", "all"}) {
+    SCOPED_TRACE(mode);
+    const auto events = check_events_rebuild_the_cache({{"model", "qwen3-next-80b-a3b"}, {"mamba-cache-mode", mode}},
+                                                       {"0", "1", "2", "3"});
+    std::map<int, int> stored, skipping;  // per group: BlockStored events, those that skip nulls
+    for (const auto& e : events) {
+      if (e["type"] != "BlockStored") continue;
+      EXPECT_EQ(e["medium"], "GPU");
+      const int group = e["group_idx"];
+      EXPECT_EQ(e["block_size"], 544);
+      const std::size_t range = e["token_ids"].size() / 544;
+      EXPECT_EQ(e["token_ids"].size() % 544, 0u);
+      EXPECT_EQ(e["extra_keys"].size(), e["block_hashes"].size());
+      ++stored[group];
+      skipping[group] += e["block_hashes"].size() < range;
+    }
+    EXPECT_EQ(stored.size(), 4u);
+    EXPECT_EQ(skipping[3], 0);
+    if (std::string(mode) == "align") {
+      EXPECT_GT(skipping[0] + skipping[1] + skipping[2], 0);
+    } else {  // all: a state at every block boundary, nothing skipped when cached
+      EXPECT_EQ(skipping[0] + skipping[1] + skipping[2], 0);
+    }
+  }
 }
 
 TEST(KvEventsTest, BadOptionsNameTheOption) {

@@ -81,6 +81,29 @@ TEST(MambaPresets, Qwen3NextGroupLayout) {
   EXPECT_EQ(find_model_shape("qwen3.5-4b")->attention_block_size(16), 528);
 }
 
+// vLLM's MambaSpec takes one speculative state block per draft token when speculative decoding
+// is on (any drafter); attention groups take none. Without speculation there are none.
+TEST(MambaPresets, SpeculativeDecodingGivesMambaGroupsSpeculativeBlocks) {
+  ReplayConfig c;
+  ASSERT_TRUE(set_option(c, "model", "qwen3-next-80b-a3b").ok());
+  ASSERT_TRUE(set_option(c, "speculative-method", "mtp").ok());
+  ASSERT_TRUE(set_option(c, "num-speculative-tokens", "2").ok());
+  ASSERT_TRUE(set_option(c, "acceptance-rates", "0.8,0.5").ok());
+  ASSERT_TRUE(c.validate().ok()) << c.validate().message();
+  auto groups = c.kv_cache_groups();
+  ASSERT_TRUE(groups.ok()) << groups.status().message();
+  ASSERT_EQ(groups->size(), 4u);
+  for (int g = 0; g < 3; ++g) {
+    EXPECT_EQ(describe((*groups)[static_cast<std::size_t>(g)].spec), "mamba(align, 1097728 B, 2 speculative)");
+  }
+  EXPECT_EQ(describe((*groups)[3].spec), "full");
+  // align: the state, the one before it and the two speculative blocks.
+  EXPECT_EQ((*groups)[0].spec.max_blocks_per_request(4096, 8192), 4);
+  ASSERT_TRUE(set_option(c, "speculative-method", "none").ok());
+  ASSERT_TRUE(set_option(c, "num-speculative-tokens", "0").ok());
+  EXPECT_EQ(describe((*c.kv_cache_groups())[0].spec), "mamba(align, 1097728 B)");
+}
+
 TEST(MambaPresets, ModeFollowsPrefixCachingAndTheOptionChecksIt) {
   ReplayConfig c;
   ASSERT_TRUE(set_option(c, "model", "qwen3-next-80b-a3b").ok());
