@@ -163,7 +163,7 @@ std::vector<KvCacheGroupSpec> groups_of(const ManagerOptions& o) {
 // One list of block ids for one group, a list of lists (one per group) for several.
 py::object per_group(const GroupBlockIds& blocks, std::size_t num_groups) {
   if (num_groups == 1) return py::cast(blocks.empty() ? std::vector<BlockId>{} : blocks.front());
-  GroupBlockIds all = blocks;
+  std::vector<std::vector<BlockId>> all(blocks.begin(), blocks.end());
   all.resize(num_groups);  // caching off: no hit, one empty list each
   return py::cast(all);
 }

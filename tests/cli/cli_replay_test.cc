@@ -134,12 +134,13 @@ TEST_F(CliReplayTest, SpeculativeDecodingPrintsItsFiguresAndRefusesBadValues) {
 // groups have one layout, so they cache the same states.
 TEST_F(CliReplayTest, DumpCacheOfAMambaModelListsEveryGroup) {
   const fs::path dump = dir_ / "cache.txt";
-  Outcome o = run("replay --trace " + std::string(KVSIM_SOURCE_DIR) +
-                  "/traces/data/sharegpt_sample.kvtrace --model qwen3-next-80b-a3b --num-blocks 400 --limit 60 "
-                  "--dump-cache " +
-                  dump.string() + " --out " + (dir_ / "run").string());
-  ASSERT_EQ(o.status, 0) << o.output;
-  EXPECT_NE(o.output.find("group 0 mamba(align, 1097728 B)"), std::string::npos) << o.output;
+  kv::test::KvsimRun o =
+      run("replay --trace " + std::string(KVSIM_SOURCE_DIR) +
+          "/traces/data/sharegpt_sample.kvtrace --model qwen3-next-80b-a3b --num-blocks 400 --limit 60 "
+          "--dump-cache " +
+          dump.string() + " --out " + (dir_ / "run").string());
+  ASSERT_EQ(o.status, 0) << o.output();
+  EXPECT_NE(o.output().find("group 0 mamba(align, 1097728 B)"), std::string::npos) << o.output();
   std::ifstream in(dump);
   std::vector<std::vector<std::string>> hashes(4);
   for (std::string line; std::getline(in, line);) {
