@@ -236,6 +236,10 @@ StepPlan Scheduler::schedule() {
   }
   work.plan.finished.swap(finished_since_last_step_);
   work.budget = step_budget_;
+  // Every request this step can schedule, so that the list never grows by copying (its
+  // entries' block lists are not nothrow-movable).
+  work.scheduled.reserve(
+      std::min(running_.size() + waiting_.size(), static_cast<std::size_t>(config_.max_num_seqs) + running_.size()));
   ++stats_.steps;
   kv_.new_step();
 
