@@ -1,15 +1,23 @@
 // Level (b'): KvCacheManager over several groups as a RapidCheck state machine over random layouts of full,
-// sliding-window and chunked-local groups (docs/hybrid-groups.md). Commands: arrive, admit
-// (lookup, then a first allocation of a chunk, maybe with the full-sequence gate), grow (the
-// next chunk, or one decoded token), free and drain. After every command:
+// sliding-window, chunked-local and Mamba (align or all, 0..2 speculative blocks, a state of
+// one or two attention pages: then the attention blocks double and hits align to them)
+// groups (docs/hybrid-groups.md). Commands: arrive, admit (lookup, then a first allocation of
+// a chunk, maybe with lookahead slots and the full-sequence gate), grow (the next chunk, or one
+// decoded token, maybe with draft tokens of which a prefix is accepted and the rest rolled
+// back, and lookahead slots), new_step, free and drain. After every command:
 //   - hits: the hit length is the coordinator's fixed point over the lookup sets, recomputed
 //     here by brute force from what the pool has cached per group; it is at most
 //     num_tokens - 1; each group's hit blocks are exactly the cached blocks its rule reads
-//     (full: all; sliding: the last ceil((w-1)/B); chunked: those of the limit's chunk), nulls
-//     elsewhere;
+//     (full: all; sliding: the last ceil((w-1)/B); chunked: those of the limit's chunk; Mamba:
+//     the rightmost cached state whose end is a multiple of the alignment, never dropped for
+//     eagle, looked up at the current length), nulls elsewhere;
+//   - a Mamba hit whose state was cached since the last new_step (the pool's stored events
+//     say which) cannot be allocated;
 //   - null blocks only where a group never reads again: every table's leading nulls cover at
 //     least the skipped blocks of its last allocation (even a failed one) and at most those or
-//     its hit's nulls; full-attention tables hold no null;
+//     its hit's nulls; full-attention tables hold no null; a Mamba table keeps the state its
+//     next step reads (index ceil(computed / B) - 1), and an align table holds at most 2 + s
+//     real blocks (both unless drafts were rolled back in align mode);
 //   - a failed first allocation changes nothing; ref counts equal the tables holding each block
 //     (check_invariants), the free count is N - 1 minus the distinct blocks held, and drain
 //     frees everything.
@@ -18,6 +26,7 @@
 #include <memory>
 #include <set>
 #include <sstream>
+#include <variant>
 
 #include "model/kv_cache_manager.h"
 #include "properties/properties.h"
@@ -27,7 +36,7 @@ namespace kv::props {
 namespace {
 
 struct HybridCase {
-  int block_size = 2;
+  int block_size = 2;               // the layers' block size before pages are unified: the hash block size
   std::vector<KvCacheSpec> layers;  // one spec per layer, in layer order
   int num_blocks = 8;
   std::int64_t max_model_len = 64;
@@ -72,26 +81,44 @@ struct HybridSut {
     if (!groups.ok()) RC_FAIL("get_kv_cache_groups: " + groups.status().message());
     KvCacheConfig config;
     config.groups = *groups;
-    config.block_size = (*groups)[0].spec.block_size;
+    config.block_size = cache_block_size(*groups);
     config.free_order = FreeOrder::kUnhashedFirst;
+    config.enable_kv_events = true;  // the stored events say which Mamba states this step cached
     config.use_eagle = hc.eagle;
     config.eviction_policy = hc.policy;
     config.num_blocks = hc.num_blocks;
     config.max_model_len = hc.max_model_len;
     config.max_in_flight_tokens = 8;
     manager = std::make_unique<KvCacheManager>(config);
+    hash_block = hc.block_size;
   }
   BlockHasher hasher;
+  std::int64_t hash_block = 0;
   std::unique_ptr<KvCacheManager> manager;
   std::map<std::string, std::unique_ptr<Request>> requests;
   std::map<std::string, std::vector<std::size_t>> hit_nulls;  // per group, at admission
   std::map<std::string, std::int64_t> last_total;             // computed + hit at the last allocate
   std::set<std::string> held;                                 // first allocation succeeded, not freed
+  std::set<std::string> rolled_back;                          // rejected drafts were rolled back
+  // Per Mamba group, the hashes it cached since the last new_step (from the stored events).
+  std::map<std::size_t, std::vector<BlockHash>> cached_this_step;
 };
 
 using HybridCommand = rc::state::Command<HybridModel, HybridSut>;
 
 const KvCacheSpec& spec_of(const HybridSut& sut, std::size_t g) { return sut.manager->config().groups[g].spec; }
+
+bool is_mamba(const KvCacheSpec& s) { return s.type == AttentionType::kMamba; }
+
+// Records the Mamba hashes the last command cached, from the pool's stored events.
+void note_cached(HybridSut& sut) {
+  for (const KvEvent& ev : sut.manager->take_events()) {
+    const auto* stored = std::get_if<BlockStored>(&ev);
+    if (stored == nullptr || !is_mamba(spec_of(sut, static_cast<std::size_t>(stored->group_idx)))) continue;
+    auto& hashes = sut.cached_this_step[static_cast<std::size_t>(stored->group_idx)];
+    hashes.insert(hashes.end(), stored->block_hashes.begin(), stored->block_hashes.end());
+  }
+}
 
 // The hit oracle, written from docs/hybrid-groups.md ("Hit search") by brute force: what one
 // lookup set's rule gives for a limit of `limit` tokens, as blocks per group of the set (0 =
@@ -101,15 +128,19 @@ struct SetHit {
   std::vector<std::vector<BlockId>> per_group;  // one list per group of the set, `blocks` long
 };
 
-// `drop`: eagle gives back the hit's last block (a sliding window first needs one block more).
-SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& set, std::int64_t limit, bool drop) {
+// `drop`: eagle gives back the hit's last block (a sliding window first needs one block more;
+// Mamba drops nothing). Group block i of a group of b-token blocks is named by the chain's
+// hash (i + 1) * b / hash_block - 1.
+SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& set, std::int64_t limit, bool drop,
+                std::int64_t alignment) {
   const KvCacheSpec& s = spec_of(sut, static_cast<std::size_t>(set.front()));
   const auto b = static_cast<std::size_t>(s.block_size);
-  const std::size_t n = std::min(static_cast<std::size_t>(limit) / b, r.block_hashes().size());
+  const std::size_t m = b / static_cast<std::size_t>(sut.hash_block);
+  const std::size_t n = std::min(static_cast<std::size_t>(limit) / b, r.block_hashes().size() / m);
+  const auto hash = [&](std::size_t i) -> const BlockHash& { return r.block_hashes()[(i + 1) * m - 1]; };
   const auto cached = [&](std::size_t i) {
     for (int g : set) {
-      if (sut.manager->pool().get_cached_block(r.block_hashes()[i], static_cast<KvCacheGroupId>(g)) == kNoBlock)
-        return false;
+      if (sut.manager->pool().get_cached_block(hash(i), static_cast<KvCacheGroupId>(g)) == kNoBlock) return false;
     }
     return true;
   };
@@ -131,18 +162,27 @@ SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& 
         break;
       }
     }
+  } else if (is_mamba(s)) {
+    for (std::size_t i = n; i-- > 0;) {  // the rightmost cached state at an aligned end
+      if ((i + 1) * b % static_cast<std::size_t>(alignment) == 0 && cached(i)) {
+        first = i;
+        k = i + 1;
+        break;
+      }
+    }
   } else {
     first = static_cast<std::size_t>(limit / s.chunk * s.chunk) / b;  // the chunk of the limit
     k = run_from(first, n);
   }
-  if (drop && k > 0) k -= 1;  // every group has one block size here: the alignment is one block
+  // Every attention group has the alignment's block size here: eagle drops one block.
+  if (drop && k > 0 && !is_mamba(s)) k -= 1;
   first = std::min(first, k);
   SetHit h;
   h.blocks = k;
   for (int g : set) {
     std::vector<BlockId> blocks(k, 0);
     for (std::size_t i = first; i < k; ++i) {
-      blocks[i] = sut.manager->pool().get_cached_block(r.block_hashes()[i], static_cast<KvCacheGroupId>(g));
+      blocks[i] = sut.manager->pool().get_cached_block(hash(i), static_cast<KvCacheGroupId>(g));
     }
     h.per_group.push_back(std::move(blocks));
   }
@@ -152,14 +192,15 @@ SetHit set_rule(const HybridSut& sut, const Request& r, const std::vector<int>& 
 // The coordinator's fixed point: rounds over the lookup sets, each limited by the previous
 // one's hit, until a round changes nothing (two sets with full attention first: one round);
 // full attention is looked up once and cut to the final length. With eagle, a set not yet
-// verified at the current length drops a block, looking one block further; a set that
-// shortened the hit without dropping makes every set unverified again.
+// verified at the current length drops a block, looking one block further (Mamba: not
+// further); a set that shortened the hit without dropping makes every set unverified again.
 CacheHit expected_hit(const HybridSut& sut, const Request& r) {
   const auto& sets = sut.manager->lookup_order();
-  const auto is_full = [&](const std::vector<int>& set) {
-    return spec_of(sut, static_cast<std::size_t>(set.front())).type == AttentionType::kFullAttention;
+  const auto spec = [&](const std::vector<int>& set) -> const KvCacheSpec& {
+    return spec_of(sut, static_cast<std::size_t>(set.front()));
   };
-  const std::int64_t b = spec_of(sut, 0).block_size;
+  const auto is_full = [&](const std::vector<int>& set) { return spec(set).type == AttentionType::kFullAttention; };
+  const std::int64_t alignment = sut.manager->config().scheduler_block_size();
   const std::int64_t max = std::max<std::int64_t>(r.num_tokens() - 1, 0);
   std::int64_t length = max;
   std::vector<std::optional<SetHit>> last(sets.size());
@@ -167,9 +208,11 @@ CacheHit expected_hit(const HybridSut& sut, const Request& r) {
   for (bool again = true; again;) {
     std::int64_t current = length;
     for (std::size_t s = 0; s < sets.size(); ++s) {
+      const std::int64_t b = spec(sets[s]).block_size;
       if (!(is_full(sets[s]) && last[s])) {
         const bool drop = sut.manager->config().use_eagle && verified.count(s) == 0;
-        last[s] = set_rule(sut, r, sets[s], drop ? std::min(current + b, max) : current, drop);
+        const std::int64_t limit = drop && !is_mamba(spec(sets[s])) ? std::min(current + b, max) : current;
+        last[s] = set_rule(sut, r, sets[s], limit, drop, alignment);
         const std::int64_t found = static_cast<std::int64_t>(last[s]->blocks) * b;
         if (drop) {
           verified.insert(s);
@@ -186,6 +229,7 @@ CacheHit expected_hit(const HybridSut& sut, const Request& r) {
   hit.num_tokens = length;
   hit.blocks.resize(sut.manager->num_groups());
   for (std::size_t s = 0; s < sets.size(); ++s) {
+    const std::int64_t b = spec(sets[s]).block_size;
     for (std::size_t k = 0; k < sets[s].size(); ++k) {
       auto& blocks = hit.blocks[static_cast<std::size_t>(sets[s][k])] = last[s]->per_group[k];
       if (is_full(sets[s])) blocks.resize(std::min(blocks.size(), static_cast<std::size_t>(length / b)));
@@ -222,6 +266,7 @@ void check_nulls(const HybridSut& sut, const std::string& id) {
   for (std::size_t g = 0; g < sut.manager->num_groups(); ++g) {
     const auto table = sut.manager->blocks_of(id, g);
     const KvCacheSpec& s = spec_of(sut, g);
+    if (is_mamba(s) && s.mamba_mode == MambaCacheMode::kAlign) continue;  // nulls anywhere
     std::size_t nulls = 0;
     while (nulls < table.size() && table[nulls] == 0) ++nulls;
     const auto skipped = static_cast<std::size_t>(s.num_skipped_tokens(sut.last_total.at(id)) / s.block_size);
@@ -235,12 +280,38 @@ void check_nulls(const HybridSut& sut, const std::string& id) {
   }
 }
 
+// A Mamba table keeps the state its next step reads: the one after its last allocation's
+// computed tokens T, at index ceil(T / B) - 1; an align table holds at most 2 + s real blocks
+// (that state, the one being written and the speculative ones). Rolled-back drafts in align
+// mode leave the read state in a speculative block: not checked then.
+void check_mamba_states(const HybridSut& sut, const std::string& id) {
+  const std::int64_t computed = sut.last_total.at(id);
+  for (std::size_t g = 0; g < sut.manager->num_groups(); ++g) {
+    const KvCacheSpec& s = spec_of(sut, g);
+    if (!is_mamba(s)) continue;
+    const bool align = s.mamba_mode == MambaCacheMode::kAlign;
+    if (align && sut.rolled_back.count(id) != 0) continue;
+    const auto table = sut.manager->blocks_of(id, g);
+    const auto read = static_cast<std::size_t>((computed + s.block_size - 1) / s.block_size);
+    if (computed > 0 && read <= table.size() && table[read - 1] == 0) {
+      RC_FAIL("request " + id + ", Mamba group " + std::to_string(g) + " (" + describe(s) + "): the state after " +
+              std::to_string(computed) + " computed tokens (entry " + std::to_string(read - 1) + ") was freed");
+    }
+    const auto real = std::count_if(table.begin(), table.end(), [](BlockId b) { return b != 0; });
+    if (align && real > 2 + s.num_speculative_blocks) {
+      RC_FAIL("request " + id + ", Mamba group " + std::to_string(g) + " (" + describe(s) + ") holds " +
+              std::to_string(real) + " states, at most 2 + " + std::to_string(s.num_speculative_blocks));
+    }
+  }
+}
+
 void check_pool(const HybridSut& sut) {
   std::string why;
   if (!sut.manager->check_invariants(&why)) RC_FAIL("check_invariants: " + why);
   std::set<BlockId> held;
   for (const std::string& id : sut.held) {
     check_nulls(sut, id);
+    check_mamba_states(sut, id);
     for (std::size_t g = 0; g < sut.manager->num_groups(); ++g) {
       for (BlockId b : sut.manager->blocks_of(id, g)) {
         if (b != 0) held.insert(b);
@@ -286,7 +357,9 @@ struct Admit final : HybridCommand {
   std::string id;
   std::int64_t n;  // tokens after the hit, clamped to what is left
   bool fullfit;
-  Admit(std::string i, std::int64_t count, bool ff) : id(std::move(i)), n(count), fullfit(ff) {}
+  std::int64_t lookahead;
+  Admit(std::string i, std::int64_t count, bool ff, std::int64_t la)
+      : id(std::move(i)), n(count), fullfit(ff), lookahead(la) {}
   void checkPreconditions(const HybridModel& m) const override {
     const HybridModelRequest* r = m.find(id);
     require(r != nullptr && !r->admitted && !r->retired);
@@ -295,20 +368,42 @@ struct Admit final : HybridCommand {
     for (auto& r : m.requests) r.admitted = r.admitted || r.id == id;
   }
   void run(const HybridModel& m, HybridSut& sut) const override;
-  void show(std::ostream& os) const override { os << "admit " << id << " " << n << (fullfit ? " fullfit" : ""); }
+  void show(std::ostream& os) const override {
+    os << "admit " << id << " " << n << (fullfit ? " fullfit" : "");
+    if (lookahead > 0) os << " lookahead=" << lookahead;
+  }
 };
 
+// The next chunk; at the last known token it may carry `drafts` draft tokens, of which the
+// first `accepted` are kept (they become tokens) and the rest rolled back.
 struct Grow final : HybridCommand {
   std::string id;
   std::int64_t n;
-  Grow(std::string i, std::int64_t count) : id(std::move(i)), n(count) {}
+  std::int64_t lookahead, drafts, accepted;
+  Grow(std::string i, std::int64_t count, std::int64_t la, std::int64_t d, std::int64_t a)
+      : id(std::move(i)), n(count), lookahead(la), drafts(d), accepted(a) {}
   void checkPreconditions(const HybridModel& m) const override {
     const HybridModelRequest* r = m.find(id);
     require(r != nullptr && r->admitted && !r->retired);
   }
   void apply(HybridModel&) const override {}
   void run(const HybridModel& m, HybridSut& sut) const override;
-  void show(std::ostream& os) const override { os << "grow " << id << " " << n; }
+  void show(std::ostream& os) const override {
+    os << "grow " << id << " " << n;
+    if (lookahead > 0) os << " lookahead=" << lookahead;
+    if (drafts > 0) os << " drafts=" << drafts << " accepted=" << accepted;
+  }
+};
+
+// A scheduler step starts: Mamba states cached so far can be hit from now on.
+struct NewStep final : HybridCommand {
+  void apply(HybridModel&) const override {}
+  void run(const HybridModel&, HybridSut& sut) const override {
+    sut.manager->new_step();
+    sut.cached_this_step.clear();
+    check_pool(sut);
+  }
+  void show(std::ostream& os) const override { os << "new_step"; }
 };
 
 struct Free final : HybridCommand {
@@ -344,17 +439,36 @@ struct Drain final : HybridCommand {
   void show(std::ostream& os) const override { os << "drain"; }
 };
 
+// The Mamba group whose hit state was cached in this step, or -1: such a hit cannot be
+// allocated until the next step.
+int group_with_fresh_state(const HybridSut& sut, const CacheHit& hit) {
+  for (std::size_t g = 0; g < hit.blocks.size(); ++g) {
+    if (!is_mamba(spec_of(sut, g)) || hit.blocks[g].empty() || hit.blocks[g].back() == 0) continue;
+    const BlockHash& state = sut.manager->pool().block(hit.blocks[g].back()).hash;
+    auto it = sut.cached_this_step.find(g);
+    if (it != sut.cached_this_step.end() && std::find(it->second.begin(), it->second.end(), state) != it->second.end())
+      return static_cast<int>(g);
+  }
+  return -1;
+}
+
 void Admit::run(const HybridModel&, HybridSut& sut) const {
   Request& req = *sut.requests.at(id);
   const CacheHit hit = sut.manager->get_computed_blocks(req);
   check_hit(sut, req, hit);
   const std::int64_t count = std::clamp<std::int64_t>(n, 1, req.num_tokens() - hit.num_tokens);
   const std::vector<std::int64_t> before = pool_state(sut);
-  const auto fresh = sut.manager->allocate_slots(req, count, hit, 0, fullfit);
+  const int fresh_state = group_with_fresh_state(sut, hit);
+  const auto fresh = sut.manager->allocate_slots(req, count, hit, lookahead, fullfit);
+  note_cached(sut);
   if (!fresh) {
     if (pool_state(sut) != before) RC_FAIL("a failed first allocation of " + id + " changed the pool");
     check_pool(sut);
     return;
+  }
+  if (fresh_state >= 0) {
+    RC_FAIL("admit " + id + ": its hit ends on a state Mamba group " + std::to_string(fresh_state) +
+            " cached in this step, yet the allocation succeeded");
   }
   std::vector<std::size_t> nulls;
   for (const auto& blocks : hit.blocks)
@@ -366,18 +480,32 @@ void Admit::run(const HybridModel&, HybridSut& sut) const {
   check_pool(sut);
 }
 
+void append_token(Request& req) {
+  const TokenId next = static_cast<TokenId>(req.num_tokens() % 2);
+  req.append_tokens(std::span<const TokenId>(&next, 1));
+}
+
 void Grow::run(const HybridModel& m, HybridSut& sut) const {
   if (sut.held.count(id) == 0) return;  // its admission failed
   Request& req = *sut.requests.at(id);
   if (req.num_computed_tokens == req.num_tokens()) {
     if (req.num_tokens() + 1 >= m.c.max_model_len) return;
-    const TokenId next = static_cast<TokenId>(req.num_tokens() % 2);
-    req.append_tokens(std::span<const TokenId>(&next, 1));
+    append_token(req);
   }
-  const std::int64_t count = std::clamp<std::int64_t>(n, 1, req.num_tokens() - req.num_computed_tokens);
-  const auto fresh = sut.manager->allocate_slots(req, count);
+  const std::int64_t left = req.num_tokens() - req.num_computed_tokens;
+  const std::int64_t count = std::clamp<std::int64_t>(n, 1, left);
+  // Drafts follow the last known token, within max_model_len - 1.
+  const std::int64_t d =
+      count < left ? 0 : std::clamp<std::int64_t>(drafts, 0, m.c.max_model_len - 1 - req.num_tokens());
+  const auto fresh = sut.manager->allocate_slots(req, count + d, {}, lookahead);
+  note_cached(sut);
   sut.last_total[id] = req.num_computed_tokens;  // skipped blocks are dropped even on failure
-  if (fresh) req.num_computed_tokens += count;
+  if (fresh) {
+    const std::int64_t a = std::min(accepted, d);
+    req.num_computed_tokens += count + a;  // the rejected drafts are rolled back
+    for (std::int64_t k = 0; k < a; ++k) append_token(req);
+    if (a < d) sut.rolled_back.insert(id);
+  }
   check_pool(sut);
 }
 
@@ -388,8 +516,10 @@ rc::Gen<std::shared_ptr<const HybridCommand>> gen_hybrid_command(const HybridMod
       if (r.retired) continue;
       (r.admitted ? held : waiting).push_back(r.id);
     }
-    const int kind = *rc::gen::inRange(0, 20);
+    const int kind = *rc::gen::inRange(0, 23);
     const std::int64_t n = *rc::gen::inRange<std::int64_t>(1, 4 * m.c.block_size + 1);
+    const std::int64_t lookahead =
+        *rc::gen::inRange(0, 4) == 0 ? *rc::gen::inRange<std::int64_t>(1, 2 * m.c.block_size + 1) : 0;
     if (kind < 5 || (waiting.empty() && held.empty())) {
       std::vector<TokenId> tokens;
       if (!m.requests.empty() && *rc::gen::inRange(0, 3) > 0) {  // share a prefix
@@ -403,32 +533,57 @@ rc::Gen<std::shared_ptr<const HybridCommand>> gen_hybrid_command(const HybridMod
       return std::make_shared<Arrive>("r" + std::to_string(m.requests.size()), std::move(tokens));
     }
     if (kind < 11 && !waiting.empty())
-      return std::make_shared<Admit>(*rc::gen::elementOf(waiting), n, *rc::gen::inRange(0, 4) == 3);
-    if (kind < 17 && !held.empty()) return std::make_shared<Grow>(*rc::gen::elementOf(held), n);
+      return std::make_shared<Admit>(*rc::gen::elementOf(waiting), n, *rc::gen::inRange(0, 4) == 3, lookahead);
+    if (kind < 17 && !held.empty()) {
+      const std::int64_t drafts = *rc::gen::inRange(0, 3) == 0 ? *rc::gen::inRange<std::int64_t>(1, 4) : 0;
+      const std::int64_t accepted = *rc::gen::inRange<std::int64_t>(0, drafts + 1);
+      return std::make_shared<Grow>(*rc::gen::elementOf(held), n, lookahead, drafts, accepted);
+    }
     if (kind < 19 && !held.empty()) return std::make_shared<Free>(*rc::gen::elementOf(held));
+    if (kind < 22) return std::make_shared<NewStep>();
     return std::make_shared<Drain>();
   });
 }
 
-// 1 to 4 layers, each full, sliding (window 2..4B+1) or chunked (chunk 1..4B, aligned to the
-// block or not); equal page sizes, so the groups keep the block size.
+// A Mamba layer of one layout (all its Mamba layers share it): align or all, 0..2 speculative
+// blocks, a state of one attention page (every group keeps the block size) or two (attention
+// blocks double, so Mamba hits align to two of its blocks).
+KvCacheSpec gen_mamba_spec(const KvCacheSpec& attention) {
+  KvCacheSpec s = attention;
+  s.type = AttentionType::kMamba;
+  s.mamba_mode = *rc::gen::element(MambaCacheMode::kAlign, MambaCacheMode::kAll);
+  s.mamba_state_bytes = attention.page_size_bytes() * *rc::gen::inRange(1, 3);
+  s.num_speculative_blocks = *rc::gen::inRange(0, 3);
+  return s;
+}
+
+// 1 to 4 layers, each full, sliding (window 2..4B+1), chunked (chunk 1..4B, aligned to the
+// block or not) or, in a third of the layouts, Mamba; attention pages are equal.
 HybridCase gen_hybrid_case() {
   HybridCase hc;
   hc.block_size = *rc::gen::inRange(1, 5);
   hc.num_blocks = *rc::gen::inRange(4, 25);
   hc.max_model_len = *rc::gen::inRange(4 * hc.block_size, 16 * hc.block_size + 1);
   const int layers = *rc::gen::inRange(1, 5);
+  const KvCacheSpec full{AttentionType::kFullAttention, hc.block_size, 1, 8, 8, 2, 0, 0};
+  const bool with_mamba = *rc::gen::inRange(0, 3) == 0;
+  const KvCacheSpec mamba = with_mamba ? gen_mamba_spec(full) : full;
   for (int i = 0; i < layers; ++i) {
-    KvCacheSpec s{AttentionType::kFullAttention, hc.block_size, 1, 8, 8, 2, 0, 0};
-    const int kind = *rc::gen::inRange(0, 3);
+    KvCacheSpec s = full;
+    const int kind = *rc::gen::inRange(0, with_mamba ? 4 : 3);
     if (kind == 1) {
       s.type = AttentionType::kSlidingWindow;
       s.window = *rc::gen::inRange(2, 4 * hc.block_size + 2);
     } else if (kind == 2) {
       s.type = AttentionType::kChunkedLocalAttention;
       s.chunk = *rc::gen::inRange(1, 4 * hc.block_size + 1);
+    } else if (kind == 3) {
+      s = mamba;
     }
     hc.layers.push_back(s);
+  }
+  if (with_mamba && std::none_of(hc.layers.begin(), hc.layers.end(), is_mamba)) {
+    hc.layers[*rc::gen::inRange<std::size_t>(0, hc.layers.size())] = mamba;
   }
   const bool chunked = std::any_of(hc.layers.begin(), hc.layers.end(), [](const KvCacheSpec& s) {
     return s.type == AttentionType::kChunkedLocalAttention;

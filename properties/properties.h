@@ -24,16 +24,18 @@ const char* to_string(ManagerVariant v);
 // every check (free queue order included) applies to every policy.
 void manager_property(FreeOrder order, ManagerVariant variant, EvictionPolicyKind policy = EvictionPolicyKind::kLru);
 
-// Level (b'): KvCacheManager on random layouts of full, sliding and chunked groups, with
-// eagle and every eviction policy, against brute-force hit lengths and each group type's
-// invariants.
+// Level (b'): KvCacheManager on random layouts of full, sliding, chunked and Mamba groups, with
+// eagle, lookahead slots, rolled-back drafts, new_step and every eviction policy, against
+// brute-force hit lengths and each group type's invariants.
 void hybrid_property();
 
-// Level (c): Scheduler + SimDevice with full shadow-memory verification.
+// Level (c): Scheduler + SimDevice with full shadow-memory verification, speculative decoding
+// included.
 void scheduler_property(FreeOrder order);
 
 // Level (c): Scheduler against ReferenceScheduler (vLLM's rules, written apart), every step's
-// decisions on random workloads over the scheduler's options.
+// decisions on random workloads over the scheduler's options, speculative decoding and the
+// Mamba align chunk split included.
 void scheduler_reference_property();
 
 }  // namespace kv::props

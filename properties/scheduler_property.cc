@@ -12,6 +12,10 @@
 //     length; abort succeeds exactly for live requests;
 //   - drain ends with every request finished, every block free and a resettable cache;
 //   - check_invariants() holds after every step;
+//   - speculative decoding (half the cases: any method, 1..3 tokens, per-position acceptance
+//     rates): the device verifies drafts, rolls the rejected ones back in its shadow memory and
+//     proposes the next ones, which the scheduler is handed; every read above still holds,
+//     and a plan stays within the budget less the drafter's slots;
 //   - isolation: requests carry LoRA adapters, cache salts and multimodal items; the shadow
 //     memory seeds each request's fingerprints with its adapter and salt (a hit across them is
 //     a mismatch), and every block a request is admitted with is cached under the request's own
@@ -47,6 +51,14 @@ struct SchedCase {
        << " policy=" << (config.policy == SchedulingPolicy::kFcfs ? "fcfs" : "priority")
        << " lookahead=" << config.num_lookahead_tokens
        << " full_sequence_gate=" << (config.full_sequence_gate ? "on" : "off");
+    const SpeculativeConfig& spec = config.speculative;
+    if (spec.enabled()) {
+      os << " spec=" << to_string(spec.method) << " k=" << spec.num_speculative_tokens
+         << " parallel=" << (spec.parallel_drafting ? "on" : "off") << " acceptance=";
+      for (std::size_t i = 0; i < spec.acceptance_rates.size(); ++i) {
+        os << (i ? "," : "") << spec.acceptance_rates[i];
+      }
+    }
     return os.str();
   }
 };
@@ -63,6 +75,7 @@ struct SchedSut {
     o.model = find_model_shape("tiny").value();
     o.verify = sim::VerifyMode::kFull;
     o.max_num_seqs = config.max_num_seqs;
+    o.speculative = config.speculative;
     auto d = sim::SimDevice::create(o);
     if (!d.ok()) RC_FAIL("cannot create the simulated device: " + d.status().message());
     device = std::move(d.value());
@@ -125,9 +138,17 @@ void step_once(SchedSut& sut) {
     check_hits_are_own_prefix(sut, sr, at);
   }
   if (total != plan.total_tokens) RC_FAIL(at + "total_tokens differs from the sum of the requests' tokens");
-  if (plan.total_tokens > cfg.max_num_batched_tokens) {
-    RC_FAIL(at + std::to_string(plan.total_tokens) + " tokens exceed the budget of " +
-            std::to_string(cfg.max_num_batched_tokens));
+  // The drafter's slots lower the budget: K - 1 per sequence for eagle-style parallel
+  // drafting, 1 (K in parallel) for a draft model.
+  const SpeculativeConfig& spec = cfg.speculative;
+  const bool eagle_style = spec.use_eagle();
+  const std::int64_t k = spec.num_speculative_tokens;
+  const std::int64_t slots = spec.method == SpecMethod::kDraftModel     ? (spec.parallel_drafting ? k : 1)
+                             : eagle_style && spec.drafts_in_parallel() ? k - 1
+                                                                        : 0;
+  const std::int64_t budget = cfg.max_num_batched_tokens - slots * cfg.max_num_seqs;
+  if (plan.total_tokens > budget) {
+    RC_FAIL(at + std::to_string(plan.total_tokens) + " tokens exceed the budget of " + std::to_string(budget));
   }
   if (static_cast<int>(plan.requests.size()) > cfg.max_num_seqs ||
       static_cast<int>(s.num_running()) > cfg.max_num_seqs) {
@@ -177,6 +198,7 @@ void step_once(SchedSut& sut) {
       RC_FAIL(at + "request " + ev.id + " has all " + std::to_string(want) + " outputs but did not finish");
     }
   }
+  for (const auto& [id, drafts] : result.draft_token_ids) s.update_draft_token_ids(id, drafts);
   std::string why;
   if (!s.check_invariants(&why)) RC_FAIL(at + "check_invariants: " + why);
 }
@@ -335,6 +357,27 @@ SchedCase gen_sched_case(FreeOrder order) {
   s.long_prefill_token_threshold = *rc::gen::inRange(0, 3) == 2 ? *rc::gen::inRange<std::int64_t>(1, 9) : 0;
   s.policy = *rc::gen::inRange(0, 3) == 2 ? SchedulingPolicy::kPriority : SchedulingPolicy::kFcfs;
   s.full_sequence_gate = *rc::gen::inRange(0, 2) == 0;
+  if (*rc::gen::inRange(0, 2) == 0) {
+    SpeculativeConfig& spec = s.speculative;
+    spec.method = *rc::gen::element(SpecMethod::kEagle, SpecMethod::kEagle3, SpecMethod::kMtp, SpecMethod::kDspark,
+                                    SpecMethod::kDflash, SpecMethod::kDraftModel, SpecMethod::kNgram,
+                                    SpecMethod::kSuffix, SpecMethod::kMedusa);
+    spec.num_speculative_tokens = *rc::gen::inRange(1, 4);
+    spec.parallel_drafting = *rc::gen::inRange(0, 2) == 0;
+    if (!spec.validate().ok()) spec.parallel_drafting = false;
+    for (int i = 0; i < spec.num_speculative_tokens; ++i) {
+      spec.acceptance_rates.push_back(*rc::gen::element(0.0, 0.5, 0.8, 1.0));
+    }
+    // The drafter's slots come out of the budget; a threshold below 1 + K would cut a padded
+    // admission below its padding (left out, as in the golden-spec files).
+    s.max_num_batched_tokens += std::int64_t{spec.drafting_slots_per_seq()} * s.max_num_seqs;
+    if (s.long_prefill_token_threshold > 0 && s.long_prefill_token_threshold < 1 + spec.num_speculative_tokens) {
+      s.long_prefill_token_threshold = 0;
+    }
+    // Lookahead slots are capped at max_model_len: a pool holding it (as vLLM requires) always
+    // fits one request.
+    c.max_model_len = std::min<std::int64_t>(c.max_model_len, std::int64_t{c.num_blocks - 1} * c.block_size);
+  }
   return sc;
 }
 
