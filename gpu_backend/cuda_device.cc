@@ -514,7 +514,10 @@ Status CudaDevice::launch_graph(const ForwardArgs& args) {
   if (it == graphs_.end()) {
     // Warm-up pass first, as vLLM does before capturing: loads every kernel and lets cuBLAS
     // settle outside the capture. It computes this step's batch (the replay below writes the
-    // same K/V again), so the first step of each size is timed with two passes.
+    // same K/V again), so the first step of each size is timed with two passes. A Mamba layer
+    // updates its state in place (an align move's new block, mode none's one block), so a
+    // second pass would apply the step's tokens twice: with Mamba groups the warm-up pass is
+    // the step and the fresh graph is only captured, not replayed.
     if (Status st = model_->forward(args, kv_, nullptr, nullptr); !st.ok()) return st;
     cudaGraph_t graph = nullptr;
     if (Status st =
@@ -535,6 +538,7 @@ Status CudaDevice::launch_graph(const ForwardArgs& args) {
     cudaGraphDestroy(graph);
     if (Status st = cuda_status(inst, "instantiating the CUDA graph"); !st.ok()) return st;
     it = graphs_.emplace(args.num_tokens, exec).first;
+    if (layout_.has_mamba()) return Status();
   }
   return cuda_status(cudaGraphLaunch(it->second, stream_), "launching the CUDA graph");
 }
