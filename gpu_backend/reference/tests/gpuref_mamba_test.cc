@@ -9,6 +9,7 @@
 // fixed order whatever the chunking.
 #include <cmath>
 #include <map>
+#include <string>
 
 #include <gtest/gtest.h>
 
@@ -18,6 +19,7 @@
 #include "gpu_backend/reference/kv_layout.h"
 #include "gpu_backend/reference/mamba_state.h"
 #include "gpu_backend/reference/ref_model.h"
+#include "model/catalog/model_shape.h"
 
 namespace kv::gpuref {
 namespace {
@@ -62,6 +64,33 @@ TEST(GpuRefMambaScan, FollowsTheGatedRecurrenceAndBroadcastsKvHeads) {
   EXPECT_EQ(states[2 * page], s20);
   EXPECT_EQ(states[3 * page], 0.5f);  // the state read stays as it was
   EXPECT_EQ(states[4 * page], -5.0f);
+}
+
+// The Mamba presets' groups (as kvsim replay --device gpu hands them over) in every mode make
+// layouts with Mamba groups, one tensor per layer index of the largest group.
+TEST(GpuRefMambaLayout, ThePresetsMakeLayoutsInEveryMode) {
+  for (const char* name : {"qwen3-next-80b-a3b", "qwen3.5-4b", "nemotron-h-8b"}) {
+    const ModelShape m = find_model_shape(name).value();
+    for (MambaCacheMode mode : {MambaCacheMode::kNone, MambaCacheMode::kAlign, MambaCacheMode::kAll}) {
+      SCOPED_TRACE(std::string(name) + " " + to_string(mode));
+      const std::vector<KvCacheGroupSpec> groups = m.kv_cache_groups(16, mode, 4096).value();
+      StatusOr<KvLayout> l = make_kv_layout(groups, m.layers);
+      ASSERT_TRUE(l.ok()) << l.status().message();
+      EXPECT_TRUE(l->has_mamba());
+      EXPECT_FALSE(l->plain());
+      int mamba_layers = 0;
+      for (int i = 0; i < m.layers; ++i) mamba_layers += l->is_mamba_layer(i) ? 1 : 0;
+      EXPECT_EQ(mamba_layers, m.num_layers_of(AttentionType::kMamba));
+      for (int g = 0; g < l->num_groups(); ++g) {
+        EXPECT_EQ(l->is_state_group(g), groups[static_cast<std::size_t>(g)].spec.type == AttentionType::kMamba);
+      }
+    }
+  }
+  ModelShape spec = find_model_shape("qwen3-next-80b-a3b").value();
+  const StatusOr<KvLayout> refused =
+      make_kv_layout(spec.kv_cache_groups(16, MambaCacheMode::kAlign, 4096, /*num_speculative_blocks=*/1).value(), 48);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("speculative"), std::string::npos) << refused.status().message();
 }
 
 ScheduledRequest mamba_req(const RequestId& id, bool is_new, std::vector<BlockId> state, std::vector<BlockId> attn,
