@@ -282,11 +282,14 @@ Status SyntheticModel::forward(const ForwardArgs& args, const KvCacheSet& kv, Ke
       layout.num_layers() != config_.num_layers || layout.num_groups() < 1 ||
       layout.num_groups() > limits_.num_kv_groups ||
       kv.tables.size() != static_cast<std::size_t>(layout.num_groups()) ||
-      kv.k.size() != static_cast<std::size_t>(layout.num_tensors) || kv.v.size() != kv.k.size()) {
+      kv.k.size() != static_cast<std::size_t>(layout.num_tensors) || kv.v.size() != kv.k.size() ||
+      (layout.has_mamba() &&
+       (args.num_state_seqs < 0 || args.num_state_seqs > args.num_tokens || kv.state_floats != config_.kv_dim()))) {
     return Status::error("forward pass: bad arguments (tokens " + std::to_string(args.num_tokens) + " of at most " +
                          std::to_string(limits_.max_tokens) + ", logit rows " + std::to_string(args.num_logit_rows) +
                          ", splits " + std::to_string(args.num_splits) + ", KV groups " +
-                         std::to_string(kv.tables.size()) + ", KV tensors " + std::to_string(kv.k.size()) + ")");
+                         std::to_string(kv.tables.size()) + ", KV tensors " + std::to_string(kv.k.size()) +
+                         ", state sequences " + std::to_string(args.num_state_seqs) + ")");
   }
   return dtype_ == DType::kBf16 ? forward_t<__nv_bfloat16>(args, kv, timer, launches)
                                 : forward_t<__half>(args, kv, timer, launches);
