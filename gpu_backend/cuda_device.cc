@@ -11,6 +11,7 @@
 #include "gpu_backend/reference/block_tables.h"
 #include "gpu_backend/reference/flat_batch.h"
 #include "gpu_backend/reference/graph_policy.h"
+#include "gpu_backend/reference/mamba_state.h"
 #include "gpu_backend/reference/model_config.h"
 #include "gpu_backend/reference/numerics.h"
 #include "gpu_backend/synthetic_model.h"
@@ -60,6 +61,10 @@ class CudaDevice final : public Device {
   Status open_profile();  // only with options_.profile_csv
   void describe(const cudaDeviceProp& prop, std::int64_t num_blocks);
   Status run_step(const StepPlan& plan, StepResult* result);
+  // Mamba groups: stages the batch's state blocks (padded to num_state_seqs sequences for a
+  // graph) and the align moves; upload_states copies them and runs the moves' state copies.
+  void stage_states(const StepPlan& plan, const gpuref::FlatBatch& batch, std::int32_t num_state_seqs);
+  cudaError_t upload_states(std::int32_t num_state_seqs, std::int64_t* launches);
   Status launch_graph(const ForwardArgs& args);
   Status report_hidden_states(const StepPlan& plan, const gpuref::FlatBatch& batch);
   // Keys the attention of every layer reads for the batch's real tokens.
@@ -80,6 +85,11 @@ class CudaDevice final : public Device {
   std::int32_t* table_dev_ = nullptr;    // [groups, max_num_seqs, max_blocks_per_row]
   std::int32_t* updates_dev_ = nullptr;  // (row, column, block) triples of one step
   std::int32_t* pinned_ = nullptr;       // host staging: 4 * max_tokens inputs, then the updates
+  // Mamba groups only: host staging of query_start_loc (max_tokens + 1), each group's read and
+  // write blocks (2 * max_tokens), then the align moves' (src, dst) pairs; their device copy.
+  std::int32_t* state_pinned_ = nullptr;
+  std::int32_t* moves_dev_ = nullptr;      // [2 * groups * max_tokens] (src, dst) pairs
+  std::vector<std::int32_t> move_counts_;  // per group: pairs staged this step
   std::int64_t max_tokens_ = 0;
   std::int64_t max_updates_ = 0;
   int max_blocks_per_row_ = 0;
@@ -122,12 +132,21 @@ Status CudaDevice::check_options() {
   StatusOr<gpuref::KvLayout> layout = gpuref::make_kv_layout(o.kv_cache_groups, config_.num_layers);
   if (!layout.ok()) return layout.status().with_context("model '" + o.model + "': ");
   layout_ = std::move(*layout);
-  if (!o.kv_cache_groups.empty() && o.kv_cache_groups[0].spec.block_size != o.block_size) {
-    return Status::error("the KV-cache groups have block size " + std::to_string(o.kv_cache_groups[0].spec.block_size) +
-                         ", the device " + std::to_string(o.block_size));
+  for (const KvCacheGroupSpec& g : o.kv_cache_groups) {
+    if (g.spec.type == AttentionType::kMamba) continue;  // a Mamba group may cover more tokens per block
+    if (g.spec.block_size != o.block_size) {
+      return Status::error("the KV-cache groups have block size " + std::to_string(g.spec.block_size) +
+                           ", the device " + std::to_string(o.block_size));
+    }
+    break;
   }
   if (!gpuref::parse_dtype(o.dtype, &dtype_) || dtype_ == gpuref::DType::kFp32) {
     return Status::error("dtype '" + o.dtype + "' is not bf16 or fp16");
+  }
+  if (layout_.has_mamba() && o.block_size * gpuref::dtype_bytes(dtype_) < 4) {
+    return Status::error("a Mamba state (" + std::to_string(config_.kv_dim()) +
+                         " fp32 values) does not fit a K page of block size " + std::to_string(o.block_size) +
+                         "; use a block size of at least 2");
   }
   if (o.block_size < 1 || o.max_num_seqs < 1 || o.max_num_batched_tokens < 1 || o.max_model_len < 1 ||
       o.num_gpu_blocks < 0 || !(o.gpu_memory_utilization > 0.0 && o.gpu_memory_utilization <= 1.0)) {
@@ -225,6 +244,8 @@ Status CudaDevice::allocate_kv_cache(const KvCacheSize& size) {
   kv_.num_blocks = size.num_blocks;
   kv_.block_size = options_.block_size;
   kv_.layout = layout_;
+  kv_.state_floats = config_.kv_dim();
+  kv_.k_page_bytes = static_cast<std::int64_t>(options_.block_size) * config_.kv_dim() * gpuref::dtype_bytes(dtype_);
   const std::size_t layer_bytes =
       size.block_bytes / 2 / static_cast<std::size_t>(layout_.num_tensors) * static_cast<std::size_t>(size.num_blocks);
   for (int l = 0; l < layout_.num_tensors; ++l) {
@@ -258,8 +279,21 @@ Status CudaDevice::allocate_block_tables(std::int64_t num_blocks) {
       !st.ok()) {
     return st;
   }
-  tables_ =
-      std::make_unique<gpuref::BlockTables>(o.max_num_seqs, max_blocks_per_row_, num_blocks, layout_.group_windows);
+  tables_ = std::make_unique<gpuref::BlockTables>(o.max_num_seqs, max_blocks_per_row_, num_blocks,
+                                                  layout_.group_windows, layout_.group_state_block_sizes);
+  if (layout_.has_mamba()) {
+    const std::size_t per_group = 2 * static_cast<std::size_t>(max_tokens_);
+    const std::size_t groups = static_cast<std::size_t>(layout_.num_groups());
+    const std::size_t staged = static_cast<std::size_t>(max_tokens_) + 1 + 2 * groups * per_group;
+    if (Status st = cuda_status(cudaMallocHost(&state_pinned_, staged * 4), "allocating Mamba state staging");
+        !st.ok()) {
+      return st;
+    }
+    if (Status st = cuda_status(cudaMalloc(&moves_dev_, groups * per_group * 4), "allocating Mamba state moves");
+        !st.ok()) {
+      return st;
+    }
+  }
   for (int g = 0; g < layout_.num_groups(); ++g) {  // group g's rows start at g * max_num_seqs
     const std::int32_t null_block = layout_.plain() ? -1 : static_cast<std::int32_t>(kNullBlock);
     kv_.tables.push_back(
@@ -298,6 +332,8 @@ CudaDevice::~CudaDevice() {
   if (table_dev_) cudaFree(table_dev_);
   if (updates_dev_) cudaFree(updates_dev_);
   if (pinned_) cudaFreeHost(pinned_);
+  if (state_pinned_) cudaFreeHost(state_pinned_);
+  if (moves_dev_) cudaFree(moves_dev_);
   if (start_) cudaEventDestroy(start_);
   if (stop_) cudaEventDestroy(stop_);
   if (stream_) cudaStreamDestroy(stream_);
@@ -357,6 +393,10 @@ Status CudaDevice::run_step(const StepPlan& plan, StepResult* result) {
     }
   }
   args.num_splits = model_->choose_splits(n, use_graph ? 0 : batch.max_seq_len);
+  if (layout_.has_mamba()) {
+    args.num_state_seqs = use_graph ? n : static_cast<std::int32_t>(batch.num_seqs());
+    stage_states(plan, batch, args.num_state_seqs);
+  }
   for (std::size_t i = 0; i < updates_.size(); ++i) {
     host_updates[3 * i] = updates_[i].group * options_.max_num_seqs + updates_[i].row;
     host_updates[3 * i + 1] = updates_[i].column;
@@ -385,6 +425,7 @@ Status CudaDevice::run_step(const StepPlan& plan, StepResult* result) {
       ++launches;
     }
   }
+  if (e == cudaSuccess && layout_.has_mamba()) e = upload_states(args.num_state_seqs, &launches);
   if (Status st = cuda_status(e, "uploading the step's inputs"); !st.ok()) return st;
   if (n > 0) {
     if (use_graph) {
@@ -411,12 +452,72 @@ Status CudaDevice::run_step(const StepPlan& plan, StepResult* result) {
   return Status();
 }
 
+void CudaDevice::stage_states(const StepPlan& plan, const gpuref::FlatBatch& batch, std::int32_t num_state_seqs) {
+  const gpuref::MambaStatePlan states = gpuref::plan_mamba_states(plan, *tables_, layout_);
+  const auto real = static_cast<std::int32_t>(batch.num_seqs());
+  std::int32_t* qsl = state_pinned_;
+  std::copy(batch.query_start_loc.begin(), batch.query_start_loc.end(), qsl);
+  std::fill(qsl + real + 1, qsl + num_state_seqs + 1, static_cast<std::int32_t>(batch.num_real_tokens));
+  move_counts_.assign(static_cast<std::size_t>(layout_.num_groups()), 0);
+  for (int g = 0; g < layout_.num_groups(); ++g) {
+    if (!layout_.is_state_group(g)) continue;
+    const auto gi = static_cast<std::size_t>(g);
+    std::int32_t* reads = state_pinned_ + max_tokens_ + 1 + 2 * gi * static_cast<std::size_t>(max_tokens_);
+    std::int32_t* writes = reads + max_tokens_;
+    for (std::int32_t i = 0; i < num_state_seqs; ++i) {  // padding sequences: no state
+      const bool has = i < real;
+      reads[i] = has ? states.steps[gi][static_cast<std::size_t>(i)].read_block : -1;
+      writes[i] = has ? states.steps[gi][static_cast<std::size_t>(i)].write_block : -1;
+    }
+    std::int32_t* moves = state_pinned_ + max_tokens_ + 1 +
+                          2 * static_cast<std::size_t>(layout_.num_groups()) * static_cast<std::size_t>(max_tokens_) +
+                          2 * gi * static_cast<std::size_t>(max_tokens_);
+    for (const gpuref::StateCopy& c : states.copies[gi]) {
+      moves[2 * move_counts_[gi]] = c.src;
+      moves[2 * move_counts_[gi] + 1] = c.dst;
+      ++move_counts_[gi];
+    }
+  }
+}
+
+cudaError_t CudaDevice::upload_states(std::int32_t num_state_seqs, std::int64_t* launches) {
+  const std::size_t n = static_cast<std::size_t>(num_state_seqs);
+  const std::size_t stride = 2 * static_cast<std::size_t>(max_tokens_);
+  const std::size_t groups = static_cast<std::size_t>(layout_.num_groups());
+  cudaError_t e =
+      cudaMemcpyAsync(model_->query_start_loc(), state_pinned_, (n + 1) * 4, cudaMemcpyHostToDevice, stream_);
+  for (std::size_t g = 0; g < groups && e == cudaSuccess; ++g) {
+    if (!layout_.is_state_group(static_cast<int>(g))) continue;
+    const std::int32_t* reads = state_pinned_ + max_tokens_ + 1 + g * stride;
+    e = cudaMemcpyAsync(model_->state_blocks(g), reads, n * 4, cudaMemcpyHostToDevice, stream_);
+    if (e == cudaSuccess) {
+      e = cudaMemcpyAsync(model_->state_blocks(g) + max_tokens_, reads + max_tokens_, n * 4, cudaMemcpyHostToDevice,
+                          stream_);
+    }
+    const std::int32_t count = move_counts_[g];
+    if (e != cudaSuccess || count == 0) continue;
+    std::int32_t* moves_dev = moves_dev_ + g * stride;
+    e = cudaMemcpyAsync(moves_dev, state_pinned_ + max_tokens_ + 1 + groups * stride + g * stride,
+                        static_cast<std::size_t>(count) * 8, cudaMemcpyHostToDevice, stream_);
+    for (int l = 0; l < config_.num_layers && e == cudaSuccess; ++l) {  // the move, in every layer of the group
+      if (layout_.layer_group[static_cast<std::size_t>(l)] != static_cast<int>(g)) continue;
+      const auto t = static_cast<std::size_t>(layout_.layer_tensor[static_cast<std::size_t>(l)]);
+      e = launch_state_copy(StateCopyView{kv_.state_pages(t), moves_dev, count}, stream_);
+      ++*launches;
+    }
+  }
+  return e;
+}
+
 Status CudaDevice::launch_graph(const ForwardArgs& args) {
   auto it = graphs_.find(args.num_tokens);
   if (it == graphs_.end()) {
     // Warm-up pass first, as vLLM does before capturing: loads every kernel and lets cuBLAS
     // settle outside the capture. It computes this step's batch (the replay below writes the
-    // same K/V again), so the first step of each size is timed with two passes.
+    // same K/V again), so the first step of each size is timed with two passes. A Mamba layer
+    // updates its state in place (an align move's new block, mode none's one block), so a
+    // second pass would apply the step's tokens twice: with Mamba groups the warm-up pass is
+    // the step and the fresh graph is only captured, not replayed.
     if (Status st = model_->forward(args, kv_, nullptr, nullptr); !st.ok()) return st;
     cudaGraph_t graph = nullptr;
     if (Status st =
@@ -437,6 +538,7 @@ Status CudaDevice::launch_graph(const ForwardArgs& args) {
     cudaGraphDestroy(graph);
     if (Status st = cuda_status(inst, "instantiating the CUDA graph"); !st.ok()) return st;
     it = graphs_.emplace(args.num_tokens, exec).first;
+    if (layout_.has_mamba()) return Status();
   }
   return cuda_status(cudaGraphLaunch(it->second, stream_), "launching the CUDA graph");
 }
@@ -444,6 +546,7 @@ Status CudaDevice::launch_graph(const ForwardArgs& args) {
 std::int64_t CudaDevice::kv_slots_read(const gpuref::FlatBatch& batch) const {
   std::int64_t total = 0;
   for (int l = 0; l < config_.num_layers; ++l) {
+    if (layout_.is_mamba_layer(l)) continue;  // reads one state per sequence, no key slots
     const std::int64_t window = layout_.layer_window(l);
     for (std::int64_t i = 0; i < batch.num_real_tokens; ++i) {
       const std::int64_t p = batch.positions[static_cast<std::size_t>(i)];

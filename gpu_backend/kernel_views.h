@@ -85,6 +85,45 @@ struct AttentionView {
   std::int64_t window = 0;       // the layer's reach: 0 full, w sliding, -c chunked
 };
 
+// A Mamba layer's state blocks: block b's state is state_floats fp32 values at
+// base + b * page_bytes (the start of b's K page in the layer's tensor, reference/kv_layout.h).
+struct StatePagesView {
+  void* base = nullptr;
+  std::int64_t page_bytes = 0;
+  std::int32_t state_floats = 0;
+  KVG_HD float* state(std::int32_t block) const {
+    return reinterpret_cast<float*>(static_cast<char*>(base) + static_cast<std::int64_t>(block) * page_bytes);
+  }
+};
+
+struct StateCopyView {  // align moves: (src, dst) block pairs, run before the step
+  StatePagesView pages;
+  const std::int32_t* pairs = nullptr;
+  std::int32_t count = 0;
+};
+
+// The synthetic recurrent layer (reference/mamba_state.h): per sequence s and state element j,
+// s_j <- a * s_j + (1 - a) * v[j], a = sigmoid(k[j]), over the sequence's tokens in order,
+// starting from read_blocks[s]'s state (-1: zero) and ending in write_blocks[s] (-1: padding
+// sequence, nothing written). out gets s broadcast over the query heads (GQA mapping);
+// tokens from query_start_loc[num_seqs] on are padding and get zeros.
+template <typename T>
+struct MambaScanView {
+  const T* qkv = nullptr;  // K of token i at qkv + i * qkv_stride + k_offset, V right after it
+  std::int64_t qkv_stride = 0;
+  std::int64_t k_offset = 0;
+  T* out = nullptr;  // [num_tokens, num_heads * head_dim]
+  std::int32_t num_tokens = 0;
+  const std::int32_t* query_start_loc = nullptr;  // [num_seqs + 1]
+  const std::int32_t* read_blocks = nullptr;      // [num_seqs]
+  const std::int32_t* write_blocks = nullptr;     // [num_seqs]
+  std::int32_t num_seqs = 0;
+  StatePagesView pages;  // state_floats = kv_heads * head_dim
+  std::int32_t num_heads = 1;
+  std::int32_t kv_heads = 1;
+  std::int32_t head_dim = 8;
+};
+
 template <typename T>
 struct RmsNormView {
   const float* x = nullptr;   // fp32 residual stream [rows, dim]

@@ -29,6 +29,12 @@ cudaError_t launch_cache_write(const CacheWriteView<T>& view, cudaStream_t strea
 template <typename T>
 cudaError_t launch_paged_attention(const AttentionView<T>& view, cudaStream_t stream);
 
+// Mamba state path (mamba_state.cu): the align moves' copies, then the recurrence; grid
+// (num_seqs + 1, state chunks), the last row of blocks zeroing the padding tokens' output.
+cudaError_t launch_state_copy(const StateCopyView& view, cudaStream_t stream);
+template <typename T>
+cudaError_t launch_mamba_scan(const MambaScanView<T>& view, cudaStream_t stream);
+
 template <typename T>
 cudaError_t launch_rmsnorm(const RmsNormView<T>& view, cudaStream_t stream);
 template <typename T>

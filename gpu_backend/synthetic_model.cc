@@ -53,8 +53,8 @@ WeightLayout weight_layout(const ModelConfig& c, std::size_t elem) {
 }
 
 struct WorkspaceLayout {
-  std::size_t token_ids, positions, rows, logit_rows, slots, residual, x, qkv, attn, gate_up, act, gathered, logits,
-      partial_out, partial_max, partial_sum;
+  std::size_t token_ids, positions, rows, logit_rows, slots, query_start_loc, state_blocks, residual, x, qkv, attn,
+      gate_up, act, gathered, logits, partial_out, partial_max, partial_sum;
   std::size_t total;
 };
 
@@ -71,6 +71,8 @@ WorkspaceLayout workspace_layout(const ModelConfig& c, std::size_t elem, const M
   w.rows = a.take(n * 4);
   w.logit_rows = a.take(n * 4);
   w.slots = a.take(n * 8 * static_cast<std::size_t>(std::max(1, lim.num_kv_groups)));
+  w.query_start_loc = a.take((n + 1) * 4);
+  w.state_blocks = a.take(2 * n * 4 * static_cast<std::size_t>(std::max(1, lim.num_kv_groups)));
   w.residual = a.take(n * h * 4);
   w.x = a.take(n * h * elem);
   w.qkv = a.take(n * static_cast<std::size_t>(c.qkv_dim()) * elem);
@@ -195,6 +197,8 @@ StatusOr<std::unique_ptr<SyntheticModel>> SyntheticModel::create(const ModelConf
   m->rows_ = at<std::int32_t>(a, ws.rows);
   m->logit_rows_ = at<std::int32_t>(a, ws.logit_rows);
   m->slots_ = at<std::int64_t>(a, ws.slots);
+  m->query_start_loc_ = at<std::int32_t>(a, ws.query_start_loc);
+  m->state_blocks_ = at<std::int32_t>(a, ws.state_blocks);
   m->residual_ = at<float>(a, ws.residual);
   m->x_ = at<char>(a, ws.x);
   m->qkv_ = at<char>(a, ws.qkv);
@@ -278,11 +282,14 @@ Status SyntheticModel::forward(const ForwardArgs& args, const KvCacheSet& kv, Ke
       layout.num_layers() != config_.num_layers || layout.num_groups() < 1 ||
       layout.num_groups() > limits_.num_kv_groups ||
       kv.tables.size() != static_cast<std::size_t>(layout.num_groups()) ||
-      kv.k.size() != static_cast<std::size_t>(layout.num_tensors) || kv.v.size() != kv.k.size()) {
+      kv.k.size() != static_cast<std::size_t>(layout.num_tensors) || kv.v.size() != kv.k.size() ||
+      (layout.has_mamba() &&
+       (args.num_state_seqs < 0 || args.num_state_seqs > args.num_tokens || kv.state_floats != config_.kv_dim()))) {
     return Status::error("forward pass: bad arguments (tokens " + std::to_string(args.num_tokens) + " of at most " +
                          std::to_string(limits_.max_tokens) + ", logit rows " + std::to_string(args.num_logit_rows) +
                          ", splits " + std::to_string(args.num_splits) + ", KV groups " +
-                         std::to_string(kv.tables.size()) + ", KV tensors " + std::to_string(kv.k.size()) + ")");
+                         std::to_string(kv.tables.size()) + ", KV tensors " + std::to_string(kv.k.size()) +
+                         ", state sequences " + std::to_string(args.num_state_seqs) + ")");
   }
   return dtype_ == DType::kBf16 ? forward_t<__nv_bfloat16>(args, kv, timer, launches)
                                 : forward_t<__half>(args, kv, timer, launches);
@@ -318,6 +325,7 @@ Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, 
   auto group_slots = [&](std::size_t g) { return slots_ + g * static_cast<std::size_t>(limits_.max_tokens); };
   Status st;
   for (std::size_t g = 0; g < kv.tables.size() && st.ok(); ++g) {
+    if (layout.is_state_group(static_cast<int>(g))) continue;  // states, not per-token slots
     st = step("slot_mapping", true, [&] {
       return launch_slot_mapping(SlotMappingView{tokens, kv.tables[g], group_slots(g)}, stream_);
     });
@@ -342,20 +350,29 @@ Status SyntheticModel::forward_t(const ForwardArgs& args, const KvCacheSet& kv, 
     if (st.ok()) {
       st = step("qkv_proj", true, [&] { return gemm_.linear(dtype_, x, n, c.hidden, w.qkv, c.qkv_dim(), qkv, false); });
     }
-    if (st.ok()) {
+    if (st.ok() && layout.is_mamba_layer(layer)) {
+      st = step("mamba_scan", true, [&] {
+        return launch_mamba_scan(
+            MambaScanView<T>{qkv, c.qkv_dim(), c.q_dim(), attn, n, query_start_loc_, state_blocks(g),
+                             state_blocks(g) + limits_.max_tokens, args.num_state_seqs, kv.state_pages(t), c.num_heads,
+                             c.num_kv_heads, c.head_dim},
+            stream_);
+      });
+    }
+    if (st.ok() && !layout.is_mamba_layer(layer)) {
       st = step("rotary", true, [&] {
         return launch_rotary(
             RotaryView<T>{qkv, c.qkv_dim(), positions_, inv_freq_, n, c.num_heads, c.num_kv_heads, c.head_dim},
             stream_);
       });
     }
-    if (st.ok()) {
+    if (st.ok() && !layout.is_mamba_layer(layer)) {
       st = step("cache_write", true, [&] {
         return launch_cache_write(
             CacheWriteView<T>{qkv + c.q_dim(), qkv + c.q_dim() + c.kv_dim(), c.qkv_dim(), slots, n, cache}, stream_);
       });
     }
-    if (st.ok()) {
+    if (st.ok() && !layout.is_mamba_layer(layer)) {
       st = step("attention", true, [&] {
         return launch_paged_attention(
             AttentionView<T>{qkv, c.qkv_dim(), attn, tokens, kv.tables[g], cache, c.num_heads, scale, args.num_splits,

@@ -9,7 +9,9 @@
 //   rmsnorm, gate_up_proj, silu_mul, down_proj (+=); before the layers slot_mapping (once per
 //   KV-cache group) and the embedding; after them the final rmsnorm and, for the logit rows,
 //   lm_head. A layer writes and reads its KV tensor through its group's block table and slots,
-//   with its group's attention window (gpu_backend/reference/kv_layout.h).
+//   with its group's attention window (gpu_backend/reference/kv_layout.h). A Mamba layer runs
+//   mamba_scan (reference/mamba_state.h) over its group's state blocks, read from
+//   query_start_loc() and state_blocks(g), in place of rotary, cache_write and attention.
 // Internal to gpu_backend/. Not thread-safe.
 #pragma once
 
@@ -54,12 +56,16 @@ struct KvCacheSet {
   std::int32_t block_size = 16;
   std::vector<BlockTableView> tables;  // per group
   gpuref::KvLayout layout;
+  std::int32_t state_floats = 0;  // a Mamba layer's state: kv_dim fp32 values at the start of a K page
+  std::int64_t k_page_bytes = 0;  // one block of one K tensor: block_size * kv_dim * element bytes
+  StatePagesView state_pages(std::size_t tensor) const { return StatePagesView{k[tensor], k_page_bytes, state_floats}; }
 };
 
 struct ForwardArgs {
   std::int32_t num_tokens = 0;      // rows of the input buffers to process (padding included)
   std::int32_t num_logit_rows = 0;  // rows of logit_rows() to send through the LM head
   std::int32_t num_splits = 1;      // attention split-K factor
+  std::int32_t num_state_seqs = 0;  // Mamba layers: sequences in query_start_loc() and state_blocks()
 };
 
 // Times the first launch of each kernel name in a forward pass with CUDA events (profiling).
@@ -100,6 +106,12 @@ class SyntheticModel {
   std::int32_t* positions() const { return positions_; }
   std::int32_t* rows() const { return rows_; }
   std::int32_t* logit_rows() const { return logit_rows_; }  // token index of each logit row
+  // Mamba layers: per sequence + 1 query start offsets (max_tokens + 1 entries), and per
+  // KV-cache group the read blocks then the write blocks (max_tokens each) of each sequence.
+  std::int32_t* query_start_loc() const { return query_start_loc_; }
+  std::int32_t* state_blocks(std::size_t g) const {
+    return state_blocks_ + 2 * g * static_cast<std::size_t>(limits_.max_tokens);
+  }
 
   // One forward pass on the stream. timer (may be null) times the first launch of each kernel
   // name; *launches (may be null) is increased by the number of kernels launched.
@@ -151,6 +163,8 @@ class SyntheticModel {
   std::int32_t* rows_ = nullptr;
   std::int32_t* logit_rows_ = nullptr;
   std::int64_t* slots_ = nullptr;  // [num_kv_groups, max_tokens]
+  std::int32_t* query_start_loc_ = nullptr;
+  std::int32_t* state_blocks_ = nullptr;  // [num_kv_groups, 2, max_tokens]
   float* residual_ = nullptr;
   void* x_ = nullptr;
   void* qkv_ = nullptr;

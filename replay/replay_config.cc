@@ -782,9 +782,10 @@ Status validate_hybrid_groups(const ReplayConfig& c) {
                                        " has Mamba layers; a second tier turns vLLM's hybrid "
                                        "KV-cache manager off, which such a model cannot run without");
   }
-  if ((model.has_mamba() || model.cross_attention) && c.device.kind != DeviceKind::kSim) {
-    return bad("device",
-               c.device.model.name + ": the CUDA backend has no Mamba or cross-attention kernels; use --device sim");
+  // The CUDA backend runs Mamba groups (state blocks, gpu_backend/reference/mamba_state.h), not
+  // cross attention (no encoder inputs to write its blocks from).
+  if (model.cross_attention && c.device.kind != DeviceKind::kSim) {
+    return bad("device", c.device.model.name + ": the CUDA backend has no cross-attention kernels; use --device sim");
   }
   if (!c.hybrid_kv_cache()) return {};
   if (model.has_mamba() && c.device.mamba_cache_mode &&

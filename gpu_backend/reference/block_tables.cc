@@ -1,17 +1,24 @@
 #include "gpu_backend/reference/block_tables.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
+
+#include "model/util/check.h"
 
 namespace kv::gpuref {
 
 BlockTables::BlockTables(int max_rows, int max_blocks_per_row, std::int64_t num_blocks,
-                         std::vector<std::int64_t> group_windows)
+                         std::vector<std::int64_t> group_windows, std::vector<int> group_state_block_sizes)
     : max_rows_(max_rows),
       max_blocks_per_row_(max_blocks_per_row),
       num_blocks_(num_blocks),
       windows_(std::move(group_windows)),
+      state_block_sizes_(group_state_block_sizes.empty() ? std::vector<int>(windows_.size(), 0)
+                                                         : std::move(group_state_block_sizes)),
       rows_(static_cast<std::size_t>(max_rows), BlockTable(static_cast<int>(windows_.size()))) {
+  KV_CHECK(state_block_sizes_.size() == windows_.size(),
+           state_block_sizes_.size() << " state block sizes for " << windows_.size() << " KV-cache groups");
   for (int r = 0; r < max_rows; ++r) free_rows_.insert(r);
 }
 
@@ -49,7 +56,7 @@ Status BlockTables::check_lists(const ScheduledRequest& r, int row, const std::s
         return Status::error(who + ": block id " + std::to_string(b) + in + " is outside the KV cache [0, " +
                              std::to_string(num_blocks_) + ")");
       }
-      if (b == kNullBlock && !plain() && window(g) == 0) {
+      if (b == kNullBlock && !plain() && window(g) == 0 && !is_state_group(g)) {
         return Status::error(who + ": the null block (0) in full-attention group " + std::to_string(g));
       }
     }
@@ -62,6 +69,15 @@ Status BlockTables::apply(const StepPlan& plan, std::vector<BlockTableUpdate>* u
   if (!plain() && plan.group_windows != windows_) {
     return Status::error(where + "the plan's KV-cache groups (" + std::to_string(plan.group_windows.size()) +
                          " windows) are not the device's (" + std::to_string(windows_.size()) + ")");
+  }
+  const bool plan_states_match =
+      plan.group_state_block_sizes.empty()
+          ? std::none_of(state_block_sizes_.begin(), state_block_sizes_.end(), [](int b) { return b > 0; })
+          : plan.group_state_block_sizes == state_block_sizes_;
+  if (!plain() && !plan_states_match) {
+    return Status::error(where + "the plan's Mamba groups (" + std::to_string(plan.group_state_block_sizes.size()) +
+                         " state block sizes) are not the device's (" + std::to_string(state_block_sizes_.size()) +
+                         ")");
   }
   if (plain() && !plan.group_windows.empty()) {
     return Status::error(where + "the plan has " + std::to_string(plan.group_windows.size()) +

@@ -10,20 +10,42 @@ namespace kv::gpuref {
 
 namespace {
 
+// A Mamba group: the state r reads (after position num_computed - 1) and the one it writes
+// (after its last position) sit in real blocks (gpu_backend/reference/mamba_state.h).
+Status check_state_blocks(const ScheduledRequest& r, const BlockTables& tables, int row, int g, int block_tokens,
+                          const std::string& who) {
+  const auto table = tables.row(row, g);
+  const std::int64_t end = r.num_computed_tokens + static_cast<std::int64_t>(r.token_ids.size());
+  for (const std::int64_t after : {r.num_computed_tokens, end}) {
+    if (after <= 0) continue;
+    const std::int64_t i = (after - 1) / block_tokens;
+    if (table[static_cast<std::size_t>(i)] == kNullBlock) {
+      return Status::error(who + " keeps the state after position " + std::to_string(after - 1) + " in its block " +
+                           std::to_string(i) + ", which is the null block");
+    }
+  }
+  return Status();
+}
+
 // Every group's table covers the positions r computes, and, with group lists, every key its
 // queries read (model/attention_window.h) lies in a real block, never the null block.
 Status check_reach(const StepPlan& plan, const ScheduledRequest& r, const BlockTables& tables, int row) {
   const std::int64_t end = r.num_computed_tokens + static_cast<std::int64_t>(r.token_ids.size());
-  const std::int64_t blocks_needed = (end + plan.block_size - 1) / plan.block_size;
   const std::string who = "step " + std::to_string(plan.step) + ": request '" + r.id + "'";
   for (int g = 0; g < tables.num_groups(); ++g) {
     const std::string in = tables.plain() ? "" : " in group " + std::to_string(g);
+    const int block_tokens = tables.group_block_tokens(g, plan.block_size);
+    const std::int64_t blocks_needed = (end + block_tokens - 1) / block_tokens;
     if (r.num_computed_tokens < 0 || blocks_needed > tables.num_blocks(row, g)) {
       return Status::error(who + " computes positions up to " + std::to_string(end - 1) + " but its block table" + in +
                            " has " + std::to_string(tables.num_blocks(row, g)) + " blocks of " +
-                           std::to_string(plan.block_size));
+                           std::to_string(block_tokens));
     }
     if (tables.plain()) continue;
+    if (tables.is_state_group(g)) {
+      if (Status st = check_state_blocks(r, tables, row, g, block_tokens, who + in); !st.ok()) return st;
+      continue;
+    }
     const auto table = tables.row(row, g);
     const std::int64_t first = attention_begin(tables.window(g), r.num_computed_tokens);
     for (std::int64_t i = block_index(first, plan.block_size); i < blocks_needed; ++i) {

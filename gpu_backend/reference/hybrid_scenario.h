@@ -3,7 +3,9 @@
 // gpt-oss-20b's pattern, layer 0 windowed (a sliding window or a chunk) and layer 1 full
 // attention, block size 4, a token budget of 16 (chunked prefill), prompts that share
 // prefixes and a request that arrives after its prefix was computed, so plans carry null
-// blocks (dropped by the window, or skipped by a hit) and prefix-cache hits.
+// blocks (dropped by the window, or skipped by a hit) and prefix-cache hits. The Mamba variant
+// (tiny_mamba_groups: layer 0 a Mamba layer, layer 1 full attention) runs at the 16-token
+// blocks its state needs (kMambaBlockSize), so its plans carry align moves and state hits.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +24,21 @@ inline constexpr int kHybridBlockSize = 4;
 inline constexpr int kHybridNumBlocks = 96;  // including the null block
 inline constexpr int kHybridMaxModelLen = 128;
 inline constexpr int kHybridMaxSeqs = 4;
+inline constexpr int kMambaBlockSize = 16;  // ModelShape::attention_block_size for the tiny Mamba model
+
+// The tiny model with layer 0 a Mamba layer (a 2 KiB state) and layer 1 full attention, in
+// `mode` (kNone: the Mamba group's one block covers kHybridMaxModelLen tokens).
+inline std::vector<KvCacheGroupSpec> tiny_mamba_groups(MambaCacheMode mode) {
+  ModelShape m = find_model_shape("tiny").value();
+  m.layer_types = {AttentionType::kMamba, AttentionType::kFullAttention};
+  m.mamba_state_bytes = 2048;
+  m.mamba_in_proj = 512;
+  m.mamba_inner = 256;
+  KV_CHECK(m.attention_block_size(kHybridBlockSize) == kMambaBlockSize, "the tiny Mamba model's block size changed");
+  StatusOr<std::vector<KvCacheGroupSpec>> groups = m.kv_cache_groups(kHybridBlockSize, mode, kHybridMaxModelLen);
+  KV_CHECK(groups.ok(), groups.status().message());
+  return *groups;
+}
 
 // The tiny model's groups with layer 0 windowed: reach > 0 a sliding window of that many
 // tokens, reach < 0 a chunk of -reach tokens, 0: every layer full attention (one group).
@@ -40,10 +57,11 @@ inline std::vector<KvCacheGroupSpec> tiny_hybrid_groups(int reach) {
 // The plans the scheduler makes for four requests: A (prompt 30) and C (prompt 21) at step 0,
 // B (A's first 24 tokens, then 9 of its own) at step 4, D (A's prompt and first two outputs)
 // at step 12. Empty groups: a dense model (plans carry block_ids).
-inline std::vector<StepPlan> hybrid_plans(const std::vector<KvCacheGroupSpec>& groups, bool caching) {
+inline std::vector<StepPlan> hybrid_plans(const std::vector<KvCacheGroupSpec>& groups, bool caching,
+                                          int block_size = kHybridBlockSize) {
   SchedulerConfig sc;
   sc.cache.num_blocks = kHybridNumBlocks;
-  sc.cache.block_size = kHybridBlockSize;
+  sc.cache.block_size = block_size;
   sc.cache.enable_caching = caching;
   sc.cache.max_model_len = kHybridMaxModelLen;
   sc.max_num_batched_tokens = 16;

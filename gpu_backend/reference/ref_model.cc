@@ -54,7 +54,8 @@ RefEngine::RefEngine(const RefEngineOptions& options)
     : options_(options),
       model_(RefModel::generate(options.model, options.seed, options.dtype)),
       layout_(layout_of(options)),
-      tables_(options.max_rows, options.max_blocks_per_row, options.num_blocks, layout_.group_windows) {
+      tables_(options.max_rows, options.max_blocks_per_row, options.num_blocks, layout_.group_windows,
+              layout_.plan_state_block_sizes()) {
   for (int t = 0; t < layout_.num_tensors; ++t) {
     caches_.emplace_back(options.num_blocks, options.block_size, options.model.num_kv_heads, options.model.head_dim);
   }
@@ -85,8 +86,19 @@ StatusOr<RefStepOutput> RefEngine::execute(const StepPlan& plan) {
   RefStepOutput out;
   out.batch = std::move(batch.value());
   for (int g = 0; g < layout_.num_groups(); ++g) {
+    if (layout_.is_state_group(g)) {  // a Mamba group has no per-token slots
+      out.slots.emplace_back(out.batch.token_ids.size(), -1);
+      continue;
+    }
     out.slots.push_back(
         slot_mapping(out.batch.rows, out.batch.positions, dense_table(g), options_.block_size, !layout_.plain()));
+  }
+  states_ = plan_mamba_states(plan, tables_, layout_);
+  for (int l = 0; l < options_.model.num_layers; ++l) {  // align moves, before the step
+    if (!layout_.is_mamba_layer(l)) continue;
+    RefKvCache& cache = caches_[static_cast<std::size_t>(layout_.layer_tensor[static_cast<std::size_t>(l)])];
+    copy_states(states_.copies[static_cast<std::size_t>(layout_.layer_group[static_cast<std::size_t>(l)])],
+                state_page_floats(), options_.model.kv_dim(), cache.k.data());
   }
   out.final_hidden = forward(out.batch, out.slots);
   return out;
@@ -111,13 +123,29 @@ std::vector<float> RefEngine::forward(const FlatBatch& batch, const std::vector<
     const RefLayerWeights& w = model_.layers[static_cast<std::size_t>(l)];
     const auto g = static_cast<std::size_t>(layout_.layer_group[static_cast<std::size_t>(l)]);
     RefKvCache& cache = caches_[static_cast<std::size_t>(layout_.layer_tensor[static_cast<std::size_t>(l)])];
-    const AttentionMask mask{layout_.layer_window(l), !layout_.plain()};
     rmsnorm(resid.data(), n, c.hidden, w.attn_norm.data(), c.rms_eps, dt, x.data());
     linear(x.data(), n, c.hidden, w.qkv.data(), c.qkv_dim(), qkv.data(), dt, false);
-    rotary(qkv.data(), c.qkv_dim(), batch.positions, c.num_heads, c.num_kv_heads, c.head_dim, model_.inv_freq, dt);
-    cache_write(qkv.data() + c.q_dim(), qkv.data() + c.q_dim() + c.kv_dim(), c.qkv_dim(), slots[g], &cache);
-    paged_attention(qkv.data(), c.qkv_dim(), batch.rows, batch.positions, tables[g], cache, c.num_heads, scale, dt,
-                    attn.data(), mask);
+    if (layout_.is_mamba_layer(l)) {
+      MambaScanArgs scan;
+      scan.qkv = qkv.data();
+      scan.qkv_stride = c.qkv_dim();
+      scan.k_offset = c.q_dim();
+      scan.query_start_loc = &batch.query_start_loc;
+      scan.steps = &states_.steps[g];
+      scan.num_tokens = n;
+      scan.num_heads = c.num_heads;
+      scan.kv_heads = c.num_kv_heads;
+      scan.head_dim = c.head_dim;
+      scan.page_floats = state_page_floats();
+      scan.round = dt;
+      mamba_scan(scan, cache.k.data(), attn.data());
+    } else {
+      const AttentionMask mask{layout_.layer_window(l), !layout_.plain()};
+      rotary(qkv.data(), c.qkv_dim(), batch.positions, c.num_heads, c.num_kv_heads, c.head_dim, model_.inv_freq, dt);
+      cache_write(qkv.data() + c.q_dim(), qkv.data() + c.q_dim() + c.kv_dim(), c.qkv_dim(), slots[g], &cache);
+      paged_attention(qkv.data(), c.qkv_dim(), batch.rows, batch.positions, tables[g], cache, c.num_heads, scale, dt,
+                      attn.data(), mask);
+    }
     linear(attn.data(), n, c.q_dim(), w.o_proj.data(), c.hidden, resid.data(), dt, true);
     rmsnorm(resid.data(), n, c.hidden, w.mlp_norm.data(), c.rms_eps, dt, x.data());
     linear(x.data(), n, c.hidden, w.gate_up.data(), 2 * c.intermediate, gu.data(), dt, false);

@@ -5,8 +5,10 @@
 // and per layer, through its group's table and slots and its tensor of the KV cache
 // (kv_layout.h), with its group's attention window:
 //   x = rmsnorm(h); qkv = x Wqkv^T; rotary(q, k); cache_write(k, v); a = paged_attention(q);
-//   h += a Wo^T; x = rmsnorm(h); gu = x Wgu^T; m = silu(g) * u; h += m Wdown^T
-// then final = rmsnorm(h). The residual stream h stays fp32; every other stored tensor is
+//   h += a Wo^T;
+// (a Mamba layer replaces rotary, cache_write and attention by a = mamba_scan(k, v) over its
+// state blocks, after the align moves' copies: gpu_backend/reference/mamba_state.h) x = rmsnorm(h); gu = x Wgu^T; m =
+// silu(g) * u; h += m Wdown^T then final = rmsnorm(h). The residual stream h stays fp32; every other stored tensor is
 // rounded to the dtype (none for DType::kFp32).
 // Not thread-safe; one engine per sequence of plans.
 #pragma once
@@ -18,6 +20,7 @@
 #include "gpu_backend/reference/flat_batch.h"
 #include "gpu_backend/reference/kernels.h"
 #include "gpu_backend/reference/kv_layout.h"
+#include "gpu_backend/reference/mamba_state.h"
 #include "gpu_backend/reference/model_config.h"
 #include "model/sched/step_plan.h"
 #include "model/util/status.h"
@@ -77,15 +80,24 @@ class RefEngine {
   const KvLayout& layout() const { return layout_; }
   RefBlockTable dense_table(int group = 0) const;
 
-  // Runs the layers over an already-flattened batch (slots given per group), updating the caches.
+  // Runs the layers over an already-flattened batch (slots given per group), updating the caches
+  // (Mamba layers use the state plan of the last execute()).
   std::vector<float> forward(const FlatBatch& batch, const std::vector<std::vector<std::int64_t>>& slots);
+  // The state plan of the last execute() (empty lists for attention groups).
+  const MambaStatePlan& state_plan() const { return states_; }
+  // A Mamba layer's state in block b (kv_dim fp32 values at the start of its K page).
+  const float* layer_state(int layer, BlockId b) const { return layer_cache(layer).k.data() + b * state_page_floats(); }
 
  private:
+  std::int64_t state_page_floats() const {
+    return static_cast<std::int64_t>(options_.block_size) * options_.model.kv_dim();
+  }
   RefEngineOptions options_;
   RefModel model_;
   KvLayout layout_;
   BlockTables tables_;
   std::vector<RefKvCache> caches_;
+  MambaStatePlan states_;
 };
 
 }  // namespace kv::gpuref

@@ -59,5 +59,36 @@ TEST(GpuDeviceErrors, HybridGroupsAreCheckedAndNeedADeviceLikeDenseOnes) {
   EXPECT_EQ(none.status().message().rfind("no CUDA device", 0), 0u) << none.status().message();
 }
 
+// Mamba groups are run (a good layout without a GPU fails with "no CUDA device"); speculative
+// state blocks and cross-attention groups are refused with a Status naming them.
+TEST(GpuDeviceErrors, MambaGroupsAreAcceptedCrossAttentionAndSpeculativeStatesAreNot) {
+  ModelShape m = find_model_shape("tiny").value();
+  m.layer_types = {AttentionType::kMamba, AttentionType::kFullAttention};
+  m.mamba_state_bytes = 2048;
+  CudaDeviceOptions o = scenario_options();
+  o.block_size = m.attention_block_size(4);
+  o.kv_cache_groups = m.kv_cache_groups(4, MambaCacheMode::kAlign, 32, /*num_speculative_blocks=*/2).value();
+  StatusOr<std::unique_ptr<Device>> bad = make_cuda_device(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("speculative"), std::string::npos) << bad.status().message();
+  ModelShape cross = find_model_shape("tiny").value();
+  cross.cross_attention = true;
+  o.block_size = 4;
+  o.kv_cache_groups = cross.kv_cache_groups(4).value();
+  bad = make_cuda_device(o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("not run by the device"), std::string::npos) << bad.status().message();
+  std::string why;
+  if (cuda_device_available(&why)) GTEST_SKIP() << "a CUDA device is present: the no-device path is not reachable";
+  for (MambaCacheMode mode : {MambaCacheMode::kNone, MambaCacheMode::kAlign, MambaCacheMode::kAll}) {
+    o.block_size = m.attention_block_size(4);
+    o.kv_cache_groups = m.kv_cache_groups(4, mode, 32).value();
+    StatusOr<std::unique_ptr<Device>> none = make_cuda_device(o);
+    ASSERT_FALSE(none.ok());
+    EXPECT_EQ(none.status().message().rfind("no CUDA device", 0), 0u)
+        << to_string(mode) << ": " << none.status().message();
+  }
+}
+
 }  // namespace
 }  // namespace kv::gpu

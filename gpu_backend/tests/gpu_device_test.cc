@@ -3,7 +3,9 @@
 // both match the CPU reference engine, prompt tokens computed equal what the plans say, CUDA-graph replay agrees with
 // eager execution, and profiling writes the simulator's CSV. Hybrid layouts (the real scheduler's plans for the tiny
 // model with gpt-oss-20b's pattern, reference/hybrid_scenario.h): per-group block tables with null blocks,
-// sliding-window and chunked layers, against the CPU reference, caching on against off, graphs against eager. Tolerance
+// sliding-window and chunked layers, against the CPU reference, caching on against off, graphs against eager; a Mamba
+// layer (GpuDeviceMamba: state blocks, align moves, state hits) in modes align and all against the reference and
+// against mode none. Tolerance
 // on hidden states: relative RMS difference <= 2^-5 and max abs difference <= 0.25 on unit-RMS vectors. Each layer
 // stores ~8 intermediate tensors in bf16 (2^-9 relative rounding each) and cuBLAS may pick different kernels (summation
 // orders) for different batch sizes, so cache-on and cache-off runs are close, not bit-identical; 2^-5 is 16 bf16
@@ -200,12 +202,13 @@ TEST(GpuDevice, ProfilingWritesTheSimulatorsCsv) {
                                       "o_proj", "gate_up_proj", "silu_mul", "down_proj", "lm_head"}));
 }
 
-HiddenLog reference_hidden(const std::vector<StepPlan>& plans, const std::vector<KvCacheGroupSpec>& groups) {
+HiddenLog reference_hidden(const std::vector<StepPlan>& plans, const std::vector<KvCacheGroupSpec>& groups,
+                           int block_size = gpuref::scenario::kHybridBlockSize) {
   gpuref::RefEngineOptions ro;
-  ro.block_size = gpuref::scenario::kHybridBlockSize;
+  ro.block_size = block_size;
   ro.num_blocks = gpuref::scenario::kHybridNumBlocks;
   ro.max_rows = gpuref::scenario::kHybridMaxSeqs;
-  ro.max_blocks_per_row = gpuref::scenario::kHybridMaxModelLen / gpuref::scenario::kHybridBlockSize;
+  ro.max_blocks_per_row = gpuref::scenario::kHybridMaxModelLen / block_size;
   ro.kv_cache_groups = groups;
   gpuref::RefEngine ref(ro);
   HiddenLog hidden;
@@ -267,6 +270,40 @@ INSTANTIATE_TEST_SUITE_P(Reaches, GpuDeviceHybrid, ::testing::Values(8, 6, -8, -
                            return (i.param > 0 ? "sliding" : "chunked") +
                                   std::to_string(i.param > 0 ? i.param : -i.param);
                          });
+
+// The tiny model with a Mamba layer (reference/hybrid_scenario.h, 16-token blocks): modes align
+// and all (caching on: state hits, align moves copied on the GPU) against the CPU reference,
+// against mode none without caching (states from scratch), and graphs against eager.
+class GpuDeviceMamba : public ::testing::TestWithParam<MambaCacheMode> {};
+
+TEST_P(GpuDeviceMamba, MatchesTheReferenceAndTheStatesComputedFromScratch) {
+  KV_SKIP_WITHOUT_GPU();
+  const int block = gpuref::scenario::kMambaBlockSize;
+  const std::vector<KvCacheGroupSpec> groups = gpuref::scenario::tiny_mamba_groups(GetParam());
+  const std::vector<KvCacheGroupSpec> none_groups = gpuref::scenario::tiny_mamba_groups(MambaCacheMode::kNone);
+  const std::vector<StepPlan> plans = gpuref::scenario::hybrid_plans(groups, true, block);
+  CudaDeviceOptions o = hybrid_options(groups);
+  o.block_size = block;
+  const DeviceRun on = run_device(plans, o);
+  CudaDeviceOptions none_options = hybrid_options(none_groups);
+  none_options.block_size = block;
+  const DeviceRun off = run_device(gpuref::scenario::hybrid_plans(none_groups, false, block), none_options);
+  o.cudagraph_mode = "NONE";
+  const DeviceRun eager = run_device(plans, o);
+  const HiddenLog ref = reference_hidden(plans, groups, block);
+  ASSERT_FALSE(on.hidden.empty());
+  ASSERT_EQ(on.hidden.size(), ref.size());
+  for (const auto& [key, h] : on.hidden) {
+    const std::string at = key.first + "@" + std::to_string(key.second);
+    ASSERT_TRUE(off.hidden.count(key) && eager.hidden.count(key) && ref.count(key)) << at;
+    expect_close_hidden(h, ref.at(key), at + " GPU vs CPU reference");
+    expect_close_hidden(h, off.hidden.at(key), at + " caching on vs mode none");
+    expect_close_hidden(h, eager.hidden.at(key), at + " graphs vs eager");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, GpuDeviceMamba, ::testing::Values(MambaCacheMode::kAlign, MambaCacheMode::kAll),
+                         [](const ::testing::TestParamInfo<MambaCacheMode>& i) { return to_string(i.param); });
 
 TEST(GpuDevice, HybridPlansOnADenseDeviceAreViolationsNotCrashes) {
   KV_SKIP_WITHOUT_GPU();

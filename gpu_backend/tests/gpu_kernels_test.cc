@@ -2,6 +2,7 @@
 // random block tables (with blocks shared between sequences) and padding tokens. Skips without
 // a GPU. Tolerances: see gpu_test_util.h (bf16: 2^-8 relative, plus the stated atol).
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -10,6 +11,7 @@
 #include "gpu_backend/gemm.h"
 #include "gpu_backend/kernels.h"
 #include "gpu_backend/reference/kernels.h"
+#include "gpu_backend/reference/mamba_state.h"
 #include "gpu_backend/reference/ref_model.h"
 #include "gpu_backend/tests/gpu_test_util.h"
 
@@ -362,6 +364,81 @@ TEST_F(GpuKernels, SeededWeightsAreBitIdenticalToTheReference) {
   EXPECT_EQ(from_bf16_bits(w.download()), gpuref::seeded_tensor(42, 17, count, 0.0625f, gpuref::DType::kBf16));
 }
 
+// Three sequences (a fresh one, a decode whose state an align move copies first, one reading an
+// old block and writing a new one) and two padding tokens; states are fp32 in 4 KiB K pages.
+// Tolerance: outputs against the unrounded reference within half a bf16 ulp plus 1e-5 (expf
+// against the C library over at most 7 steps); states (fp32) within 1e-5 relative plus 1e-6.
+TEST_F(GpuKernels, MambaStateCopyAndScanMatchReference) {
+  std::mt19937 rng(11);
+  const int heads = 8, kv_heads = 2, dim = 64, kv_dim = kv_heads * dim, q_dim = heads * dim;
+  const int stride = q_dim + 2 * kv_dim, block_size = 16, num_blocks = 12;
+  const std::int64_t page_bytes = std::int64_t{block_size} * kv_dim * 2, page_floats = page_bytes / 4;
+  const std::vector<std::int32_t> qsl = {0, 5, 6, 13};
+  const std::int32_t n = 15;  // tokens 13, 14: padding
+  const std::vector<gpuref::StateStep> steps = {{-1, 3}, {4, 4}, {7, 9}};
+  const std::vector<gpuref::StateCopy> moves = {{6, 4}};
+  const std::vector<float> qkv = random_bf16_values(static_cast<std::size_t>(n * stride), rng, 2.0f);
+  std::vector<float> states(static_cast<std::size_t>(num_blocks * page_floats));
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (float& e : states) e = u(rng);
+  const std::vector<float> states0 = states;
+
+  std::vector<float> ref_out(static_cast<std::size_t>(n * q_dim));
+  gpuref::copy_states(moves, page_floats, kv_dim, states.data());
+  gpuref::MambaScanArgs a;
+  a.qkv = qkv.data();
+  a.qkv_stride = stride;
+  a.k_offset = q_dim;
+  a.query_start_loc = &qsl;
+  a.steps = &steps;
+  a.num_tokens = n;
+  a.num_heads = heads;
+  a.kv_heads = kv_heads;
+  a.head_dim = dim;
+  a.page_floats = page_floats;
+  a.round = gpuref::DType::kFp32;
+  gpuref::mamba_scan(a, states.data(), ref_out.data());
+
+  DeviceBuffer<std::uint16_t> qkv_d(qkv.size()), out_d(ref_out.size());
+  DeviceBuffer<float> states_d(states0.size());
+  DeviceBuffer<std::int32_t> qsl_d(qsl.size()), reads_d(steps.size()), writes_d(steps.size()), moves_d(2);
+  qkv_d.upload(to_bf16_bits(qkv));
+  states_d.upload(states0);
+  qsl_d.upload(qsl);
+  reads_d.upload({-1, 4, 7});
+  writes_d.upload({3, 4, 9});
+  moves_d.upload({6, 4});
+  out_d.upload(std::vector<std::uint16_t>(ref_out.size(), gpuref::bf16_bits(-1024.0f)));
+  const StatePagesView pages{states_d.get(), page_bytes, kv_dim};
+  ASSERT_EQ(launch_state_copy(StateCopyView{pages, moves_d.get(), 1}, nullptr), cudaSuccess);
+  const MambaScanView<bf16> view{as_bf16(qkv_d.get()),
+                                 stride,
+                                 q_dim,
+                                 as_bf16(out_d.get()),
+                                 n,
+                                 qsl_d.get(),
+                                 reads_d.get(),
+                                 writes_d.get(),
+                                 3,
+                                 pages,
+                                 heads,
+                                 kv_heads,
+                                 dim};
+  ASSERT_EQ(launch_mamba_scan(view, nullptr), cudaSuccess);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  expect_close_bf16(from_bf16_bits(out_d.download()), ref_out, 1e-5f, "mamba_scan output");
+  const std::vector<float> got = states_d.download();
+  int bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    if (!(std::fabs(got[i] - states[i]) <= 1e-5f * std::fabs(states[i]) + 1e-6f) && ++bad <= 5) {
+      ADD_FAILURE() << "state value " << i << " (block " << i / static_cast<std::size_t>(page_floats) << ") gpu "
+                    << got[i] << " reference " << states[i];
+    }
+  }
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(got[6 * page_floats], states0[6 * page_floats]);  // a move's source is left as it was
+}
+
 TEST_F(GpuKernels, BadViewsReturnErrorCodes) {
   EXPECT_EQ(launch_paged_attention(AttentionView<bf16>{}, nullptr), cudaSuccess);  // zero tokens: nothing to do
   AttentionView<bf16> v;
@@ -370,6 +447,13 @@ TEST_F(GpuKernels, BadViewsReturnErrorCodes) {
   CacheWriteView<bf16> c;
   c.num_tokens = 2;
   EXPECT_EQ(launch_cache_write(c, nullptr), cudaErrorInvalidValue);
+  MambaScanView<bf16> m;
+  m.num_tokens = 1;
+  m.kv_heads = 1;
+  m.head_dim = 8;
+  m.pages.state_floats = 8;
+  m.pages.page_bytes = 16;  // smaller than the state
+  EXPECT_EQ(launch_mamba_scan(m, nullptr), cudaErrorInvalidValue);
 }
 
 }  // namespace

@@ -122,6 +122,20 @@ TEST(MambaPresets, ModeFollowsPrefixCachingAndTheOptionChecksIt) {
       << c.validate().message();
 }
 
+// The CUDA backend runs Mamba groups (every mode) but refuses cross attention and speculative
+// decoding, each with its own message.
+TEST(MambaPresets, TheGpuDeviceTakesMambaModelsButNotCrossAttention) {
+  ReplayConfig c;
+  ASSERT_TRUE(set_option(c, "model", "qwen3-next-80b-a3b").ok());
+  c.device.kind = DeviceKind::kGpu;
+  EXPECT_TRUE(c.validate().ok()) << c.validate().message();
+  ASSERT_TRUE(set_option(c, "prefix-caching", "off").ok());  // mode none
+  EXPECT_TRUE(c.validate().ok()) << c.validate().message();
+  ASSERT_TRUE(set_option(c, "model", "whisper-large-v3").ok());
+  EXPECT_EQ(c.validate().message(),
+            "--device: whisper-large-v3: the CUDA backend has no cross-attention kernels; use --device sim");
+}
+
 TEST(MambaPresets, ModelConfigReadsTheHybridFamilies) {
   const std::string base =
       R"("hidden_size": 2048, "num_attention_heads": 16, "num_key_value_heads": 2, "head_dim": 256,
