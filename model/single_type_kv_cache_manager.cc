@@ -97,11 +97,12 @@ std::int64_t SingleTypeKvCacheManager::num_blocks_to_allocate(const RequestId& i
 }
 
 std::size_t SingleTypeKvCacheManager::remove_skipped_blocks(const RequestId& id, const SlotDemand& demand) {
+  const std::int64_t skipped_blocks = spec_.num_skipped_tokens(demand.total_computed) / spec_.block_size;
+  if (skipped_blocks == 0) return 0;  // full attention always; windows until they slide
   Table* table = find_table(id);
   if (table == nullptr) return 0;
-  const std::size_t skipped = static_cast<std::size_t>(
-      std::min<std::int64_t>(spec_.num_skipped_tokens(demand.total_computed) / spec_.block_size,
-                             static_cast<std::int64_t>(table->blocks.size())));
+  const auto skipped =
+      static_cast<std::size_t>(std::min<std::int64_t>(skipped_blocks, static_cast<std::int64_t>(table->blocks.size())));
   return null_out_down(table->blocks, skipped, 0);
 }
 

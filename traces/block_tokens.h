@@ -11,6 +11,7 @@
 // Header-only and allocation-free beyond the appended tokens.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -39,7 +40,10 @@ constexpr TokenId block_token(std::uint64_t block_id, std::uint64_t position) {
 inline void expand_block_tokens(std::uint64_t block_id, int num_tokens, std::vector<TokenId>& out) {
   if (num_tokens <= 0) return;
   const std::uint64_t base = splitmix64(block_id);
-  out.reserve(out.size() + static_cast<std::size_t>(num_tokens));
+  // Grows geometrically: a prompt of many blocks is expanded block by block, and an exact
+  // reserve per block would copy the whole prompt each time.
+  const std::size_t needed = out.size() + static_cast<std::size_t>(num_tokens);
+  if (needed > out.capacity()) out.reserve(std::max(needed, 2 * out.capacity()));
   for (int i = 0; i < num_tokens; ++i) {
     out.push_back(static_cast<TokenId>(splitmix64(base ^ static_cast<std::uint64_t>(i)) %
                                        static_cast<std::uint64_t>(kBlockTokenVocab)));
