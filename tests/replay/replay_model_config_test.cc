@@ -119,6 +119,12 @@ TEST(ModelConfigTest, ErrorsNameTheFileAndField) {
                 .status()
                 .message(),
             "c.json: layer_types: must be a list of num_hidden_layers (2) names");
+  EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": 64, "num_experts": 4, "num_experts_per_tok": 2,
+                                               "expert_layer_period": 2, "expert_layer_offset": 2, )" +
+                                             base + "}")
+                .status()
+                .message(),
+            "c.json: expert_layer_offset: 2 is not below expert_layer_period 2");
   EXPECT_EQ(parse_model_config("c.json", "{\"hidden_size\": ").status().message(), "c.json: not valid JSON (byte 17)");
   // Found by fuzzing (fuzz/regressions/model_config/number-1e28001-overflows-double-uncaught.json):
   // a number beyond a double threw nlohmann's out_of_range, which nothing caught.
