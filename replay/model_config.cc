@@ -77,6 +77,8 @@ StatusOr<int> active_intermediate(const Fields& f, int intermediate) {
   KV_ASSIGN(width, f.positive("moe_intermediate_size", intermediate, kMaxMlp));
   if (f.find("shared_expert_intermediate_size") != nullptr) {
     KV_ASSIGN(shared, f.positive("shared_expert_intermediate_size", 0, kMaxMlp));
+  } else if (const Json* s = f.find("shared_intermediate_size"); s != nullptr && !(s->is_number_integer() && *s == 0)) {
+    KV_ASSIGN(shared, f.positive("shared_intermediate_size", 0, kMaxMlp));  // Granite-4.0-H
   } else if (const Json* type = f.find("model_type");
              type != nullptr && type->is_string() && type->get<std::string>().rfind("llama4", 0) == 0) {
     shared = intermediate;  // Llama 4: one shared expert as wide as a routed one
@@ -89,7 +91,25 @@ StatusOr<int> active_intermediate(const Fields& f, int intermediate) {
                        " make an active MLP of " + std::to_string(active) + ", above the bound " +
                        std::to_string(kMaxActiveMlp));
   }
-  return static_cast<int>(active);
+  if (f.find("expert_layer_period") == nullptr) return static_cast<int>(active);
+  // Jamba: experts only on layers i % expert_layer_period == expert_layer_offset (HF defaults
+  // 2 and 1), a dense MLP of intermediate_size elsewhere; the mean over the layers, as the
+  // jamba-mini preset has it.
+  int period = 0, offset = 1;
+  KV_ASSIGN(period, f.positive("expert_layer_period", 0, kMaxLayers));
+  if (const Json* o = f.find("expert_layer_offset"); o != nullptr && !(o->is_number_integer() && *o == 0)) {
+    KV_ASSIGN(offset, f.positive("expert_layer_offset", 0, kMaxLayers));
+  } else if (o != nullptr) {
+    offset = 0;
+  }
+  if (offset >= period) {
+    return f.error("expert_layer_offset",
+                   std::to_string(offset) + " is not below expert_layer_period " + std::to_string(period));
+  }
+  int layers = 0;
+  KV_ASSIGN(layers, f.positive("num_hidden_layers", 0, kMaxLayers));
+  const std::int64_t moe_layers = (layers - offset + period - 1) / period;
+  return static_cast<int>((moe_layers * active + (layers - moe_layers) * std::int64_t{intermediate}) / layers);
 }
 
 // A string field's value, or "" when absent or not a string.
@@ -343,11 +363,14 @@ StatusOr<ModelShape> read_shape(const Fields& f, const std::string& name) {
     return f.error("num_key_value_heads",
                    std::to_string(m.kv_heads) + " does not divide num_attention_heads " + std::to_string(m.heads));
   }
-  if (f.find("head_dim") == nullptr && m.hidden % m.heads != 0) {
+  if (f.find("head_dim") == nullptr && f.find("attention_head_dim") == nullptr && m.hidden % m.heads != 0) {
     return f.error("head_dim", "missing, and hidden_size " + std::to_string(m.hidden) +
                                    " is not a multiple of num_attention_heads " + std::to_string(m.heads));
   }
-  KV_ASSIGN(m.head_dim, f.positive("head_dim", m.hidden / m.heads, kMaxHidden));
+  // Nemotron-H names it attention_head_dim.
+  const std::string head_dim_field =
+      f.find("head_dim") == nullptr && f.find("attention_head_dim") != nullptr ? "attention_head_dim" : "head_dim";
+  KV_ASSIGN(m.head_dim, f.positive(head_dim_field, m.hidden / m.heads, kMaxHidden));
   if (std::int64_t{m.heads} * m.head_dim > kMaxHidden) {
     return f.error("head_dim", std::to_string(m.head_dim) + " times " + std::to_string(m.heads) +
                                    " heads is above the bound " + std::to_string(kMaxHidden));

@@ -3,11 +3,14 @@
 // Fields read (from "text_config" when the file has one, as Gemma 3 and Llama 4 do):
 //   hidden_size, num_hidden_layers, num_attention_heads, intermediate_size, vocab_size
 //   (required); num_key_value_heads (default: num_attention_heads); head_dim (default:
-//   hidden_size / num_attention_heads);
+//   attention_head_dim (Nemotron-H), else hidden_size / num_attention_heads);
 //   mixture of experts: num_local_experts or num_experts, num_experts_per_tok,
 //   moe_intermediate_size (expert width, default intermediate_size), a shared expert from
-//   shared_expert_intermediate_size or, for Llama 4, intermediate_size: the active MLP width is
-//   experts_per_tok * expert width + shared (ModelShape invariant 3);
+//   shared_expert_intermediate_size, shared_intermediate_size (Granite-4.0-H) or, for Llama 4,
+//   intermediate_size: the active MLP width is experts_per_tok * expert width + shared
+//   (ModelShape invariant 3); with expert_layer_period and expert_layer_offset (Jamba: experts
+//   on every period-th layer, a dense intermediate_size MLP on the others) the mean over the
+//   layers;
 //   layer pattern, first that applies: layer_types ("full_attention", "sliding_attention",
 //   "chunked_attention"); attention_chunk_size with no_rope_layers (0 = global) or every
 //   no_rope_layer_interval-th (default 4) layer global (Llama 4); sliding_window with

@@ -109,33 +109,39 @@ std::vector<ModelShape> make_shapes() {
   twin.sliding_window = 0;
   shapes.push_back(twin);
 
+  // The presets below were checked field by field against their published config.json
+  // (2026-11-26); where the Hub file could not be read, against a public copy of it, named in
+  // tests/data/README.md, where trimmed copies of each are read back by
+  // tests/replay/replay_model_config_test.cc.
+  //
   // https://huggingface.co/Qwen/Qwen3-Next-80B-A3B-Instruct/blob/main/config.json: 48 layers,
   // hidden_size 2048, 16 heads, num_key_value_heads 2, head_dim 256, vocab_size 151936,
-  // full_attention_interval 4 (layer_types: three linear_attention, then full_attention);
-  // linear_conv_kernel_dim 4, linear_key_head_dim 128, linear_value_head_dim 128,
-  // linear_num_key_heads 16, linear_num_value_heads 32 (no mamba_ssm_dtype: 16-bit states,
-  // 1,097,728 bytes a layer). MoE: 512 experts, num_experts_per_tok 10 of
-  // moe_intermediate_size 512, shared_expert_intermediate_size 512: active MLP 5632.
+  // full_attention_interval 4 (no layer_types: three linear_attention layers, then
+  // full_attention); linear_conv_kernel_dim 4, linear_key_head_dim 128, linear_value_head_dim
+  // 128, linear_num_key_heads 16, linear_num_value_heads 32 (no mamba_ssm_dtype: 16-bit states,
+  // 1,097,728 bytes a layer). MoE on every layer (decoder_sparse_step 1, mlp_only_layers []): 512
+  // experts, num_experts_per_tok 10 of moe_intermediate_size 512, shared_expert_intermediate_size
+  // 512: active MLP 5632.
   ModelShape next = dense("qwen3-next-80b-a3b", 48, 2048, 16, 2, 256, 10 * 512 + 512, 151936);
   next.layer_types = every_nth(48, 4, A::kFullAttention, A::kMamba);
   gated_delta_net(next, 16, 32, 128, 128, 4, 2);
   shapes.push_back(next);
   // https://huggingface.co/Qwen/Qwen3.5-4B/blob/main/config.json (text_config): 32 layers,
   // hidden_size 2560, intermediate_size 9216, 16 heads, num_key_value_heads 4, head_dim 256,
-  // vocab_size 248320, full_attention_interval 4; the linear_* fields as Qwen3-Next's and
-  // mamba_ssm_dtype float32: a 2,146,304-byte state, so page unification makes the attention
-  // block 528 tokens (33 * 16 * 4096 bytes >= the state).
+  // vocab_size 248320, layer_types three linear_attention then full_attention, eight times; the
+  // linear_* fields as Qwen3-Next's and mamba_ssm_dtype float32: a 2,146,304-byte state, so page
+  // unification makes the attention block 528 tokens (33 * 16 * 4096 bytes >= the state).
   ModelShape q35 = dense("qwen3.5-4b", 32, 2560, 16, 4, 256, 9216, 248320);
   q35.layer_types = every_nth(32, 4, A::kFullAttention, A::kMamba);
   gated_delta_net(q35, 16, 32, 128, 128, 4, 4);
   shapes.push_back(q35);
   // https://huggingface.co/nvidia/Nemotron-H-8B-Base-8K/blob/main/config.json:
   // hybrid_override_pattern "M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-" (52 blocks: 24
-  // Mamba2 "M", 4 attention "*", 24 MLP "-"), hidden_size 4096, 32 heads, 8 KV heads of 128,
-  // intermediate_size 21504 (squared-ReLU, two matrices), vocab_size 131072, mamba_num_heads
-  // 128, mamba_head_dim 64, n_groups 8, ssm_state_size 128, conv_kernel 4. kvsim's layers are
-  // the 28 mixer blocks; the 24 MLP blocks' 2 * 21504-wide weights spread over them as a
-  // 3-matrix MLP of 2 * 21504 * 24 / (3 * 28) = 12288.
+  // Mamba2 "M", 4 attention "*", 24 MLP "-"), hidden_size 4096, 32 heads, 8 KV heads of
+  // attention_head_dim 128, intermediate_size 21504 (squared-ReLU, two matrices), vocab_size
+  // 131072, mamba_num_heads 128, mamba_head_dim 64, n_groups 8, ssm_state_size 128, conv_kernel
+  // 4. kvsim's layers are the 28 mixer blocks; the 24 MLP blocks' 2 * 21504-wide weights spread
+  // over them as a 3-matrix MLP of 2 * 21504 * 24 / (3 * 28) = 12288.
   ModelShape nemo = dense("nemotron-h-8b", 28, 4096, 32, 8, 128, 12288, 131072);
   for (char c : std::string_view("M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-")) {
     if (c != '-') nemo.layer_types.push_back(c == '*' ? A::kFullAttention : A::kMamba);
@@ -143,20 +149,23 @@ std::vector<ModelShape> make_shapes() {
   mamba2(nemo, 128, 64, 8, 128, 4);
   shapes.push_back(nemo);
   // https://huggingface.co/ibm-granite/granite-4.0-h-small/blob/main/config.json: 40 layers,
-  // layer_types "attention" at 5, 15, 25, 35 and "mamba" elsewhere, hidden_size 4096, 32 heads,
-  // 8 KV heads (head 128), mamba_n_heads 128, mamba_d_head 64, mamba_n_groups 1, mamba_d_state
-  // 128, mamba_d_conv 4, vocab_size 100352; MoE 72 experts, num_experts_per_tok 10 of
-  // intermediate_size 896, shared_intermediate_size 1024: active MLP 9984.
-  ModelShape granite = dense("granite-4.0-h-small", 40, 4096, 32, 8, 128, 10 * 896 + 1024, 100352);
+  // 4 "attention" and 36 "mamba" in layer_types, hidden_size 4096, 32 heads (head 128),
+  // mamba_n_heads 128, mamba_d_head 64, mamba_n_groups 1, mamba_d_state 128, mamba_d_conv 4,
+  // vocab_size 100352; MoE on every layer: 72 experts, num_experts_per_tok 10 of
+  // intermediate_size 768, shared_intermediate_size 1536: active MLP 9216. Unverified:
+  // num_key_value_heads 8, and the attention layers' positions 5, 15, 25, 35 (those of the
+  // published granite-4.0-h-tiny and -h-1b configs).
+  ModelShape granite = dense("granite-4.0-h-small", 40, 4096, 32, 8, 128, 10 * 768 + 1536, 100352);
   granite.layer_types = attention_every(40, 10, 5);
   mamba2(granite, 128, 64, 1, 128, 4);
   shapes.push_back(granite);
   // https://huggingface.co/ai21labs/AI21-Jamba-1.5-Mini/blob/main/config.json (Jamba-v0.1's
   // shape): 32 layers, hidden_size 4096, 32 heads, 8 KV heads of 128, intermediate_size 14336,
   // vocab_size 65536, attn_layer_period 8, attn_layer_offset 4, Mamba (v1) mamba_d_state 16,
-  // mamba_d_conv 4, mamba_expand 2 (inner 8192: conv 8192 x 3 + SSM 8192 x 16, 16-bit). MoE on
-  // every other layer (expert_layer_period 2), 2 of 16 experts: the mean active MLP is
-  // (14336 + 2 * 14336) / 2 = 21504. in_proj 2 * inner (x_proj and dt_proj left out).
+  // mamba_d_conv 4, mamba_expand 2 (inner 8192: conv 8192 x 3 + SSM 8192 x 16, 16-bit, as vLLM's
+  // mamba1_state_shape). MoE on the odd layers (expert_layer_period 2, expert_layer_offset 1), 2
+  // of 16 experts: the mean active MLP is (14336 + 2 * 14336) / 2 = 21504. in_proj 2 * inner
+  // (x_proj and dt_proj, mamba_dt_rank 256, left out).
   ModelShape jamba = dense("jamba-mini", 32, 4096, 32, 8, 128, 21504, 65536);
   jamba.layer_types = attention_every(32, 8, 4);
   jamba.mamba_state_bytes = (8192LL * 3 + 8192LL * 16) * 2;
@@ -166,7 +175,9 @@ std::vector<ModelShape> make_shapes() {
   // https://huggingface.co/openai/whisper-large-v3/blob/main/config.json: the decoder's
   // decoder_layers 32, d_model 1280, decoder_attention_heads 20 (head 64, no GQA),
   // decoder_ffn_dim 5120 (GELU, two matrices: a 3-matrix width of 2 * 5120 / 3 = 3413),
-  // vocab_size 51866, max_source_positions 1500 (the encoder outputs cross attention reads).
+  // vocab_size 51866, max_source_positions 1500 (the encoder outputs cross attention reads;
+  // encoder_layers 32 and encoder_attention_heads 20 are not modelled: the encoder keeps no KV
+  // cache).
   ModelShape whisper = dense("whisper-large-v3", 32, 1280, 20, 20, 64, 3413, 51866);
   whisper.cross_attention = true;
   whisper.encoder_tokens = 1500;

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <string>
 
 namespace kv::replay {
@@ -30,6 +31,61 @@ TEST(ModelConfigTest, LlamaFileIsTheLlama3_8bPreset) {
   expect_same_shape(*m, preset("llama3-8b"));
   EXPECT_EQ(m->name, "meta-llama/Llama-3.1-8B-Instruct");
   EXPECT_EQ(m->kv_bytes_per_token(), preset("llama3-8b").kv_bytes_per_token());
+}
+
+std::string data_file(const char* name) { return std::string(KVSIM_SOURCE_DIR) + "/tests/data/" + name; }
+
+// The Mamba hybrids' published configs (trimmed copies; tests/data/README.md names the source of
+// each) read into their presets: layer pattern, attention shape, active MLP width, and the
+// recurrent state vLLM's MambaStateShapeCalculator sizes, with the attention block it implies.
+TEST(ModelConfigTest, PublishedHybridConfigsAreThePresets) {
+  struct Case {
+    const char* file;
+    const char* preset;
+    int mamba_layers;
+    std::int64_t state_bytes;
+    int block_size;  // attention_block_size(16)
+  };
+  const Case cases[] = {
+      // conv (2 * 16 * 128 + 32 * 128) * 3 + delta rule 32 * 128 * 128, 16-bit; 2048 B a token.
+      {"qwen3-next-80b-a3b-instruct-config.json", "qwen3-next-80b-a3b", 36, (8192LL * 3 + 32 * 128 * 128) * 2, 544},
+      // The same conv state, 16-bit, and the delta rule in float32; 4096 B a token.
+      {"qwen3.5-4b-config.json", "qwen3.5-4b", 24, 8192LL * 3 * 2 + 32 * 128 * 128 * 4, 528},
+      // conv (128 * 64 + 2 * 8 * 128) * 3 + SSM 128 * 64 * 128, 16-bit; 4096 B a token.
+      {"nemotron-h-8b-base-8k-config.json", "nemotron-h-8b", 24, (10240LL * 3 + 8192 * 128) * 2, 528},
+      // conv (128 * 64 + 2 * 1 * 128) * 3 + SSM 128 * 64 * 128, 16-bit.
+      {"granite-4.0-h-small-config.json", "granite-4.0-h-small", 36, (8448LL * 3 + 8192 * 128) * 2, 528},
+      // Mamba v1: conv 8192 * 3 + SSM 8192 * 16, 16-bit.
+      {"ai21-jamba-1.5-mini-config.json", "jamba-mini", 28, 8192LL * 19 * 2, 80},
+  };
+  for (const Case& c : cases) {
+    auto m = load_model_config(data_file(c.file));
+    ASSERT_TRUE(m.ok()) << m.status().message();
+    const ModelShape want = preset(c.preset);
+    SCOPED_TRACE(c.preset);
+    expect_same_shape(*m, want);
+    EXPECT_EQ(m->num_layers_of(AttentionType::kMamba), c.mamba_layers);
+    EXPECT_EQ(m->mamba_state_bytes, c.state_bytes);
+    EXPECT_EQ(want.mamba_state_bytes, c.state_bytes);
+    EXPECT_EQ(m->mamba_in_proj, want.mamba_in_proj);
+    EXPECT_EQ(m->mamba_inner, want.mamba_inner);
+    EXPECT_EQ(m->attention_block_size(16), c.block_size);
+    EXPECT_EQ(want.attention_block_size(16), c.block_size);
+  }
+  // Active MLP widths: Granite-4.0-H 10 of 72 experts of 768 plus a shared 1536
+  // (shared_intermediate_size); Jamba 2 of 16 experts of 14336 on every second layer, a dense
+  // 14336 on the others; Nemotron-H's 24 two-matrix MLP blocks over its 28 mixers.
+  EXPECT_EQ(load_model_config(data_file("granite-4.0-h-small-config.json"))->intermediate, 10 * 768 + 1536);
+  EXPECT_EQ(load_model_config(data_file("ai21-jamba-1.5-mini-config.json"))->intermediate, (2 * 14336 + 14336) / 2);
+  EXPECT_EQ(load_model_config(data_file("nemotron-h-8b-base-8k-config.json"))->intermediate, 12288);
+  // Nemotron-H names its head size attention_head_dim (128 above, as hidden / heads happens to
+  // be); it wins over hidden / heads where they differ.
+  auto wide_heads = parse_model_config("nemo.json",
+                                       R"({"hidden_size": 3072, "num_hidden_layers": 2, "num_attention_heads": 32,
+                                       "num_key_value_heads": 8, "attention_head_dim": 128, "intermediate_size": 12288,
+                                       "vocab_size": 131072})");
+  ASSERT_TRUE(wide_heads.ok()) << wide_heads.status().message();
+  EXPECT_EQ(wide_heads->head_dim, 128);
 }
 
 TEST(ModelConfigTest, GptOssLayerTypesAndExperts) {
@@ -119,6 +175,12 @@ TEST(ModelConfigTest, ErrorsNameTheFileAndField) {
                 .status()
                 .message(),
             "c.json: layer_types: must be a list of num_hidden_layers (2) names");
+  EXPECT_EQ(parse_model_config("c.json", R"({"hidden_size": 64, "num_experts": 4, "num_experts_per_tok": 2,
+                                               "expert_layer_period": 2, "expert_layer_offset": 2, )" +
+                                             base + "}")
+                .status()
+                .message(),
+            "c.json: expert_layer_offset: 2 is not below expert_layer_period 2");
   EXPECT_EQ(parse_model_config("c.json", "{\"hidden_size\": ").status().message(), "c.json: not valid JSON (byte 17)");
   // Found by fuzzing (fuzz/regressions/model_config/number-1e28001-overflows-double-uncaught.json):
   // a number beyond a double threw nlohmann's out_of_range, which nothing caught.
