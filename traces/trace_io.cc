@@ -369,6 +369,23 @@ TraceReader::TraceReader(TraceReader&&) noexcept = default;
 TraceReader& TraceReader::operator=(TraceReader&&) noexcept = default;
 TraceReader::~TraceReader() = default;
 
+namespace {
+
+// The tokens a request's prompt segments expand to (out-of-range counts are caught later).
+std::size_t segment_tokens(const pb::Request& m) {
+  std::size_t n = 0;
+  for (const pb::PromptSegment& s : m.prompt_segments()) {
+    if (s.has_block() && s.block().num_tokens() > 0 && s.block().num_tokens() <= kMaxBlockRefTokens) {
+      n += static_cast<std::size_t>(s.block().num_tokens());
+    } else if (s.has_tokens()) {
+      n += static_cast<std::size_t>(s.tokens().ids_size());
+    }
+  }
+  return std::min<std::size_t>(n, static_cast<std::size_t>(kMaxPromptTokens));
+}
+
+}  // namespace
+
 StatusOr<bool> TraceReader::next(TraceRequest* out) {
   if (!failed_.ok()) return failed_;
   const std::string where = path_ + ": request " + std::to_string(num_read_) + ": ";
@@ -394,6 +411,7 @@ StatusOr<bool> TraceReader::next(TraceRequest* out) {
   out->arrival_time_us = m.arrival_time_us();
   out->prompt.assign(m.prompt_tokens().begin(), m.prompt_tokens().end());
   out->prompt_segments.clear();
+  out->prompt.reserve(out->prompt.size() + segment_tokens(m));  // exact: prompts live as long as requests
   for (int i = 0; i < m.prompt_segments_size(); ++i) {
     const pb::PromptSegment& s = m.prompt_segments(i);
     if (s.has_block()) {
