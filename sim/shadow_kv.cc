@@ -133,6 +133,7 @@ void ShadowKv::reject_drafts(const RequestId& id, std::int64_t count) {
   const std::int64_t to = std::max<std::int64_t>(0, l.num_computed - count);
   for (std::int64_t p = to; p < l.num_computed; ++p) {
     for (int g = 0; g < num_groups(); ++g) {
+      if (is_cross(g)) continue;  // invariant 9: drafts never write the encoder's outputs
       const std::int64_t s = l.table.slot(p, block_size_, g);
       if (s < 0 || static_cast<std::size_t>(s) >= slots_.size()) continue;  // null block, or never written
       slots_[s] = fingerprint(slots_[s], kPaddingDraft, -1 - p);            // a rejected draft's KV

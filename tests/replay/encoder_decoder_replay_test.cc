@@ -65,6 +65,20 @@ TEST(EncoderDecoderShadow, EncoderOutputsAreWrittenOnceAndReadBack) {
   EXPECT_TRUE(end.empty());
 }
 
+// Rejected drafts poison the decoder's slots they wrote, never the encoder outputs at the same
+// positions of the cross-attention blocks.
+TEST(EncoderDecoderShadow, RejectedDraftsLeaveTheEncoderOutputs) {
+  sim::ShadowKv shadow(sim::VerifyMode::kFull);
+  StepPlan p0 = cross_plan(0);
+  p0.requests.push_back(admitted("a", 1, {2, 3}, 8));
+  ASSERT_TRUE(apply(shadow, p0).empty());
+  shadow.reject_drafts("a", 2);  // positions 1 and 2
+  EXPECT_EQ(shadow.num_computed("a"), 1);
+  std::vector<sim::Violation> end;
+  shadow.verify_live(1, &end);
+  EXPECT_TRUE(end.empty()) << end.front().to_string();
+}
+
 TEST(EncoderDecoderShadow, ACrossBlockOfAnotherRequestIsAViolation) {
   sim::ShadowKv shadow(sim::VerifyMode::kFull);
   StepPlan p0 = cross_plan(0);
