@@ -226,6 +226,16 @@ std::vector<int> KvCacheManager::group_state_block_sizes() const {
   return sizes;
 }
 
+std::vector<bool> KvCacheManager::group_cross_attention() const {
+  std::vector<bool> cross;
+  bool any = false;
+  for (std::size_t g = 0; g < num_groups(); ++g) {
+    cross.push_back(coordinator_->group(g).spec().type == AttentionType::kCrossAttention);
+    any = any || cross.back();
+  }
+  return any ? cross : std::vector<bool>{};
+}
+
 std::vector<std::int64_t> KvCacheManager::blocks_in_use_per_group() const {
   std::vector<std::int64_t> in_use;
   for (std::size_t g = 0; g < num_groups(); ++g) {

@@ -132,6 +132,8 @@ class KvCacheManager {
   std::vector<std::int64_t> group_reaches() const;
   // Per group, 0 for attention, the block size of a Mamba group (StepPlan::group_state_block_sizes).
   std::vector<int> group_state_block_sizes() const;
+  // Per group, true for cross attention (StepPlan::group_cross_attention); empty if none is.
+  std::vector<bool> group_cross_attention() const;
 
   std::size_t num_free_blocks() const { return pool_.num_free_blocks(); }
   double usage() const { return pool_.usage(); }

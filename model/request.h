@@ -73,6 +73,9 @@ class Request {
   // Mamba align mode: the lookup's shared-prefix boundary (CacheHit::shared_prefix_boundary)
   // at its last lookup; prefill chunks are cut at the last block boundary before it.
   std::int64_t shared_prefix_boundary = 0;
+  // Encoder-decoder models: the encoder input positions (Whisper: 1500 per 30-s audio input),
+  // run in the step that admits it (again after a preemption); 0 for a decoder-only model.
+  std::int64_t num_encoder_tokens = 0;
 
  private:
   RequestId id_;

@@ -141,6 +141,14 @@ SchedulerConfig scheduler_config(const ReplayConfig& c, std::int64_t num_blocks,
     KV_CHECK(groups.ok(), groups.status().message());
     sc.cache.groups = std::move(*groups);
   }
+  // An encoder-decoder model: vLLM's SchedulerConfig turns chunked prefill (and the long-prefill
+  // threshold) off, whatever was asked, and its encoder budget (compute_encoder_budget) is the
+  // encoder length: one audio input per step for Whisper.
+  if (c.effective_model().cross_attention) {
+    sc.enable_chunked_prefill = false;
+    sc.long_prefill_token_threshold = 0;
+    sc.max_num_encoder_input_tokens = c.effective_model().encoder_tokens;
+  }
   return sc;
 }
 
@@ -212,7 +220,12 @@ std::vector<std::string> cached_block_hashes(const Scheduler& scheduler) {
   return cached_block_hashes(kv.pool(), /*with_group=*/kv.tables_per_group());
 }
 
-ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const { return config.run.replay; }
+ReplayOptions ReplayRun::replay_options(const ReplayConfig& config) const {
+  ReplayOptions o = config.run.replay;
+  const ModelShape& model = config.effective_model();
+  if (model.cross_attention) o.encoder_tokens_per_request = model.encoder_tokens;  // Whisper: 1500
+  return o;
+}
 
 std::unique_ptr<Replayer> ReplayRun::make_replayer(const ReplayConfig& config) {
   auto replayer = std::make_unique<Replayer>(*scheduler, *device, *source, replay_options(config), predictor.get());

@@ -148,6 +148,9 @@ Status set_model(ReplayConfig& c, const std::string& name) {
   auto shape = find_model_shape(name);
   if (!shape.ok()) return shape.status().with_context("--model: ");
   c.device.model = *shape;
+  // vLLM turns prefix caching off for an encoder-decoder model; an explicit
+  // --prefix-caching on given after --model is refused by validate().
+  if (shape->cross_attention) c.scheduler.cache.enable_caching = false;
   return {};
 }
 
@@ -787,6 +790,11 @@ Status validate_hybrid_groups(const ReplayConfig& c) {
   if (model.cross_attention && c.device.kind != DeviceKind::kSim) {
     return bad("device", c.device.model.name + ": the CUDA backend has no cross-attention kernels; use --device sim");
   }
+  // vLLM's Scheduler asserts that an encoder-decoder model runs without a KV connector.
+  if (model.cross_attention && c.tiers_enabled()) {
+    return bad("host-cache-bytes",
+               c.device.model.name + " is an encoder-decoder model: vLLM runs no KV connector (second tier) with one");
+  }
   if (!c.hybrid_kv_cache()) return {};
   if (model.has_mamba() && c.device.mamba_cache_mode &&
       c.scheduler.cache.enable_caching == (*c.device.mamba_cache_mode == MambaCacheMode::kNone)) {
@@ -798,11 +806,9 @@ Status validate_hybrid_groups(const ReplayConfig& c) {
     if (c.scheduler.cache.enable_caching) {
       return bad("prefix-caching", c.device.model.name +
                                        " has cross attention: encoder-decoder models run with prefix caching off "
-                                       "(as vLLM does); pass --prefix-caching off");
+                                       "(as vLLM does); drop --prefix-caching on");
     }
-    return bad("model", c.device.model.name +
-                            ": replaying an encoder-decoder model needs encoder inputs per request, which kvsim "
-                            "traces do not carry yet (its KV-cache groups are built: ModelShape::kv_cache_groups)");
+    return {};
   }
   const int block_size = c.block_size();
   if (block_size > kMaxMambaBlock) {

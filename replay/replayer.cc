@@ -72,6 +72,7 @@ Status Replayer::pull_next(Run& r) {
   auto got = source_.next(&r.pending);
   if (!got.ok()) return got.status();
   r.have_pending = *got;
+  if (r.have_pending) r.pending.num_encoder_tokens = options_.encoder_tokens_per_request;
   if (!r.have_pending) {
     r.source_done = true;
   } else if (r.pending.arrival_time_us > trace::kMaxArrivalTimeUs) {  // its nanoseconds would overflow
@@ -259,6 +260,8 @@ void Replayer::finish(Run& r) {
   const SchedulerStats& st = scheduler_.stats();
   sum.preemptions = st.preemptions;
   sum.recomputed_tokens = st.recomputed_tokens;
+  sum.encoder_tokens_per_request = options_.encoder_tokens_per_request;
+  sum.encoder_tokens = st.encoder_tokens;
   sum.evictions = scheduler_.kv_cache().pool().num_evictions();
   sum.spec.num_drafts = st.spec_num_drafts;
   sum.spec.num_draft_tokens = st.spec_num_draft_tokens;

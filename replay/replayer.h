@@ -85,6 +85,9 @@ struct ReplayOptions {
   std::vector<double> metric_percentiles = {99};
   GoodputSlo goodput;
   double overload_ttft_ms = 60000;  // median TTFT above this marks the run overloaded
+  // Encoder-decoder models: the encoder input every request brings (Whisper: its
+  // max_source_positions, 1500, as vLLM pads every audio input to 30 s); 0: no encoder.
+  std::int64_t encoder_tokens_per_request = 0;
 };
 
 // Speculative decoding, vLLM's spec-decoding metrics (SpecDecodingStats) over the run: drafts
@@ -114,6 +117,9 @@ struct ReplaySummary {
   std::int64_t requests_total = 0, requests_finished = 0, requests_rejected = 0;
   std::int64_t prompt_tokens = 0, output_tokens = 0;
   std::int64_t steps = 0, preemptions = 0, recomputed_tokens = 0, evictions = 0;
+  // Encoder-decoder models: each request's encoder input positions, and those run over the
+  // replay (one per admission, resumptions after a preemption included); 0 otherwise.
+  std::int64_t encoder_tokens_per_request = 0, encoder_tokens = 0;
   PrefixCacheStats cache;
   double hit_rate = 0;  // vLLM's counter: hits / queries over every lookup
                         // (a waiting head is looked up at every attempt)

@@ -163,6 +163,9 @@ std::string summary_json(const RunConfig& config, const ReplaySummary& s, double
                        {"preempted_hits", s.cache.preempted_hits},
                        {"evictions", s.evictions}};
   j["scheduler"] = {{"steps", s.steps}, {"preemptions", s.preemptions}, {"recomputed_tokens", s.recomputed_tokens}};
+  if (s.encoder_tokens_per_request > 0) {  // encoder-decoder models only
+    j["encoder"] = {{"tokens_per_request", s.encoder_tokens_per_request}, {"tokens", s.encoder_tokens}};
+  }
   j["latency_us"] = {{"ttft", latency_json(s.ttft_us, s.serving.ttft_ms)},
                      {"tpot", latency_json(s.tpot_us, s.serving.tpot_ms)},
                      {"e2e", latency_json(s.e2e_us, s.serving.e2el_ms)},
@@ -262,6 +265,10 @@ std::string format_summary(const std::string& title, const ReplaySummary& s, dou
     row("GPU + tiers hit rate", fmt("%.2f%%", 100.0 * s.combined_hit_rate) + " of prompt tokens");
     row("tier load / stall time", fmt("%.3f ms", static_cast<double>(s.tier_load_ns) / 1e6) + " / " +
                                       fmt("%.3f ms", static_cast<double>(s.tier_stall_ns) / 1e6));
+  }
+  if (s.encoder_tokens_per_request > 0) {
+    row("encoder tokens",
+        std::to_string(s.encoder_tokens) + " (" + std::to_string(s.encoder_tokens_per_request) + " per admission)");
   }
   if (s.spec.num_speculative_tokens > 0) {  // vLLM's SpecDecodingLogging figures
     row("spec decoding drafts", std::to_string(s.spec.num_drafts) + " drafts, " +

@@ -67,6 +67,8 @@ StepShape summarize(const StepPlan& plan, std::int64_t window) {
       s.window_attended_pairs += window_pairs_upto(c + q, window) - window_pairs_upto(c, window);
     }
     uniform = uniform && q == 1;
+    s.encoder_tokens += r.num_encoder_tokens;
+    s.encoder_pairs += r.num_encoder_tokens * r.num_encoder_tokens;
   }
   for (const TierTransfer& t : plan.tier_loads) (t.tier == 0 ? s.tier_host_loads : s.tier_disk_loads) += 1;
   s.tier_stores_before = static_cast<std::int64_t>(plan.tier_stores_before.size());
@@ -109,6 +111,59 @@ CostModel::CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGrap
   edge(StepNode::kDownProj, StepNode::kAllReduce);
   edge(StepNode::kAllReduce, StepNode::kFinalNorm);
   if (tier_.enabled) add_tier_nodes();
+  if (model_.cross_attention) {  // invariant 11: the encoder runs before the decoder's first layer
+    KV_CHECK(model_.encoder_layers > 0 && model_.encoder_tokens > 0,
+             "model " << model_.name << " has no encoder shape");
+    encoder_node_ = dag_.add_node("encoder");
+    dag_.add_edge(id(StepNode::kSlotMapping), encoder_node_);
+    dag_.add_edge(id(StepNode::kGraphLaunch), encoder_node_);
+    dag_.add_edge(encoder_node_, id(StepNode::kInputNorm));
+  }
+}
+
+// Invariant 11: every encoder layer over the step's encoder tokens (16-bit activations and
+// attention math, the model's weight format), then each decoder layer's cross K/V projection
+// of the encoder outputs and its cache write.
+std::int64_t CostModel::encoder_node_cycles(const StepShape& shape, std::int64_t launch) const {
+  if (shape.encoder_tokens <= 0) return 0;
+  const int w_bits = dtype_bits(model_.dtype);
+  const int in_bits = gpu_.has_tensor_cores_for(model_.dtype) ? w_bits : 16;
+  const std::int64_t peak = gpu_.peak_flops_for(model_.dtype);
+  const std::int64_t t = shape.encoder_tokens;
+  const std::int64_t h = model_.hidden;
+  const std::int64_t q_width = std::int64_t{model_.heads} * model_.head_dim;
+  const std::int64_t kv_width = std::int64_t{model_.kv_heads} * model_.head_dim;
+  const std::int64_t mlp = model_.intermediate;  // the 3-matrix width (ModelShape invariant 2)
+  const std::int64_t layer =
+      roofline_cycles(gemm(t, h, q_width + 2 * kv_width, in_bits, w_bits, peak)) +
+      roofline_cycles(gemm(t, q_width, h, in_bits, w_bits, peak)) +
+      roofline_cycles(gemm(t, h, 2 * mlp, in_bits, w_bits, peak)) +
+      roofline_cycles(gemm(t, mlp, h, in_bits, w_bits, peak)) +
+      roofline_cycles({4 * shape.encoder_pairs * q_width, 2 * t * (q_width + 2 * kv_width) * 2, gpu_.peak_flops}) +
+      5 * launch;
+  const std::int64_t cross_kv =
+      roofline_cycles(gemm(t, h, 2 * kv_width, in_bits, w_bits, peak)) +
+      roofline_cycles({0, t * dtype_bytes_of(model_.kv_dtype, 2 * kv_width), gpu_.peak_flops}) + 2 * launch;
+  return model_.encoder_layers * layer + model_.layers * cross_kv;
+}
+
+// Invariant 11: per decoder layer, the cross-attention Q and output GEMMs over the step's
+// tokens and each query reading its request's encoder_tokens keys from the KV cache.
+std::int64_t CostModel::cross_attention_cycles(const StepShape& shape, std::int64_t launch) const {
+  if (!model_.cross_attention || shape.num_tokens <= 0) return 0;
+  const int w_bits = dtype_bits(model_.dtype);
+  const int in_bits = gpu_.has_tensor_cores_for(model_.dtype) ? w_bits : 16;
+  const std::int64_t peak = gpu_.peak_flops_for(model_.dtype);
+  const std::int64_t t = shape.num_tokens;
+  const std::int64_t q_width = std::int64_t{model_.heads} * model_.head_dim;
+  const std::int64_t kv_width = std::int64_t{model_.kv_heads} * model_.head_dim;
+  const std::int64_t e = model_.encoder_tokens;
+  const KernelWork read{4 * t * e * q_width,
+                        shape.num_seqs * e * dtype_bytes_of(model_.kv_dtype, 2 * kv_width) + 2 * t * q_width * 2,
+                        gpu_.peak_flops};
+  return model_.layers *
+         (roofline_cycles(gemm(t, model_.hidden, q_width, in_bits, w_bits, peak)) +
+          roofline_cycles(gemm(t, q_width, model_.hidden, in_bits, w_bits, peak)) + roofline_cycles(read) + 3 * launch);
 }
 
 std::int64_t CostModel::host_ns(const StepShape& shape) const {
@@ -288,8 +343,10 @@ StepCost CostModel::cost(const StepShape& shape) {
     per_attention_layer(StepNode::kQkvProj, Kernel::kQkvProj);
     per_attention_layer(StepNode::kRotary, Kernel::kRotary);
     per_attention_layer(StepNode::kCacheWrite, Kernel::kCacheWrite);
-    w[id(StepNode::kAttention)] =
-        attention_node_cycles(shape, attention_pad, attention_launch) + mamba_node_cycles(dense, attention_launch);
+    w[id(StepNode::kAttention)] = attention_node_cycles(shape, attention_pad, attention_launch) +
+                                  mamba_node_cycles(dense, attention_launch) +
+                                  cross_attention_cycles(shape, attention_launch);
+    if (encoder_node_ >= 0) out.encoder_cycles = encoder_node_cycles(shape, launch);
     per_attention_layer(StepNode::kOProj, Kernel::kOProj);
     per_layer(StepNode::kPostAttentionNorm, Kernel::kRmsnorm, dense, dense_launch);
     per_layer(StepNode::kGateUpProj, Kernel::kGateUpProj, dense, dense_launch);
@@ -309,6 +366,7 @@ StepCost CostModel::cost(const StepShape& shape) {
     }
   }
   for (int n = 0; n < kNumStepNodes; ++n) dag_.set_cycles(n, w[n]);
+  if (encoder_node_ >= 0) dag_.set_cycles(encoder_node_, out.encoder_cycles);
   out.cycles = critical_path(w[id(StepNode::kHostSchedule)]);
   if (tier_.enabled) cost_tier(shape, out, w[id(StepNode::kHostSchedule)]);
   out.duration_ns = cycles_to_ns(out.cycles);

@@ -43,6 +43,14 @@
 //      reads its state once and writes it once per step (2 * num_seqs * state bytes), and the
 //      scan does about 4 FLOPs per 16-bit state element per token. A first-order term (the
 //      conv, gating and chunked-scan kernels are not modelled one by one).
+//  11. Encoder-decoder models (ModelShape::cross_attention): one more node, encoder, between
+//      the host's inputs and the decoder's first layer: per encoder layer, the QKV, output and
+//      two MLP GEMMs over the step's encoder tokens and bidirectional attention over each
+//      request's encoder positions (its encoder_pairs), then, per decoder layer, the
+//      projection of the encoder outputs to cross-attention K/V and its cache write. The
+//      attention node adds, per decoder layer, the cross-attention Q and output GEMMs and every
+//      query reading the encoder_tokens keys of its request. Steps without encoder tokens give
+//      the node 0; decoder-only models have no such node and no such term.
 // Not thread-safe (cost() re-weights a member DAG).
 #pragma once
 
@@ -80,6 +88,10 @@ struct StepShape {
   std::int64_t tier_host_loads = 0, tier_disk_loads = 0;  // blocks loaded from each tier
   std::int64_t tier_stores_before = 0;                    // evicted blocks saved before reuse
   std::int64_t tier_saves_carried = 0;                    // blocks the previous step filled, saved during this one
+  // Encoder-decoder models (invariant 11): the encoder positions run this step, and the sum
+  // over the admitted requests of their encoder length squared (bidirectional pairs).
+  std::int64_t encoder_tokens = 0;
+  std::int64_t encoder_pairs = 0;
 };
 
 // `window`: the reach of the model's windowed layers (model_window(); 0 = none).
@@ -128,6 +140,7 @@ struct StepCost {
   std::array<std::int64_t, kNumStepNodes> node_cycles{};
   std::int64_t tier_load_cycles = 0, tier_store_cycles = 0;
   std::int64_t tier_stall_cycles = 0;  // what the tier nodes add to the critical path
+  std::int64_t encoder_cycles = 0;     // invariant 11: the encoder node (0 without an encoder)
 };
 
 class CostModel {
@@ -147,6 +160,9 @@ class CostModel {
   std::int64_t attention_node_cycles(const StepShape& shape, std::int64_t pad, std::int64_t launch) const;
   // Invariant 10: every Mamba layer's GEMMs and state traffic for `dense` tokens.
   std::int64_t mamba_node_cycles(const KernelQuery& dense, std::int64_t launch) const;
+  // Invariant 11: the encoder node, and the decoder's cross-attention over the encoder outputs.
+  std::int64_t encoder_node_cycles(const StepShape& shape, std::int64_t launch) const;
+  std::int64_t cross_attention_cycles(const StepShape& shape, std::int64_t launch) const;
 
   // Host time of one step (invariant 7), in ns.
   std::int64_t host_ns(const StepShape& shape) const;
@@ -174,6 +190,7 @@ class CostModel {
   TierCostOptions tier_;
   StepDag dag_;  // fixed structure, re-weighted by cost()
   StepDag::NodeId tier_load_node_ = -1, tier_store_node_ = -1, tier_save_node_ = -1;  // when tier_.enabled
+  StepDag::NodeId encoder_node_ = -1;                                                 // when model_.cross_attention
 };
 
 // The drafter of speculative decoding (docs/fidelity.md, "Speculative decoding"). The target's

@@ -133,6 +133,7 @@ void ShadowKv::reject_drafts(const RequestId& id, std::int64_t count) {
   const std::int64_t to = std::max<std::int64_t>(0, l.num_computed - count);
   for (std::int64_t p = to; p < l.num_computed; ++p) {
     for (int g = 0; g < num_groups(); ++g) {
+      if (is_cross(g)) continue;  // invariant 9: drafts never write the encoder's outputs
       const std::int64_t s = l.table.slot(p, block_size_, g);
       if (s < 0 || static_cast<std::size_t>(s) >= slots_.size()) continue;  // null block, or never written
       slots_[s] = fingerprint(slots_[s], kPaddingDraft, -1 - p);            // a rejected draft's KV
@@ -247,11 +248,12 @@ std::int32_t ShadowKv::admit(const ScheduledRequest& r, std::vector<Violation>* 
     return -1;
   }
   for (int g = 0; g < num_groups(); ++g) {
-    const std::int64_t needed = (r.num_computed_tokens + block_tokens(g) - 1) / block_tokens(g);
+    const std::int64_t covered = is_cross(g) ? r.num_encoder_tokens : r.num_computed_tokens;
+    const std::int64_t needed = (covered + block_tokens(g) - 1) / block_tokens(g);
     if (needed <= static_cast<std::int64_t>(l.table.size(g))) continue;
     Violation v =
-        bad_plan(r.id, std::to_string(r.num_computed_tokens) + " computed tokens need " + std::to_string(needed) +
-                           " blocks, the table has " + std::to_string(l.table.size(g)));
+        bad_plan(r.id, std::to_string(covered) + (is_cross(g) ? " encoder" : " computed") + " tokens need " +
+                           std::to_string(needed) + " blocks, the table has " + std::to_string(l.table.size(g)));
     v.group = named(g);
     out->push_back(std::move(v));
     release(h, nullptr);
@@ -297,12 +299,18 @@ void ShadowKv::release(std::int32_t h, std::vector<Violation>* out) {
   l.num_computed = 0;
   l.rely_begin = 0;
   l.state_end = -1;
+  l.num_encoder = 0;
+  l.encoder_expected.clear();
   free_handles_.push_back(h);
 }
 
 void ShadowKv::verify_groups(std::int32_t h, std::int64_t first_query, std::int64_t to, const char* when,
                              std::vector<Violation>* out) {
   for (int g = 0; g < num_groups(); ++g) {
+    if (is_cross(g)) {  // invariant 9: every query reads all the encoder outputs
+      verify(h, g, 0, live_[h].num_encoder, when, out);
+      continue;
+    }
     if (is_state(g)) {
       verify_state(h, g, std::string_view(when) == "admission", when, out);
       continue;
@@ -360,6 +368,7 @@ void ShadowKv::verify(std::int32_t h, int g, std::int64_t from, std::int64_t to,
   const Live& l = live_[h];
   const std::int64_t bs = block_size_;
   const std::span<const BlockId> table = l.table.group(g);
+  const std::vector<std::uint64_t>& expected = is_cross(g) ? l.encoder_expected : l.expected;
   Violation* first = nullptr;
   const auto report = [&](std::int64_t p, BlockId block, std::int64_t s, std::uint64_t want, std::uint64_t found) {
     if (first != nullptr) {
@@ -386,18 +395,18 @@ void ShadowKv::verify(std::int32_t h, int g, std::int64_t from, std::int64_t to,
     const BlockId block = table[i];
     const std::int64_t block_end = std::min(to, static_cast<std::int64_t>(i + 1) * bs);
     if (block == kNullBlock) [[unlikely]] {  // a windowed group reading a dropped position
-      for (; p < block_end; ++p) report(p, block, -1, salted(l.expected[p], g), 0);
+      for (; p < block_end; ++p) report(p, block, -1, salted(expected[p], g), 0);
     } else if (g == 0) [[likely]] {
       for (; p < block_end; ++p) {
         const std::int64_t s = slot_in_block(block, bs, p);
-        if (slots_[s] == l.expected[p]) [[likely]]
+        if (slots_[s] == expected[p]) [[likely]]
           continue;
-        report(p, block, s, l.expected[p], slots_[s]);
+        report(p, block, s, expected[p], slots_[s]);
       }
     } else {
       for (; p < block_end; ++p) {
         const std::int64_t s = slot_in_block(block, bs, p);
-        const std::uint64_t want = salted(l.expected[p], g);
+        const std::uint64_t want = salted(expected[p], g);
         if (slots_[s] != want) report(p, block, s, want, slots_[s]);
       }
     }
@@ -412,7 +421,7 @@ void ShadowKv::write_position(std::int32_t h, std::int64_t position, std::uint64
     return;
   }
   for (int g = 0; g < num_groups(); ++g) {
-    if (!is_state(g)) write(h, g, position, salted(fp, g), out);
+    if (!is_state(g) && !is_cross(g)) write(h, g, position, salted(fp, g), out);
   }
 }
 
@@ -446,8 +455,12 @@ void ShadowKv::write(std::int32_t h, int g, std::int64_t position, std::uint64_t
     if (holder.request == h && holder.index == index && holder.group == g) continue;
     const Live& other = live_[holder.request];
     const std::int64_t other_position = std::int64_t{holder.index} * bs + offset;
-    if (other_position >= other.num_computed || other_position < other.rely_begin) continue;
-    if (other_position < reach_begin(holder.group, other.num_computed)) continue;  // out of its window
+    if (is_cross(holder.group)) {  // invariant 9: it relies on its encoder positions
+      if (other_position >= other.num_encoder) continue;
+    } else {
+      if (other_position >= other.num_computed || other_position < other.rely_begin) continue;
+      if (other_position < reach_begin(holder.group, other.num_computed)) continue;  // out of its window
+    }
     Violation v;
     v.kind = Violation::Kind::kOverwrite;
     v.step = step_;
@@ -465,6 +478,31 @@ void ShadowKv::write(std::int32_t h, int g, std::int64_t position, std::uint64_t
   }
   slots_[s] = fp;
   ++stats_.slots_written;
+}
+
+// Invariant 9: the encoder outputs of a new request into each cross-attention group, before
+// the decoder's first token reads them.
+void ShadowKv::write_encoder(std::int32_t h, const ScheduledRequest& r, std::vector<Violation>* out) {
+  Live& l = live_[h];
+  if (r.num_encoder_tokens <= 0) {
+    out->push_back(bad_plan(r.id,
+                            "admitted without its encoder input: its cross-attention reads would find "
+                            "unwritten slots"));
+    return;
+  }
+  std::uint64_t prev = chain_seed("encoder", r.id);
+  l.encoder_expected.clear();
+  for (std::int64_t e = 0; e < r.num_encoder_tokens; ++e) {
+    prev = fingerprint(prev, 0, e);
+    l.encoder_expected.push_back(prev);
+  }
+  for (int g = 0; g < num_groups(); ++g) {
+    if (!is_cross(g)) continue;
+    for (std::int64_t e = 0; e < r.num_encoder_tokens; ++e) {
+      write(h, g, e, salted(l.encoder_expected[static_cast<std::size_t>(e)], g), out);
+    }
+  }
+  l.num_encoder = r.num_encoder_tokens;
 }
 
 // Tables first (as the runner uploads block tables before any kernel runs).
@@ -510,7 +548,7 @@ void ShadowKv::write_step(const StepPlan& plan, std::vector<Violation>* out) {
     const std::int64_t end = l.num_computed + static_cast<std::int64_t>(r.token_ids.size());
     bool fits = true;
     for (int g = 0; g < num_groups() && fits; ++g) {
-      if (end <= l.table.capacity_tokens(static_cast<int>(block_tokens(g)), g)) continue;
+      if (is_cross(g) || end <= l.table.capacity_tokens(static_cast<int>(block_tokens(g)), g)) continue;
       Violation v = bad_plan(r.id, "positions up to " + std::to_string(end - 1) + " do not fit its " +
                                        std::to_string(l.table.size(g)) + " blocks");
       v.group = named(g);
@@ -527,6 +565,7 @@ void ShadowKv::write_step(const StepPlan& plan, std::vector<Violation>* out) {
         if (is_state(g)) verify_state(h, g, false, "read", out);
       }
     }
+    if (r.is_new && !cross_.empty()) write_encoder(h, r, out);
     std::uint64_t prev = l.expected.empty() ? l.seed : l.expected.back();
     for (TokenId token : r.token_ids) {
       const std::int64_t p = l.num_computed;
@@ -552,6 +591,7 @@ void ShadowKv::apply(const StepPlan& plan, std::vector<Violation>* out) {
     block_size_ = plan.block_size;
     windows_ = plan.group_windows;
     state_block_sizes_ = plan.group_state_block_sizes;
+    cross_ = plan.group_cross_attention;
     if (!state_block_sizes_.empty()) states_.resize(holders_.size(), 0);
   }
   KV_CHECK(plan.block_size == block_size_, "block size changed from " << block_size_ << " to " << plan.block_size);

@@ -33,6 +33,13 @@
 //      unless rolled-back drafts moved num_computed off it), an admitted prefix-cache hit reads
 //      the state of exactly its hit prefix, and a leaving request still finds its last state.
 //      Per-token writes, windows and holders skip these groups (nulls in the table are normal).
+//   9. Cross-attention groups (StepPlan::group_cross_attention): the group's table holds the
+//      request's encoder outputs, positions [0, num_encoder_tokens) of its admission, never
+//      the decoder's tokens. They are written once, in the step that admits the request (its
+//      own chain of fingerprints, seeded by the request id: the encoder input is the
+//      request's), and every later check (admission, read, release) reads all of them back; a
+//      write into one while its request lives is an overwrite. A request admitted without
+//      encoder tokens, or with a cross table too short for them, is a bad plan.
 //   6. Second-tier copies (StepPlan invariant 5): a store keeps the block's fingerprints
 //      under its hash (stores_before before the step's writes, stores_after after them); a
 //      load writes the kept fingerprints into the new request's block and compares them, at
@@ -147,6 +154,8 @@ class ShadowKv {
     std::vector<std::uint64_t> expected;           // expected fingerprint of each position written
     std::int64_t admitted = 0;                     // admission sequence number (verify_live order)
     std::int64_t state_end = -1;                   // Mamba groups: the prefix whose state it last wrote
+    std::int64_t num_encoder = 0;                  // cross groups: encoder positions written (invariant 9)
+    std::vector<std::uint64_t> encoder_expected;   // their fingerprints, by position
   };
 
   std::int32_t find(const RequestId& id) const;
@@ -175,6 +184,9 @@ class ShadowKv {
   void verify_state(std::int32_t h, int g, bool always, const char* when, std::vector<Violation>* out);
   void write_state(std::int32_t h, int g, std::vector<Violation>* out);
   int named(int g) const { return windows_.empty() ? -1 : g; }
+  // Invariant 9: a cross-attention group, and the encoder writes of a request's admission.
+  bool is_cross(int g) const { return !cross_.empty() && cross_[static_cast<std::size_t>(g)]; }
+  void write_encoder(std::int32_t h, const ScheduledRequest& r, std::vector<Violation>* out);
   void ensure_block(BlockId b);
   void tier_store(const std::vector<TierTransfer>& stores);
   void tier_load(const std::vector<TierTransfer>& loads, std::vector<Violation>* out);
@@ -186,6 +198,7 @@ class ShadowKv {
   std::vector<std::int64_t> windows_;   // StepPlan::group_windows of the run (empty: one group)
   std::vector<int> state_block_sizes_;  // StepPlan::group_state_block_sizes (empty: no Mamba group)
   std::vector<std::uint64_t> states_;   // by block id: the state fingerprint a Mamba block holds
+  std::vector<bool> cross_;             // StepPlan::group_cross_attention (empty: no cross group)
   std::int64_t step_ = 0;
   std::int64_t admissions_ = 0;
   std::vector<Live> live_;

@@ -87,6 +87,10 @@ StepResult SimDevice::execute(const StepPlan& plan) {
     node_launches_[static_cast<std::size_t>(n)] += per_layer ? model().layers : all_reduce ? 2 * model().layers + 1 : 1;
   }
 
+  if (last_cost_.encoder_cycles > 0) [[unlikely]] {
+    ++encoder_steps_;
+    encoder_ns_ += cost_.cycles_to_ns(last_cost_.encoder_cycles);
+  }
   DeviceCounters& c = result.counters;
   if (last_cost_.tier_load_cycles > 0 || last_cost_.tier_store_cycles > 0) [[unlikely]] {
     c.tier_load_ns = cost_.cycles_to_ns(last_cost_.tier_load_cycles);
@@ -187,7 +191,8 @@ std::vector<KernelTime> SimDevice::kernel_times() const {
     const auto i = static_cast<std::size_t>(n);
     out.push_back({kNames[n], node_launches_[i], node_ns_[i]});
   }
-  if (!drafter_.is_free()) out.push_back({"drafter", drafter_steps_, drafter_ns_});  // speculative decoding
+  if (model().cross_attention) out.push_back({"encoder", encoder_steps_, encoder_ns_});  // before the decoder
+  if (!drafter_.is_free()) out.push_back({"drafter", drafter_steps_, drafter_ns_});      // speculative decoding
   if (options_.tier.enabled) {  // copies on the copy stream, beside the kernels
     out.push_back({"tier_load", tier_loads_, tier_load_ns_});
     out.push_back({"tier_store", tier_stores_, tier_store_ns_});

@@ -91,6 +91,7 @@ class SimDevice final : public Device {
   std::int64_t last_step_ = 0;
   std::array<std::int64_t, kNumStepNodes> node_ns_{};  // summed over executed steps
   std::array<std::int64_t, kNumStepNodes> node_launches_{};
+  std::int64_t encoder_steps_ = 0, encoder_ns_ = 0;    // encoder-decoder models: the encoder node
   std::int64_t tier_load_ns_ = 0, tier_store_ns_ = 0;  // summed over executed steps
   std::int64_t saves_carried_ = 0;                 // blocks the last step filled (every-full-block), saved in the next
   std::int64_t tier_loads_ = 0, tier_stores_ = 0;  // steps with each

@@ -181,6 +181,7 @@ std::vector<ModelShape> make_shapes() {
   ModelShape whisper = dense("whisper-large-v3", 32, 1280, 20, 20, 64, 3413, 51866);
   whisper.cross_attention = true;
   whisper.encoder_tokens = 1500;
+  whisper.encoder_layers = 32;  // encoder_layers 32, encoder_attention_heads 20, encoder_ffn_dim 5120
   shapes.push_back(whisper);
   return shapes;
 }

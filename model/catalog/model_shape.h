@@ -61,6 +61,9 @@ struct ModelShape {
   // encoder's encoder_tokens outputs (vLLM runs these models with prefix caching off).
   bool cross_attention = false;
   int encoder_tokens = 0;
+  // Its encoder: encoder_layers bidirectional layers of the decoder's width, heads and MLP
+  // (Whisper's encoder and decoder have the same d_model, heads and FFN width).
+  int encoder_layers = 0;
 
   // K and V of one token over all attention layers (Mamba layers keep no per-token KV; fp4:
   // rounded up to whole bytes per token).

@@ -76,7 +76,8 @@ Status SchedulerConfig::validate() const {
         at_least("max_model_len", max_len, 1), at_least("max_num_batched_tokens", max_num_batched_tokens, 1),
         at_least("max_num_seqs", max_num_seqs, 1),
         at_least("long_prefill_token_threshold", long_prefill_token_threshold, 0),
-        at_least("num_lookahead_tokens", num_lookahead_tokens, 0)}) {
+        at_least("num_lookahead_tokens", num_lookahead_tokens, 0),
+        at_least("max_num_encoder_input_tokens", max_num_encoder_input_tokens, 0)}) {
     if (!s.ok()) return s;
   }
   if (Status s = cache.validate(); !s.ok()) return s;
@@ -145,6 +146,12 @@ Status Scheduler::add_request(RequestSpec spec) {
     return reject("prompt of " + std::to_string(prompt_len) + " tokens leaves no room for an output within " +
                   "max_model_len " + std::to_string(max_len));
   }
+  if (spec.num_encoder_tokens < 0) return reject("num_encoder_tokens is negative");
+  if (spec.num_encoder_tokens > config_.max_num_encoder_input_tokens) {  // vLLM would never schedule it
+    return reject("encoder input of " + std::to_string(spec.num_encoder_tokens) +
+                  " tokens exceeds max_num_encoder_input_tokens " +
+                  std::to_string(config_.max_num_encoder_input_tokens));
+  }
   const std::int64_t total = std::min(prompt_len + static_cast<std::int64_t>(spec.outputs.size()), max_len);
   const std::int64_t blocks = kv_.max_blocks_per_request(total);
   if (blocks > config_.cache.num_blocks - 1) {
@@ -157,6 +164,7 @@ Status Scheduler::add_request(RequestSpec spec) {
   request->retention = spec.retention;
   request->arrival_time_us = spec.arrival_time_us;
   request->max_output_tokens = static_cast<std::int64_t>(spec.outputs.size());
+  request->num_encoder_tokens = spec.num_encoder_tokens;
   Request* r = request.get();
   entries_.emplace(spec.id, Entry{std::move(request), std::move(spec.outputs), std::move(spec.stop_token_ids)});
   insert_waiting(r);
@@ -233,9 +241,11 @@ StepPlan Scheduler::schedule() {
   if (kv_.tables_per_group()) [[unlikely]] {
     work.plan.group_windows = kv_.group_reaches();
     work.plan.group_state_block_sizes = kv_.group_state_block_sizes();
+    work.plan.group_cross_attention = kv_.group_cross_attention();
   }
   work.plan.finished.swap(finished_since_last_step_);
   work.budget = step_budget_;
+  work.encoder_budget = config_.max_num_encoder_input_tokens;
   // Every request this step can schedule, so that the list never grows by copying (its
   // entries' block lists are not nothrow-movable).
   work.scheduled.reserve(
@@ -378,7 +388,12 @@ bool Scheduler::try_admit(Request& r, StepWork& work) {
     if (n == 0) return false;
   }
   KV_CHECK(n > 0, "request " << r.id() << " has nothing to compute");
-  if (!kv_.allocate_slots(r, external + n, hit, lookahead_, config_.full_sequence_gate)) {
+  // vLLM's _try_schedule_encoder_inputs: an encoder-decoder request runs its whole encoder
+  // input before its first decoder token (bidirectional, never chunked); without the budget
+  // for it, nothing of the request is scheduled and admission stops.
+  const std::int64_t encoder = computed + external == 0 ? r.num_encoder_tokens : 0;
+  if (encoder > work.encoder_budget) return false;
+  if (!kv_.allocate_slots(r, external + n, hit, lookahead_, config_.full_sequence_gate, encoder)) {
     return false;
   }
   if (connector_) {
@@ -393,6 +408,9 @@ bool Scheduler::try_admit(Request& r, StepWork& work) {
   work.scheduled.push_back({&r, n, {}, hit.num_tokens, true, external});
   if (padded) [[unlikely]]
     work.scheduled.back().spec_tokens.assign(num_spec_tokens_, kPaddingDraft);
+  work.scheduled.back().encoder_tokens = encoder;
+  work.encoder_budget -= encoder;
+  stats_.encoder_tokens += encoder;
   work.budget -= n;
   return true;
 }
@@ -422,6 +440,7 @@ void Scheduler::fill_plan_entry(Scheduled& s, ScheduledRequest& sr) const {
   sr.num_computed_tokens = r.num_computed_tokens;
   sr.num_cached_tokens = s.hit_tokens;
   sr.num_external_tokens = s.external_tokens;
+  sr.num_encoder_tokens = s.encoder_tokens;
   const auto toks = r.tokens();
   const auto begin = static_cast<std::ptrdiff_t>(r.num_computed_tokens);
   const auto end =
@@ -597,11 +616,14 @@ const Request* Scheduler::find(const RequestId& id) const {
 // Every group's table of a running request covers its computed tokens.
 bool Scheduler::check_tables(const Request& r, std::string* why) const {
   for (std::size_t g = 0; g < kv_.num_groups(); ++g) {
-    const std::int64_t b = kv_.coordinator().group(g).spec().block_size;
+    const KvCacheSpec& spec = kv_.coordinator().group(g).spec();
     const auto held = static_cast<std::int64_t>(kv_.blocks_of(r.id(), g).size());
-    if (r.status != RequestStatus::kRunning || held * b < r.num_computed_tokens) {
+    // A cross-attention group covers the encoder input instead (invariant 8).
+    const bool cross = spec.type == AttentionType::kCrossAttention;
+    const std::int64_t covered = cross ? r.num_encoder_tokens : r.num_computed_tokens;
+    if (r.status != RequestStatus::kRunning || held * spec.block_size < covered) {
       *why = "scheduler: running request " + r.id() + " holds " + std::to_string(held) + " blocks in group " +
-             std::to_string(g) + " for " + std::to_string(r.num_computed_tokens) + " computed tokens";
+             std::to_string(g) + " for " + std::to_string(covered) + (cross ? " encoder" : " computed") + " tokens";
       return false;
     }
   }

@@ -5,7 +5,8 @@
 // request was preempted in this step); chunked prefill; preemption by recompute; head-of-line
 // admission (the first waiting request that does not fit stops admission); speculative
 // decoding (docs/semantics.md §5.9): drafts verified beside each decode, rejected ones rolled
-// back, new decodes padded to 1 + K tokens.
+// back, new decodes padded to 1 + K tokens; encoder-decoder models (docs/semantics.md §5.10):
+// a request's encoder input runs in the step that admits it, within an encoder budget.
 // Invariants (check_invariants, on top of the manager's):
 //   1. Every running request holds blocks for all its computed tokens; no waiting request
 //      holds blocks; a request is in exactly one of waiting, running, or finished.
@@ -15,8 +16,9 @@
 //   3. A preempted request has num_computed_tokens == 0, is at the front of the waiting
 //      queue (FCFS) and resumes by recomputing (with whatever prefix-cache hits remain).
 //   4. Every group's table of a running request covers its computed tokens (null entries
-//      included); plans carry per-group block ids (ScheduledRequest::group_block_ids) exactly
-//      when the manager's layout is hybrid, one flat table (block_ids) otherwise.
+//      included; a cross-attention group's covers its encoder input instead); plans carry per-group block ids
+//      (ScheduledRequest::group_block_ids) exactly when the manager's layout is hybrid, one flat table (block_ids)
+//      otherwise.
 //   5. Priority policy: the waiting queue is sorted by (priority, arrival time, id as a
 //      string), the order vLLM's heap pops it.
 //   6. With a KvConnector (set_connector; one full-attention group, as vLLM runs connectors
@@ -26,6 +28,9 @@
 //   7. Speculation off: no request ever holds or is scheduled drafts, and every decision is
 //      the one made without speculative decoding. On: only a running request that is not
 //      prefilling holds drafts; being scheduled (or preempted) drops them all.
+//   8. Encoder-decoder: a step's encoder tokens (the admitted requests' num_encoder_tokens)
+//      never exceed max_num_encoder_input_tokens; a request whose encoder input does not fit
+//      stops admission, as a request whose blocks do not fit. Decoder-only: no encoder tokens.
 // Deterministic: plain vectors and ordered containers only; no clock, no randomness.
 #pragma once
 
@@ -76,6 +81,10 @@ struct SchedulerConfig {
   // Off: vLLM before that rule, where a prefix shorter than the first chunk's aligned end never
   // gets a cached state (the hit-rate collapse of vLLM issue 45238).
   bool mamba_align_prefix_split = true;
+  // vLLM's encoder compute budget per step (compute_encoder_budget): encoder input tokens one
+  // step may run. vLLM sets it to the encoder length for an encoder-decoder model (Whisper:
+  // 1500, so one audio input per step); 0: the model has no encoder.
+  std::int64_t max_num_encoder_input_tokens = 0;
   // vLLM's start-up checks: refuses what vLLM refuses before scheduling anything (chunked
   // prefill off with a budget below max_model_len, a budget below max_num_seqs, a
   // long-prefill threshold above max_model_len, a pool that cannot hold one max_model_len
@@ -104,6 +113,7 @@ struct RequestSpec {
   std::int64_t arrival_time_us = 0;
   BlockRetention retention;             // for the priority eviction policy
   std::vector<TokenId> stop_token_ids;  // appending one of these finishes it (reason: stop)
+  std::int64_t num_encoder_tokens = 0;  // encoder-decoder models: its encoder input positions
 };
 
 // One output token produced by a step.
@@ -126,6 +136,8 @@ struct SchedulerStats {
   // drafts were verified (one per request and step), drafts verified (padding included),
   // drafts accepted.
   std::int64_t spec_num_drafts = 0, spec_num_draft_tokens = 0, spec_num_accepted_tokens = 0;
+  // Encoder-decoder models: encoder input tokens run (admissions, resumptions included).
+  std::int64_t encoder_tokens = 0;
 };
 
 class Scheduler {
@@ -134,8 +146,8 @@ class Scheduler {
 
   // Validates and enqueues a request. A request that can never run (empty prompt, no output,
   // a prompt not shorter than max_model_len (as vLLM's input processor), more blocks than the
-  // pool holds) is rejected: the Status says why and the request is counted, nothing else
-  // changes.
+  // pool holds, an encoder input larger than the step's encoder budget) is rejected: the Status says why and the
+  // request is counted, nothing else changes.
   Status add_request(RequestSpec spec);
 
   StepPlan schedule();
@@ -184,13 +196,15 @@ class Scheduler {
     bool is_new;                            // admitted from the waiting queue in this step
     std::int64_t external_tokens = 0;       // of the computed tokens, the connector's match
     std::vector<TokenId> spec_tokens = {};  // drafts scheduled for verification
+    std::int64_t encoder_tokens = 0;        // its encoder input, run in this step (admissions only)
   };
   // The step being built: its plan (preempted requests), what is scheduled, the budget left.
   struct StepWork {
     StepPlan plan;
     std::vector<Scheduled> scheduled;
     std::int64_t budget = 0;
-    bool pad_new_decodes = false;  // the waiting pass pads a one-token admission to 1 + K
+    std::int64_t encoder_budget = 0;  // encoder tokens this step may still run (invariant 8)
+    bool pad_new_decodes = false;     // the waiting pass pads a one-token admission to 1 + K
   };
 
   Request& req(const RequestId& id) { return *entries_.at(id).request; }

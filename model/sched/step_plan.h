@@ -20,6 +20,9 @@
 //      positions of token_ids past the request's known tokens hold their first ones (a padded
 //      admission cut by the threshold carries more drafts than positions). A request with
 //      drafts samples; StepResult::num_accepted says how many of them the sampler kept.
+//   7. Encoder-decoder models: a new request's num_encoder_tokens are the encoder positions
+//      run for it in this step (the sum over the plan is at most the scheduler's encoder
+//      budget); its cross-attention tables cover them. Every other entry carries 0.
 // A plan is plain data: it can be logged, hashed, serialized and replayed on any device.
 #pragma once
 
@@ -55,6 +58,9 @@ struct ScheduledRequest {
   std::vector<TokenId> next_tokens;
   std::string lora_name;
   std::string cache_salt;  // tenant; a device may check tenants never share KV
+  // Encoder-decoder models, is_new only: the encoder positions run in this step before the
+  // decoder's tokens; their K/V fill the request's cross-attention blocks (invariant 7).
+  std::int64_t num_encoder_tokens = 0;
 };
 
 // One block copied between GPU memory and a second KV-cache tier (host memory, disk).
@@ -81,6 +87,9 @@ struct StepPlan {
   // Hybrid only: per KV-cache group, 0 for an attention group, the group's block size for a
   // Mamba group (its table holds one recurrent state per block, not per-token K/V).
   std::vector<int> group_state_block_sizes;
+  // Hybrid only, empty without cross attention: per KV-cache group, true for a cross-attention
+  // group (its table holds the encoder's K/V, written once at admission, read by every query).
+  std::vector<bool> group_cross_attention;
   // Second-tier transfers (invariant 5), in the order the connector decided them.
   std::vector<TierTransfer> tier_stores_before;  // evicted blocks saved before being reused
   std::vector<TierTransfer> tier_loads;          // tier hits loaded into new requests' blocks

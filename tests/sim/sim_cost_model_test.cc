@@ -147,6 +147,41 @@ TEST(CostModelTest, MambaLayersPayTheirStateNotAttention) {
   EXPECT_GT(cm.mamba_node_cycles({8, 16, 0}, 0), cm.mamba_node_cycles(dense, 0));
 }
 
+// Invariant 11: an encoder-decoder model's step runs the encoder over its admissions' encoder
+// tokens before the decoder (a node on the critical path), and every decoder query reads its
+// request's encoder keys in each layer's cross attention. Decoder-only models have neither.
+TEST(CostModelTest, EncoderNodeAndCrossAttentionOfWhisper) {
+  const ModelShape m = model("whisper-large-v3");
+  EXPECT_EQ(m.encoder_layers, 32);
+  EXPECT_EQ(m.encoder_tokens, 1500);
+  CostModel cm(m, gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  StepShape admit = prefill(20, 0);
+  admit.encoder_tokens = 1500;
+  admit.encoder_pairs = 1500 * 1500;
+  const std::int64_t launch = cm.ns_to_cycles(cm.gpu().launch_overhead_ns);
+  const StepCost with = cm.cost(admit);
+  EXPECT_EQ(with.encoder_cycles, cm.encoder_node_cycles(admit, launch));
+  EXPECT_GT(with.encoder_cycles, 0);
+  const StepCost without = cm.cost(prefill(20, 0));  // the same decoder work, no encoder input
+  EXPECT_EQ(without.encoder_cycles, 0);
+  EXPECT_EQ(with.cycles - without.cycles, with.encoder_cycles);  // on the critical path
+  // Two encoder inputs cost more than one; the bidirectional attention grows with the pairs.
+  StepShape two = admit;
+  two.encoder_tokens = 3000;
+  two.encoder_pairs = 2 * 1500 * 1500;
+  EXPECT_GT(cm.encoder_node_cycles(two, launch), with.encoder_cycles);
+  // Cross attention: 32 layers, each decode query reading 1500 keys, in the attention node.
+  const StepShape d = decode(8, 100);
+  const std::int64_t cross = cm.cross_attention_cycles(d, launch);
+  EXPECT_GT(cross, 0);
+  const std::int64_t self = cm.kernel_cycles(Kernel::kAttention, {8, 8, d.kv_tokens_read}, d.attended_pairs);
+  EXPECT_EQ(cm.cost(d).node_cycles[static_cast<int>(StepNode::kAttention)], 32 * (self + launch) + cross);
+  // A decoder-only model: no cross term, and its DAG has no encoder node.
+  CostModel llama(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
+  EXPECT_EQ(llama.cross_attention_cycles(d, launch), 0);
+  EXPECT_EQ(llama.cost(admit).encoder_cycles, 0);
+}
+
 TEST(CostModelTest, RooflineOfOneGemmByHand) {
   CostModel cm(model("llama3-8b"), gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr);
   // qkv_proj for one token: [1, 4096] x [4096, 6144]: bytes = (4096 + 4096*6144 + 6144) * 2

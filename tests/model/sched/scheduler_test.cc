@@ -293,5 +293,121 @@ TEST(SchedulerTest, AbortFreesBlocks) {
   expect_ok(s);
 }
 
+// An encoder-decoder model, as Whisper: full self attention and cross attention, blocks of 4,
+// caching off; each request brings an 8-token encoder input (2 cross blocks) and the step's
+// encoder budget is `encoder_budget` tokens.
+SchedulerConfig encoder_decoder_config(std::int64_t encoder_budget) {
+  SchedulerConfig c = small_config(20, 64);
+  c.cache.enable_caching = false;
+  KvCacheSpec self;
+  self.type = AttentionType::kFullAttention;
+  self.block_size = 4;
+  KvCacheSpec cross = self;
+  cross.type = AttentionType::kCrossAttention;
+  const std::vector<LayerKvCacheSpec> layers = {{"l0", self}, {"l0.cross", cross}};
+  c.cache.groups = *get_kv_cache_groups(layers);
+  c.max_num_encoder_input_tokens = encoder_budget;
+  return c;
+}
+
+RequestSpec encoder_spec(const std::string& id, std::vector<TokenId> prompt, int outputs) {
+  RequestSpec r = spec(id, std::move(prompt), outputs);
+  r.num_encoder_tokens = 8;
+  return r;
+}
+
+// The KV-cache group of the cross-attention layers in a plan.
+std::size_t cross_group(const StepPlan& p) {
+  for (std::size_t g = 0; g < p.group_cross_attention.size(); ++g) {
+    if (p.group_cross_attention[g]) return g;
+  }
+  ADD_FAILURE() << "no cross-attention group";
+  return 0;
+}
+
+TEST(SchedulerTest, EncoderBudgetAdmitsOneEncoderInputPerStep) {
+  Scheduler s(encoder_decoder_config(8));  // vLLM's Whisper budget: one encoder input per step
+  ASSERT_TRUE(s.add_request(encoder_spec("a", range_tokens(0, 3), 2)).ok());
+  ASSERT_TRUE(s.add_request(encoder_spec("b", range_tokens(10, 13), 2)).ok());
+  StepPlan p0 = s.schedule();
+  ASSERT_EQ(p0.group_cross_attention.size(), 2u);
+  const std::size_t cross = cross_group(p0);
+  // a runs its 8 encoder tokens and its 3 decoder tokens; b waits for the next step's budget
+  // although token budget and blocks would admit it.
+  EXPECT_EQ(scheduled(p0), (Sched{{"a", 3}}));
+  EXPECT_EQ(p0.requests[0].num_encoder_tokens, 8);
+  EXPECT_EQ(p0.requests[0].group_block_ids[cross].size(), 2u);      // 8 encoder positions
+  EXPECT_EQ(p0.requests[0].group_block_ids[1 - cross].size(), 1u);  // 3 decoder tokens
+  EXPECT_EQ(s.num_waiting(), 1u);
+  expect_ok(s);
+  s.update_from_output(p0, echo(p0));
+
+  // a decodes without its encoder (its cross blocks stay); b is admitted with its encoder.
+  StepPlan p1 = s.schedule();
+  EXPECT_EQ(scheduled(p1), (Sched{{"a", 1}, {"b", 3}}));
+  EXPECT_EQ(p1.requests[0].num_encoder_tokens, 0);
+  EXPECT_TRUE(p1.requests[0].group_block_ids[cross].empty());
+  EXPECT_EQ(p1.requests[1].num_encoder_tokens, 8);
+  EXPECT_EQ(s.stats().encoder_tokens, 16);
+  expect_ok(s);
+  s.update_from_output(p1, echo(p1));
+  while (s.has_unfinished()) {
+    StepPlan p = s.schedule();
+    for (const ScheduledRequest& r : p.requests) EXPECT_EQ(r.num_encoder_tokens, 0) << r.id;
+    expect_ok(s);
+    s.update_from_output(p, echo(p));
+  }
+  EXPECT_EQ(s.kv_cache().num_free_blocks(), 19u);
+}
+
+TEST(SchedulerTest, EncoderBudgetOfTwoInputsAdmitsBoth) {
+  Scheduler s(encoder_decoder_config(16));
+  ASSERT_TRUE(s.add_request(encoder_spec("a", range_tokens(0, 3), 2)).ok());
+  ASSERT_TRUE(s.add_request(encoder_spec("b", range_tokens(10, 13), 2)).ok());
+  ASSERT_TRUE(s.add_request(encoder_spec("c", range_tokens(20, 23), 2)).ok());
+  StepPlan p0 = s.schedule();
+  EXPECT_EQ(scheduled(p0), (Sched{{"a", 3}, {"b", 3}}));  // c's encoder input would make 24
+  EXPECT_EQ(s.stats().encoder_tokens, 16);
+  expect_ok(s);
+}
+
+TEST(SchedulerTest, EncoderInputLargerThanTheBudgetIsRejected) {
+  Scheduler s(encoder_decoder_config(4));
+  Status st = s.add_request(encoder_spec("a", range_tokens(0, 3), 2));
+  ASSERT_FALSE(st.ok());
+  EXPECT_EQ(st.message(), "request a: encoder input of 8 tokens exceeds max_num_encoder_input_tokens 4");
+  EXPECT_EQ(s.stats().rejected, 1);
+  SchedulerConfig bad = encoder_decoder_config(-1);
+  EXPECT_EQ(bad.validate().message(), "max_num_encoder_input_tokens must be at least 0, got -1");
+}
+
+TEST(SchedulerTest, PreemptedEncoderDecoderRequestRerunsItsEncoder) {
+  // 8 usable blocks: a and b each take 2 cross blocks and 1 decoder block at admission (b one
+  // step later, the encoder budget holding one input); both grow a second decoder block, and
+  // a's third (position 8) preempts b, which reruns its encoder when it is readmitted.
+  SchedulerConfig c = encoder_decoder_config(8);
+  c.cache.num_blocks = 9;
+  c.full_sequence_gate = false;
+  Scheduler s(c);
+  ASSERT_TRUE(s.add_request(encoder_spec("a", range_tokens(0, 4), 6)).ok());
+  ASSERT_TRUE(s.add_request(encoder_spec("b", range_tokens(10, 14), 6)).ok());
+  std::int64_t steps = 0;
+  while (s.has_unfinished() && steps++ < 100) {
+    StepPlan p = s.schedule();
+    std::int64_t encoder = 0;
+    for (const ScheduledRequest& r : p.requests) {
+      encoder += r.num_encoder_tokens;
+      EXPECT_EQ(r.num_encoder_tokens, r.is_new ? 8 : 0) << r.id << " in step " << p.step;
+    }
+    EXPECT_LE(encoder, 8);
+    expect_ok(s);
+    s.update_from_output(p, echo(p));
+  }
+  EXPECT_FALSE(s.has_unfinished());
+  EXPECT_EQ(s.stats().preemptions, 1);
+  EXPECT_EQ(s.stats().encoder_tokens, 24);  // a, b, and b again
+  EXPECT_EQ(s.kv_cache().num_free_blocks(), 8u);
+}
+
 }  // namespace
 }  // namespace kv
