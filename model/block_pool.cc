@@ -49,14 +49,6 @@ bool BlockPool::evict_cached(Block& b) {
   return true;
 }
 
-void BlockPool::evict_for_reuse(Block& b) {
-  if (b.hash.empty()) return;
-  if (record_evictions_) [[unlikely]]
-    evicted_.push_back({b.id, b.hash});
-  evict_cached(b);
-  ++num_evictions_;
-}
-
 void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
   KV_CHECK(n <= num_free_blocks(), "asked for " << n << " blocks, " << num_free_blocks() << " free");
   scratch_.clear();

@@ -96,7 +96,13 @@ class BlockPool {
   bool evict_cached(Block& b);  // removes b from the map; true if it was cached
   // A cached block popped for reuse loses its hash: counted, and kept for take_evicted()
   // when recording.
-  void evict_for_reuse(Block& b);
+  void evict_for_reuse(Block& b) {
+    if (b.hash.empty()) return;
+    if (record_evictions_) [[unlikely]]
+      evicted_.push_back({b.id, b.hash});
+    evict_cached(b);
+    ++num_evictions_;
+  }
   // Queues an empty BlockStored for blocks [num_cached, num_full) (null when events are off);
   // the caller appends, with add_stored_block, each block it caches.
   BlockStored* begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached, std::size_t num_full,

@@ -112,6 +112,13 @@ void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id,
   Table& table = table_of(id);
   const std::size_t skipped = static_cast<std::size_t>(std::min<std::int64_t>(
       spec_.num_skipped_tokens(total_computed_tokens) / spec_.block_size, static_cast<std::int64_t>(hit.size())));
+  const std::span<const BlockId> kept = hit.subspan(skipped);
+  if (skipped == 0 && std::find(kept.begin(), kept.end(), pool_.null_block()) == kept.end()) {
+    table.blocks.assign(kept.begin(), kept.end());  // full attention: every hit block is real
+    pool_.touch(kept);
+    table.num_cached = table.blocks.size();
+    return;
+  }
   table.blocks.assign(skipped, pool_.null_block());
   // A chunked hit can hold nulls past the skipped part (a chunk not aligned to blocks): they
   // stay null and are not touched.
