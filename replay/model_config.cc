@@ -119,7 +119,7 @@ std::string text_of(const Fields& f, const std::string& field) {
 }
 
 // Qwen3-Next / Qwen3.5 gated DeltaNet layers ("linear_attention"): the state from the
-// linear_* fields (model_shape.cc, gated_delta_net, has the formula), 16-bit unless
+// linear_* fields (gated_delta_net_state in model_shape.h has the formula), 16-bit unless
 // mamba_ssm_dtype is float32.
 Status read_gated_delta_net(const Fields& f, ModelShape& m) {
   int kernel = 0, key_dim = 0, value_dim = 0, key_heads = 0, value_heads = 0;
@@ -128,18 +128,17 @@ Status read_gated_delta_net(const Fields& f, ModelShape& m) {
   KV_ASSIGN(value_dim, f.positive("linear_value_head_dim", 0, kMaxHidden));
   KV_ASSIGN(key_heads, f.positive("linear_num_key_heads", 0, kMaxHeads));
   KV_ASSIGN(value_heads, f.positive("linear_num_value_heads", 0, kMaxHeads));
-  const std::int64_t ssm_bytes = text_of(f, "mamba_ssm_dtype") == "float32" ? 4 : 2;
+  const int ssm_bytes = text_of(f, "mamba_ssm_dtype") == "float32" ? 4 : 2;
   const std::int64_t key = std::int64_t{key_heads} * key_dim, value = std::int64_t{value_heads} * value_dim;
-  m.mamba_state_bytes =
-      (2 * key + value) * (kernel - 1) * 2 + std::int64_t{value_heads} * key_dim * value_dim * ssm_bytes;
+  m.set_mamba_state(gated_delta_net_state(key_heads, value_heads, key_dim, value_dim, kernel, ssm_bytes));
   m.mamba_in_proj = static_cast<int>(std::min<std::int64_t>(2 * key + 2 * value + 2 * value_heads, kMaxMlp));
   m.mamba_inner = static_cast<int>(std::min<std::int64_t>(value, kMaxMlp));
   return {};
 }
 
-// Mamba2 layers (Granite-4.0-H "mamba", Nemotron-H "M"): heads * head dim inner channels,
-// n_groups * state B/C channels, a (d_conv - 1)-tap conv state and a heads * head dim * state
-// SSM state, both 16-bit. `prefix` names the family's fields.
+// Mamba2 layers (Granite-4.0-H "mamba", Nemotron-H "M"): the state from heads, head dim,
+// n_groups, state and d_conv (mamba2_state in model_shape.h). The arguments name the family's
+// fields.
 Status read_mamba2(const Fields& f, ModelShape& m, const std::string& heads_field, const std::string& head_dim_field,
                    const std::string& groups_field, const std::string& state_field, const std::string& conv_field) {
   int heads = 0, head_dim = 0, groups = 0, state = 0, conv = 0;
@@ -149,7 +148,7 @@ Status read_mamba2(const Fields& f, ModelShape& m, const std::string& heads_fiel
   KV_ASSIGN(state, f.positive(state_field, 0, kMaxHidden));
   KV_ASSIGN(conv, f.positive(conv_field, 4, kMaxHeads));
   const std::int64_t inner = std::int64_t{heads} * head_dim;
-  m.mamba_state_bytes = ((inner + 2LL * groups * state) * (conv - 1) + inner * state) * 2;
+  m.set_mamba_state(mamba2_state(heads, head_dim, groups, state, conv));
   m.mamba_in_proj = static_cast<int>(std::min<std::int64_t>(2 * inner + 2LL * groups * state + heads, kMaxMlp));
   m.mamba_inner = static_cast<int>(std::min<std::int64_t>(inner, kMaxMlp));
   return {};
@@ -306,8 +305,8 @@ Status read_hybrid_override_pattern(const Fields& f, ModelShape& m) {
 }
 
 // Jamba: attention on layers i % attn_layer_period == attn_layer_offset, Mamba (v1) elsewhere:
-// an inner width of mamba_expand * hidden, a (d_conv - 1)-tap conv state and an inner *
-// d_state SSM state, 16-bit.
+// an inner width of mamba_expand * hidden and its state (mamba1_state in model_shape.h: fixed
+// under speculative decoding).
 Status read_jamba(const Fields& f, ModelShape& m) {
   int period = 0, offset = 0, state = 0, conv = 0, expand = 0;
   KV_ASSIGN(period, f.positive("attn_layer_period"));
@@ -327,12 +326,12 @@ Status read_jamba(const Fields& f, ModelShape& m) {
   const std::int64_t inner = std::int64_t{expand} * m.hidden;
   if (inner > kMaxMlp)
     return f.error("mamba_expand", "makes an inner width above the bound " + std::to_string(kMaxMlp));
-  m.mamba_state_bytes = inner * (conv - 1 + state) * 2;
+  m.set_mamba_state(mamba1_state(inner, conv, state));
   m.mamba_in_proj = static_cast<int>(2 * inner);
   m.mamba_inner = static_cast<int>(inner);
   if (!m.has_mamba()) {
     m.layer_types.clear();
-    m.mamba_state_bytes = 0;
+    m.set_mamba_state({});
   }
   return {};
 }

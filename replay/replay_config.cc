@@ -693,7 +693,11 @@ ReplayConfig::ReplayConfig() {
 int ReplayConfig::block_size() const {
   const int requested = scheduler.cache.block_size;
   if (!hybrid_kv_cache()) return requested;
-  return effective_model().attention_block_size(requested);
+  return effective_model().attention_block_size(requested, num_speculative_tokens());
+}
+
+int ReplayConfig::num_speculative_tokens() const {
+  return scheduler.speculative.enabled() ? scheduler.speculative.num_speculative_tokens : 0;
 }
 
 MambaCacheMode ReplayConfig::mamba_cache_mode() const {
@@ -703,9 +707,8 @@ MambaCacheMode ReplayConfig::mamba_cache_mode() const {
 
 StatusOr<std::vector<KvCacheGroupSpec>> ReplayConfig::kv_cache_groups() const {
   // vLLM's MambaSpec: one speculative state block per draft token when speculation is on.
-  const int speculative_blocks = scheduler.speculative.enabled() ? scheduler.speculative.num_speculative_tokens : 0;
   return effective_model().kv_cache_groups(block_size(), mamba_cache_mode(), scheduler.cache.max_model_len,
-                                           speculative_blocks);
+                                           num_speculative_tokens());
 }
 
 namespace {

@@ -59,8 +59,11 @@ struct ReplayConfig {
   // layer keeps full-attention blocks in one group; kvsim does the same.
   bool hybrid_kv_cache() const { return !tiers_enabled() && effective_model().is_hybrid(); }
   // The block size the run uses: --block-size, raised for a model with Mamba layers to the
-  // attention block whose page holds one state (ModelShape::attention_block_size, vLLM's rule).
+  // attention block whose page holds one state (ModelShape::attention_block_size, vLLM's rule)
+  // with num_speculative_tokens() draft tokens.
   int block_size() const;
+  // K with speculative decoding on (--speculative-method), else 0: what sizes the Mamba state.
+  int num_speculative_tokens() const;
   // The Mamba groups' mode: --mamba-cache-mode, else align with prefix caching on, none off.
   MambaCacheMode mamba_cache_mode() const;
   // The model's KV-cache groups at block_size() and mamba_cache_mode() (hybrid_kv_cache()).

@@ -78,8 +78,10 @@ StepShape summarize(const StepPlan& plan, std::int64_t window) {
 }
 
 CostModel::CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs,
-                     const ProfileTable* profile, bool async_scheduling, const TierCostOptions& tier)
+                     const ProfileTable* profile, bool async_scheduling, const TierCostOptions& tier,
+                     int num_speculative_tokens)
     : model_(model),
+      mamba_state_bytes_(model.mamba_state_bytes_with(num_speculative_tokens)),
       gpu_(gpu),
       dispatcher_(graphs),
       profile_(profile),
@@ -288,9 +290,8 @@ std::int64_t CostModel::mamba_node_cycles(const KernelQuery& dense, std::int64_t
   const std::int64_t t = dense.num_tokens;
   const KernelWork in_proj = gemm(t, model_.hidden, model_.mamba_in_proj, in_bits, w_bits, peak);
   const KernelWork out_proj = gemm(t, model_.mamba_inner, model_.hidden, in_bits, w_bits, peak);
-  const KernelWork state{4 * t * (model_.mamba_state_bytes / 2),
-                         2 * dense.num_seqs * model_.mamba_state_bytes + 2 * t * model_.mamba_inner * 2,
-                         gpu_.peak_flops};
+  const KernelWork state{4 * t * (mamba_state_bytes_ / 2),
+                         2 * dense.num_seqs * mamba_state_bytes_ + 2 * t * model_.mamba_inner * 2, gpu_.peak_flops};
   return mamba * (roofline_cycles(in_proj) + roofline_cycles(out_proj) + roofline_cycles(state) + 3 * launch);
 }
 

@@ -39,7 +39,8 @@
 //      nodes of StepNode.
 //  10. Mamba layers (ModelShape::mamba_state_bytes > 0): no qkv_proj, rotary, cache_write,
 //      o_proj nor attention of their own; the attention node carries, per Mamba layer, a
-//      roofline of its in_proj and out_proj GEMMs plus its state: every scheduled request
+//      roofline of its in_proj and out_proj GEMMs plus its state (with K draft tokens, the
+//      state vLLM sizes for them: ModelShape::mamba_state_bytes_with): every scheduled request
 //      reads its state once and writes it once per step (2 * num_seqs * state bytes), and the
 //      scan does about 4 FLOPs per 16-bit state element per token. A first-order term (the
 //      conv, gating and chunked-scan kernels are not modelled one by one).
@@ -145,9 +146,10 @@ struct StepCost {
 
 class CostModel {
  public:
-  // `profile` may be null (roofline only); it must outlive the model.
+  // `profile` may be null (roofline only); it must outlive the model. `num_speculative_tokens`:
+  // K with speculative decoding on, which sizes the Mamba state (invariant 10).
   CostModel(const ModelShape& model, const GpuSpec& gpu, const CudaGraphConfig& graphs, const ProfileTable* profile,
-            bool async_scheduling = false, const TierCostOptions& tier = {});
+            bool async_scheduling = false, const TierCostOptions& tier = {}, int num_speculative_tokens = 0);
 
   StepCost cost(const StepShape& shape);
 
@@ -183,6 +185,7 @@ class CostModel {
   void cost_tier(const StepShape& shape, StepCost& out, std::int64_t host_cycles);
 
   ModelShape model_;
+  std::int64_t mamba_state_bytes_;  // model_.mamba_state_bytes_with(K): one request's state, one layer
   GpuSpec gpu_;
   CudaGraphDispatcher dispatcher_;
   const ProfileTable* profile_;

@@ -15,6 +15,11 @@ CudaGraphConfig graph_config(const SimOptions& o) {
   return c;
 }
 
+// K with speculative decoding on, else 0: the draft tokens vLLM sizes a Mamba state for.
+int speculative_tokens(const SimOptions& o) {
+  return o.speculative.enabled() ? o.speculative.num_speculative_tokens : 0;
+}
+
 // Checks the options and loads the profile, if any.
 StatusOr<std::unique_ptr<ProfileTable>> prepare(const SimOptions& options) {
   if (Status graphs = validate(graph_config(options)); !graphs.ok()) return graphs;
@@ -42,7 +47,8 @@ StatusOr<std::unique_ptr<SimDevice>> SimDevice::create(const SimOptions& options
 SimDevice::SimDevice(const SimOptions& options, std::unique_ptr<ProfileTable> profile)
     : options_(options),
       profile_(std::move(profile)),
-      cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling, options.tier),
+      cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling, options.tier,
+            speculative_tokens(options)),
       shadow_(options.verify),
       drafter_(options.speculative, options.model, options.gpu, graph_config(options)) {}
 
@@ -54,7 +60,8 @@ StatusOr<std::unique_ptr<CostPredictor>> CostPredictor::create(const SimOptions&
 
 CostPredictor::CostPredictor(const SimOptions& options, std::unique_ptr<ProfileTable> profile)
     : profile_(std::move(profile)),
-      cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling) {}
+      cost_(options.model, options.gpu, graph_config(options), profile_.get(), options.async_scheduling, {},
+            speculative_tokens(options)) {}
 
 std::string SimDevice::name() const { return "sim:" + model().name + "@" + gpu().name; }
 

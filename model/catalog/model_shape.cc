@@ -47,29 +47,21 @@ std::vector<AttentionType> attention_every(int layers, int period, int offset) {
   return types;
 }
 
-// Gated DeltaNet (Qwen3-Next, Qwen3.5), as vLLM's MambaStateShapeCalculator sizes it: a
-// causal-conv state of (2 * key heads * key dim + value heads * value dim) channels by
-// (kernel - 1) taps, and a delta-rule state of value heads * key dim * value dim. Its GEMMs:
-// in_proj_qkvz + in_proj_ba (hidden -> 2 key + 2 value widths + 2 per value head), out_proj
-// (value width -> hidden).
+// Gated DeltaNet: the state (gated_delta_net_state) and the GEMMs: in_proj_qkvz + in_proj_ba
+// (hidden -> 2 key + 2 value widths + 2 per value head), out_proj (value width -> hidden).
 void gated_delta_net(ModelShape& m, int key_heads, int value_heads, int key_dim, int value_dim, int conv_kernel,
                      int ssm_bytes) {
   const std::int64_t key = std::int64_t{key_heads} * key_dim, value = std::int64_t{value_heads} * value_dim;
-  const std::int64_t conv = (2 * key + value) * (conv_kernel - 1) * 2;
-  const std::int64_t ssm = std::int64_t{value_heads} * key_dim * value_dim * ssm_bytes;
-  m.mamba_state_bytes = conv + ssm;
+  m.set_mamba_state(gated_delta_net_state(key_heads, value_heads, key_dim, value_dim, conv_kernel, ssm_bytes));
   m.mamba_in_proj = static_cast<int>(2 * key + 2 * value + 2 * value_heads);
   m.mamba_inner = static_cast<int>(value);
 }
 
-// Mamba2 (Nemotron-H, Granite-4.0-H), as vLLM sizes it: a conv state of (heads * head dim +
-// 2 * groups * state) channels by (d_conv - 1) taps and an SSM state of heads * head dim *
-// state, both 16-bit. in_proj: hidden -> 2 * inner + 2 * groups * state + heads; out_proj:
-// inner -> hidden.
+// Mamba2: the state (mamba2_state) and the GEMMs: in_proj hidden -> 2 * inner + 2 * groups *
+// state + heads; out_proj inner -> hidden.
 void mamba2(ModelShape& m, int heads, int head_dim, int groups, int state, int d_conv) {
   const std::int64_t inner = std::int64_t{heads} * head_dim;
-  const std::int64_t conv_dim = inner + 2LL * groups * state;
-  m.mamba_state_bytes = (conv_dim * (d_conv - 1) + inner * state) * 2;
+  m.set_mamba_state(mamba2_state(heads, head_dim, groups, state, d_conv));
   m.mamba_in_proj = static_cast<int>(2 * inner + 2LL * groups * state + heads);
   m.mamba_inner = static_cast<int>(inner);
 }
@@ -119,9 +111,9 @@ std::vector<ModelShape> make_shapes() {
   // full_attention_interval 4 (no layer_types: three linear_attention layers, then
   // full_attention); linear_conv_kernel_dim 4, linear_key_head_dim 128, linear_value_head_dim
   // 128, linear_num_key_heads 16, linear_num_value_heads 32 (no mamba_ssm_dtype: 16-bit states,
-  // 1,097,728 bytes a layer). MoE on every layer (decoder_sparse_step 1, mlp_only_layers []): 512
-  // experts, num_experts_per_tok 10 of moe_intermediate_size 512, shared_expert_intermediate_size
-  // 512: active MLP 5632.
+  // 1,097,728 bytes a layer; 1,130,496 with two draft tokens). MoE on every layer (decoder_sparse_step 1,
+  // mlp_only_layers []): 512 experts, num_experts_per_tok 10 of moe_intermediate_size 512,
+  // shared_expert_intermediate_size 512: active MLP 5632.
   ModelShape next = dense("qwen3-next-80b-a3b", 48, 2048, 16, 2, 256, 10 * 512 + 512, 151936);
   next.layer_types = every_nth(48, 4, A::kFullAttention, A::kMamba);
   gated_delta_net(next, 16, 32, 128, 128, 4, 2);
@@ -168,7 +160,7 @@ std::vector<ModelShape> make_shapes() {
   // (x_proj and dt_proj, mamba_dt_rank 256, left out).
   ModelShape jamba = dense("jamba-mini", 32, 4096, 32, 8, 128, 21504, 65536);
   jamba.layer_types = attention_every(32, 8, 4);
-  jamba.mamba_state_bytes = (8192LL * 3 + 8192LL * 16) * 2;
+  jamba.set_mamba_state(mamba1_state(8192, 4, 16));
   jamba.mamba_in_proj = 2 * 8192;
   jamba.mamba_inner = 8192;
   shapes.push_back(jamba);
@@ -187,6 +179,23 @@ std::vector<ModelShape> make_shapes() {
 }
 
 }  // namespace
+
+MambaStateSize gated_delta_net_state(int key_heads, int value_heads, int key_dim, int value_dim, int conv_kernel,
+                                     int ssm_bytes) {
+  const std::int64_t conv_channels = 2LL * key_heads * key_dim + std::int64_t{value_heads} * value_dim;
+  const std::int64_t tap = conv_channels * 2;
+  return {tap * (conv_kernel - 1) + std::int64_t{value_heads} * key_dim * value_dim * ssm_bytes, tap};
+}
+
+MambaStateSize mamba2_state(int heads, int head_dim, int groups, int state, int d_conv) {
+  const std::int64_t inner = std::int64_t{heads} * head_dim;
+  const std::int64_t tap = (inner + 2LL * groups * state) * 2;
+  return {tap * (d_conv - 1) + inner * state * 2, tap};
+}
+
+MambaStateSize mamba1_state(std::int64_t inner, int d_conv, int d_state) {
+  return {inner * (d_conv - 1 + d_state) * 2, 0};
+}
 
 std::int64_t ModelShape::num_linear_params() const {
   const std::int64_t h = hidden;
@@ -223,6 +232,7 @@ StatusOr<ModelShape> shard_for_tp(const ModelShape& m, int tp) {
   s.intermediate = m.intermediate / tp;
   s.vocab = (m.vocab + tp - 1) / tp;               // vLLM pads the vocabulary to a multiple of tp
   s.mamba_state_bytes = m.mamba_state_bytes / tp;  // heads split over the ranks
+  s.mamba_conv_tap_bytes = m.mamba_conv_tap_bytes / tp;
   s.mamba_in_proj = m.mamba_in_proj / tp;
   s.mamba_inner = m.mamba_inner / tp;
   s.tp = m.tp * tp;
@@ -234,19 +244,20 @@ int ModelShape::num_layers_of(AttentionType type) const {
   return static_cast<int>(std::count(layer_types.begin(), layer_types.end(), type));
 }
 
-int ModelShape::attention_block_size(int block_size) const {
-  if (!has_mamba() || mamba_state_bytes <= 0) return block_size;
+int ModelShape::attention_block_size(int block_size, int num_speculative_tokens) const {
+  const std::int64_t state = mamba_state_bytes_with(num_speculative_tokens);
+  if (!has_mamba() || state <= 0) return block_size;
   constexpr std::int64_t kKernelAlignment = 16;  // vLLM's kernel block alignment
   const std::int64_t per_token = std::int64_t{2} * kv_heads * head_dim * std::max(1, dtype_bits(kv_dtype) / 8);
   const std::int64_t step = kKernelAlignment * per_token;
-  const std::int64_t needed = kKernelAlignment * ((mamba_state_bytes + step - 1) / step);
+  const std::int64_t needed = kKernelAlignment * ((state + step - 1) / step);
   return static_cast<int>(std::min<std::int64_t>(std::max<std::int64_t>(block_size, needed), std::int64_t{1} << 30));
 }
 
 std::vector<LayerKvCacheSpec> ModelShape::layer_specs(int block_size, MambaCacheMode mamba_mode,
                                                       std::int64_t max_model_len, int num_speculative_blocks) const {
   std::vector<LayerKvCacheSpec> specs;
-  block_size = attention_block_size(block_size);
+  block_size = attention_block_size(block_size, num_speculative_blocks);
   for (int i = 0; i < layers; ++i) {
     KvCacheSpec s;
     s.type = layer_type(i);
@@ -259,7 +270,7 @@ std::vector<LayerKvCacheSpec> ModelShape::layer_specs(int block_size, MambaCache
     if (s.type == AttentionType::kChunkedLocalAttention) s.chunk = attention_chunk;
     if (s.type == AttentionType::kMamba) {
       s.mamba_mode = mamba_mode;
-      s.mamba_state_bytes = mamba_state_bytes;
+      s.mamba_state_bytes = mamba_state_bytes_with(num_speculative_blocks);
       s.num_speculative_blocks = num_speculative_blocks;
       // vLLM: with prefix caching off one block holds the request's state for its whole life.
       if (mamba_mode == MambaCacheMode::kNone) {

@@ -35,6 +35,26 @@
 
 namespace kv {
 
+// One Mamba layer's state for one request, as vLLM's MambaStateShapeCalculator sizes it: the
+// bytes without speculative decoding, and what one conv tap adds per draft token (0: fixed).
+struct MambaStateSize {
+  std::int64_t bytes = 0;
+  std::int64_t conv_tap_bytes = 0;
+};
+
+// Gated DeltaNet (Qwen3-Next, Qwen3.5; gated_delta_net_state_shape): a 16-bit causal-conv state
+// of (2 * key heads * key dim + value heads * value dim) channels by (kernel - 1 + num_spec)
+// taps, and a delta-rule state of value heads * key dim * value dim at `ssm_bytes` each.
+MambaStateSize gated_delta_net_state(int key_heads, int value_heads, int key_dim, int value_dim, int conv_kernel,
+                                     int ssm_bytes);
+// Mamba2 (Nemotron-H, Granite-4.0-H; mamba2_state_shape): a conv state of (heads * head dim +
+// 2 * groups * state) channels by (d_conv - 1 + num_spec) taps and an SSM state of heads *
+// head dim * state, both 16-bit.
+MambaStateSize mamba2_state(int heads, int head_dim, int groups, int state, int d_conv);
+// Mamba1 (Jamba; mamba1_state_shape, which takes no num_spec): a conv state of inner channels
+// by (d_conv - 1) taps and an SSM state of inner * d_state, both 16-bit; fixed under speculation.
+MambaStateSize mamba1_state(std::int64_t inner, int d_conv, int d_state);
+
 struct ModelShape {
   std::string name;
   int layers = 0;
@@ -51,10 +71,14 @@ struct ModelShape {
   std::vector<AttentionType> layer_types = {};
   int sliding_window = 0;   // tokens, of every kSlidingWindow layer
   int attention_chunk = 0;  // tokens, of every kChunkedLocalAttention layer
-  // kMamba layers: one request's recurrent state of one layer (conv + SSM / delta-rule
-  // tensors, vLLM MambaStateShapeCalculator), and the widths of the layer's two GEMMs
-  // (in_proj: hidden -> mamba_in_proj; out_proj: mamba_inner -> hidden).
+  // kMamba layers: one request's recurrent state of one layer without speculative decoding
+  // (conv + SSM / delta-rule tensors, vLLM MambaStateShapeCalculator), and the widths of the
+  // layer's two GEMMs (in_proj: hidden -> mamba_in_proj; out_proj: mamba_inner -> hidden).
   std::int64_t mamba_state_bytes = 0;
+  // The bytes one causal-conv tap adds, for a family whose conv state vLLM lengthens by one tap
+  // per draft token (num_spec: gated DeltaNet, Mamba2); 0 where it does not (Mamba1, a state
+  // given in bytes). mamba_state_bytes_with() is the only place the two are added.
+  std::int64_t mamba_conv_tap_bytes = 0;
   int mamba_in_proj = 0;
   int mamba_inner = 0;
   // Encoder-decoder (Whisper): every layer also has a cross-attention layer over the
@@ -87,16 +111,28 @@ struct ModelShape {
   bool is_hybrid() const { return cross_attention || num_layers_of(AttentionType::kFullAttention) != layers; }
   bool has_mamba() const { return num_layers_of(AttentionType::kMamba) > 0; }
 
+  // One Mamba state with `num_speculative_tokens` draft tokens per step (0: speculation off):
+  // mamba_state_bytes plus one conv tap per draft token (vLLM's num_spec).
+  std::int64_t mamba_state_bytes_with(int num_speculative_tokens) const {
+    return mamba_state_bytes + mamba_conv_tap_bytes * num_speculative_tokens;
+  }
+  void set_mamba_state(const MambaStateSize& size) {
+    mamba_state_bytes = size.bytes;
+    mamba_conv_tap_bytes = size.conv_tap_bytes;
+  }
+
   // The attention block size vLLM runs a model with Mamba layers at
   // (HybridAttentionMambaModelConfig): the smallest multiple of 16 tokens whose attention page
-  // holds one Mamba state, or `block_size` when that is larger. Other models: `block_size`.
-  int attention_block_size(int block_size) const;
+  // holds one Mamba state (mamba_state_bytes_with(num_speculative_tokens)), or `block_size` when
+  // that is larger. Other models: `block_size`.
+  int attention_block_size(int block_size, int num_speculative_tokens = 0) const;
 
   // One spec per layer (named "layers.I"; a cross-attention layer "layers.I.cross"), with this
   // block size (attention_block_size() applied). Mamba layers carry `mamba_mode`; in mode
   // kNone their block is max_model_len tokens, as vLLM sets it with prefix caching off. With
   // speculative decoding, vLLM gives each Mamba layer one speculative state block per draft
-  // token (`num_speculative_blocks`, its num_speculative_tokens).
+  // token (`num_speculative_blocks`, its num_speculative_tokens), and the state and the block
+  // size are those for that many draft tokens.
   std::vector<LayerKvCacheSpec> layer_specs(int block_size, MambaCacheMode mamba_mode = MambaCacheMode::kAlign,
                                             std::int64_t max_model_len = 131072, int num_speculative_blocks = 0) const;
   // vLLM's KV-cache groups of the model; each group's group_page_size_bytes is its bytes per

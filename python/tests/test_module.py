@@ -168,7 +168,7 @@ def test_replay_of_a_mamba_model_with_speculative_decoding():
     assert spec["num_draft_tokens"] == 2 * spec["num_drafts"]
     assert sum(spec["accepted_per_position"]) == spec["num_accepted_tokens"]
     assert spec["acceptance_rate"] == pytest.approx(spec["num_accepted_tokens"] / spec["num_draft_tokens"])
-    assert [g["spec"] for g in s["groups"]] == ["mamba(align, 1097728 B, 2 speculative)"] * 3 + ["full"]
+    assert [g["spec"] for g in s["groups"]] == ["mamba(align, 1130496 B, 2 speculative)"] * 3 + ["full"]
     assert kvsim.Replay(TRACE, {"limit": 5}).run()["spec"] is None
     cli = subprocess.run([KVSIM, "replay", "--trace", TRACE, "--model", "qwen3-next-80b-a3b", "--num-blocks", "400",
                           "--limit", "20", "--speculative-method", "mtp", "--num-speculative-tokens", "2",

@@ -81,6 +81,47 @@ TEST(MambaPresets, Qwen3NextGroupLayout) {
   EXPECT_EQ(find_model_shape("qwen3.5-4b")->attention_block_size(16), 528);
 }
 
+// vLLM lengthens the conv state of gated DeltaNet and Mamba2 layers by one tap per draft token
+// (MambaStateShapeCalculator's num_spec: conv_kernel - 1 + num_spec taps); Mamba1's
+// (mamba1_state_shape) takes no num_spec. Without drafts nothing changes.
+TEST(MambaPresets, ConvStateGrowsOneTapPerDraftToken) {
+  const ModelShape next = *find_model_shape("qwen3-next-80b-a3b");
+  // One tap: (2 * 16 * 128 + 32 * 128) channels, 2 bytes.
+  EXPECT_EQ(next.mamba_conv_tap_bytes, 16'384);
+  EXPECT_EQ(next.mamba_state_bytes_with(0), 1'097'728);
+  EXPECT_EQ(next.mamba_state_bytes_with(2), 1'130'496);
+  // 1,130,496 / (16 * 2048) = 34.5: 35 * 16 tokens.
+  EXPECT_EQ(next.attention_block_size(16, 0), 544);
+  EXPECT_EQ(next.attention_block_size(16, 2), 560);
+  auto groups = next.kv_cache_groups(16, MambaCacheMode::kAlign, 131072, 2);
+  ASSERT_TRUE(groups.ok()) << groups.status().message();
+  EXPECT_EQ(describe((*groups)[0].spec), "mamba(align, 1130496 B, 2 speculative)");
+  EXPECT_EQ((*groups)[0].spec.page_size_bytes(), 560 * 2048);
+  EXPECT_EQ((*groups)[3].spec.block_size, 560);
+
+  const ModelShape q35 = *find_model_shape("qwen3.5-4b");  // fp32 delta rule, 16-bit conv
+  EXPECT_EQ(q35.mamba_state_bytes_with(2), 2'179'072);
+  EXPECT_EQ(q35.attention_block_size(16, 2), 544);
+  // Nemotron-H: (128 * 64 + 2 * 8 * 128) channels a tap.
+  const ModelShape nemo = *find_model_shape("nemotron-h-8b");
+  EXPECT_EQ(nemo.mamba_state_bytes_with(0), 2'158'592);
+  EXPECT_EQ(nemo.mamba_state_bytes_with(2), 2'199'552);
+  EXPECT_EQ(nemo.attention_block_size(16, 0), 528);
+  EXPECT_EQ(nemo.attention_block_size(16, 2), 544);
+  // Granite-4.0-H: one group, (8192 + 2 * 128) channels; one draft already needs 544 tokens.
+  const ModelShape granite = *find_model_shape("granite-4.0-h-small");
+  EXPECT_EQ(granite.mamba_state_bytes_with(1), 2'164'736);
+  EXPECT_EQ(granite.attention_block_size(16, 0), 528);
+  EXPECT_EQ(granite.attention_block_size(16, 1), 544);
+  // Jamba's Mamba1 state does not grow.
+  const ModelShape jamba = *find_model_shape("jamba-mini");
+  EXPECT_EQ(jamba.mamba_conv_tap_bytes, 0);
+  EXPECT_EQ(jamba.mamba_state_bytes_with(3), jamba.mamba_state_bytes);
+  EXPECT_EQ(jamba.attention_block_size(16, 3), jamba.attention_block_size(16));
+  // Tensor parallelism splits the tap with the channels.
+  EXPECT_EQ(shard_for_tp(next, 2)->mamba_state_bytes_with(2), 1'130'496 / 2);
+}
+
 // vLLM's MambaSpec takes one speculative state block per draft token when speculative decoding
 // is on (any drafter); attention groups take none. Without speculation there are none.
 TEST(MambaPresets, SpeculativeDecodingGivesMambaGroupsSpeculativeBlocks) {
@@ -93,15 +134,19 @@ TEST(MambaPresets, SpeculativeDecodingGivesMambaGroupsSpeculativeBlocks) {
   auto groups = c.kv_cache_groups();
   ASSERT_TRUE(groups.ok()) << groups.status().message();
   ASSERT_EQ(groups->size(), 4u);
+  // Two draft tokens lengthen the conv state by two taps, and the attention block with it.
+  EXPECT_EQ(c.block_size(), 560);
   for (int g = 0; g < 3; ++g) {
-    EXPECT_EQ(describe((*groups)[static_cast<std::size_t>(g)].spec), "mamba(align, 1097728 B, 2 speculative)");
+    EXPECT_EQ(describe((*groups)[static_cast<std::size_t>(g)].spec), "mamba(align, 1130496 B, 2 speculative)");
   }
   EXPECT_EQ(describe((*groups)[3].spec), "full");
+  EXPECT_EQ((*groups)[3].spec.block_size, 560);
   // align: the state, the one before it and the two speculative blocks.
   EXPECT_EQ((*groups)[0].spec.max_blocks_per_request(4096, 8192), 4);
   ASSERT_TRUE(set_option(c, "speculative-method", "none").ok());
   ASSERT_TRUE(set_option(c, "num-speculative-tokens", "0").ok());
   EXPECT_EQ(describe((*c.kv_cache_groups())[0].spec), "mamba(align, 1097728 B)");
+  EXPECT_EQ(c.block_size(), 544);
 }
 
 TEST(MambaPresets, ModeFollowsPrefixCachingAndTheOptionChecksIt) {

@@ -44,19 +44,22 @@ TEST(ModelConfigTest, PublishedHybridConfigsAreThePresets) {
     const char* preset;
     int mamba_layers;
     std::int64_t state_bytes;
-    int block_size;  // attention_block_size(16)
+    int block_size;              // attention_block_size(16)
+    std::int64_t tap_bytes;      // one conv tap: what each draft token adds (vLLM's num_spec)
+    int speculative_block_size;  // attention_block_size(16, 2)
   };
   const Case cases[] = {
       // conv (2 * 16 * 128 + 32 * 128) * 3 + delta rule 32 * 128 * 128, 16-bit; 2048 B a token.
-      {"qwen3-next-80b-a3b-instruct-config.json", "qwen3-next-80b-a3b", 36, (8192LL * 3 + 32 * 128 * 128) * 2, 544},
+      {"qwen3-next-80b-a3b-instruct-config.json", "qwen3-next-80b-a3b", 36, (8192LL * 3 + 32 * 128 * 128) * 2, 544,
+       8192 * 2, 560},
       // The same conv state, 16-bit, and the delta rule in float32; 4096 B a token.
-      {"qwen3.5-4b-config.json", "qwen3.5-4b", 24, 8192LL * 3 * 2 + 32 * 128 * 128 * 4, 528},
+      {"qwen3.5-4b-config.json", "qwen3.5-4b", 24, 8192LL * 3 * 2 + 32 * 128 * 128 * 4, 528, 8192 * 2, 544},
       // conv (128 * 64 + 2 * 8 * 128) * 3 + SSM 128 * 64 * 128, 16-bit; 4096 B a token.
-      {"nemotron-h-8b-base-8k-config.json", "nemotron-h-8b", 24, (10240LL * 3 + 8192 * 128) * 2, 528},
+      {"nemotron-h-8b-base-8k-config.json", "nemotron-h-8b", 24, (10240LL * 3 + 8192 * 128) * 2, 528, 10240 * 2, 544},
       // conv (128 * 64 + 2 * 1 * 128) * 3 + SSM 128 * 64 * 128, 16-bit.
-      {"granite-4.0-h-small-config.json", "granite-4.0-h-small", 36, (8448LL * 3 + 8192 * 128) * 2, 528},
-      // Mamba v1: conv 8192 * 3 + SSM 8192 * 16, 16-bit.
-      {"ai21-jamba-1.5-mini-config.json", "jamba-mini", 28, 8192LL * 19 * 2, 80},
+      {"granite-4.0-h-small-config.json", "granite-4.0-h-small", 36, (8448LL * 3 + 8192 * 128) * 2, 528, 8448 * 2, 544},
+      // Mamba v1: conv 8192 * 3 + SSM 8192 * 16, 16-bit; no num_spec, so drafts add nothing.
+      {"ai21-jamba-1.5-mini-config.json", "jamba-mini", 28, 8192LL * 19 * 2, 80, 0, 80},
   };
   for (const Case& c : cases) {
     auto m = load_model_config(data_file(c.file));
@@ -71,6 +74,10 @@ TEST(ModelConfigTest, PublishedHybridConfigsAreThePresets) {
     EXPECT_EQ(m->mamba_inner, want.mamba_inner);
     EXPECT_EQ(m->attention_block_size(16), c.block_size);
     EXPECT_EQ(want.attention_block_size(16), c.block_size);
+    EXPECT_EQ(m->mamba_conv_tap_bytes, c.tap_bytes);
+    EXPECT_EQ(want.mamba_conv_tap_bytes, c.tap_bytes);
+    EXPECT_EQ(m->attention_block_size(16, 2), c.speculative_block_size);
+    EXPECT_EQ(want.attention_block_size(16, 2), c.speculative_block_size);
   }
   // Active MLP widths: Granite-4.0-H 10 of 72 experts of 768 plus a shared 1536
   // (shared_intermediate_size); Jamba 2 of 16 experts of 14336 on every second layer, a dense

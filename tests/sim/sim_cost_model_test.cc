@@ -145,6 +145,11 @@ TEST(CostModelTest, MambaLayersPayTheirStateNotAttention) {
   const std::int64_t state_bytes = 36LL * 8 * 2 * m.mamba_state_bytes;
   EXPECT_GE(cm.mamba_node_cycles(dense, 0), cm.roofline_cycles(KernelWork{0, state_bytes, cm.gpu().peak_flops}));
   EXPECT_GT(cm.mamba_node_cycles({8, 16, 0}, 0), cm.mamba_node_cycles(dense, 0));
+  // Two draft tokens a step: the state vLLM keeps is two conv taps longer (1,130,496 bytes).
+  CostModel drafting(m, gpu("h100-sxm"), graphs(CudaGraphMode::kNone), nullptr, false, {}, 2);
+  const std::int64_t grown = 36LL * 8 * 2 * m.mamba_state_bytes_with(2);
+  EXPECT_GE(drafting.mamba_node_cycles(dense, 0), cm.roofline_cycles(KernelWork{0, grown, cm.gpu().peak_flops}));
+  EXPECT_GT(drafting.mamba_node_cycles(dense, 0), cm.mamba_node_cycles(dense, 0));
 }
 
 // Invariant 11: an encoder-decoder model's step runs the encoder over its admissions' encoder
