@@ -11,6 +11,7 @@
 #include "gpu_backend/reference/block_tables.h"
 #include "gpu_backend/reference/flat_batch.h"
 #include "gpu_backend/reference/graph_policy.h"
+#include "gpu_backend/reference/kernel_profile.h"
 #include "gpu_backend/reference/mamba_state.h"
 #include "gpu_backend/reference/model_config.h"
 #include "gpu_backend/reference/numerics.h"
@@ -40,6 +41,10 @@ class CudaDevice final : public Device {
 
   std::string name() const override { return description_; }
   StepResult execute(const StepPlan& plan) override;
+  std::vector<std::string> finish_run() override {
+    const Status s = save_profile();
+    return s.ok() ? std::vector<std::string>{} : std::vector<std::string>{s.message()};
+  }
 
  private:
   // The KV cache's size: its blocks and the bytes of one block (K and V, every tensor).
@@ -59,6 +64,7 @@ class CudaDevice final : public Device {
   Status allocate_kv_cache(const KvCacheSize& size);
   Status allocate_block_tables(std::int64_t num_blocks);
   Status open_profile();  // only with options_.profile_csv
+  Status save_profile();  // the whole CSV, once
   void describe(const cudaDeviceProp& prop, std::int64_t num_blocks);
   Status run_step(const StepPlan& plan, StepResult* result);
   // Mamba groups: stages the batch's state blocks (padded to num_state_seqs sequences for a
@@ -96,7 +102,8 @@ class CudaDevice final : public Device {
   std::unique_ptr<gpuref::GraphPolicy> graph_policy_;
   std::map<std::int64_t, cudaGraphExec_t> graphs_;  // key: padded number of tokens
   std::unique_ptr<KernelTimer> timer_;              // profiling only
-  std::ofstream profile_;
+  gpuref::KernelProfile profile_;                   // written whole by finish_run (or the destructor)
+  bool profile_written_ = false;
   std::vector<gpuref::BlockTableUpdate> updates_;
 };
 
@@ -307,9 +314,12 @@ Status CudaDevice::open_profile() {
   const CudaDeviceOptions& o = options_;
   if (o.profile_csv.empty()) return Status();
   const bool fresh = !std::ifstream(o.profile_csv).good() || std::ifstream(o.profile_csv).peek() == EOF;
-  profile_.open(o.profile_csv, std::ios::app);
-  if (!profile_) return Status::error(o.profile_csv + ": cannot open the profile CSV for writing");
-  if (fresh) profile_ << "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";
+  if (!fresh) {
+    return Status::error(o.profile_csv +
+                         ": the profile CSV already exists and is not empty; remove it or choose "
+                         "another path (a profile is written whole, one row per kernel shape)");
+  }
+  if (!std::ofstream(o.profile_csv)) return Status::error(o.profile_csv + ": cannot open the profile CSV for writing");
   timer_ = std::make_unique<KernelTimer>(stream_);
   return Status();
 }
@@ -323,6 +333,7 @@ void CudaDevice::describe(const cudaDeviceProp& prop, std::int64_t num_blocks) {
 }
 
 CudaDevice::~CudaDevice() {
+  (void)save_profile();  // a run that never reached finish_run still leaves its profile
   if (stream_) cudaStreamSynchronize(stream_);
   for (auto& [size, exec] : graphs_) cudaGraphExecDestroy(exec);
   timer_.reset();
@@ -583,11 +594,18 @@ Status CudaDevice::write_profile(const gpuref::FlatBatch& batch) {
   std::vector<std::pair<std::string, std::int64_t>> times;
   if (Status st = timer_->read(&times); !st.ok()) return st;
   for (const auto& [kernel, ns] : times) {
-    profile_ << kernel << ',' << batch.num_real_tokens << ',' << batch.num_seqs() << ',' << batch.context_tokens << ','
-             << ns << '\n';
+    profile_.add(kernel, batch.num_real_tokens, batch.num_seqs(), batch.context_tokens, ns);
   }
-  profile_.flush();
-  if (!profile_) return Status::error(options_.profile_csv + ": write failed");
+  return Status();
+}
+
+Status CudaDevice::save_profile() {
+  if (options_.profile_csv.empty() || profile_written_) return Status();
+  profile_written_ = true;
+  std::ofstream out(options_.profile_csv, std::ios::trunc);
+  out << profile_.csv();
+  out.close();
+  if (!out) return Status::error(options_.profile_csv + ": writing the profile CSV failed");
   return Status();
 }
 

@@ -85,6 +85,25 @@ struct Scenario {
   }
 };
 
+// Three requests (prompts of 9, 10 and 5 tokens) prefilled in one step, then decoding in
+// lockstep for four steps: the uniform-decode batches that CUDA graphs replay. Each request
+// gets a new block in the step whose position first crosses into it (a at 12, b at 12, c at 8).
+inline std::vector<StepPlan> lockstep_decode_plans() {
+  const std::vector<TokenId> a = tokens(4, 20), b = tokens(5, 20), c = tokens(6, 20);
+  std::vector<StepPlan> plans;
+  plans.push_back(plan(0, {sr("a", true, {1, 2, 3}, a, 0, 9, 9, true), sr("b", true, {4, 5, 6}, b, 0, 10, 10, true),
+                           sr("c", true, {7, 8}, c, 0, 5, 5, true)}));
+  auto grows = [](std::int64_t step, std::int64_t at, BlockId block) {
+    return step == at ? std::vector<BlockId>{block} : std::vector<BlockId>{};
+  };
+  for (std::int64_t step = 1; step <= 4; ++step) {
+    plans.push_back(plan(step, {sr("a", false, grows(step, 4, 9), a, 8 + step, 9 + step, 9, true),
+                                sr("b", false, grows(step, 3, 10), b, 9 + step, 10 + step, 10, true),
+                                sr("c", false, grows(step, 4, 11), c, 4 + step, 5 + step, 5, true)}));
+  }
+  return plans;
+}
+
 // Prompt tokens each step computes, as the plans say: caching on, then off.
 inline std::vector<std::int64_t> expected_prompt_tokens(bool caching) {
   return caching ? std::vector<std::int64_t>{10, 4 + 6, 8, 0, 0, 2}

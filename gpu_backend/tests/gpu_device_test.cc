@@ -142,21 +142,7 @@ TEST(GpuDevice, PrefixCachingOnAndOffGiveTheSameHiddenStatesAndPromptCounts) {
 // eager execution agree, and the replay is reused across steps.
 TEST(GpuDevice, CudaGraphReplayAgreesWithEager) {
   KV_SKIP_WITHOUT_GPU();
-  std::vector<StepPlan> plans;
-  using gpuref::scenario::plan;
-  using gpuref::scenario::sr;
-  const std::vector<TokenId> a = gpuref::scenario::tokens(4, 20), b = gpuref::scenario::tokens(5, 20),
-                             c = gpuref::scenario::tokens(6, 20);
-  plans.push_back(plan(0, {sr("a", true, {1, 2, 3}, a, 0, 9, 9, true), sr("b", true, {4, 5, 6}, b, 0, 10, 10, true),
-                           sr("c", true, {7, 8}, c, 0, 5, 5, true)}));
-  for (std::size_t step = 1; step <= 4; ++step) {
-    plans.push_back(plan(
-        static_cast<std::int64_t>(step),
-        {sr("a", false, step == 4 ? std::vector<BlockId>{9} : std::vector<BlockId>{}, a, 8 + step, 9 + step, 9, true),
-         sr("b", false, step == 3 ? std::vector<BlockId>{10} : std::vector<BlockId>{}, b, 9 + step, 10 + step, 10,
-            true),
-         sr("c", false, {}, c, 4 + step, 5 + step, 5, true)}));
-  }
+  const std::vector<StepPlan> plans = gpuref::scenario::lockstep_decode_plans();
   CudaDeviceOptions eager = scenario_options();
   eager.cudagraph_mode = "NONE";
   CudaDeviceOptions graph = scenario_options();
