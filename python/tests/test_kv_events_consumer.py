@@ -1,0 +1,195 @@
+"""An independent consumer of kvsim's KV events (--kv-events JSONL), written from the
+specification in docs/semantics.md section 2 and vLLM's event fields, checks every field:
+
+  - every stored hash is recomputed here (canonical CBOR and SHA-256 written in this file) from
+    the event's parent, token ids and extra keys, block by block along the chain;
+  - a parent is a block stored earlier and still cached in the same group; a removed hash is
+    one that is cached; nothing is stored twice without a removal (vLLM announces a hash
+    once); the cache never holds more blocks than the pool;
+  - token ids (block_size per block), extra keys (one entry per block: the LoRA name on every
+    block, the salt on block 0 only), lora_name, medium, group ids and block sizes;
+  - timestamps: seconds on the replay clock, at the end of the step that made them
+    (steps.csv: start_us + duration_ns, to the microsecond start_us keeps), non-decreasing.
+Run on requests with salts and LoRA adapters, on one KV-cache group and on a hybrid model,
+with a pool small enough to evict.
+"""
+import collections
+import csv
+import hashlib
+import json
+import os
+import random
+import struct
+import subprocess
+
+import pytest
+
+KVSIM = os.environ.get("KVSIM_BIN", "build/default/cli/kvsim")
+BLOCK = 16
+
+
+# ---- canonical CBOR (RFC 8949), the few types the hash uses
+def _head(major, n):
+    if n < 24:
+        return bytes([major << 5 | n])
+    for extra, fmt in ((24, ">B"), (25, ">H"), (26, ">I"), (27, ">Q")):
+        if n < 1 << (8 * struct.calcsize(fmt)):
+            return bytes([major << 5 | extra]) + struct.pack(fmt, n)
+    raise ValueError(n)
+
+
+def cbor(value):
+    if value is None:
+        return b"\xf6"
+    if isinstance(value, bool):
+        raise TypeError("no booleans in a block hash")
+    if isinstance(value, int):
+        return _head(0, value) if value >= 0 else _head(1, -1 - value)
+    if isinstance(value, bytes):
+        return _head(2, len(value)) + value
+    if isinstance(value, str):
+        data = value.encode()
+        return _head(3, len(data)) + data
+    if isinstance(value, list):
+        return _head(4, len(value)) + b"".join(cbor(v) for v in value)
+    raise TypeError(type(value))
+
+
+NONE_HASH = hashlib.sha256(cbor("0")).digest()
+
+
+def block_hash(parent, tokens, extra_keys):
+    return hashlib.sha256(cbor([parent, list(tokens), extra_keys])).digest()
+
+
+def test_cbor_and_hash_match_the_specifications_vectors():
+    assert NONE_HASH.hex() == "4e1195df020de59e0d65a33a4279f1183e7ae4e5d980e309f8b55adff2e61c3e"
+    h0 = block_hash(NONE_HASH, [1, 2, 3, 4], None)
+    assert h0.hex() == "c9d58ba695280d69b243e1e0df813136ca9196b286fb1a021e0b2e028ef071cb"
+    assert block_hash(h0, [5, 6, 7, 8], None).hex() == \
+        "24125b23e68883b5c2141db2959d48433fe6bde2f26bd914efad121d154ab2d6"
+    assert block_hash(NONE_HASH, [1, 2, 3, 4], ["tenant-a"]).hex() == \
+        "5188afdf425172363edc325e9600bdb55cfc0950138d1c11b71ec2ac150962f4"
+    assert block_hash(NONE_HASH, [1000, 70000, 5000000000, 0], None).hex() == \
+        "78ee659871810941ecda9562acd29f5b723e2c394afb50db36efcc8af2d237c9"
+
+
+# ---- the workload: shared prefixes, two tenants' salts, a LoRA adapter
+def write_requests(path, seed=7, n=60):
+    rng = random.Random(seed)
+    prefixes = [[rng.randrange(1, 50000) for _ in range(rng.choice([40, 64, 100]))] for _ in range(4)]
+    with open(path, "w") as f:
+        for i in range(n):
+            prompt = list(rng.choice(prefixes)) + [rng.randrange(1, 50000) for _ in range(rng.randrange(5, 90))]
+            line = {"prompt_token_ids": prompt, "output_len": rng.randrange(2, 40), "timestamp": i * 0.05,
+                    "id": "r%d" % i}
+            kind = i % 4
+            if kind == 1:
+                line["cache_salt"] = "tenant-a"
+            elif kind == 2:
+                line["lora_name"] = "adapter1"
+            elif kind == 3:
+                line["cache_salt"], line["lora_name"] = "tenant-b", "adapter1"
+            f.write(json.dumps(line) + "\n")
+
+
+def replay(tmp_path, model, num_blocks):
+    source, trace = tmp_path / "requests.jsonl", tmp_path / "requests.kvtrace"
+    write_requests(source)
+    done = subprocess.run([KVSIM, "convert", "--from", "tokens", "--input", str(source), "-o", str(trace)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    events = tmp_path / "events.jsonl"
+    done = subprocess.run([KVSIM, "replay", "--trace", str(trace), "--model", model, "--num-blocks", str(num_blocks),
+                           "--progress", "off", "--out", str(tmp_path / "run"), "--kv-events", str(events)],
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    with open(events) as f:
+        batches = [json.loads(line) for line in f]
+    with open(tmp_path / "run" / "steps.csv", newline="") as f:
+        steps = {int(r["step"]): r for r in csv.DictReader(f)}
+    with open(tmp_path / "run" / "summary.json") as f:
+        summary = json.load(f)
+    return batches, steps, summary
+
+
+class Consumer:
+    """Rebuilds the cache's content from the events alone, checking each one."""
+
+    def __init__(self, num_blocks):
+        self.cached = collections.defaultdict(collections.Counter)  # group -> hash -> blocks
+        self.num_blocks = num_blocks
+        self.stored = self.removed = 0
+        self.seen = collections.Counter()  # blocks with a LoRA name, with a salt
+
+    def store(self, e):
+        group = self.cached[e["group_idx"]]
+        n = len(e["block_hashes"])
+        assert e["medium"] == "GPU" and e["lora_id"] is None
+        assert e["block_size"] == BLOCK and len(e["token_ids"]) == n * BLOCK and len(e["extra_keys"]) == n
+        parent = NONE_HASH
+        if e["parent_block_hash"] is not None:
+            assert group[e["parent_block_hash"]] > 0, "parent not cached in its group"
+            parent = bytes.fromhex(e["parent_block_hash"])
+        for j, hexhash in enumerate(e["block_hashes"]):
+            extra = e["extra_keys"][j]
+            self.check_extra_keys(extra, e["lora_name"], first_block=(parent == NONE_HASH))
+            parent = block_hash(parent, e["token_ids"][j * BLOCK:(j + 1) * BLOCK], extra)
+            assert parent.hex() == hexhash, "hash %d of the event is not the chain's" % j
+            assert group[hexhash] == 0, "a cached hash announced again"
+            group[hexhash] += 1
+            self.stored += 1
+
+    def check_extra_keys(self, extra, lora_name, first_block):
+        keys = extra or []
+        self.seen["lora"] += lora_name is not None
+        self.seen["salt"] += any(k in ("tenant-a", "tenant-b") for k in keys)
+        if lora_name is not None:
+            assert keys[:1] == [lora_name], "the LoRA name leads every block's extra keys"
+            keys = keys[1:]
+        if first_block:
+            assert all(k in ("tenant-a", "tenant-b") for k in keys) and len(keys) <= 1
+        else:
+            assert keys == [], "a salt on a block other than the first"
+        assert extra != [], "empty extra keys are null"
+
+    def remove(self, e):
+        assert e["medium"] == "GPU"
+        group = self.cached[e["group_idx"]]
+        for hexhash in e["block_hashes"]:
+            assert group[hexhash] > 0, "removed a hash that is not cached"
+            group[hexhash] -= 1
+            self.removed += 1
+
+    def size(self):
+        return sum(sum(g.values()) for g in self.cached.values())
+
+
+@pytest.mark.parametrize("model,num_blocks,groups", [("llama3-8b", 60, {0}), ("gpt-oss-20b", 60, {0, 1})])
+def test_every_event_field_rebuilt(tmp_path, model, num_blocks, groups):
+    batches, steps, summary = replay(tmp_path, model, num_blocks)
+    consumer = Consumer(num_blocks)
+    last_ts = 0.0
+    kinds = collections.Counter()
+    for batch in batches:
+        step = steps[batch["step"]]
+        # steps.csv's start is the step's start in whole microseconds (rounded down).
+        end_ns = int(step["start_us"]) * 1000 + int(step["duration_ns"])
+        assert end_ns - 1 <= batch["ts"] * 1e9 <= end_ns + 1000, "ts: seconds at the end of the step"
+        assert batch["ts"] >= last_ts
+        last_ts = batch["ts"]
+        for e in batch["events"]:
+            kinds[e["type"]] += 1
+            assert e["group_idx"] in groups
+            if e["type"] == "BlockStored":
+                consumer.store(e)
+            elif e["type"] == "BlockRemoved":
+                consumer.remove(e)
+            else:
+                assert e["type"] == "AllBlocksCleared"
+                consumer.cached.clear()
+            assert consumer.size() <= (num_blocks - 1) * len(groups)
+    assert kinds["BlockStored"] > 0 and kinds["BlockRemoved"] > 0, kinds  # the pool evicted
+    assert consumer.removed == summary["prefix_cache"]["evictions"]
+    assert consumer.seen["lora"] > 0 and consumer.seen["salt"] > 0, consumer.seen
+    assert {g for g in consumer.cached} == groups
