@@ -1,6 +1,8 @@
 // KV-cache specs, vLLM's grouping of layers, lookup sets and pool sizing: exact numbers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -242,6 +244,76 @@ TEST(KvCacheGroupsTest, SmallerPagesGrowTheirBlocks) {
   EXPECT_EQ((*groups)[0].spec.page_size_bytes(), 8192);
   EXPECT_EQ(scheduler_block_size(*groups), 32);
   EXPECT_EQ(hash_block_size(*groups), 16);
+}
+
+// The grouping rule written again from vLLM's description (kv_cache_utils.py, uniform pages):
+// bucket the layers by spec in order of first appearance; group_size is the largest bucket's
+// size when it is under 1.5x the smallest's, else the smallest's; a bucket of n layers makes
+// g = ceil(n / group_size) groups, group i holding the bucket's layers i, i + g, i + 2g, ...
+std::vector<std::vector<std::string>> reference_groups(const std::vector<LayerKvCacheSpec>& layers) {
+  std::vector<KvCacheSpec> specs;
+  std::vector<std::vector<std::string>> buckets;
+  for (const LayerKvCacheSpec& l : layers) {
+    std::size_t b = 0;
+    while (b < specs.size() && !(specs[b] == l.spec)) ++b;
+    if (b == specs.size()) {
+      specs.push_back(l.spec);
+      buckets.emplace_back();
+    }
+    buckets[b].push_back(l.name);
+  }
+  double smallest = 1e9, largest = 0;
+  for (const auto& b : buckets) {
+    smallest = std::min(smallest, static_cast<double>(b.size()));
+    largest = std::max(largest, static_cast<double>(b.size()));
+  }
+  const double group_size = largest < 1.5 * smallest ? largest : smallest;
+  std::vector<std::vector<std::string>> groups;
+  for (const auto& b : buckets) {
+    const auto g = static_cast<std::size_t>(std::ceil(static_cast<double>(b.size()) / group_size));
+    for (std::size_t i = 0; i < g; ++i) {
+      groups.emplace_back();
+      for (std::size_t k = i; k < b.size(); k += g) groups.back().push_back(b[k]);
+    }
+  }
+  return groups;
+}
+
+// Every ratio of full, sliding and chunked layers up to 9 of a kind (the 1.5x boundary
+// included: 2 and 3, 4 and 6, 6 and 9), in three layer orders, against the reference.
+TEST(KvCacheGroupsTest, EveryLayerRatioGroupsAsTheReferenceRule) {
+  const std::vector<KvCacheSpec> kinds = {full(), sliding(128), chunked(64)};
+  int checked = 0;
+  for (int n0 = 1; n0 <= 9; ++n0) {
+    for (int n1 = 0; n1 <= 9; ++n1) {
+      for (int n2 = 0; n2 <= 9; n2 += 3) {
+        std::vector<int> counts = {n0, n1, n2};
+        for (int order = 0; order < 3; ++order) {
+          std::vector<KvCacheSpec> specs;  // order 0: blocks of a kind; 1: round robin; 2: reversed kinds
+          std::vector<int> left = counts;
+          for (int k = 0; k < 3; ++k) {
+            const int kind = order == 2 ? 2 - k : k;
+            if (order != 1) specs.insert(specs.end(), static_cast<std::size_t>(left[kind]), kinds[kind]);
+          }
+          while (order == 1 && (left[0] + left[1] + left[2]) > 0) {
+            for (int k = 0; k < 3; ++k) {
+              if (left[k] == 0) continue;
+              --left[k];
+              specs.push_back(kinds[static_cast<std::size_t>(k)]);
+            }
+          }
+          ASSERT_EQ(specs.size(), static_cast<std::size_t>(n0 + n1 + n2));
+          const auto layers = model(specs);
+          auto groups = get_kv_cache_groups(layers);
+          ASSERT_TRUE(groups.ok()) << groups.status().message();
+          EXPECT_EQ(layers_of(*groups), reference_groups(layers))
+              << n0 << " full, " << n1 << " sliding, " << n2 << " chunked, order " << order;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 9 * 10 * 4 * 3);
 }
 
 }  // namespace
