@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <memory>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -191,6 +195,124 @@ TEST(TierConnector, AHashDroppedAndStoredAgainInOneStepIsNotListedAsDropped) {
   ASSERT_EQ(plan.tier_dropped.size(), 1u);
   EXPECT_TRUE(plan.tier_dropped[0] == p.hash(1));
   EXPECT_EQ(t.find(p.hash(0)), 0);
+}
+
+// ---- the connector against a reference model written from docs/tiers.md --------------
+// Host and disk as plain lists (least recent first); the figures as the documentation defines
+// them. Random stores (evictions, write-back) and loads (a lookup after a random local hit,
+// then its loads, some by resumed requests) over prompts that share prefixes; after every
+// operation both tiers' LRU order, every figure and the match length must agree.
+struct ReferenceTiers {
+  std::vector<std::vector<BlockHash>> lru;  // per tier, least recent first
+  std::vector<std::int64_t> capacity;
+  std::vector<TierFigures> figures;
+  std::int64_t block_size, bytes_per_block;
+
+  ReferenceTiers(const TierConnectorConfig& c) : block_size(c.block_size), bytes_per_block(c.bytes_per_block) {
+    capacity.push_back(c.host_capacity_blocks);
+    if (c.disk_capacity_blocks > 0) capacity.push_back(c.disk_capacity_blocks);
+    lru.resize(capacity.size());
+    figures.resize(capacity.size());
+  }
+  int find(const BlockHash& h) const {
+    for (std::size_t t = 0; t < lru.size(); ++t) {
+      if (std::find(lru[t].begin(), lru[t].end(), h) != lru[t].end()) return static_cast<int>(t);
+    }
+    return -1;
+  }
+  void touch(int t, const BlockHash& h) {
+    auto& l = lru[static_cast<std::size_t>(t)];
+    l.erase(std::find(l.begin(), l.end(), h));
+    l.push_back(h);
+  }
+  // Puts h into tier t as its most recent entry; a full tier passes its oldest down.
+  void put(std::size_t t, const BlockHash& h) {
+    ++figures[t].stored_blocks;
+    figures[t].stored_bytes += bytes_per_block;
+    lru[t].push_back(h);
+    if (static_cast<std::int64_t>(lru[t].size()) > capacity[t]) {
+      const BlockHash oldest = lru[t].front();
+      lru[t].erase(lru[t].begin());
+      ++figures[t].dropped_blocks;
+      if (t + 1 < lru.size()) put(t + 1, oldest);
+    }
+    figures[t].peak_blocks = std::max(figures[t].peak_blocks, static_cast<std::int64_t>(lru[t].size()));
+  }
+  void store(const BlockHash& h) {
+    if (const int t = find(h); t >= 0) return touch(t, h);
+    put(0, h);
+  }
+  std::int64_t match(const Request& r, std::int64_t local) const {
+    const auto& hashes = r.block_hashes();
+    const std::int64_t bound =
+        std::min<std::int64_t>((r.num_tokens() - 1) / block_size, static_cast<std::int64_t>(hashes.size()));
+    std::int64_t i = local / block_size;
+    while (i < bound && find(hashes[static_cast<std::size_t>(i)]) >= 0) ++i;
+    return i * block_size - local;
+  }
+  void load(const Request& r, std::int64_t local, std::int64_t external) {
+    for (std::int64_t i = local / block_size; i < (local + external) / block_size; ++i) {
+      const BlockHash& h = r.block_hashes()[static_cast<std::size_t>(i)];
+      const int t = find(h);
+      touch(t, h);
+      TierFigures& f = figures[static_cast<std::size_t>(t)];
+      f.hit_tokens += block_size;
+      if (r.num_preemptions == 0) f.first_hit_tokens += block_size;
+      ++f.loaded_blocks;
+      f.loaded_bytes += bytes_per_block;
+    }
+  }
+};
+
+void expect_same(const TierConnector& c, const ReferenceTiers& ref, const std::string& when) {
+  ASSERT_EQ(c.num_tiers(), static_cast<int>(ref.lru.size()));
+  for (int t = 0; t < c.num_tiers(); ++t) {
+    EXPECT_TRUE(c.tier(t).lru_order() == ref.lru[static_cast<std::size_t>(t)]) << "tier " << t << " order, " << when;
+    const TierFigures a = c.figures()[static_cast<std::size_t>(t)], b = ref.figures[static_cast<std::size_t>(t)];
+    EXPECT_EQ(std::vector<std::int64_t>({a.hit_tokens, a.first_hit_tokens, a.loaded_blocks, a.loaded_bytes,
+                                         a.stored_blocks, a.stored_bytes, a.dropped_blocks, a.peak_blocks}),
+              std::vector<std::int64_t>({b.hit_tokens, b.first_hit_tokens, b.loaded_blocks, b.loaded_bytes,
+                                         b.stored_blocks, b.stored_bytes, b.dropped_blocks, b.peak_blocks}))
+        << "tier " << t << " figures (hit, first hit, loaded, bytes, stored, bytes, dropped, peak), " << when;
+  }
+}
+
+TEST(TierConnector, AgreesWithAReferenceModelOnRandomStoresAndLoads) {
+  for (const auto& [host, disk] : std::vector<std::pair<int, int>>{{3, 0}, {4, 5}, {1, 1}, {6, 2}}) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(host * 100 + disk));
+    std::vector<std::unique_ptr<Prompt>> prompts;  // eight prompts of 1-6 blocks, some sharing prefixes
+    for (int i = 0; i < 8; ++i) prompts.push_back(std::make_unique<Prompt>(1 + i % 6, i % 3 == 0 ? 1000 : 1000 + i));
+    const TierConnectorConfig cfg = config(host, disk, TierStorePolicy::kOnEvict);
+    TierConnector c(cfg);
+    ReferenceTiers ref(cfg);
+    for (int op = 0; op < 400; ++op) {
+      Prompt& p = *prompts[rng() % prompts.size()];
+      const auto blocks = static_cast<std::int64_t>(p.request.block_hashes().size());
+      const std::string when =
+          "host " + std::to_string(host) + " disk " + std::to_string(disk) + " op " + std::to_string(op);
+      if (rng() % 2 == 0) {  // the pool evicts one of its blocks: stored (write-back)
+        const BlockHash& h = p.hash(static_cast<int>(rng() % static_cast<std::uint64_t>(blocks)));
+        const std::vector<EvictedBlock> evicted = {{static_cast<BlockId>(op + 1), h}};
+        c.on_blocks_evicted(evicted);
+        ref.store(h);
+      } else {  // a lookup after a local hit of some whole blocks, then its loads
+        const std::int64_t local = 4 * static_cast<std::int64_t>(rng() % static_cast<std::uint64_t>(blocks + 1));
+        p.request.num_preemptions = static_cast<int>(rng() % 3 == 0);
+        const std::int64_t matched = c.get_num_new_matched_tokens(p.request, local);
+        ASSERT_EQ(matched, ref.match(p.request, local)) << when;
+        std::vector<BlockId> table(static_cast<std::size_t>(blocks + 1));
+        std::iota(table.begin(), table.end(), 1);
+        c.update_state_after_alloc(p.request, table, local, matched);
+        ref.load(p.request, local, matched);
+      }
+      StepPlan plan;
+      c.build_connector_meta(plan);
+      expect_same(c, ref, when);
+      std::string why;
+      ASSERT_TRUE(c.check_invariants(&why)) << why;
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 }  // namespace
