@@ -397,6 +397,27 @@ TEST(Arrivals, ArrivalsPastTheLimitAreErrorsNotWrapped) {
   EXPECT_NE(second.status().message().find("request r1: arrival time"), std::string::npos) << second.status().message();
 }
 
+// Each SLO bound reads the statistic of the metric it names, nothing nearby.
+TEST(Capacity, AnSloBoundReadsTheStatisticItNames) {
+  ServingMetrics m;
+  const auto stats = [](double base) {
+    LatencyStats s;
+    s.mean = base + 1;
+    s.median = base + 2;
+    s.percentiles = {{90, base + 3}, {99, base + 4}};
+    return s;
+  };
+  m.ttft_ms = stats(10);
+  m.tpot_ms = stats(20);
+  m.itl_ms = stats(30);
+  m.e2el_ms = stats(40);
+  auto slo = parse_slo("ttft-mean=1,tpot-median=1,itl-p90=1,e2el-p99=1,itl-mean=1,e2el-median=1,ttft-p75=1");
+  ASSERT_TRUE(slo.ok()) << slo.status().message();
+  std::vector<double> figures;
+  for (const SloBound& b : *slo) figures.push_back(slo_figure(m, b));
+  EXPECT_EQ(figures, (std::vector<double>{11, 22, 33, 44, 31, 42, INFINITY}));  // p75 was not computed
+}
+
 TEST(Capacity, OptionsOutsideTheirRangesNameTheOption) {
   EXPECT_TRUE(validate(CapacityOptions()).ok());
   CapacityOptions o;
