@@ -1,6 +1,7 @@
 // The scenario files of one golden folder (tests/golden*/), found at run time in name order,
 // and the gtest name of each (the file name without ".json", other characters than letters
-// and digits as '_'). The golden tests run one parameterized test per file with these.
+// and digits as '_'). The golden tests run one parameterized test per file with these, and
+// their error tests run edited copies of a scenario (edited_copy).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -8,6 +9,8 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -29,6 +32,20 @@ inline std::string test_name(const ::testing::TestParamInfo<std::string>& info) 
     if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
   }
   return name;
+}
+
+// A copy of `source` with the first `from` replaced by `to` (a test failure if absent), written
+// as `name` in the temporary directory; returns its path.
+inline std::string edited_copy(const std::filesystem::path& source, const std::string& from, const std::string& to,
+                               const std::string& name) {
+  std::ifstream in(source);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find(from);
+  EXPECT_NE(at, std::string::npos) << from;
+  if (at != std::string::npos) text.replace(at, from.size(), to);
+  const std::filesystem::path path = std::filesystem::temp_directory_path() / name;
+  std::ofstream(path) << text;
+  return path.string();
 }
 
 }  // namespace kv::golden

@@ -61,14 +61,7 @@ TEST(SpecGoldenTest, OnlyTheHybridFilesNeedMamba) {
 
 // A copy of 01 (EAGLE, K = 3) with one edit, written to a temporary file.
 std::string edited_copy(const std::string& from, const std::string& to, const std::string& name) {
-  std::ifstream in(kDir / "01_verify_rollback_keeps_blocks.json");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const auto at = text.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  if (at != std::string::npos) text.replace(at, from.size(), to);
-  const fs::path path = fs::temp_directory_path() / name;
-  std::ofstream(path) << text;
-  return path.string();
+  return golden::edited_copy(kDir / "01_verify_rollback_keeps_blocks.json", from, to, name);
 }
 
 TEST(SpecScenarioTest, AnUnknownMethodIsAnErrorNamingTheField) {

@@ -19,6 +19,7 @@
 #include "gpu_backend/reference/kernels.h"
 #include "gpu_backend/reference/kv_layout.h"
 #include "gpu_backend/reference/ref_model.h"
+#include "gpu_backend/reference/tests/ref_engine_run.h"
 #include "model/attention_window.h"
 
 namespace kv::gpuref {
@@ -217,7 +218,7 @@ TEST(GpuRefBlockTables, GroupListsAreCheckedAndTheNullBlockIsNeverReached) {
   EXPECT_EQ(u.num_live(), 0u);                    // refused plans changed nothing
 }
 
-using HiddenLog = std::map<std::pair<RequestId, std::int64_t>, std::vector<float>>;
+using scenario::HiddenLog;
 
 struct HybridRun {
   HiddenLog hidden;
@@ -226,31 +227,19 @@ struct HybridRun {
 };
 
 HybridRun run_engine(const std::vector<KvCacheGroupSpec>& groups, const std::vector<StepPlan>& plans) {
-  RefEngineOptions o;
-  o.dtype = DType::kBf16;
-  o.block_size = scenario::kHybridBlockSize;
-  o.num_blocks = scenario::kHybridNumBlocks;
-  o.max_rows = scenario::kHybridMaxSeqs;
-  o.max_blocks_per_row = scenario::kHybridMaxModelLen / scenario::kHybridBlockSize;
-  o.kv_cache_groups = groups;
+  const RefEngineOptions o = scenario::engine_options(groups, scenario::kHybridBlockSize);
   RefEngine engine(o);
   HybridRun run;
-  const auto h = static_cast<std::size_t>(o.model.hidden);
   for (const StepPlan& p : plans) {
     StatusOr<RefStepOutput> out = engine.execute(p);
     EXPECT_TRUE(out.ok()) << out.status().message();
     if (!out.ok()) return run;
-    std::size_t t = 0;
     for (const ScheduledRequest& r : p.requests) {
       for (const auto& list : r.group_block_ids)
         run.null_entries += static_cast<int>(std::count(list.begin(), list.end(), 0));
       run.cached += r.num_cached_tokens;
-      for (std::size_t j = 0; j < r.token_ids.size(); ++j, ++t) {
-        run.hidden[{r.id, r.num_computed_tokens + static_cast<std::int64_t>(j)}] =
-            std::vector<float>(out->final_hidden.begin() + static_cast<std::ptrdiff_t>(t * h),
-                               out->final_hidden.begin() + static_cast<std::ptrdiff_t>((t + 1) * h));
-      }
     }
+    scenario::record_hidden(p, *out, o.model.hidden, run.hidden);
   }
   return run;
 }

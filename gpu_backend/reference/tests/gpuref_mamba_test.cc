@@ -19,6 +19,7 @@
 #include "gpu_backend/reference/kv_layout.h"
 #include "gpu_backend/reference/mamba_state.h"
 #include "gpu_backend/reference/ref_model.h"
+#include "gpu_backend/reference/tests/ref_engine_run.h"
 #include "model/catalog/model_shape.h"
 
 namespace kv::gpuref {
@@ -188,7 +189,7 @@ TEST(GpuRefMambaStatePlan, NullStateBlocksAreRefused) {
   EXPECT_EQ(u.num_live(), 0u);
 }
 
-using HiddenLog = std::map<std::pair<RequestId, std::int64_t>, std::vector<float>>;
+using scenario::HiddenLog;
 
 struct MambaRun {
   HiddenLog hidden;
@@ -200,30 +201,16 @@ MambaRun run_engine(MambaCacheMode mode) {
   const bool caching = mode != MambaCacheMode::kNone;
   const std::vector<KvCacheGroupSpec> groups = scenario::tiny_mamba_groups(mode);
   const std::vector<StepPlan> plans = scenario::hybrid_plans(groups, caching, scenario::kMambaBlockSize);
-  RefEngineOptions o;
-  o.dtype = DType::kBf16;
-  o.block_size = scenario::kMambaBlockSize;
-  o.num_blocks = scenario::kHybridNumBlocks;
-  o.max_rows = scenario::kHybridMaxSeqs;
-  o.max_blocks_per_row = scenario::kHybridMaxModelLen / scenario::kMambaBlockSize;
-  o.kv_cache_groups = groups;
+  const RefEngineOptions o = scenario::engine_options(groups, scenario::kMambaBlockSize);
   RefEngine engine(o);
   MambaRun run;
-  const auto h = static_cast<std::size_t>(o.model.hidden);
   for (const StepPlan& p : plans) {
     StatusOr<RefStepOutput> out = engine.execute(p);
     EXPECT_TRUE(out.ok()) << out.status().message();
     if (!out.ok()) return run;
     run.copies += static_cast<int>(engine.state_plan().copies[0].size());
-    std::size_t t = 0;
-    for (const ScheduledRequest& r : p.requests) {
-      run.cached += r.num_cached_tokens;
-      for (std::size_t j = 0; j < r.token_ids.size(); ++j, ++t) {
-        run.hidden[{r.id, r.num_computed_tokens + static_cast<std::int64_t>(j)}] =
-            std::vector<float>(out->final_hidden.begin() + static_cast<std::ptrdiff_t>(t * h),
-                               out->final_hidden.begin() + static_cast<std::ptrdiff_t>((t + 1) * h));
-      }
-    }
+    for (const ScheduledRequest& r : p.requests) run.cached += r.num_cached_tokens;
+    scenario::record_hidden(p, *out, o.model.hidden, run.hidden);
   }
   return run;
 }
