@@ -3,8 +3,10 @@
 //                          new_step / rollback for Mamba and drafts), for one full-attention
 //                          group or the groups of a layer list (the ops shell's `layers=`), its
 //                          block tables as numpy arrays and its KV events as dicts;
-//   kvsim.Replay           a replay built from ReplayConfig options named as on the command
-//                          line; its summary, per-request metrics (numpy), events, cache;
+//   kvsim.Replay           a replay configured by keyword arguments generated from the command
+//                          line's option table (python/replay_keywords.h) or a dict of option
+//                          texts; its summary, per-request and per-step tables (numpy arrays,
+//                          or pandas DataFrames), events, cache;
 //   kvsim.run_ops(script)  an ops script (ops/ops_interpreter.h), its output lines.
 // Invariants:
 //   1. Bad input raises ValueError with the message the command prints (without "kvsim ...: ").
@@ -22,6 +24,7 @@
 #include "model/kv_cache_manager.h"
 #include "model/mamba_cache_mode.h"
 #include "ops/ops_interpreter.h"
+#include "python/replay_keywords.h"
 #include "replay/replay_builder.h"
 
 namespace py = pybind11;
@@ -413,6 +416,36 @@ py::dict metrics_dict(const std::vector<replay::RequestMetrics>& ms) {
   return d;
 }
 
+// Per-step records as columns (numpy arrays), the columns of steps.csv (docs/results.md).
+py::dict steps_dict(const std::vector<replay::StepRecord>& rs) {
+  const auto column = [&](auto field) {
+    using T = std::decay_t<decltype(field(rs.front()))>;
+    std::vector<T> v;
+    v.reserve(rs.size());
+    for (const replay::StepRecord& r : rs) v.push_back(field(r));
+    return to_array(v);
+  };
+  py::dict d;
+  if (rs.empty()) return d;
+  d["step"] = column([](const auto& r) { return r.step; });
+  d["start_us"] = column([](const auto& r) { return r.start_us; });
+  d["duration_ns"] = column([](const auto& r) { return r.duration_ns; });
+  d["predicted_ns"] = column([](const auto& r) { return r.predicted_ns; });
+  d["measured_ns"] = column([](const auto& r) { return r.measured_ns; });
+  d["num_requests"] = column([](const auto& r) { return std::int64_t{r.num_requests}; });
+  d["prefill_tokens"] = column([](const auto& r) { return r.prefill_tokens; });
+  d["decode_tokens"] = column([](const auto& r) { return r.decode_tokens; });
+  d["cached_tokens"] = column([](const auto& r) { return r.cached_tokens; });
+  d["running"] = column([](const auto& r) { return std::int64_t{r.running}; });
+  d["waiting"] = column([](const auto& r) { return std::int64_t{r.waiting}; });
+  d["preempted"] = column([](const auto& r) { return std::int64_t{r.preempted}; });
+  d["finished"] = column([](const auto& r) { return std::int64_t{r.finished}; });
+  d["kv_usage"] = column([](const auto& r) { return r.kv_usage; });
+  d["free_blocks"] = column([](const auto& r) { return r.free_blocks; });
+  d["evictions_total"] = column([](const auto& r) { return r.evictions_total; });
+  return d;
+}
+
 // Speculative decoding's figures (vLLM's spec-decode metrics); None without speculation.
 py::object spec_dict(const replay::SpecDecodingFigures& f) {
   if (f.num_speculative_tokens == 0) return py::none();
@@ -460,12 +493,14 @@ py::dict summary_dict(const replay::ReplaySummary& s) {
 // One replay: configured like `kvsim replay` (option names as on its command line), run once.
 class PyReplay {
  public:
-  PyReplay(const std::string& trace, const py::dict& options, bool collect_events, bool force) {
+  PyReplay(const std::string& trace, const py::dict& options, bool collect_events, bool force,
+           const py::kwargs& keywords) {
     for (const auto& [key, value] : options) {
       std::string name = py::str(key).cast<std::string>();
       for (char& c : name) c = c == '_' ? '-' : c;
       if (Status s = replay::set_option(config_, name, option_text(value)); !s.ok()) raise(s.message());
     }
+    for (const auto& [key, value] : keywords) set_keyword(config_, py::str(key).cast<std::string>(), value);
     config_.events.observed = collect_events;
     config_.events.overwrite_file = force;
     run_ = value_or_raise(replay::build_replay(config_, trace));
@@ -475,6 +510,7 @@ class PyReplay {
       replayer_->set_event_sink(collector_.get());
     }
     replayer_->on_request_done = [this](const replay::RequestMetrics& m) { metrics_.push_back(m); };
+    replayer_->on_step = [this](const replay::StepRecord& r) { steps_.push_back(r); };
   }
 
   py::dict run() {
@@ -500,6 +536,7 @@ class PyReplay {
   }
 
   py::dict metrics() const { return metrics_dict(metrics_); }
+  py::dict steps() const { return steps_dict(steps_); }
   std::vector<std::string> cached_hashes() const { return replay::cached_block_hashes(*run_.scheduler); }
   std::string decision_log() const { return replayer_->log().text(); }
   std::vector<std::pair<std::string, std::string>> config() const { return run_.description; }
@@ -510,25 +547,60 @@ class PyReplay {
   std::unique_ptr<replay::Replayer> replayer_;
   std::unique_ptr<CollectingSink> collector_;
   std::vector<replay::RequestMetrics> metrics_;
+  std::vector<replay::StepRecord> steps_;
   std::optional<replay::ReplaySummary> summary_;
 };
 
+// A pandas DataFrame of a table of columns, or ImportError saying what to use without pandas.
+py::object data_frame(const py::dict& columns, const char* table) {
+  py::module_ pandas;
+  try {
+    pandas = py::module_::import("pandas");
+  } catch (const py::error_already_set&) {
+    throw py::import_error(std::string("pandas is not installed: Replay.") + table +
+                           " holds the same columns as numpy arrays");
+  }
+  return pandas.attr("DataFrame")(columns);
+}
+
 void bind_replay(py::module_& m) {
-  py::class_<PyReplay>(m, "Replay", "a replay of a trace, configured as `kvsim replay` (replay/replay_config.h)")
-      .def(py::init<const std::string&, const py::dict&, bool, bool>(), py::arg("trace"),
-           py::arg("options") = py::dict(), py::arg("collect_events") = false, py::arg("force") = false,
-           "force: replace an existing kv_events file, as `kvsim replay --force` does")
-      .def("run", &PyReplay::run, "runs the replay; its summary")
-      .def_property_readonly("events", &PyReplay::events)
-      .def_property_readonly("metrics", &PyReplay::metrics)
+  static const std::string doc =
+      "Replay(trace, options=None, *, collect_events=False, force=False, **keywords)\n\n"
+      "A replay of a trace, configured as `kvsim replay` is: each keyword is an option of its\n"
+      "command line with '-' as '_' (model='llama3-8b', limit=100, prefix_caching=False), or\n"
+      "`options` maps command-line names to their texts. A wrong type raises TypeError, a bad\n"
+      "value ValueError, each naming the option. collect_events keeps the KV events for\n"
+      "`events`; force replaces an existing kv_events file as `kvsim replay --force` does.\n"
+      "run() returns the summary; `requests` and `steps` hold the per-request and per-step\n"
+      "tables as numpy arrays, requests_frame() and steps_frame() as pandas DataFrames.\n"
+      "Options (docs/semantics.md for the rules they select):\n" +
+      keywords_doc();
+  py::class_<PyReplay>(m, "Replay", doc.c_str())
+      .def(py::init<const std::string&, const py::dict&, bool, bool, const py::kwargs&>(), py::arg("trace"),
+           py::arg("options") = py::dict(), py::kw_only(), py::arg("collect_events") = false, py::arg("force") = false)
+      .def("run", &PyReplay::run, "runs the replay; its summary (a dict)")
+      .def_property_readonly("events", &PyReplay::events, "the KV event batches (collect_events=True)")
+      .def_property_readonly("metrics", &PyReplay::metrics, "the per-request table (same as requests)")
+      .def_property_readonly("requests", &PyReplay::metrics, "the per-request table: column -> numpy array")
+      .def_property_readonly("steps", &PyReplay::steps, "the per-step table: column -> numpy array")
+      .def(
+          "requests_frame", [](const PyReplay& r) { return data_frame(r.metrics(), "requests"); },
+          "the per-request table as a pandas DataFrame")
+      .def(
+          "steps_frame", [](const PyReplay& r) { return data_frame(r.steps(), "steps"); },
+          "the per-step table as a pandas DataFrame")
       .def_property_readonly("decision_log", &PyReplay::decision_log)
-      .def_property_readonly("config", &PyReplay::config)
+      .def_property_readonly("config", &PyReplay::config, "every option's value, as the run folder lists it")
       .def("cached_hashes", &PyReplay::cached_hashes);
-  m.def("options", [] {
-    std::vector<std::string> names;
-    for (const replay::ConfigOption& o : replay::config_options()) names.emplace_back(o.name);
-    return names;
-  });
+  m.def(
+      "options",
+      [] {
+        std::vector<std::string> names;
+        for (const replay::ConfigOption& o : replay::config_options()) names.emplace_back(o.name);
+        return names;
+      },
+      "the replay's option names, as on the command line");
+  m.def("_stub_keywords", &stub_keywords, "the keyword lines of Replay.__init__ in kvsim.pyi (the build writes it)");
 }
 
 }  // namespace

@@ -175,3 +175,55 @@ def test_replay_of_a_mamba_model_with_speculative_decoding():
                           "--acceptance-rates", "0.8,0.5", "--decision-log", "digest", "--out",
                           tempfile.mkdtemp() + "/run"], capture_output=True, text=True, check=True)
     assert s["digest"] in cli.stdout
+
+
+def test_replay_takes_typed_keywords_as_the_command_line_options():
+    r = kvsim.Replay(TRACE, model="llama3-8b", limit=100, prefix_caching=True, gpu_memory_utilization=0.9)
+    s = r.run()
+    assert s["requests_finished"] == 100
+    assert s["digest"] == kvsim.Replay(TRACE, {"model": "llama3-8b", "limit": "100"}).run()["digest"]
+    steps, requests = r.steps, r.requests
+    assert isinstance(steps["predicted_ns"], np.ndarray) and len(steps["step"]) == s["steps"]
+    assert steps["step"].tolist() == list(range(s["steps"]))
+    assert len(requests["id"]) == 100 and int(requests["prompt_tokens"].sum()) == s["prompt_tokens"]
+
+
+def test_replay_keyword_errors_name_the_option():
+    with pytest.raises(TypeError, match=r"^--limit \(limit\): takes int, float or its text, got bool$"):
+        kvsim.Replay(TRACE, limit=True)
+    with pytest.raises(TypeError, match=r"^--prefix-caching \(prefix_caching\): takes bool or 'on'/'off', got int$"):
+        kvsim.Replay(TRACE, prefix_caching=1)
+    with pytest.raises(TypeError, match=r"^--model \(model\): takes str, got float$"):
+        kvsim.Replay(TRACE, model=8.0)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'frobnicate'"):
+        kvsim.Replay(TRACE, frobnicate=1)
+    with pytest.raises(ValueError, match=r"^--block-size: must be in 1\.\.1024, got 0$"):
+        kvsim.Replay(TRACE, block_size=0)
+    with pytest.raises(ValueError, match=r"^--limit: 'x' is not an integer"):
+        kvsim.Replay(TRACE, limit="x")
+
+
+def test_replay_tables_as_data_frames_or_a_clear_import_error():
+    r = kvsim.Replay(TRACE, limit=10)
+    r.run()
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        with pytest.raises(ImportError, match="pandas is not installed: Replay.steps holds the same columns"):
+            r.steps_frame()
+        return
+    frame = r.requests_frame()
+    assert list(frame.columns)[:2] == ["id", "status"] and len(frame) == 10
+    assert len(r.steps_frame()) == len(r.steps["step"])
+
+
+def test_the_stub_and_the_docstring_list_every_option():
+    stub_path = os.path.join(os.path.dirname(kvsim.__file__), "kvsim.pyi")
+    with open(stub_path) as f:
+        stub = f.read()
+    for name in kvsim.options():
+        keyword = name.replace("-", "_")
+        assert "        %s: " % keyword in stub, keyword
+        assert "\n  %s (" % keyword in kvsim.Replay.__doc__, keyword
+    assert "        prefix_caching: bool | str = ...," in stub
+    assert "        limit: int | float | str = ...," in stub
