@@ -45,6 +45,7 @@ po::options_description convert_options(ConvertArgs& a) {
                                                  "input format: sharegpt, mooncake, azure, burstgpt or tokens")(
       "input", po::value<std::string>(&a.in), "input file")("output,o", po::value<std::string>(&a.out),
                                                             "output trace file")("force", "replace OUT if it exists")(
+      "allow-empty", po::bool_switch(&c.allow_empty), "an input with no requests writes an empty trace (else exit 2)")(
       "seed", po::value<std::string>(&a.seed_text)->default_value(a.seed_text),
       "seed of random prompts (azure, burstgpt) and arrivals (sharegpt)")(
       "max-requests", bounded("max-requests", &c.max_requests), "stop after this many requests (0 = all)")(

@@ -38,6 +38,40 @@ struct CsvRow {
   std::vector<std::string> fields;
 };
 
+// Reads the rows of a text one at a time (the text must outlive the reader), for inputs too
+// large to hold as a table; parse_csv() is the whole-table form. Holds the invariants above.
+class CsvReader {
+ public:
+  // Reads the header; `name` stands for the file in messages. No I/O: callers read the file.
+  static StatusOr<CsvReader> open(const std::string& name, std::string_view text, const CsvRules& rules);
+
+  const std::vector<std::string>& header() const { return header_; }
+  // The index of the header field `name`, or nullopt.
+  std::optional<std::size_t> column(std::string_view name) const;
+  // The next row into `row`: true, or false at the end of the text.
+  StatusOr<bool> next(CsvRow& row);
+
+ private:
+  CsvReader(const std::string& name, std::string_view text, const CsvRules& rules)
+      : name_(name), text_(text), rules_(rules) {}
+  bool at_end() const;
+  Status error(int line, const std::string& what) const;
+  Status record(std::vector<std::string>& fields);
+  std::size_t line_end_length() const;
+  std::string forbidden(char c) const;
+  Status unquoted(const std::string& label, std::string& field);
+  Status quoted(const std::string& label, std::string& field);
+  Status check_header() const;
+  Status check_width(const CsvRow& row) const;
+
+  std::string name_;
+  std::string_view text_;
+  CsvRules rules_;
+  std::size_t pos_ = 0;  // the next character to read
+  int line_ = 1;         // the line of text_[pos_]
+  std::vector<std::string> header_;
+};
+
 struct CsvTable {
   std::vector<std::string> header;
   std::vector<CsvRow> rows;
@@ -46,7 +80,7 @@ struct CsvTable {
   std::optional<std::size_t> column(std::string_view name) const;
 };
 
-// `name` stands for the file in messages. No I/O: callers read the file.
+// Every row of `text` at once.
 StatusOr<CsvTable> parse_csv(const std::string& name, std::string_view text, const CsvRules& rules);
 
 }  // namespace kv

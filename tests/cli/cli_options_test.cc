@@ -125,4 +125,23 @@ TEST(CliNumberOptions, IntegersOutOfTheirTypeAreRefusedByName) {
   EXPECT_TRUE(has(r.err, "--top: must be an integer from 0 to 1000000, got '1e30'")) << r.err;
 }
 
+// An input with no requests is exit 2 unless --allow-empty asks for an empty trace.
+TEST_F(CliOptionsTest, ConvertRefusesAnInputWithNoRequestsUnlessAllowed) {
+  const std::string empty = (dir_ / "empty.jsonl").string();
+  std::ofstream(empty).close();
+  const std::string header_only = (dir_ / "azure.csv").string();
+  std::ofstream(header_only) << "TIMESTAMP,ContextTokens,GeneratedTokens\n";
+  for (const std::string& from_input : {"--from mooncake " + empty, "--from azure " + header_only}) {
+    const std::string out = (dir_ / "out.kvtrace").string();
+    kv::test::KvsimRun r = run("convert " + from_input + " -o " + out);
+    EXPECT_EQ(r.status, 2) << r.output();
+    EXPECT_TRUE(has(r.err, ": the input has no requests; --allow-empty writes an empty trace")) << r.err;
+    EXPECT_FALSE(fs::exists(out));
+    r = run("convert " + from_input + " -o " + out + " --allow-empty");
+    EXPECT_EQ(r.status, 0) << r.output();
+    EXPECT_TRUE(has(r.out, "wrote 0 requests")) << r.out;
+    fs::remove(out);
+  }
+}
+
 }  // namespace
