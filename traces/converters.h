@@ -16,7 +16,7 @@
 //   mooncake  JSONL {"timestamp" (ms), "input_length", "output_length", "hash_ids"} (simdjson).
 //             hash_id h expands to expand_block_tokens(h, 512), the last block truncated so the
 //             prompt has exactly input_length tokens; stored compactly as block references.
-//   azure     CSV TIMESTAMP,ContextTokens,GeneratedTokens (Fast C++ CSV Parser). No prefix
+//   azure     CSV TIMESTAMP,ContextTokens,GeneratedTokens (model/util/csv_table.h). No prefix
 //             information: each prompt is a unique seeded random block of ContextTokens tokens.
 //   burstgpt  CSV Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type[,Session ID]
 //             (seconds), prompts as for azure. Rows with zero request or response tokens (failed
