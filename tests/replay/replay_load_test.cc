@@ -275,6 +275,11 @@ TEST(Capacity, TheRateFoundMeetsTheSloAndTwentyPercentMoreDoesNot) {
   EXPECT_TRUE(meets(r->rate));
   EXPECT_FALSE(meets(1.2 * r->rate));
   EXPECT_FALSE(parse_slo("ttft-p101=5").ok());
+  for (const char* bad : {"ttft-p99=nan", "ttft-p99=inf", "ttft-p99=1e30", "ttft-p99=0x10", "ttft-p0x10=5"}) {
+    EXPECT_FALSE(parse_slo(bad).ok()) << bad;
+  }
+  EXPECT_EQ(parse_slo("ttft-p99=1e30").status().message(),
+            "--slo: 'ttft-p99=1e30': the limit must be from 0.001 to 1e9 ms");
   EXPECT_EQ(parse_slo("tbt-p99=5").status().message(), "--slo: 'tbt-p99=5': metric must be ttft, tpot, itl or e2el");
 }
 

@@ -563,6 +563,9 @@ TEST(TierCostTest, TransfersAreLatencyPlusBytesOverBandwidth) {
   EXPECT_EQ(parse_link("25:2.5")->latency_ns, 2'500);
   EXPECT_FALSE(parse_link("pcie9").ok());
   EXPECT_FALSE(parse_link("0:1").ok());
+  for (const char* bad : {"0x10:1", "nan:1", "inf:1", "1e30:1", "25:1e30", "25:nan", " 25:1", "25:"}) {
+    EXPECT_FALSE(parse_link(bad).ok()) << bad;
+  }
 }
 
 TEST(TierCostTest, OverlappedLoadHidesBehindComputeAndAStalledOneDoesNot) {
