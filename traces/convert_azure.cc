@@ -72,9 +72,26 @@ TraceRequest azure_request(std::uint64_t seed, std::int64_t row, std::int64_t ar
   return r;
 }
 
+// One row (the `row`-th, from 0): its cells checked, its arrival after `*prev_us` (updated;
+// `*first_us` set by row 0). Returns the request, or nullopt for a row of no context (skipped).
+StatusOr<std::optional<TraceRequest>> azure_row(const std::string& where, const CsvRow& cells,
+                                                const std::array<std::size_t, 3>& at, std::uint64_t seed,
+                                                std::int64_t row, std::int64_t* first_us, std::int64_t* prev_us) {
+  std::int64_t context = 0, generated = 0;
+  const std::string& ts_text = cells.fields[at[0]];
+  if (Status s = cell_int(where, "ContextTokens", cells.fields[at[1]], &context); !s.ok()) return s;
+  if (Status s = cell_int(where, "GeneratedTokens", cells.fields[at[2]], &generated); !s.ok()) return s;
+  const std::optional<std::int64_t> us = parse_timestamp_us(ts_text);
+  if (!us) return Status::error(where + "column TIMESTAMP: bad timestamp '" + ts_text + "'");
+  if (row == 0) *first_us = *us;
+  if (Status s = check_azure_row(where, row, *us, *first_us, *prev_us, context, generated); !s.ok()) return s;
+  *prev_us = *us;
+  if (context == 0) return std::optional<TraceRequest>();
+  return std::optional<TraceRequest>(azure_request(seed, row, *us - *first_us, context, generated));
+}
+
 }  // namespace
 
-// Azure rows in order: the columns by name, each row checked, the requests written.
 StatusOr<ConvertStats> convert_azure(const std::string& input, const ConvertOptions& o, TraceWriter& writer) {
   const StatusOr<std::string> text = read_csv_input(input);
   if (!text.ok()) return text.status();
@@ -85,28 +102,20 @@ StatusOr<ConvertStats> convert_azure(const std::string& input, const ConvertOpti
     return s;
   }
   ConvertStats stats;
-  std::int64_t context = 0, generated = 0, first_us = 0, prev_us = 0, row = 0;
+  std::int64_t first_us = 0, prev_us = 0;
   CsvRow cells;
-  while (true) {
+  for (std::int64_t row = 0;; ++row) {
     const StatusOr<bool> got = csv->next(cells);
     if (!got.ok()) return got.status();
     if (!*got) break;
     const std::string where = input + ": line " + std::to_string(cells.line) + ": ";
-    const std::string& ts_text = cells.fields[at[0]];
-    if (Status s = cell_int(where, "ContextTokens", cells.fields[at[1]], &context); !s.ok()) return s;
-    if (Status s = cell_int(where, "GeneratedTokens", cells.fields[at[2]], &generated); !s.ok()) return s;
-    const std::optional<std::int64_t> us = parse_timestamp_us(ts_text);
-    if (!us) return Status::error(where + "column TIMESTAMP: bad timestamp '" + ts_text + "'");
-    if (row == 0) first_us = *us;
-    if (Status s = check_azure_row(where, row, *us, first_us, prev_us, context, generated); !s.ok()) return s;
-    prev_us = *us;
-    if (context == 0) {
+    StatusOr<std::optional<TraceRequest>> r = azure_row(where, cells, at, o.seed, row, &first_us, &prev_us);
+    if (!r.ok()) return r.status();
+    if (!*r) {
       ++stats.skipped;
-      ++row;
       continue;
     }
-    const TraceRequest r = azure_request(o.seed, row++, *us - first_us, context, generated);
-    if (Status s = writer.write(r); !s.ok()) return s.with_context(where);
+    if (Status s = writer.write(**r); !s.ok()) return s.with_context(where);
     if (++stats.requests == o.max_requests) break;
   }
   return stats;
