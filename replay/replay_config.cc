@@ -537,8 +537,9 @@ void add_scheduler_rows(std::vector<ConfigOption>& t) {
                           KV_FIELD(scheduler.mamba_align_prefix_split)));
   t.push_back(bool_option("no-chunked-prefill", sch, "a prompt must fit one step's budget",
                           KV_FIELD(scheduler.enable_chunked_prefill), true, true));
-  t.push_back(int_option("long-prefill-token-threshold", sch, "cap on one request's tokens per step (0: none)",
-                         KV_FIELD(scheduler.long_prefill_token_threshold), 0, 1LL << 30));
+  t.push_back(size_option("long-prefill-token-threshold", sch, "cap on one request's tokens per step (0: none; 2k)",
+                          KV_FIELD(scheduler.long_prefill_token_threshold), 0, 1LL << 30, parse_token_count,
+                          kTokenCountForms));
   t.push_back(enum_option("policy", sch, "fcfs | priority", KV_FIELD(scheduler.policy),
                           std::vector<std::pair<std::string, SchedulingPolicy>>{
                               {"fcfs", SchedulingPolicy::kFcfs}, {"priority", SchedulingPolicy::kPriority}}));

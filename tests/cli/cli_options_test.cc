@@ -73,9 +73,12 @@ TEST_F(CliOptionsTest, HelpShowsTheSizeForms) {
 
 TEST_F(CliOptionsTest, TokenCountsTakeSuffixes) {
   const std::string out = (dir_ / "run").string();
-  kv::test::KvsimRun r = run("replay --trace " + trace_ + " --model tiny --kv-cache-tokens 1k --out " + out);
+  kv::test::KvsimRun r = run("replay --trace " + trace_ +
+                             " --model tiny --kv-cache-tokens 1k --long-prefill-token-threshold 2k --out " + out);
   ASSERT_EQ(r.status, 0) << r.output();
-  EXPECT_TRUE(has(read_file(fs::path(out) / "summary.json"), "\"num_blocks\": \"64 (--kv-cache-tokens)\""));
+  const std::string summary = read_file(fs::path(out) / "summary.json");
+  EXPECT_TRUE(has(summary, "\"num_blocks\": \"64 (--kv-cache-tokens)\"")) << summary;
+  EXPECT_TRUE(has(summary, "\"long_prefill_token_threshold\": \"2000\"")) << summary;
   r = run("replay --trace " + trace_ + " --model tiny --kv-cache-tokens 0x10 --out " + (dir_ / "bad").string());
   EXPECT_EQ(r.status, 2);
   EXPECT_TRUE(has(r.err, "--kv-cache-tokens: '0x10' is not a size")) << r.err;
