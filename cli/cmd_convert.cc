@@ -53,7 +53,7 @@ po::options_description convert_options(ConvertArgs& a) {
       "arrival-cv", po::value<double>(&c.arrival_cv)->default_value(c.arrival_cv),
       "sharegpt: gap coefficient of variation (1 = Poisson)")("sessions", bounded("sessions", &c.concurrent_sessions),
                                                               "sharegpt: conversations open at once")(
-      "max-model-len", bounded("max-model-len", &c.max_model_len),
+      "max-model-len", token_count("max-model-len", &c.max_model_len),
       "sharegpt: end a conversation before it exceeds this (0 = no limit)")(
       "model", po::value<std::string>(&c.model)->default_value(""), "burstgpt: keep only rows of this Model")(
       "tokenizer", po::value<std::string>(&a.tokenizer),

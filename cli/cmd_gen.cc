@@ -48,15 +48,15 @@ po::options_description sharegpt_options(trace::ShareGptGenOptions& sg) {
       "arrival-cv", po::value<double>(&sg.arrival_cv)->default_value(sg.arrival_cv),
       "coefficient of variation of gaps: 1 Poisson, > 1 bursty")(
       "sessions", bounded("sessions", &sg.concurrent_sessions), "conversations open at once")(
-      "system-prompt", bounded("system-prompt", &sg.system_prompt_tokens), "tokens of the shared system prompt")(
+      "system-prompt", token_count("system-prompt", &sg.system_prompt_tokens), "tokens of the shared system prompt")(
       "mean-turns", po::value<double>(&sg.mean_turns)->default_value(sg.mean_turns),
       "mean turns per conversation (>= 1)")("mean-user",
                                             po::value<double>(&sg.mean_user_tokens)->default_value(sg.mean_user_tokens),
                                             "mean user-turn tokens")(
       "mean-reply", po::value<double>(&sg.mean_reply_tokens)->default_value(sg.mean_reply_tokens), "mean reply tokens")(
       "sigma", po::value<double>(&sg.sigma)->default_value(sg.sigma), "lognormal sigma of turn lengths")(
-      "max-turn", bounded("max-turn", &sg.max_turn_tokens), "longest turn (longer draws are redrawn)")(
-      "max-model-len", bounded("max-model-len", &sg.max_model_len),
+      "max-turn", token_count("max-turn", &sg.max_turn_tokens), "longest turn (longer draws are redrawn)")(
+      "max-model-len", token_count("max-model-len", &sg.max_model_len),
       "a conversation ends before exceeding this context");
   return sharegpt;
 }
@@ -65,10 +65,10 @@ po::options_description prefix_options(trace::PrefixGenOptions& px) {
   po::options_description prefix("prefix options");
   prefix.add_options()("num-prompts", bounded("num-prompts", &px.num_prompts), "distinct prompts")(
       "num-prefixes", bounded("num-prefixes", &px.num_prefixes), "distinct shared prefixes")(
-      "prefix-len", bounded("prefix-len", &px.prefix_len), "shared prefix tokens")(
-      "suffix-len", bounded("suffix-len", &px.suffix_len), "unique suffix tokens")(
+      "prefix-len", token_count("prefix-len", &px.prefix_len), "shared prefix tokens")(
+      "suffix-len", token_count("suffix-len", &px.suffix_len), "unique suffix tokens")(
       "repeat", bounded("repeat", &px.repeat), "copies of each prompt")(
-      "output-len", bounded("output-len", &px.output_len), "output tokens per request")(
+      "output-len", token_count("output-len", &px.output_len), "output tokens per request")(
       "prefix-rate", po::value<double>(&px.rate)->default_value(px.rate), "arrivals per second (0 = all at time 0)");
   return prefix;
 }

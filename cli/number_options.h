@@ -7,6 +7,8 @@
 //      "kvsim <command>: ..." and exit status 2.
 //   2. The field is written only with a value inside [lo, hi]; the default shown in --help is
 //      the field's value when the option is declared.
+//   3. token_count(name, &field) reads a token count (model/util/parse_size.h) that fits the
+//      field's type, for the options that count tokens.
 #pragma once
 
 #include <boost/program_options/value_semantic.hpp>
@@ -19,6 +21,7 @@
 #include <type_traits>
 
 #include "model/util/parse_number.h"
+#include "model/util/parse_size.h"
 
 namespace kv::cli {
 
@@ -66,6 +69,27 @@ boost::program_options::typed_value<std::string>* bounded_value(const char* name
 template <typename T>
 boost::program_options::typed_value<std::string>* bounded(const char* name, T* field, T lo, T hi) {
   return bounded_value(name, field, lo, hi, true);
+}
+
+// A token count (model/util/parse_size.h: 65536, 1e6, 2.5k, 3M) that fits T; its own range is
+// checked later, where the check names it.
+template <typename T>
+boost::program_options::typed_value<std::string>* token_count(const char* name, T* field) {
+  const std::string option = name;
+  auto* v = boost::program_options::value<std::string>();
+  v->default_value(number_text(*field));
+  v->notifier([=](const std::string& text) {
+    const std::optional<std::int64_t> parsed = parse_token_count(text);
+    if (!parsed) {
+      throw std::invalid_argument("--" + option + ": '" + text + "' is not a token count (" + kTokenCountForms + ")");
+    }
+    if (*parsed > static_cast<std::int64_t>(std::numeric_limits<T>::max())) {
+      throw std::invalid_argument("--" + option + ": must be at most " + number_text(std::numeric_limits<T>::max()) +
+                                  " tokens, got '" + text + "'");
+    }
+    *field = static_cast<T>(*parsed);
+  });
+  return v;
 }
 
 // The whole range of T: for options whose own range is checked later, where the check names it.

@@ -128,6 +128,21 @@ TEST(CliNumberOptions, IntegersOutOfTheirTypeAreRefusedByName) {
   EXPECT_TRUE(has(r.err, "--top: must be an integer from 0 to 1000000, got '1e30'")) << r.err;
 }
 
+TEST_F(CliOptionsTest, GeneratorTokenOptionsTakeTokenCounts) {
+  const std::string out = (dir_ / "k.kvtrace").string();
+  kv::test::KvsimRun r =
+      run("gen prefix --num-prompts 2 --prefix-len 1k --suffix-len 0.5k --repeat 1 --output-len 1e1 -o " + out);
+  ASSERT_EQ(r.status, 0) << r.output();
+  r = run("trace info " + out);
+  EXPECT_TRUE(has(r.out, "--prefix-len 1000 --suffix-len 500 --repeat 1 --output-len 10")) << r.out;
+  r = run("gen prefix --prefix-len 0x10 -o " + out + " --force");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.err, "--prefix-len: '0x10' is not a token count")) << r.err;
+  r = run("gen prefix --prefix-len 1e12 -o " + out + " --force");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.err, "--prefix-len: must be at most 2147483647 tokens, got '1e12'")) << r.err;
+}
+
 // An input with no requests is exit 2 unless --allow-empty asks for an empty trace.
 TEST_F(CliOptionsTest, ConvertRefusesAnInputWithNoRequestsUnlessAllowed) {
   const std::string empty = (dir_ / "empty.jsonl").string();
