@@ -1,14 +1,15 @@
-// Bounded number options of the subcommands' own (non-replay) options: bounded(name, &field,
-// lo, hi) (or bounded(name, &field) for the whole range of the field's type) is a Boost.Program_options value read as
-// text and parsed strictly by model/util/parse_number.h (integers: digits only; doubles: finite, no "inf" or "nan"),
-// then checked against [lo, hi]. Invariants:
+// Number options of the subcommands' own (non-replay) options, read as text and parsed
+// strictly by model/util/parse_number.h (integers: digits only; other numbers finite, never
+// "inf", "nan" or "0x10"):
+//   bounded(name, &field, lo, hi)  the value must lie in [lo, hi];
+//   bounded(name, &field)          any value of the field's type (a validate() checks more);
+//   token_count(name, &field)      a token count (model/util/parse_size.h: 2.5k, 1e6, 3M).
+// Invariants:
 //   1. A bad or out-of-range value throws std::invalid_argument("--NAME: must be ... from LO to
 //      HI, got 'TEXT'") (without the range for the whole-range form); main() turns it into
 //      "kvsim <command>: ..." and exit status 2.
-//   2. The field is written only with a value inside [lo, hi]; the default shown in --help is
-//      the field's value when the option is declared.
-//   3. token_count(name, &field) reads a token count (model/util/parse_size.h) that fits the
-//      field's type, for the options that count tokens.
+//   2. The field is written only with an accepted value; the default shown in --help is the
+//      field's value when the option is declared.
 #pragma once
 
 #include <boost/program_options/value_semantic.hpp>
