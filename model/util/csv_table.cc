@@ -1,8 +1,35 @@
 #include "model/util/csv_table.h"
 
+#include <csv.h>
+
+#include <algorithm>
+
 namespace kv {
 
+// libcsv's parser, and what its callbacks collect: the fields of the record being read, the
+// records it completed, and whether the last one ended at a carriage return (which must be the
+// first half of "\r\n").
+struct CsvReader::Tokenizer {
+  csv_parser parser{};
+  std::vector<std::string> fields;
+  std::deque<Pending>* done = nullptr;  // the reader's pending records
+  int record_line = 1;                  // the line the record being read starts on
+  int line = 1;                         // the line being fed
+  bool after_cr = false;                // the last record ended at '\r'
+  std::size_t cr_field = 0;             // the field that '\r' ended
+  bool lone_cr = false;                 // a '\r' that no '\n' follows
+  bool empty_line = false;              // a line with no field
+  bool ended_at_lf = false;             // a record ended at this line's '\n'
+};
+
+void CsvReader::TokenizerDeleter::operator()(Tokenizer* t) const {
+  csv_free(&t->parser);
+  delete t;
+}
+
 namespace {
+
+int no_space(unsigned char) { return 0; }  // spaces are data: "1 " is not a number
 
 std::optional<std::size_t> index_of(const std::vector<std::string>& names, std::string_view name) {
   for (std::size_t i = 0; i < names.size(); ++i) {
@@ -11,19 +38,59 @@ std::optional<std::size_t> index_of(const std::vector<std::string>& names, std::
   return std::nullopt;
 }
 
-std::string field_label(const std::vector<std::string>& names, std::size_t index) {
-  if (index < names.size()) return "field " + names[index];
-  return "field " + std::to_string(index + 1);
+// The text up to the end of its last record: only line ends may follow it.
+std::string_view without_trailing_line_ends(std::string_view text) {
+  std::size_t end = text.size();
+  while (end > 0 && (text[end - 1] == '\n' || (text[end - 1] == '\r' && end < text.size() && text[end] == '\n'))) {
+    --end;
+  }
+  return text.substr(0, end);
 }
 
 }  // namespace
 
+void CsvReader::on_field(void* data, std::size_t size, void* tokenizer) {
+  auto* t = static_cast<Tokenizer*>(tokenizer);
+  if (t->after_cr) t->lone_cr = true;  // text follows a '\r': it was no line end
+  t->fields.emplace_back(static_cast<const char*>(data), size);
+}
+
+// A record ends at '\n', '\r' (CSV_REPALL_NL reports every one) or the end of the text (-1).
+void CsvReader::on_record(int terminator, void* tokenizer) {
+  auto* t = static_cast<Tokenizer*>(tokenizer);
+  if (terminator == -1 && t->fields.empty()) return;             // nothing after the last line end
+  if (terminator == '\n' && t->after_cr && t->fields.empty()) {  // the '\n' of "\r\n"
+    t->after_cr = false;
+    t->ended_at_lf = true;
+    return;
+  }
+  if (t->after_cr) t->lone_cr = true;
+  if (t->fields.empty()) {
+    t->empty_line = true;
+    return;
+  }
+  if (terminator == '\r') t->cr_field = t->fields.size() - 1;
+  t->done->push_back({t->record_line, std::move(t->fields)});
+  t->fields.clear();
+  t->after_cr = terminator == '\r';
+  t->ended_at_lf = terminator == '\n';
+  t->record_line = t->line + 1;
+}
+
+CsvReader::CsvReader(const std::string& name, std::string_view text, const CsvRules& rules)
+    : name_(name), text_(without_trailing_line_ends(text)), rules_(rules), tokenizer_(new Tokenizer) {
+  csv_init(&tokenizer_->parser, CSV_STRICT | CSV_REPALL_NL | CSV_STRICT_FINI);
+  csv_set_space_func(&tokenizer_->parser, no_space);
+}
+
 StatusOr<CsvReader> CsvReader::open(const std::string& name, std::string_view text, const CsvRules& rules) {
   CsvReader reader(name, text, rules);
-  if (reader.at_end()) return Status::error(name + ": empty file (no header)");
-  std::vector<std::string> header;
-  if (Status s = reader.record(header); !s.ok()) return s;
-  reader.header_ = std::move(header);
+  if (reader.text_.empty()) return Status::error(name + ": empty file (no header)");
+  if (Status s = reader.fill(); !s.ok()) return s;
+  if (reader.pending_.empty()) return Status::error(name + ": empty file (no header)");
+  if (Status s = reader.check_record(reader.pending_.front()); !s.ok()) return s;
+  reader.header_ = std::move(reader.pending_.front().fields);
+  reader.pending_.pop_front();
   if (Status s = reader.check_header(); !s.ok()) return s;
   return reader;
 }
@@ -31,18 +98,13 @@ StatusOr<CsvReader> CsvReader::open(const std::string& name, std::string_view te
 std::optional<std::size_t> CsvReader::column(std::string_view name) const { return index_of(header_, name); }
 
 StatusOr<bool> CsvReader::next(CsvRow& row) {
-  if (at_end()) return false;
-  row.line = line_;
-  if (Status s = record(row.fields); !s.ok()) return s;
+  if (Status s = fill(); !s.ok()) return s;
+  if (pending_.empty()) return false;
+  row.line = pending_.front().line;
+  row.fields = std::move(pending_.front().fields);
+  pending_.pop_front();
+  if (Status s = check_record({row.line, row.fields}); !s.ok()) return s;
   if (Status s = check_width(row); !s.ok()) return s;
-  return true;
-}
-
-// True when only line ends are left (the end of the table).
-bool CsvReader::at_end() const {
-  for (std::size_t i = pos_; i < text_.size(); ++i) {
-    if (text_[i] != '\n' && !(text_[i] == '\r' && i + 1 < text_.size() && text_[i + 1] == '\n')) return false;
-  }
   return true;
 }
 
@@ -50,76 +112,70 @@ Status CsvReader::error(int line, const std::string& what) const {
   return Status::error(name_ + ": line " + std::to_string(line) + ": " + what);
 }
 
-// The fields of the record at the current position; the header (empty while the header
-// itself is read) names the field of an error.
-Status CsvReader::record(std::vector<std::string>& fields) {
-  fields.clear();
-  if (line_end_length() > 0) return error(line_, "empty line");
-  while (true) {
-    std::string field;
-    const std::string label = field_label(header_, fields.size());
-    const bool quoted_field = rules_.quotes && pos_ < text_.size() && text_[pos_] == '"';
-    if (Status s = quoted_field ? quoted(label, field) : unquoted(label, field); !s.ok()) return s;
-    fields.push_back(std::move(field));
-    if (pos_ >= text_.size()) return Status();
-    if (text_[pos_] == ',') {
-      ++pos_;
-      continue;
-    }
-    pos_ += line_end_length();  // unquoted() and quoted() stop only at ',', a line end or the end
-    ++line_;
-    return Status();
-  }
+std::string CsvReader::label(std::size_t field) const {
+  if (field < header_.size()) return "field " + header_[field];
+  return "field " + std::to_string(field + 1);
 }
 
-// 1 for "\n", 2 for "\r\n", 0 otherwise.
-std::size_t CsvReader::line_end_length() const {
-  if (pos_ < text_.size() && text_[pos_] == '\n') return 1;
-  if (pos_ + 1 < text_.size() && text_[pos_] == '\r' && text_[pos_ + 1] == '\n') return 2;
-  return 0;
-}
-
-// Why no field may hold `c` here, or empty.
-std::string CsvReader::forbidden(char c) const {
-  if (c == '\r') return "a carriage return inside a field";
-  if (c == '\0') return "a NUL byte";
-  if (c == '"') return rules_.quotes ? "a quote inside an unquoted field" : "a quote (this file has no quoting)";
-  return "";
-}
-
-Status CsvReader::unquoted(const std::string& label, std::string& field) {
-  while (pos_ < text_.size() && text_[pos_] != ',' && line_end_length() == 0) {
-    if (std::string why = forbidden(text_[pos_]); !why.empty()) return error(line_, label + ": " + why);
-    field += text_[pos_++];
+Status CsvReader::fill() {
+  while (pending_.empty() && !finished_) {
+    if (Status s = pos_ < text_.size() ? feed_line() : finish(); !s.ok()) return s;
   }
   return Status();
 }
 
-Status CsvReader::quoted(const std::string& label, std::string& field) {
-  const int start = line_;
-  ++pos_;  // the opening quote
-  while (true) {
-    if (pos_ >= text_.size()) return error(start, label + ": a quote that is never closed");
-    const char c = text_[pos_];
-    if (c == '"' && pos_ + 1 < text_.size() && text_[pos_ + 1] == '"') {
-      field += '"';
-      pos_ += 2;
-    } else if (c == '"') {
-      ++pos_;
-      break;
-    } else if ((c == '\n' || c == '\r') && !rules_.line_breaks_in_quotes) {
-      return error(line_, label + ": " + (c == '\n' ? "a line break inside a quoted field" : forbidden(c)));
-    } else if (c == '\n' || c == '\r') {
-      field += text_[pos_++];
-      if (c == '\n') ++line_;
-    } else if (c == '\0') {
-      return error(line_, label + ": " + forbidden(c));
-    } else {
-      field += text_[pos_++];
+// Feeds the next line, its '\n' included, and checks what libcsv made of it.
+Status CsvReader::feed_line() {
+  Tokenizer& t = *tokenizer_;
+  const std::size_t end = std::min(text_.find('\n', pos_), text_.size() - 1) + 1;
+  const std::string_view line = text_.substr(pos_, end - pos_);
+  if (!rules_.quotes) {
+    if (const std::size_t q = line.find('"'); q != std::string_view::npos) {
+      const auto field = static_cast<std::size_t>(std::count(line.begin(), line.begin() + q, ','));
+      return error(line_, label(field) + ": a quote (this file has no quoting)");
     }
   }
-  if (pos_ < text_.size() && text_[pos_] != ',' && line_end_length() == 0) {
-    return error(line_, label + ": text after a closing quote");
+  t.done = &pending_;  // set at every call: the reader may have moved since the last
+  t.line = line_;
+  t.ended_at_lf = false;
+  const std::size_t used = csv_parse(&t.parser, line.data(), line.size(), on_field, on_record, &t);
+  if (used < line.size()) {
+    const char* why = t.parser.quoted ? "text after a closing quote" : "a quote inside an unquoted field";
+    return error(line_, label(t.fields.size()) + ": " + why);
+  }
+  if (t.lone_cr) return error(line_, label(t.cr_field) + ": a carriage return inside a field");
+  if (t.empty_line) return error(line_, "empty line");
+  if (line.back() == '\n' && !t.ended_at_lf && !t.after_cr) {  // the line break is inside quotes
+    if (!rules_.line_breaks_in_quotes)
+      return error(line_, label(t.fields.size()) + ": a line break inside a quoted field");
+  }
+  pos_ = end;
+  ++line_;
+  return Status();
+}
+
+// The end of the text: the last record, or an unclosed quote.
+Status CsvReader::finish() {
+  Tokenizer& t = *tokenizer_;
+  finished_ = true;
+  t.done = &pending_;
+  t.line = line_ - 1;
+  if (csv_fini(&t.parser, on_field, on_record, &t) != 0) {
+    return error(t.record_line, label(t.fields.size()) + ": a quote that is never closed");
+  }
+  if (t.after_cr || t.lone_cr) return error(line_ - 1, label(t.cr_field) + ": a carriage return inside a field");
+  return Status();
+}
+
+// What libcsv passes through inside a field: NUL bytes, and (in quotes) carriage returns and
+// line breaks.
+Status CsvReader::check_record(const Pending& record) const {
+  for (std::size_t i = 0; i < record.fields.size(); ++i) {
+    const std::string& f = record.fields[i];
+    if (f.find('\0') != std::string::npos) return error(record.line, label(i) + ": a NUL byte");
+    if (!rules_.line_breaks_in_quotes && f.find('\r') != std::string::npos) {
+      return error(record.line, label(i) + ": a carriage return inside a field");
+    }
   }
   return Status();
 }

@@ -14,11 +14,17 @@
 //      quote is an error. A line break inside quotes is an error unless the rules allow it.
 //   5. The reader is iterative (no recursion) and keeps no state per quote, so no text makes
 //      it use more than the input's size in memory.
+// The records are tokenized by libcsv (strict RFC 4180), fed one line at a time so that every
+// record and every error has its line; the checks libcsv does not make (field counts, carriage
+// returns, NUL bytes, line breaks in quotes, empty lines, quotes where the file has none) are
+// made here, on what it returns.
 // Errors read "NAME: line N: ..." (N counts lines from 1, the header's). Rows keep the line
 // each starts on, for the callers' field errors.
 #pragma once
 
 #include <cstddef>
+#include <deque>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -52,23 +58,35 @@ class CsvReader {
   StatusOr<bool> next(CsvRow& row);
 
  private:
-  CsvReader(const std::string& name, std::string_view text, const CsvRules& rules)
-      : name_(name), text_(text), rules_(rules) {}
-  bool at_end() const;
+  struct Pending {  // a record libcsv completed, with the line it starts on
+    int line = 0;
+    std::vector<std::string> fields;
+  };
+  struct Tokenizer;  // libcsv's parser and what its callbacks collect (csv_table.cc)
+  struct TokenizerDeleter {
+    void operator()(Tokenizer* t) const;
+  };
+  static void on_field(void* data, std::size_t size, void* tokenizer);  // libcsv's callbacks
+  static void on_record(int terminator, void* tokenizer);
+
+  CsvReader(const std::string& name, std::string_view text, const CsvRules& rules);
   Status error(int line, const std::string& what) const;
-  Status record(std::vector<std::string>& fields);
-  std::size_t line_end_length() const;
-  std::string forbidden(char c) const;
-  Status unquoted(const std::string& label, std::string& field);
-  Status quoted(const std::string& label, std::string& field);
+  Status fill();  // feeds lines until a record is pending or the text ends
+  Status feed_line();
+  Status finish();
+  Status check_record(const Pending& record) const;
   Status check_header() const;
   Status check_width(const CsvRow& row) const;
+  std::string label(std::size_t field) const;
 
   std::string name_;
-  std::string_view text_;
+  std::string_view text_;  // without the line ends after the last record
   CsvRules rules_;
-  std::size_t pos_ = 0;  // the next character to read
-  int line_ = 1;         // the line of text_[pos_]
+  std::size_t pos_ = 0;  // the next line to feed
+  int line_ = 1;         // its number
+  bool finished_ = false;
+  std::unique_ptr<Tokenizer, TokenizerDeleter> tokenizer_;
+  std::deque<Pending> pending_;
   std::vector<std::string> header_;
 };
 

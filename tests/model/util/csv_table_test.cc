@@ -58,7 +58,7 @@ TEST(CsvTable, CarriageReturnsNulsAndEmptyLines) {
 TEST(CsvTable, StrictQuoting) {
   EXPECT_EQ(error_of("a,b\n1\"2,3\n", kQuoted), "f.csv: line 2: field a: a quote inside an unquoted field");
   EXPECT_EQ(error_of("a,b\n\"1\"x,3\n", kQuoted), "f.csv: line 2: field a: text after a closing quote");
-  EXPECT_EQ(error_of("a,b\n1,\"2\n", kQuoted), "f.csv: line 2: field b: a line break inside a quoted field");
+  EXPECT_EQ(error_of("a,b\n1,\"2\n", kQuoted), "f.csv: line 2: field b: a quote that is never closed");
   EXPECT_EQ(error_of("a,b\n1,\"2", kQuoted), "f.csv: line 2: field b: a quote that is never closed");
   EXPECT_EQ(error_of("a,b\n\"1\",3\n", kNumeric), "f.csv: line 2: field a: a quote (this file has no quoting)");
 }
