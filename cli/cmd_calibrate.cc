@@ -7,8 +7,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "files/output_file.h"
 #include "replay/held_out.h"
 #include "sim/calibration.h"
@@ -21,6 +23,7 @@ namespace kv::cli {
 namespace {
 
 constexpr std::string_view kCommand = "calibrate";
+constexpr double kMaxSigma = 0.99;  // log-normal sigmas of the synthetic noise
 
 Status write_new(const std::string& path, const std::string& text, bool force) {
   std::error_code ec;
@@ -67,21 +70,25 @@ void add_calibrate_options(po::options_description& opts, CalibrateArgs& a) {
                                                                                     "replace an existing output file")(
       "synthesize", po::value(&a.synthesize), "write a synthetic profile CSV to this file instead of fitting")(
       "truth-preset-file", po::value(&a.truth_file), "the known preset of --synthesize and --held-out-trace")(
-      "noise-sigma", po::value(&a.noise_sigma)->default_value(a.noise_sigma),
-      "--synthesize: log-normal sigma of each row")("seed", po::value(&a.seed)->default_value(a.seed),
-                                                    "seed of the synthetic noise")(
-      "held-out-trace", po::value(&a.held_out), "trace to check the fitted preset on (needs --truth-preset-file)")(
-      "held-out-limit", po::value(&a.held_out_limit)->default_value(a.held_out_limit),
-      "requests of it to replay (0 = all)")("step-noise-sigma",
-                                            po::value(&a.step_noise_sigma)->default_value(a.step_noise_sigma),
-                                            "--held-out-trace: log-normal sigma of each 'measured' step time");
+      "noise-sigma", bounded("noise-sigma", &a.noise_sigma, 0.0, kMaxSigma),
+      "--synthesize: log-normal sigma of each row (0 to 0.99)")(
+      "seed", bounded("seed", &a.seed, std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max()),
+      "seed of the synthetic noise")("held-out-trace", po::value(&a.held_out),
+                                     "trace to check the fitted preset on (needs --truth-preset-file)")(
+      "held-out-limit",
+      bounded("held-out-limit", &a.held_out_limit, std::int64_t{0}, std::numeric_limits<std::int64_t>::max()),
+      "requests of it to replay (0 = all)")(
+      "step-noise-sigma", bounded("step-noise-sigma", &a.step_noise_sigma, 0.0, kMaxSigma),
+      "--held-out-trace: log-normal sigma of each 'measured' step time (0 to 0.99)");
 }
 
 // --synthesize: a profile from the truth preset's roofline plus noise.
 int write_synthetic(const CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth) {
   if (!truth) return usage_error(kCommand, "--synthesize needs --truth-preset-file (the known preset)");
   const std::string csv = sim::synthetic_profile_csv(model_spec, *truth, a.noise_sigma, a.seed);
-  if (Status s = write_new(a.synthesize, csv, a.force); !s.ok()) return usage_error(kCommand, s.message());
+  if (Status s = write_new(a.synthesize, csv, a.force); !s.ok()) {
+    return usage_error(kCommand, "--synthesize: " + s.message());
+  }
   std::cout << "wrote a synthetic profile of " << a.model << " on '" << truth->name << "' (compute "
             << truth->compute_efficiency_pct << "%, bandwidth " << truth->bandwidth_efficiency_pct << "%, noise sigma "
             << a.noise_sigma << ", seed " << a.seed << ") to " << a.synthesize << "\n";
@@ -116,11 +123,11 @@ int check_held_out(const CalibrateArgs& a, const ModelShape& model_spec, const s
   if (!truth) return usage_error(kCommand, "--held-out-trace needs --truth-preset-file (what stands for the GPU)");
   auto fitted =
       replay::held_out_error(a.held_out, a.held_out_limit, model_spec, *truth, cal.spec, a.step_noise_sigma, a.seed);
-  if (!fitted.ok()) return usage_error(kCommand, fitted.status().message());
+  if (!fitted.ok()) return usage_error(kCommand, "--held-out-trace: " + fitted.status().message());
   sim::GpuSpec base_named = base;
   auto baseline =
       replay::held_out_error(a.held_out, a.held_out_limit, model_spec, *truth, base_named, a.step_noise_sigma, a.seed);
-  if (!baseline.ok()) return usage_error(kCommand, baseline.status().message());
+  if (!baseline.ok()) return usage_error(kCommand, "--held-out-trace: " + baseline.status().message());
   std::cout << "  held-out " << a.held_out << " (" << fitted->steps << " steps, truth '" << truth->name << "'):\n";
   std::printf("    %-12s median %8s  p90 %8s  max %8s\n", a.name.c_str(), pct(fitted->median_ape).c_str(),
               pct(fitted->p90_ape).c_str(), pct(fitted->max_ape).c_str());
@@ -133,20 +140,20 @@ int check_held_out(const CalibrateArgs& a, const ModelShape& model_spec, const s
 
 // The fit of PROFILE.csv, written as a preset file, then the held-out check if asked for.
 int fit_preset(CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth) {
-  if (a.profile.empty()) return usage_error(kCommand, "give a profile CSV (kvsim calibrate --help)");
+  if (a.profile.empty()) return usage_error(kCommand, "--profile: give a profile CSV (kvsim calibrate --help)");
   if (a.name.empty()) return usage_error(kCommand, "--name is required");
   auto base = sim::find_gpu_spec(a.base_gpu);
   if (!base.ok()) return usage_error(kCommand, "--base-gpu: " + base.status().message());
   auto rows = sim::read_profile(a.profile);
-  if (!rows.ok()) return usage_error(kCommand, rows.status().message());
+  if (!rows.ok()) return usage_error(kCommand, "--profile: " + rows.status().message());
   auto host_rows = sim::read_host_rows(a.profile);
-  if (!host_rows.ok()) return usage_error(kCommand, host_rows.status().message());
+  if (!host_rows.ok()) return usage_error(kCommand, "--profile: " + host_rows.status().message());
   auto cal = sim::calibrate(*rows, model_spec, *base, a.name, *host_rows);
-  if (!cal.ok()) return usage_error(kCommand, cal.status().message());
+  if (!cal.ok()) return usage_error(kCommand, "--profile: " + cal.status().message());
   if (a.out.empty()) a.out = "presets/" + a.name + ".gpu";
   print_fit(a, *cal, rows->size());
   if (Status s = write_new(a.out, sim::calibration_preset_text(*cal, a.profile), a.force); !s.ok())
-    return usage_error(kCommand, s.message());
+    return usage_error(kCommand, "--out: " + s.message());
   std::cout << "  wrote preset '" << a.name << "' to " << a.out << "\n";
   if (!a.held_out.empty()) return check_held_out(a, model_spec, truth, *cal, *base);
   return 0;
@@ -162,9 +169,6 @@ int run_calibrate(int argc, char** argv) {
   pos.add("profile", 1);
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
-  if (!(a.noise_sigma >= 0 && a.noise_sigma < 1) || !(a.step_noise_sigma >= 0 && a.step_noise_sigma < 1)) {
-    return usage_error(kCommand, "noise sigmas must be in [0, 1)");
-  }
   auto model_spec = find_model_shape(a.model);
   if (!model_spec.ok()) return usage_error(kCommand, "--model: " + model_spec.status().message());
   std::optional<sim::GpuSpec> truth;

@@ -6,6 +6,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
+#include "cli/number_options.h"
 #include "replay/capacity_search.h"
 
 namespace po = boost::program_options;
@@ -43,9 +44,9 @@ int run_capacity(int argc, char** argv) {
       "Exit status: 0 a rate was found, 1 no rate meets the SLO, 2 bad usage or bad input.\n\nOptions");
   opts.add_options()("help,h", "show this help")("trace", po::value(&trace), "trace file (.kvtrace)")(
       "slo", po::value(&slo_text), "the SLO, e.g. ttft-p99=500,tpot-p99=50")(
-      "start-rate", po::value(&co.start_rate)->default_value(co.start_rate), "first rate probed (req/s)")(
-      "precision", po::value(&co.precision)->default_value(co.precision), "stop when high / low <= 1 + this")(
-      "max-probes", po::value(&co.max_probes)->default_value(co.max_probes), "replays at most");
+      "start-rate", bounded("start-rate", &co.start_rate), "first rate probed (req/s)")(
+      "precision", bounded("precision", &co.precision), "stop when high / low <= 1 + this")(
+      "max-probes", bounded("max-probes", &co.max_probes), "replays at most");
   add_config_options(opts);
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "cli/progress.h"
 #include "model/util/parse_number.h"
 #include "traces/converters.h"
@@ -44,21 +45,20 @@ po::options_description convert_options(ConvertArgs& a) {
                                                  "input format: sharegpt, mooncake, azure, burstgpt or tokens")(
       "input", po::value<std::string>(&a.in), "input file")("output,o", po::value<std::string>(&a.out),
                                                             "output trace file")("force", "replace OUT if it exists")(
+      "allow-empty", po::bool_switch(&c.allow_empty), "an input with no requests writes an empty trace (else exit 2)")(
       "seed", po::value<std::string>(&a.seed_text)->default_value(a.seed_text),
       "seed of random prompts (azure, burstgpt) and arrivals (sharegpt)")(
-      "max-requests", po::value<std::int64_t>(&c.max_requests)->default_value(c.max_requests),
-      "stop after this many requests (0 = all)")("rate", po::value<double>(&c.rate)->default_value(c.rate),
-                                                 "sharegpt: arrivals per second")(
+      "max-requests", bounded("max-requests", &c.max_requests), "stop after this many requests (0 = all)")(
+      "rate", po::value<double>(&c.rate)->default_value(c.rate), "sharegpt: arrivals per second")(
       "arrival-cv", po::value<double>(&c.arrival_cv)->default_value(c.arrival_cv),
-      "sharegpt: gap coefficient of variation (1 = Poisson)")(
-      "sessions", po::value<int>(&c.concurrent_sessions)->default_value(c.concurrent_sessions),
-      "sharegpt: conversations open at once")("max-model-len",
-                                              po::value<int>(&c.max_model_len)->default_value(c.max_model_len),
-                                              "sharegpt: end a conversation before it exceeds this (0 = no limit)")(
+      "sharegpt: gap coefficient of variation (1 = Poisson)")("sessions", bounded("sessions", &c.concurrent_sessions),
+                                                              "sharegpt: conversations open at once")(
+      "max-model-len", token_count("max-model-len", &c.max_model_len),
+      "sharegpt: end a conversation before it exceeds this (0 = no limit)")(
       "model", po::value<std::string>(&c.model)->default_value(""), "burstgpt: keep only rows of this Model")(
       "tokenizer", po::value<std::string>(&a.tokenizer),
       "sharegpt: a Hugging Face tokenizer.json (docs/tokenizers.md), or word-hash (the default: a stand-in, not real "
-      "ids)")("vocab-size", po::value<std::int64_t>(&c.vocab_size)->default_value(c.vocab_size),
+      "ids)")("vocab-size", bounded("vocab-size", &c.vocab_size),
               "tokens: every id must be below this (0 = not checked)")(
       "progress", po::value<std::string>(&a.progress)->default_value(a.progress), "auto (on a terminal) | on | off");
   return opts;

@@ -7,16 +7,23 @@
 #include <cstdint>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <string>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "properties/harness.h"
 
 namespace po = boost::program_options;
 
 namespace kv::cli {
 namespace {
+
+// The bounds of the options: a budget from a millisecond to about 11 days, counts up to a million.
+constexpr double kMinSeconds = 1e-3;
+constexpr double kMaxSeconds = 1e6;
+constexpr int kMaxCount = 1000000;
 
 std::uint64_t name_hash(const std::string& s) {
   std::uint64_t h = 1469598103934665603ULL;
@@ -34,22 +41,20 @@ int run_fuzz(int argc, char** argv) {
       "the scheduler on the simulated device) for a time budget. On a failure prints the\n"
       "shrunk counterexample (an ops script for the manager level) and exits 1.\n\n"
       "Options");
-  opts.add_options()("help,h", "show this help")("seconds", po::value<double>()->default_value(10.0),
-                                                 "time budget in seconds")(
-      "seed", po::value<std::uint64_t>()->default_value(1), "base seed (rounds derive theirs from it)")(
-      "level", po::value<std::string>()->default_value("all"), "queue, manager, hybrid, scheduler or all")(
-      "cases", po::value<int>()->default_value(50), "cases per property per round")(
-      "max-size", po::value<int>()->default_value(100), "largest case size (commands per case)");
+  double seconds = 10.0;
+  std::uint64_t seed = 1;
+  std::string level = "all";
+  int cases = 50;
+  int max_size = 100;
+  opts.add_options()("help,h", "show this help")("seconds", bounded("seconds", &seconds, kMinSeconds, kMaxSeconds),
+                                                 "time budget in seconds (0.001 to 1e6)")(
+      "seed", bounded("seed", &seed, std::uint64_t{0}, std::numeric_limits<std::uint64_t>::max()),
+      "base seed (rounds derive theirs from it)")("level", po::value(&level)->default_value(level),
+                                                  "queue, manager, hybrid, scheduler or all")(
+      "cases", bounded("cases", &cases, 1, kMaxCount), "cases per property per round (1 to 1000000)")(
+      "max-size", bounded("max-size", &max_size, 1, kMaxCount), "largest case size (commands per case, 1 to 1000000)");
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
-  const double seconds = vm["seconds"].as<double>();
-  const std::uint64_t seed = vm["seed"].as<std::uint64_t>();
-  const std::string level = vm["level"].as<std::string>();
-  const int cases = vm["cases"].as<int>();
-  const int max_size = vm["max-size"].as<int>();
-  if (seconds <= 0 || cases < 1 || max_size < 1) {
-    return usage_error("fuzz", "--seconds, --cases and --max-size must be positive");
-  }
   std::vector<const props::PropertyDef*> selected;
   for (const props::PropertyDef& def : props::all_properties()) {
     if (level == "all" || def.level == level) selected.push_back(&def);

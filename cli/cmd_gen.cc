@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "model/util/parse_number.h"
 #include "traces/generators.h"
 #include "traces/trace_io.h"
@@ -42,37 +43,32 @@ po::options_description common_options(GenArgs& a) {
 
 po::options_description sharegpt_options(trace::ShareGptGenOptions& sg) {
   po::options_description sharegpt("sharegpt options");
-  sharegpt.add_options()("num-requests", po::value<std::int64_t>(&sg.num_requests)->default_value(sg.num_requests),
-                         "requests (turns) to write")("rate", po::value<double>(&sg.rate)->default_value(sg.rate),
-                                                      "arrivals per second")(
+  sharegpt.add_options()("num-requests", bounded("num-requests", &sg.num_requests), "requests (turns) to write")(
+      "rate", po::value<double>(&sg.rate)->default_value(sg.rate), "arrivals per second")(
       "arrival-cv", po::value<double>(&sg.arrival_cv)->default_value(sg.arrival_cv),
       "coefficient of variation of gaps: 1 Poisson, > 1 bursty")(
-      "sessions", po::value<int>(&sg.concurrent_sessions)->default_value(sg.concurrent_sessions),
-      "conversations open at once")("system-prompt",
-                                    po::value<int>(&sg.system_prompt_tokens)->default_value(sg.system_prompt_tokens),
-                                    "tokens of the shared system prompt")(
+      "sessions", bounded("sessions", &sg.concurrent_sessions), "conversations open at once")(
+      "system-prompt", token_count("system-prompt", &sg.system_prompt_tokens), "tokens of the shared system prompt")(
       "mean-turns", po::value<double>(&sg.mean_turns)->default_value(sg.mean_turns),
       "mean turns per conversation (>= 1)")("mean-user",
                                             po::value<double>(&sg.mean_user_tokens)->default_value(sg.mean_user_tokens),
                                             "mean user-turn tokens")(
       "mean-reply", po::value<double>(&sg.mean_reply_tokens)->default_value(sg.mean_reply_tokens), "mean reply tokens")(
       "sigma", po::value<double>(&sg.sigma)->default_value(sg.sigma), "lognormal sigma of turn lengths")(
-      "max-turn", po::value<int>(&sg.max_turn_tokens)->default_value(sg.max_turn_tokens),
-      "longest turn (longer draws are redrawn)")("max-model-len",
-                                                 po::value<int>(&sg.max_model_len)->default_value(sg.max_model_len),
-                                                 "a conversation ends before exceeding this context");
+      "max-turn", token_count("max-turn", &sg.max_turn_tokens), "longest turn (longer draws are redrawn)")(
+      "max-model-len", token_count("max-model-len", &sg.max_model_len),
+      "a conversation ends before exceeding this context");
   return sharegpt;
 }
 
 po::options_description prefix_options(trace::PrefixGenOptions& px) {
   po::options_description prefix("prefix options");
-  prefix.add_options()("num-prompts", po::value<std::int64_t>(&px.num_prompts)->default_value(px.num_prompts),
-                       "distinct prompts")(
-      "num-prefixes", po::value<int>(&px.num_prefixes)->default_value(px.num_prefixes), "distinct shared prefixes")(
-      "prefix-len", po::value<int>(&px.prefix_len)->default_value(px.prefix_len), "shared prefix tokens")(
-      "suffix-len", po::value<int>(&px.suffix_len)->default_value(px.suffix_len), "unique suffix tokens")(
-      "repeat", po::value<int>(&px.repeat)->default_value(px.repeat), "copies of each prompt")(
-      "output-len", po::value<int>(&px.output_len)->default_value(px.output_len), "output tokens per request")(
+  prefix.add_options()("num-prompts", bounded("num-prompts", &px.num_prompts), "distinct prompts")(
+      "num-prefixes", bounded("num-prefixes", &px.num_prefixes), "distinct shared prefixes")(
+      "prefix-len", token_count("prefix-len", &px.prefix_len), "shared prefix tokens")(
+      "suffix-len", token_count("suffix-len", &px.suffix_len), "unique suffix tokens")(
+      "repeat", bounded("repeat", &px.repeat), "copies of each prompt")(
+      "output-len", token_count("output-len", &px.output_len), "output tokens per request")(
       "prefix-rate", po::value<double>(&px.rate)->default_value(px.rate), "arrivals per second (0 = all at time 0)");
   return prefix;
 }

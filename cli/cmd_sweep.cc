@@ -12,6 +12,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
+#include "cli/number_options.h"
 #include "replay/sweep.h"
 #include "replay/sweep_run.h"
 #include "reports/gnuplot.h"
@@ -94,7 +95,7 @@ po::options_description sweep_options(SweepArgs& a) {
       "no-optimum", po::bool_switch(&a.no_optimum),
       "sequence mode: leave out the rows of policy 'optimum' (the offline Belady bound, docs/policies.md)")(
       "block-size", po::value(&a.lists.block_sizes)->default_value(a.lists.block_sizes),
-      "block sizes in tokens, comma-separated")("jobs,j", po::value(&a.jobs)->default_value(0),
+      "block sizes in tokens, comma-separated")("jobs,j", bounded("jobs", &a.jobs),
                                                 "configurations run at once (0: one per core)")(
       "out", po::value(&a.out_dir), "output directory (default: runs/sweep-<first trace>)")(
       "force", po::bool_switch(&a.force), "replace the sweep files in an existing non-empty directory")(

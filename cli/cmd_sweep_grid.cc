@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/config_options.h"
 #include "cli/mpi_ranks.h"
+#include "cli/number_options.h"
 #include "files/output_folder.h"
 #include "replay/grid_sweep.h"
 #include "replay/sweep_run.h"
@@ -46,7 +47,7 @@ po::options_description grid_options(GridArgs& a) {
   opts.add_options()("help,h", "show this help")("trace", po::value(&a.trace), "trace file (.kvtrace)")(
       "vary", po::value(&a.vary), "OPTION=V1,V2,...: an axis of the grid (repeat for more)")(
       "out", po::value(&a.out_dir), "output directory (default: runs/grid-<trace>)")(
-      "jobs,j", po::value(&a.jobs)->default_value(0), "points run at once (0: one per core)")(
+      "jobs,j", bounded("jobs", &a.jobs), "points run at once (0: one per core)")(
       "force", po::bool_switch(&a.force), "replace the files of an existing non-empty directory")(
       "no-plot", po::bool_switch(&a.no_plot), "write the CSV and run folders only")(
       "progress", po::value(&a.progress)->default_value(a.progress), "auto (on a terminal) | on | off");

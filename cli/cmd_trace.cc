@@ -4,6 +4,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/number_options.h"
 #include "cli/progress.h"
 #include "traces/trace_analysis.h"
 
@@ -29,15 +30,14 @@ int run_trace(int argc, char** argv) {
       "Options");
   opts.add_options()("help,h", "show this help")("action", po::value<std::string>(&action), "info")(
       "trace", po::value<std::string>(&path), "trace file")(
-      "block-size", po::value<int>(&a.block_size)->default_value(a.block_size), "KV block size in tokens")(
+      "block-size", bounded("block-size", &a.block_size, 1, 1 << 20), "KV block size in tokens")(
       "hash-algo", po::value<std::string>(&a.hash_algo)->default_value(""),
-      "sha256_cbor or xxhash_cbor (default: the trace's)")("top", po::value<int>(&a.top_k)->default_value(a.top_k),
+      "sha256_cbor or xxhash_cbor (default: the trace's)")("top", bounded("top", &a.top_k, 0, 1000000),
                                                            "most shared prefixes to list")(
       "json", "print JSON instead of text")("dot", po::value<std::string>(&a.dot_path)->default_value(""),
                                             "write a Graphviz DOT of the top of the prefix tree here")(
-      "dot-nodes", po::value<int>(&a.dot_max_nodes)->default_value(a.dot_max_nodes),
-      "shared prefixes drawn in the DOT")("progress", po::value<std::string>(&progress)->default_value(progress),
-                                          "auto (on a terminal) | on | off");
+      "dot-nodes", bounded("dot-nodes", &a.dot_max_nodes, 0, 1000000), "shared prefixes drawn in the DOT")(
+      "progress", po::value<std::string>(&progress)->default_value(progress), "auto (on a terminal) | on | off");
   po::positional_options_description pos;
   pos.add("action", 1).add("trace", 1);
   po::variables_map vm;

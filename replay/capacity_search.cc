@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "model/util/parse_number.h"
 #include "replay/replay_builder.h"
+#include "replay/run_options.h"
 
 namespace kv::replay {
 
@@ -26,15 +28,13 @@ Status parse_bound(const std::string& item, SloBound* b) {
     return bad("metric must be ttft, tpot, itl or e2el");
   }
   if (b->stat.size() > 1 && b->stat[0] == 'p') {
-    char* end = nullptr;
-    b->percentile = std::strtod(b->stat.c_str() + 1, &end);
-    if (*end != '\0' || !(b->percentile > 0 && b->percentile <= 100)) return bad("percentile must be in (0, 100]");
+    b->percentile = parse_finite_double(b->stat.substr(1)).value_or(0);
+    if (!(b->percentile > 0 && b->percentile <= 100)) return bad("percentile must be in (0, 100]");
   } else if (b->stat != "mean" && b->stat != "median") {
     return bad("statistic must be mean, median or pNN");
   }
-  char* end = nullptr;
-  b->limit_ms = std::strtod(item.c_str() + eq + 1, &end);
-  if (*end != '\0' || !(b->limit_ms > 0) || !std::isfinite(b->limit_ms)) return bad("the limit must be positive ms");
+  b->limit_ms = parse_finite_double(item.substr(eq + 1)).value_or(0);
+  if (!(b->limit_ms >= kMinMs && b->limit_ms <= kMaxMs)) return bad("the limit must be from 0.001 to 1e9 ms");
   return {};
 }
 

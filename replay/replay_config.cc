@@ -11,6 +11,7 @@
 #include "model/mamba_cache_mode.h"
 #include "model/util/check.h"
 #include "model/util/parse_number.h"
+#include "model/util/parse_size.h"
 #include "replay/model_config.h"
 
 namespace kv::replay {
@@ -86,6 +87,26 @@ ConfigOption int_option(std::string_view name, std::string_view group, std::stri
                                                     ", got " + std::to_string(v))
                                     : Status();
           }};
+}
+
+// A byte size (parse_byte_size) or token count (parse_token_count) in [lo, hi]; `forms` names
+// the accepted spellings in help and errors. The getter prints the resolved whole number.
+template <typename Field>
+ConfigOption size_option(std::string_view name, std::string_view group, std::string_view help, Field field,
+                         std::int64_t lo, std::int64_t hi, std::optional<std::int64_t> (*parse)(std::string_view),
+                         std::string_view forms) {
+  ConfigOption o = int_option(name, group, help, field, lo, hi);
+  o.set = [=](ReplayConfig& c, const std::string& t) {
+    const std::optional<std::int64_t> v = parse(t);
+    if (!v) return bad(name, "'" + t + "' is not a size (" + std::string(forms) + ")");
+    if (*v < lo || *v > hi) {
+      return bad(name, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + t + " = " +
+                           std::to_string(*v));
+    }
+    field(c) = static_cast<std::remove_reference_t<decltype(field(c))>>(*v);
+    return Status();
+  };
+  return o;
 }
 
 template <typename Field>
@@ -423,11 +444,13 @@ Status set_host_link(ReplayConfig& c, const std::string& t) {
 void add_tier_rows(std::vector<ConfigOption>& t) {
   using C = ReplayConfig;
   const std::string_view tiers = "KV tiers";
-  t.push_back(int_option("host-cache-bytes", tiers,
-                         "host-memory tier for blocks evicted from GPU memory, in bytes (0: none)",
-                         KV_FIELD(tiers.host_cache_bytes), 0, 1LL << 60));
-  t.push_back(int_option("disk-cache-bytes", tiers, "disk tier below the host tier, in bytes (0: none)",
-                         KV_FIELD(tiers.disk_cache_bytes), 0, 1LL << 60));
+  static const std::string host_help =
+      std::string("host-memory tier for blocks evicted from GPU memory (0: none); ") + kByteSizeForms;
+  static const std::string disk_help = std::string("disk tier below the host tier (0: none); ") + kByteSizeForms;
+  t.push_back(size_option("host-cache-bytes", tiers, host_help, KV_FIELD(tiers.host_cache_bytes), 0, 1LL << 60,
+                          parse_byte_size, kByteSizeForms));
+  t.push_back(size_option("disk-cache-bytes", tiers, disk_help, KV_FIELD(tiers.disk_cache_bytes), 0, 1LL << 60,
+                          parse_byte_size, kByteSizeForms));
   t.push_back({"host-link", tiers,
                "GPU-host link: pcie4 (31.5 GB/s, 10 us), pcie5 (63 GB/s, 10 us), nvlink-c2c (450 GB/s, 2 us), or "
                "GBPS:LATENCY_US",
@@ -502,19 +525,21 @@ void add_speculative_rows(std::vector<ConfigOption>& t) {
 // The rows of the "Scheduler" group: the core's SchedulerConfig.
 void add_scheduler_rows(std::vector<ConfigOption>& t) {
   const std::string_view sch = "Scheduler";
-  t.push_back(int_option("max-num-batched-tokens", sch, "token budget per step",
-                         KV_FIELD(scheduler.max_num_batched_tokens), 1, 1LL << 30));
+  t.push_back(size_option("max-num-batched-tokens", sch, "token budget per step (65536, 8k, 1e5)",
+                          KV_FIELD(scheduler.max_num_batched_tokens), 1, 1LL << 30, parse_token_count,
+                          kTokenCountForms));
   t.push_back(int_option("max-num-seqs", sch, "requests per step", KV_FIELD(scheduler.max_num_seqs), 1, 1 << 20));
-  t.push_back(
-      int_option("max-model-len", sch, "longest sequence", KV_FIELD(scheduler.cache.max_model_len), 2, 1LL << 30));
+  t.push_back(size_option("max-model-len", sch, "longest sequence in tokens (131072, 128k)",
+                          KV_FIELD(scheduler.cache.max_model_len), 2, 1LL << 30, parse_token_count, kTokenCountForms));
   t.push_back(bool_option("mamba-prefix-split", sch,
                           "on | off: Mamba align mode also ends a chunk before the lookup's shared-prefix boundary "
                           "(off: vLLM before that rule)",
                           KV_FIELD(scheduler.mamba_align_prefix_split)));
   t.push_back(bool_option("no-chunked-prefill", sch, "a prompt must fit one step's budget",
                           KV_FIELD(scheduler.enable_chunked_prefill), true, true));
-  t.push_back(int_option("long-prefill-token-threshold", sch, "cap on one request's tokens per step (0: none)",
-                         KV_FIELD(scheduler.long_prefill_token_threshold), 0, 1LL << 30));
+  t.push_back(size_option("long-prefill-token-threshold", sch, "cap on one request's tokens per step (0: none; 2k)",
+                          KV_FIELD(scheduler.long_prefill_token_threshold), 0, 1LL << 30, parse_token_count,
+                          kTokenCountForms));
   t.push_back(enum_option("policy", sch, "fcfs | priority", KV_FIELD(scheduler.policy),
                           std::vector<std::pair<std::string, SchedulingPolicy>>{
                               {"fcfs", SchedulingPolicy::kFcfs}, {"priority", SchedulingPolicy::kPriority}}));
@@ -646,8 +671,9 @@ void add_kv_cache_rows(std::vector<ConfigOption>& t) {
   t.push_back(int_option("num-blocks", kv,
                          "KV blocks including the null block (0: from --kv-cache-tokens or GPU memory)",
                          KV_FIELD(scheduler.cache.num_blocks), 0, 1LL << 30));
-  t.push_back(int_option("kv-cache-tokens", kv, "KV cache size in tokens (0: from GPU memory)",
-                         KV_FIELD(device.kv_cache_tokens), 0, 1LL << 40));
+  static const std::string kv_tokens_help = std::string("KV cache size (0: from GPU memory); ") + kTokenCountForms;
+  t.push_back(size_option("kv-cache-tokens", kv, kv_tokens_help, KV_FIELD(device.kv_cache_tokens), 0, 1LL << 40,
+                          parse_token_count, kTokenCountForms));
   t.push_back({"gpu-memory-utilization", kv,
                "fraction of GPU memory for weights, activations and KV cache (sizes the pool by default)", false,
                set_utilization, [](const C& c) { return shortest(c.device.gpu_memory_utilization); },

@@ -52,7 +52,9 @@ struct OverloadVerdict {
 };
 
 // Overloaded when the median TTFT of the last fifth of requests (by arrival) is at least 4 times
-// that of the first fifth and above 1 s, or the median TTFT over all requests exceeds `ttft_bound_ms`.
+// that of the first fifth and above 1 s, the last fifth having arrived after the first (an
+// open-loop process; never for an offline batch whose requests all arrive at one instant), or
+// the median TTFT over all requests exceeds `ttft_bound_ms`.
 OverloadVerdict judge_overload(const std::vector<std::pair<std::int64_t, std::int64_t>>& arrival_and_ttft_us,
                                double ttft_bound_ms);
 

@@ -13,6 +13,8 @@
 #include "model/kv_cache_manager.h"
 #include "model/request.h"
 #include "model/util/format_number.h"
+#include "model/util/parse_number.h"
+#include "model/util/parse_size.h"
 #include "replay/parallel_indices.h"
 #include "replay/pool_sizing.h"
 #include "replay/replay_builder.h"
@@ -285,26 +287,14 @@ StatusOr<std::vector<SweepPoint>> optimum_points(const std::string& trace, int b
 
 StatusOr<std::vector<std::int64_t>> parse_capacities(const std::string& text) {
   auto number = [](const std::string& s) -> StatusOr<double> {
-    if (s.empty()) return Status::error("empty capacity");
-    double mult = 1;
-    std::string digits = s;
-    const char last = s.back();
-    if (last == 'k' || last == 'K')
-      mult = 1e3;
-    else if (last == 'M' || last == 'm')
-      mult = 1e6;
-    else if (last == 'G' || last == 'g')
-      mult = 1e9;
-    if (mult != 1) digits.pop_back();
-    char* end = nullptr;
-    const double v = std::strtod(digits.c_str(), &end);
-    if (digits.empty() || end == nullptr || *end != '\0' || !(v > 0) || !std::isfinite(v)) {
+    const std::optional<std::int64_t> v = parse_token_count(s);
+    if (!v || *v < 1) {
       return Status::error("capacity '" + s + "' is not a positive number of tokens (e.g. 1e6, 3M)");
     }
-    if (v * mult < 1 || v * mult > static_cast<double>(std::int64_t{1} << 40)) {
+    if (*v > (std::int64_t{1} << 40)) {
       return Status::error("capacity '" + s + "' must be from 1 to 2^40 tokens (the range of --kv-cache-tokens)");
     }
-    return v * mult;
+    return static_cast<double>(*v);
   };
   std::vector<std::int64_t> out;
   if (text.find(':') != std::string::npos) {
@@ -316,12 +306,10 @@ StatusOr<std::vector<std::int64_t>> parse_capacities(const std::string& text) {
     auto hi = number(parts[1]);
     if (!lo.ok()) return lo.status();
     if (!hi.ok()) return hi.status();
-    char* end = nullptr;
-    const long per = std::strtol(parts[2].c_str(), &end, 10);
-    if (*end != '\0' || per < 1 || per > 100)
-      return Status::error("points per decade '" + parts[2] + "' must be 1..100");
+    const std::int64_t per = parse_int64(parts[2]).value_or(0);
+    if (per < 1 || per > 100) return Status::error("points per decade '" + parts[2] + "' must be 1..100");
     if (*hi < *lo) return Status::error("capacity range '" + text + "' ends below its start");
-    for (long i = 0;; ++i) {
+    for (std::int64_t i = 0;; ++i) {
       const double v = *lo * std::pow(10.0, static_cast<double>(i) / static_cast<double>(per));
       if (v > *hi * (1 + 1e-9)) break;
       out.push_back(std::llround(v));

@@ -4,33 +4,20 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "model/util/csv_table.h"
 #include "model/util/parse_number.h"
-#include "reports/csv_parser.h"
-#include "reports/csv_records.h"
 
 namespace kv::reports {
-
-namespace io = csv::io;
 
 namespace fs = std::filesystem;
 
 namespace {
 
-// Turns a parser exception into "FILE:LINE: what".
-Status csv_error(const std::string& path, const io::error::base& e) {
-  std::ostringstream m;
-  m << path;
-  if (const auto* l = dynamic_cast<const io::error::with_file_line*>(&e); l != nullptr && l->file_line > 0) {
-    m << ':' << l->file_line;
-  }
-  m << ": " << e.what();
-  return Status::error(m.str());
-}
-
-// A whole-string number of a cell; `where` names the file and line or record ("f.csv:3: ").
+// A whole-string number of a cell; `where` names the file and line ("f.csv:3: ").
 // An empty cell is an error, never 0.
 Status to_int(const std::string& where, const std::string& col, const std::string& text, std::int64_t* out) {
   const std::optional<std::int64_t> v = parse_int64(text);
@@ -46,67 +33,79 @@ Status to_double(const std::string& where, const std::string& col, const std::st
   return {};
 }
 
-std::string at_line(const std::string& path, unsigned line) { return path + ":" + std::to_string(line) + ": "; }
+std::string at_line(const std::string& path, int line) { return path + ":" + std::to_string(line) + ": "; }
 
-Status read_steps(const std::string& path, std::vector<StepRow>& out) {
-  static const char* const kColumns[] = {"step",        "start_us",       "duration_ns",   "predicted_ns",
-                                         "measured_ns", "prefill_tokens", "decode_tokens", "cached_tokens",
-                                         "kv_usage",    "evictions_total"};
-  try {
-    io::CSVReader<10, io::trim_chars<' ', '\t'>, io::no_quote_escape<','>> in(path);
-    in.read_header(io::ignore_extra_column, kColumns[0], kColumns[1], kColumns[2], kColumns[3], kColumns[4],
-                   kColumns[5], kColumns[6], kColumns[7], kColumns[8], kColumns[9]);
-    std::array<std::string, 10> f;
-    while (in.read_row(f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9])) {
-      const std::string where = at_line(path, in.get_file_line());
-      StepRow r;
-      std::int64_t* ints[] = {&r.step,        &r.start_us,       &r.duration_ns,   &r.predicted_ns,
-                              &r.measured_ns, &r.prefill_tokens, &r.decode_tokens, &r.cached_tokens,
-                              nullptr,        &r.evictions_total};
-      for (std::size_t c = 0; c < f.size(); ++c) {
-        Status s = ints[c] != nullptr ? to_int(where, kColumns[c], f[c], ints[c])
-                                      : to_double(where, kColumns[c], f[c], &r.kv_usage);
-        if (!s.ok()) return s;
-      }
-      out.push_back(r);
-    }
-  } catch (const io::error::base& e) {
-    return csv_error(path, e);
+// The table of the CSV file `path` (model/util/csv_table.h: exact field counts, strict quoting).
+StatusOr<CsvTable> read_table(const std::string& path, const CsvRules& rules) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::error(path + ": cannot open");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_csv(path, text.str(), rules);
+}
+
+// The indices of `names` in the table's header; a missing column is an error naming it.
+Status find_columns(const std::string& path, const CsvTable& table, const std::vector<std::string>& names,
+                    std::vector<std::size_t>& out) {
+  out.clear();
+  for (const std::string& n : names) {
+    const std::optional<std::size_t> c = table.column(n);
+    if (!c) return Status::error(path + ": header: no column " + n);
+    out.push_back(*c);
   }
   return {};
 }
 
-// requests.csv, read through an RFC 4180 parser: ids and reasons may hold commas, quotes and
-// line breaks.
+// steps.csv holds numbers only: no quoting.
+Status read_steps(const std::string& path, std::vector<StepRow>& out) {
+  static const std::vector<std::string> kColumns = {"step",        "start_us",       "duration_ns",   "predicted_ns",
+                                                    "measured_ns", "prefill_tokens", "decode_tokens", "cached_tokens",
+                                                    "kv_usage",    "evictions_total"};
+  StatusOr<CsvTable> table = read_table(path, CsvRules{false, false});
+  if (!table.ok()) return table.status();
+  std::vector<std::size_t> at;
+  if (Status s = find_columns(path, *table, kColumns, at); !s.ok()) return s;
+  for (const CsvRow& row : table->rows) {
+    const std::string where = at_line(path, row.line);
+    StepRow r;
+    std::int64_t* ints[] = {&r.step,           &r.start_us,      &r.duration_ns,   &r.predicted_ns, &r.measured_ns,
+                            &r.prefill_tokens, &r.decode_tokens, &r.cached_tokens, nullptr,         &r.evictions_total};
+    for (std::size_t c = 0; c < kColumns.size(); ++c) {
+      const std::string& cell = row.fields[at[c]];
+      Status s = ints[c] != nullptr ? to_int(where, kColumns[c], cell, ints[c])
+                                    : to_double(where, kColumns[c], cell, &r.kv_usage);
+      if (!s.ok()) return s;
+    }
+    out.push_back(r);
+  }
+  return {};
+}
+
+// requests.csv: ids and reasons may hold commas, quotes and line breaks (quoted).
 Status read_requests(const std::string& path, std::vector<RequestRow>& out) {
-  auto records = read_csv_records(path);
-  if (!records.ok()) return records.status();
   static const std::vector<std::string> kColumns = {
       "id",     "arrival_us",    "first_token_us", "finish_us",     "ttft_us",
       "e2e_us", "prompt_tokens", "output_tokens",  "cached_tokens", "preemptions",
       "status"};
-  if (records->empty()) return Status::error(path + ": no header");
-  const CsvRecord& header = records->front();
-  for (std::size_t c = 0; c < kColumns.size(); ++c) {
-    if (c >= header.size() || header[c] != kColumns[c]) {
-      return Status::error(path + ": header: column " + std::to_string(c + 1) + " must be " + kColumns[c]);
-    }
-  }
-  for (std::size_t r = 1; r < records->size(); ++r) {
-    const CsvRecord& f = (*records)[r];
-    if (f.size() < kColumns.size())
-      return Status::error(path + ": record " + std::to_string(r + 1) + ": too few fields");
-    const std::string where = path + ": record " + std::to_string(r + 1) + ", ";
+  StatusOr<CsvTable> table = read_table(path, CsvRules{true, true});
+  if (!table.ok()) return table.status();
+  std::vector<std::size_t> at;
+  if (Status s = find_columns(path, *table, kColumns, at); !s.ok()) return s;
+  for (const CsvRow& f : table->rows) {
+    const std::string where = at_line(path, f.line);
     RequestRow row;
-    row.id = f[0];
-    row.status = f[10];
+    row.id = f.fields[at[0]];
+    row.status = f.fields[at[10]];
     std::int64_t* ints[] = {&row.arrival_us, &row.first_token_us, &row.finish_us,     &row.ttft_us,
                             &row.e2e_us,     &row.prompt_tokens,  &row.output_tokens, &row.cached_tokens};
     for (std::size_t c = 0; c < 8; ++c) {
-      if (Status s = to_int(where, kColumns[c + 1], f[c + 1], ints[c]); !s.ok()) return s;
+      if (Status s = to_int(where, kColumns[c + 1], f.fields[at[c + 1]], ints[c]); !s.ok()) return s;
     }
     std::int64_t preemptions = 0;
-    if (Status s = to_int(where, "preemptions", f[9], &preemptions); !s.ok()) return s;
+    if (Status s = to_int(where, "preemptions", f.fields[at[9]], &preemptions); !s.ok()) return s;
+    if (preemptions < 0 || preemptions > std::numeric_limits<int>::max()) {
+      return Status::error(where + "column preemptions: " + std::to_string(preemptions) + " is out of range");
+    }
     row.preemptions = static_cast<int>(preemptions);
     out.push_back(std::move(row));
   }
@@ -114,19 +113,17 @@ Status read_requests(const std::string& path, std::vector<RequestRow>& out) {
 }
 
 Status read_kernels(const std::string& path, std::vector<KernelRow>& out) {
-  try {
-    io::CSVReader<3, io::trim_chars<' ', '\t'>, io::no_quote_escape<','>> in(path);
-    in.read_header(io::ignore_extra_column, "kernel", "launches", "total_ns");
-    std::string launches, total_ns;
+  StatusOr<CsvTable> table = read_table(path, CsvRules{true, false});
+  if (!table.ok()) return table.status();
+  std::vector<std::size_t> at;
+  if (Status s = find_columns(path, *table, {"kernel", "launches", "total_ns"}, at); !s.ok()) return s;
+  for (const CsvRow& row : table->rows) {
+    const std::string where = at_line(path, row.line);
     KernelRow r;
-    while (in.read_row(r.kernel, launches, total_ns)) {
-      const std::string where = at_line(path, in.get_file_line());
-      if (Status s = to_int(where, "launches", launches, &r.launches); !s.ok()) return s;
-      if (Status s = to_int(where, "total_ns", total_ns, &r.total_ns); !s.ok()) return s;
-      out.push_back(r);
-    }
-  } catch (const io::error::base& e) {
-    return csv_error(path, e);
+    r.kernel = row.fields[at[0]];
+    if (Status s = to_int(where, "launches", row.fields[at[1]], &r.launches); !s.ok()) return s;
+    if (Status s = to_int(where, "total_ns", row.fields[at[2]], &r.total_ns); !s.ok()) return s;
+    out.push_back(r);
   }
   return {};
 }

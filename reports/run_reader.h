@@ -1,10 +1,12 @@
 // RunData: a run folder (reports/run_folder.h) read back for reports: summary.json through
-// nlohmann-json, steps.csv and requests.csv through the Fast C++ CSV Parser, the presence of
+// nlohmann-json, steps.csv and requests.csv through model/util/csv_table.h, the presence of
 // decisions.log, and an optional kernels.csv (kernel,launches,total_ns: device time per kernel
 // over the run, which a backend may write beside the other files).
 // Invariants of a loaded run:
 //   1. Every field comes from the files; columns are found by name (extra columns are ignored,
-//      missing ones are an error), so older and newer run folders both read.
+//      missing ones are an error), so older and newer run folders both read. Every row has
+//      exactly the header's number of fields; steps.csv has no quoting, requests.csv quotes
+//      ids and reasons (line breaks allowed inside quotes), kernels.csv quotes without them.
 //   2. A bad folder or file is a Status naming the file and, for CSV and JSON, the line.
 #pragma once
 

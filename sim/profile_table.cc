@@ -1,13 +1,5 @@
 #include "sim/profile_table.h"
 
-// The parser's own code trips a warning of newer compilers (a bounded strncpy it terminates
-// by hand); keep it out of -Werror builds.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-truncation"
-#include <libfccp/csv.h>
-#include <limits>  // libfccp/csv.h uses std::numeric_limits without including it
-#pragma GCC diagnostic pop
-
 #include <algorithm>
 #include <boost/algorithm/string/trim.hpp>
 #include <fstream>
@@ -15,6 +7,7 @@
 #include <tuple>
 
 #include "model/util/check.h"
+#include "model/util/csv_table.h"
 #include "model/util/parse_number.h"
 
 namespace kv::sim {
@@ -22,7 +15,6 @@ namespace kv::sim {
 namespace {
 
 constexpr const char* kColumns[] = {"kernel", "num_tokens", "num_seqs", "context_tokens", "time_ns"};
-constexpr int kNumColumns = 5;
 
 __extension__ typedef __int128 Int128;
 
@@ -69,13 +61,6 @@ std::string where(const std::string& name, int line, int column) {
   return s + ": ";
 }
 
-int column_of(const char* column_name) {
-  for (int i = 0; i < kNumColumns; ++i) {
-    if (std::string_view(kColumns[i]) == column_name) return i + 1;
-  }
-  return 0;
-}
-
 // The rows of a profile as read, before sorting.
 struct ParsedRows {
   std::array<std::vector<ProfileTable::Row>, kNumKernels> rows;  // kernel rows, in file order
@@ -84,26 +69,17 @@ struct ParsedRows {
   std::size_t num_rows = 0;                                      // kernel rows
 };
 
-// The header line with each name trimmed, as "a,b,c".
-std::string trimmed_header(std::string_view h) {
+std::string trimmed(std::string_view text) { return boost::algorithm::trim_copy(std::string(text)); }
+
+// The header fields, each trimmed, as "a,b,c".
+std::string trimmed_header(const std::vector<std::string>& fields) {
   std::string got;
-  std::size_t start = 0;
-  while (true) {
-    std::size_t comma = h.find(',', start);
-    got += boost::algorithm::trim_copy(h.substr(start, comma == std::string_view::npos ? h.npos : comma - start));
-    if (comma == std::string_view::npos) break;
-    got += ',';
-    start = comma + 1;
-  }
+  for (const std::string& f : fields) got += (got.empty() ? "" : ",") + trimmed(f);
   return got;
 }
 
-// The first line must name the five columns in order; `header` is null for an empty file.
-Status check_header(const std::string& name, const char* header) {
-  if (header == nullptr) {
-    return Status::error(name + ": empty profile, expected the header " +
-                         "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
-  }
+// The header must name the five columns in order.
+Status check_header(const std::string& name, const std::vector<std::string>& header) {
   const std::string got = trimmed_header(header);
   if (got != "kernel,num_tokens,num_seqs,context_tokens,time_ns") {
     return Status::error(name + ":1: header is '" + got +
@@ -182,52 +158,27 @@ Status add_row(const std::string& name, int line, const std::string& kernel, con
   return Status();
 }
 
-// What the CSV parser found wrong, at its line and column when it knows them.
-Status csv_error(const std::string& name, const io::error::base& e) {
-  int line = 0;
-  int column = 0;
-  std::string content;
-  if (auto* with_line = dynamic_cast<const io::error::with_file_line*>(&e)) {
-    line = with_line->file_line;
+// The header and every row of the CSV text (model/util/csv_table.h: exact field counts, no
+// quoting); spaces and tabs around a field are dropped.
+Status read_rows(const std::string& name, std::string_view text, ParsedRows& parsed) {
+  if (text.find_first_not_of("\r\n") == std::string_view::npos) {
+    return Status::error(name + ": empty profile, expected the header " +
+                         "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
   }
-  if (auto* with_column = dynamic_cast<const io::error::with_column_name*>(&e)) {
-    column = column_of(with_column->column_name);
+  StatusOr<CsvReader> csv = CsvReader::open(name, text, CsvRules{false, false});
+  if (!csv.ok()) return csv.status();
+  if (Status s = check_header(name, csv->header()); !s.ok()) return s;
+  CsvRow row;
+  while (true) {
+    const StatusOr<bool> got = csv->next(row);
+    if (!got.ok()) return got.status();
+    if (!*got) break;
+    const std::array<std::string, 4> cells = {trimmed(row.fields[1]), trimmed(row.fields[2]), trimmed(row.fields[3]),
+                                              trimmed(row.fields[4])};
+    if (Status s = add_row(name, row.line, trimmed(row.fields[0]), cells, parsed); !s.ok()) return s;
   }
-  if (auto* with_content = dynamic_cast<const io::error::with_column_content*>(&e)) {
-    content = with_content->column_content;
-  }
-  std::string what;
-  if (dynamic_cast<const io::error::too_few_columns*>(&e)) {
-    what = "too few columns, expected 5";
-  } else if (dynamic_cast<const io::error::too_many_columns*>(&e)) {
-    what = "too many columns, expected 5";
-  } else if (dynamic_cast<const io::error::no_digit*>(&e)) {
-    what = "'" + content + "' is not an integer";
-  } else if (dynamic_cast<const io::error::integer_overflow*>(&e) ||
-             dynamic_cast<const io::error::integer_underflow*>(&e)) {
-    what = "'" + content + "' is out of range";
-  } else {
-    what = e.what();
-  }
-  if (line <= 0) return Status::error(name + ": " + what);
-  return Status::error(where(name, line, column) + what);
-}
-
-// The header and every row of the CSV text [begin, end).
-Status read_rows(const std::string& name, const char* begin, const char* end, ParsedRows& parsed) {
-  try {
-    io::CSVReader<kNumColumns> csv(name, begin, end);
-    if (Status s = check_header(name, csv.next_line()); !s.ok()) return s;
-    csv.set_header(kColumns[0], kColumns[1], kColumns[2], kColumns[3], kColumns[4]);
-    std::string kernel;
-    std::array<std::string, 4> cells;
-    while (csv.read_row(kernel, cells[0], cells[1], cells[2], cells[3])) {
-      const int line = static_cast<int>(csv.get_file_line());
-      if (Status s = add_row(name, line, kernel, cells, parsed); !s.ok()) return s;
-    }
-  } catch (const io::error::base& e) {
-    return csv_error(name, e);
-  }
+  if (parsed.num_rows == 0 && parsed.host_rows.empty())
+    return Status::error(name + ": no profile rows (a header alone)");
   return Status();
 }
 
@@ -286,7 +237,9 @@ StatusOr<ProfileTable> ProfileTable::parse(const std::string& name, std::string_
 
 StatusOr<ProfileTable> ProfileTable::read(const std::string& name, const char* begin, const char* end) {
   ParsedRows parsed;
-  if (Status s = read_rows(name, begin, end, parsed); !s.ok()) return s;
+  if (Status s = read_rows(name, std::string_view(begin, static_cast<std::size_t>(end - begin)), parsed); !s.ok()) {
+    return s;
+  }
   for (int k = 0; k < kNumKernels; ++k) {
     if (Status s = sort_kernel_rows(name, k, parsed.rows[k], parsed.lines[k]); !s.ok()) return s;
   }

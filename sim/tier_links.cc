@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "model/util/parse_number.h"
+
 namespace kv::sim {
 
 namespace {
@@ -36,13 +38,9 @@ StatusOr<LinkSpec> parse_link(std::string_view text) {
   const std::string t(text);
   const std::size_t colon = t.find(':');
   if (colon != std::string::npos) {
-    char* end1 = nullptr;
-    char* end2 = nullptr;
-    const std::string gbps_text = t.substr(0, colon), us_text = t.substr(colon + 1);
-    const double gbps = std::strtod(gbps_text.c_str(), &end1);
-    const double us = std::strtod(us_text.c_str(), &end2);
-    if (!gbps_text.empty() && !us_text.empty() && *end1 == '\0' && *end2 == '\0' && std::isfinite(gbps) && gbps > 0 &&
-        gbps <= 1e9 && std::isfinite(us) && us >= 0 && us <= 1e9) {
+    const double gbps = parse_finite_double(t.substr(0, colon)).value_or(0);
+    const double us = parse_finite_double(t.substr(colon + 1)).value_or(-1);
+    if (gbps > 0 && gbps <= 1e9 && us >= 0 && us <= 1e9) {
       return LinkSpec{t, static_cast<std::int64_t>(std::llround(gbps * 1e9)), std::llround(us * 1000)};
     }
   }

@@ -1,7 +1,9 @@
 // BurstGPT CSV (converters.h): Timestamp,Model,Request tokens,Response tokens,Total tokens,
 // Log Type[,Session ID]. Prompts as for azure; failed requests (zero tokens) are skipped.
+#include <array>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "traces/convert_csv.h"
@@ -11,19 +13,19 @@ namespace kv::trace {
 
 namespace {
 
-using BurstGptCsv = io::CSVReader<7, CsvTrim, CsvQuote>;
+// The columns a row is read from (nullopt: the file lacks that optional column).
+struct BurstGptColumns {
+  std::size_t timestamp = 0, request = 0, response = 0;
+  std::optional<std::size_t> model, session;
+};
 
-// The header: Timestamp, Request tokens and Response tokens are required, the rest optional.
-// Throws what the CSV parser throws.
-Status read_burstgpt_header(BurstGptCsv& csv, const std::string& input) {
-  csv.read_header(io::ignore_extra_column | io::ignore_missing_column, "Timestamp", "Model", "Request tokens",
-                  "Response tokens", "Total tokens", "Log Type", "Session ID");
-  for (const char* required : {"Timestamp", "Request tokens", "Response tokens"}) {
-    if (!csv.has_column(required)) {
-      return Status::error(input + ": line 1: missing column '" + std::string(required) + "'");
-    }
+// Timestamp, Request tokens and Response tokens are required; Model and Session ID optional.
+StatusOr<BurstGptColumns> burstgpt_columns(const std::string& input, const CsvReader& csv) {
+  std::array<std::size_t, 3> at{};
+  if (Status s = find_csv_columns<3>(input, csv, {"Timestamp", "Request tokens", "Response tokens"}, at); !s.ok()) {
+    return s;
   }
-  return Status();
+  return BurstGptColumns{at[0], at[1], at[2], csv.column("Model"), csv.column("Session ID")};
 }
 
 // A row's timestamp (seconds) and token counts within range.
@@ -51,42 +53,55 @@ TraceRequest burstgpt_request(std::uint64_t seed, std::int64_t row, std::int64_t
   return r;
 }
 
+// One row: its numbers checked, its arrival after the previous row's (`prev_us`, updated).
+// Returns the request, or nullopt for a row that is filtered out or skipped (counted).
+StatusOr<std::optional<TraceRequest>> burstgpt_row(const std::string& where, const CsvRow& cells,
+                                                   const BurstGptColumns& at, const ConvertOptions& o, std::int64_t row,
+                                                   double* first_ts, std::int64_t* prev_us, ConvertStats& stats) {
+  double ts = 0;
+  std::int64_t req = 0, resp = 0;
+  const std::string& ts_text = cells.fields[at.timestamp];
+  if (Status s = cell_double(where, "Timestamp", ts_text, &ts); !s.ok()) return s;
+  if (Status s = cell_int(where, "Request tokens", cells.fields[at.request], &req); !s.ok()) return s;
+  if (Status s = cell_int(where, "Response tokens", cells.fields[at.response], &resp); !s.ok()) return s;
+  if (Status s = check_burstgpt_row(where, ts, ts_text, req, resp); !s.ok()) return s;
+  if (row == 0) *first_ts = ts;
+  const std::int64_t us = std::llround((ts - *first_ts) * 1e6);
+  if (row > 0 && us < *prev_us) return Status::error(where + "column Timestamp: arrivals go backwards");
+  *prev_us = us;
+  if (!o.model.empty() && (!at.model || cells.fields[*at.model] != o.model)) return std::optional<TraceRequest>();
+  if (req == 0 || resp == 0) {
+    ++stats.skipped;
+    return std::optional<TraceRequest>();
+  }
+  TraceRequest r = burstgpt_request(o.seed, row, us, req, resp);
+  if (at.session) r.session_id = cells.fields[*at.session];
+  return std::optional<TraceRequest>(std::move(r));
+}
+
 }  // namespace
 
 StatusOr<ConvertStats> convert_burstgpt(const std::string& input, const ConvertOptions& o, TraceWriter& writer) {
+  const StatusOr<std::string> text = read_csv_input(input);
+  if (!text.ok()) return text.status();
+  StatusOr<CsvReader> csv = CsvReader::open(input, *text, kConverterCsv);
+  if (!csv.ok()) return csv.status();
+  const StatusOr<BurstGptColumns> at = burstgpt_columns(input, *csv);
+  if (!at.ok()) return at.status();
   ConvertStats stats;
-  try {
-    BurstGptCsv csv(input);
-    if (Status s = read_burstgpt_header(csv, input); !s.ok()) return s;
-    const bool has_session = csv.has_column("Session ID");
-    double ts = 0;
-    std::string ts_text, model, req_text, resp_text, total, log_type, session;
-    std::int64_t req = 0, resp = 0;
-    double first_ts = 0;
-    std::int64_t prev_us = 0, row = 0;
-    while (csv.read_row(ts_text, model, req_text, resp_text, total, log_type, session)) {
-      const std::string where = input + ": line " + std::to_string(csv.get_file_line()) + ": ";
-      if (Status s = cell_double(where, "Timestamp", ts_text, &ts); !s.ok()) return s;
-      if (Status s = cell_int(where, "Request tokens", req_text, &req); !s.ok()) return s;
-      if (Status s = cell_int(where, "Response tokens", resp_text, &resp); !s.ok()) return s;
-      if (Status s = check_burstgpt_row(where, ts, ts_text, req, resp); !s.ok()) return s;
-      if (row == 0) first_ts = ts;
-      const std::int64_t us = std::llround((ts - first_ts) * 1e6);
-      if (row > 0 && us < prev_us) return Status::error(where + "column Timestamp: arrivals go backwards");
-      prev_us = us;
-      const std::int64_t this_row = row++;
-      if (!o.model.empty() && model != o.model) continue;
-      if (req == 0 || resp == 0) {
-        ++stats.skipped;
-        continue;
-      }
-      TraceRequest r = burstgpt_request(o.seed, this_row, us, req, resp);
-      if (has_session) r.session_id = session;
-      if (Status s = writer.write(r); !s.ok()) return s.with_context(where);
-      if (++stats.requests == o.max_requests) break;
-    }
-  } catch (const io::error::base& e) {
-    return Status::error(e.what());
+  double first_ts = 0;
+  std::int64_t prev_us = 0;
+  CsvRow cells;
+  for (std::int64_t row = 0;; ++row) {
+    const StatusOr<bool> got = csv->next(cells);
+    if (!got.ok()) return got.status();
+    if (!*got) break;
+    const std::string where = input + ": line " + std::to_string(cells.line) + ": ";
+    StatusOr<std::optional<TraceRequest>> r = burstgpt_row(where, cells, *at, o, row, &first_ts, &prev_us, stats);
+    if (!r.ok()) return r.status();
+    if (!*r) continue;
+    if (Status s = writer.write(**r); !s.ok()) return s.with_context(where);
+    if (++stats.requests == o.max_requests) break;
   }
   return stats;
 }

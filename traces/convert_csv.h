@@ -1,20 +1,18 @@
-// What the CSV converters (Azure, BurstGPT) share: the Fast C++ CSV Parser's settings, cells
-// that must hold numbers, and the seeded random prompt that stands in for a prompt whose
-// tokens the source does not record. Internal to traces/.
+// What the CSV converters (Azure, BurstGPT) share: the strict CSV reader's rules
+// (model/util/csv_table.h: exact field counts, RFC 4180 quotes without line breaks, no stray
+// carriage returns), the input read whole, cells that must hold numbers, and the seeded random
+// prompt that stands in for a prompt whose tokens the source does not record. Internal to
+// traces/.
 #pragma once
 
-// The parser's own code trips a warning of newer compilers (a bounded strncpy it terminates
-// by hand); keep it out of -Werror builds.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wstringop-truncation"
-#include <libfccp/csv.h>
-#include <limits>  // libfccp/csv.h uses std::numeric_limits without including it
-#pragma GCC diagnostic pop
-
+#include <array>
 #include <cstdint>
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 
+#include "model/util/csv_table.h"
 #include "model/util/parse_number.h"
 #include "model/util/status.h"
 #include "traces/block_tokens.h"
@@ -27,6 +25,8 @@ inline std::uint64_t random_prompt_block(std::uint64_t seed, std::int64_t row) {
 }
 
 // A CSV cell that must hold a number: empty cells and trailing text are errors, never 0.
+// Integers are digits; other numbers plain decimals (no exponent, "inf" or "nan"), as the
+// formats write them.
 inline Status cell_int(const std::string& where, const char* column, const std::string& text, std::int64_t* out) {
   const std::optional<std::int64_t> v = parse_int64(text);
   if (!v) return Status::error(where + "column " + column + ": '" + text + "' is not an integer");
@@ -35,13 +35,35 @@ inline Status cell_int(const std::string& where, const char* column, const std::
 }
 
 inline Status cell_double(const std::string& where, const char* column, const std::string& text, double* out) {
-  const std::optional<double> v = parse_finite_double(text);
-  if (!v) return Status::error(where + "column " + column + ": '" + text + "' is not a finite number");
+  const std::optional<double> v = parse_plain_decimal(text);
+  if (!v) return Status::error(where + "column " + column + ": '" + text + "' is not a plain decimal number");
   *out = *v;
   return Status();
 }
 
-using CsvTrim = io::trim_chars<' ', '\t', '\r'>;
-using CsvQuote = io::double_quote_escape<',', '"'>;
+// Quoted fields (a Model name with a comma), but no line break inside one.
+inline constexpr CsvRules kConverterCsv{true, false};
+
+// The whole text of `input`.
+inline StatusOr<std::string> read_csv_input(const std::string& input) {
+  std::ifstream in(input, std::ios::binary);
+  if (!in) return Status::error(input + ": cannot open");
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) return Status::error(input + ": read error");
+  return text.str();
+}
+
+// The indices of the columns `names` of `csv`; a missing one is an error naming it.
+template <std::size_t N>
+Status find_csv_columns(const std::string& input, const CsvReader& csv, const std::array<const char*, N>& names,
+                        std::array<std::size_t, N>& out) {
+  for (std::size_t i = 0; i < N; ++i) {
+    const std::optional<std::size_t> c = csv.column(names[i]);
+    if (!c) return Status::error(input + ": line 1: missing column '" + std::string(names[i]) + "'");
+    out[i] = *c;
+  }
+  return Status();
+}
 
 }  // namespace kv::trace

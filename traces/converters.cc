@@ -96,8 +96,10 @@ TraceHeader convert_header(SourceFormat format, const std::string& input, const 
   return h;
 }
 
-StatusOr<ConvertStats> convert_trace(SourceFormat format, const std::string& input, const ConvertOptions& options,
-                                     TraceWriter& writer) {
+namespace {
+
+StatusOr<ConvertStats> convert_format(SourceFormat format, const std::string& input, const ConvertOptions& options,
+                                      TraceWriter& writer) {
   switch (format) {
     case SourceFormat::kShareGpt:
       return convert_sharegpt(input, options, writer);
@@ -111,6 +113,19 @@ StatusOr<ConvertStats> convert_trace(SourceFormat format, const std::string& inp
       return convert_tokens(input, options, writer);
   }
   return Status::error("unknown format");
+}
+
+}  // namespace
+
+StatusOr<ConvertStats> convert_trace(SourceFormat format, const std::string& input, const ConvertOptions& options,
+                                     TraceWriter& writer) {
+  StatusOr<ConvertStats> stats = convert_format(format, input, options, writer);
+  if (stats.ok() && stats->requests == 0 && !options.allow_empty) {
+    const std::string skipped =
+        stats->skipped > 0 ? " (" + std::to_string(stats->skipped) + " records skipped, none kept)" : "";
+    return Status::error(input + ": the input has no requests" + skipped + "; --allow-empty writes an empty trace");
+  }
+  return stats;
 }
 
 }  // namespace kv::trace

@@ -16,12 +16,18 @@
 //   mooncake  JSONL {"timestamp" (ms), "input_length", "output_length", "hash_ids"} (simdjson).
 //             hash_id h expands to expand_block_tokens(h, 512), the last block truncated so the
 //             prompt has exactly input_length tokens; stored compactly as block references.
-//   azure     CSV TIMESTAMP,ContextTokens,GeneratedTokens (Fast C++ CSV Parser). No prefix
+//   azure     CSV TIMESTAMP,ContextTokens,GeneratedTokens (model/util/csv_table.h). No prefix
 //             information: each prompt is a unique seeded random block of ContextTokens tokens.
 //   burstgpt  CSV Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type[,Session ID]
 //             (seconds), prompts as for azure. Rows with zero request or response tokens (failed
 //             requests) are skipped and counted.
-// Every bad input is a Status naming the file, the line (or JSON record) and the field.
+//   CSV inputs (azure, burstgpt) are read by model/util/csv_table.h: every row has the header's
+//   fields (columns found by name), quotes without line breaks, no carriage return but in a
+//   "\r\n" line end; numbers are digits, burstgpt's Timestamp a plain decimal (no exponent),
+//   azure's TIMESTAMP exactly "YYYY-MM-DD HH:MM:SS[.digits]".
+// Every bad input is a Status naming the file, the line (or JSON record) and the field. An input
+// with no requests to write (an empty file, a CSV header alone, every record skipped) is an
+// error unless ConvertOptions::allow_empty.
 #pragma once
 
 #include <cstdint>
@@ -51,6 +57,7 @@ struct ConvertOptions {
   std::string model;                         // burstgpt only: keep rows of this Model (empty = all)
   const TextTokenizer* tokenizer = nullptr;  // sharegpt only: text -> ids (null = word-hash)
   std::int64_t vocab_size = 0;               // tokens only: ids must be below this (0 = not checked)
+  bool allow_empty = false;                  // an input with no requests converts to an empty trace
 };
 
 struct ConvertStats {
@@ -64,7 +71,8 @@ Status validate(const ConvertOptions& options);
 
 TraceHeader convert_header(SourceFormat format, const std::string& input, const ConvertOptions& options);
 
-// Reads `input` and writes its requests to `writer` (whose header came from convert_header).
+// Reads `input` and writes its requests to `writer` (whose header came from convert_header);
+// no request written is an error unless options.allow_empty.
 StatusOr<ConvertStats> convert_trace(SourceFormat format, const std::string& input, const ConvertOptions& options,
                                      TraceWriter& writer);
 

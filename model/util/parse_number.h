@@ -9,6 +9,8 @@
 //   3. parse_uint64 accepts digits only: a negative text is rejected, never wrapped.
 //   4. parse_finite_double accepts what std::from_chars reads in general format (optional '-',
 //      optional leading '+'), and rejects NaN, infinities and values that overflow a double.
+//   5. parse_plain_decimal accepts only [-]DIGITS[.DIGITS]: no exponent, no '+', no
+//      hexadecimal, no "inf" or "nan" -- for formats whose numbers are plain decimals.
 // Header-only; no allocation, no locale.
 #pragma once
 
@@ -47,6 +49,22 @@ inline std::optional<double> parse_finite_double(std::string_view text) {
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || end != text.data() + text.size() || !std::isfinite(v)) return std::nullopt;
   return v;
+}
+
+inline std::optional<double> parse_plain_decimal(std::string_view text) {
+  std::string_view digits = text;
+  if (!digits.empty() && digits.front() == '-') digits.remove_prefix(1);
+  const std::size_t dot = digits.find('.');
+  const auto all_digits = [](std::string_view s) {
+    if (s.empty()) return false;
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+    }
+    return true;
+  };
+  if (!all_digits(digits.substr(0, dot))) return std::nullopt;
+  if (dot != std::string_view::npos && !all_digits(digits.substr(dot + 1))) return std::nullopt;
+  return parse_finite_double(text);
 }
 
 }  // namespace kv

@@ -305,3 +305,22 @@ TEST_F(CliReplayTest, EveryCommandRejectsAbsurdOptionValuesBeforeWorking) {
 }
 
 }  // namespace
+
+// The overload warning is for an open-loop arrival process. An offline batch (every request at
+// t = 0) has a later TTFT for each later place in a queue that only drains: no warning.
+TEST_F(CliReplayTest, AnOfflineBatchIsNotReportedOverloaded) {
+  const std::string batch = (dir_ / "batch.kvtrace").string();
+  kv::test::KvsimRun g =
+      run("gen prefix --num-prompts 100 --prefix-len 512 --suffix-len 512 --repeat 2 --output-len 64 --seed 3 "
+          "--prefix-rate 0 -o " +
+          batch);
+  ASSERT_EQ(g.status, 0) << g.output();
+  const std::string args = "replay --trace " + batch + " --model llama3-8b --kv-cache-tokens 20000 --out ";
+  kv::test::KvsimRun offline = run(args + (dir_ / "offline").string());
+  ASSERT_EQ(offline.status, 0) << offline.output();
+  EXPECT_EQ(offline.err.find("overloaded"), std::string::npos) << offline.err;
+  kv::test::KvsimRun open = run(args + (dir_ / "open").string() + " --request-rate 1000");
+  ASSERT_EQ(open.status, 0) << open.output();
+  EXPECT_NE(open.err.find("overloaded: median TTFT of the last fifth"), std::string::npos) << open.err;
+  EXPECT_NE(open.err.find("the queue grew for the whole run"), std::string::npos) << open.err;
+}

@@ -114,6 +114,32 @@ TEST(Overload, AnOverloadedRunIsFlaggedAndAnUnloadedOneIsNot) {
   EXPECT_FALSE(calm.overload.overloaded) << calm.overload.reason;
 }
 
+// An offline batch: every request at t = 0, served one after another, so TTFT rises with the
+// position in the queue. The queue only drains: no verdict of growth.
+TEST(Overload, AnOfflineBatchIsNotAGrowingQueue) {
+  std::vector<std::pair<std::int64_t, std::int64_t>> batch;
+  for (std::int64_t i = 0; i < 100; ++i) batch.emplace_back(0, 100'000 + i * 200'000);  // 0.1 s .. 19.9 s
+  EXPECT_FALSE(judge_overload(batch, 60000).overloaded) << judge_overload(batch, 60000).reason;
+  for (auto& [arrival, ttft] : batch) arrival = 7'000'000;  // all at one later instant
+  EXPECT_FALSE(judge_overload(batch, 60000).overloaded);
+  // The same TTFTs under an open-loop process (one arrival every 0.1 s): the queue grew.
+  for (std::size_t i = 0; i < batch.size(); ++i) batch[i].first = static_cast<std::int64_t>(i) * 100'000;
+  const OverloadVerdict open = judge_overload(batch, 60000);
+  EXPECT_TRUE(open.overloaded);
+  EXPECT_NE(open.reason.find("the queue grew for the whole run"), std::string::npos) << open.reason;
+}
+
+TEST(Overload, AReplayOfAnOfflineBatchIsNotFlaggedButTheSameLoadOpenLoopIs) {
+  ReplayConfig c;
+  c.run.limit = 400;
+  c.device.kv_cache_tokens = 200000;
+  c.arrivals.request_rate = std::numeric_limits<double>::infinity();  // every request at t = 0
+  const ReplaySummary batch = replay(c);
+  EXPECT_FALSE(batch.overload.overloaded) << batch.overload.reason;
+  c.arrivals.request_rate = 200;
+  EXPECT_TRUE(replay(c).overload.overloaded);
+}
+
 // The most requests in the engine (running + waiting) after any step.
 std::int64_t peak_in_flight(ReplayConfig c) {
   c.device.model = find_model_shape("llama3-8b").value();
@@ -249,6 +275,11 @@ TEST(Capacity, TheRateFoundMeetsTheSloAndTwentyPercentMoreDoesNot) {
   EXPECT_TRUE(meets(r->rate));
   EXPECT_FALSE(meets(1.2 * r->rate));
   EXPECT_FALSE(parse_slo("ttft-p101=5").ok());
+  for (const char* bad : {"ttft-p99=nan", "ttft-p99=inf", "ttft-p99=1e30", "ttft-p99=0x10", "ttft-p0x10=5"}) {
+    EXPECT_FALSE(parse_slo(bad).ok()) << bad;
+  }
+  EXPECT_EQ(parse_slo("ttft-p99=1e30").status().message(),
+            "--slo: 'ttft-p99=1e30': the limit must be from 0.001 to 1e9 ms");
   EXPECT_EQ(parse_slo("tbt-p99=5").status().message(), "--slo: 'tbt-p99=5': metric must be ttft, tpot, itl or e2el");
 }
 

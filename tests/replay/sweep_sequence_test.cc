@@ -141,6 +141,8 @@ TEST(SweepCapacities, ListsSuffixesAndLogRanges) {
   EXPECT_FALSE(parse_capacities("-5").ok());
   EXPECT_FALSE(parse_capacities("1e6:1e4:3").ok());
   EXPECT_FALSE(parse_capacities("1e4:1e6").ok());
+  for (const char* bad : {"0x10", "inf", "nan", "1e30", "0.4", "1e4:0x1p20:3"})
+    EXPECT_FALSE(parse_capacities(bad).ok()) << bad;
 }
 
 TEST(SweepBadInput, NamesWhatIsWrong) {

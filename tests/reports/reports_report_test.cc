@@ -271,7 +271,7 @@ TEST(ReportBadInput, EmptyNumericCellsAreErrors) {
   bad = load_run((d / "run").string());
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().message(),
-            (d / "run" / "requests.csv").string() + ": record 2, column arrival_us: '' is not an integer");
+            (d / "run" / "requests.csv").string() + ":2: column arrival_us: '' is not an integer");
 }
 
 TEST(ReportCli, ExitsTwoOnBadInput) {
@@ -285,6 +285,48 @@ TEST(ReportCli, ExitsTwoOnBadInput) {
       "sweep --trace traces/data/sharegpt_sample.kvtrace --capacity 1e4 --policy mru --out " + (d / "sw").string());
   EXPECT_EQ(sweep.status, 2);
   EXPECT_NE(sweep.err.find("unknown policy 'mru'"), std::string::npos) << sweep.err;
+}
+
+// `kvsim report` on tables whose rows do not match their header, or with quoting they do not
+// allow: exit 2 and one line naming the file, the line and the field.
+TEST(ReportCli, MalformedTablesNameFileLineAndField) {
+  const fs::path d = scratch();
+  make_run(d / "run", true, false);
+  const std::string good_requests = read(d / "run" / "requests.csv");
+  const std::string requests_csv = (d / "run" / "requests.csv").string();
+  auto report = [&] {
+    return kv::test::run_kvsim(KVSIM_BIN, "report " + (d / "run").string() + " --out " + (d / "out").string());
+  };
+  std::string requests = good_requests;
+  requests.erase(requests.find(',', requests.find('\n')),
+                 requests.find('\n', requests.find('\n') + 1) - requests.find(',', requests.find('\n')));
+  std::ofstream(requests_csv, std::ios::binary) << requests;  // line 2 is its id alone
+  kv::test::KvsimRun r = report();
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(requests_csv + ": line 2: 1 fields where the header has 12: field arrival_us is missing"),
+            std::string::npos)
+      << r.err;
+
+  requests = good_requests;
+  requests.insert(requests.find('\n', requests.find('\n') + 1), ",extra");  // line 2 ends ",extra"
+  std::ofstream(requests_csv, std::ios::binary) << requests;
+  r = report();
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(requests_csv + ": line 2: 13 fields where the header has 12: an extra field after reason"),
+            std::string::npos)
+      << r.err;
+  std::ofstream(requests_csv, std::ios::binary) << good_requests;
+
+  // A field of 100,000 nested quotes: steps.csv has no quoting, so the first quote is the error.
+  const std::string steps_csv = (d / "run" / "steps.csv").string();
+  std::string steps = read(steps_csv);
+  steps.insert(steps.find('\n') + 1, std::string(100000, '"'));
+  std::ofstream(steps_csv, std::ios::binary) << steps;
+  r = report();
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find(steps_csv + ": line 2: field step: a quote (this file has no quoting)"), std::string::npos)
+      << r.err.substr(0, 300);
+  EXPECT_LT(r.err.size(), 1000u);
 }
 
 TEST(SweepCli, SequenceModeAddsTheOptimumUnlessToldNot) {

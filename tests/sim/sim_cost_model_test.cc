@@ -461,8 +461,20 @@ TEST(ProfileTableTest, BadCsvNamesFileLineAndColumn) {
             "'kernel,num_tokens,num_seqs,context_tokens,time_ns'");
   EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,10\nqkv_proj,abc,0,0,5\n"),
             "bad.csv:3: column 2 (num_tokens): 'abc' is not an integer");
-  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0\n"), "bad.csv:2: too few columns, expected 5");
-  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,5,6\n"), "bad.csv:2: too many columns, expected 5");
+  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0\n"),
+            "bad.csv: line 2: 4 fields where the header has 5: field time_ns is missing");
+  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,5,6\n"),
+            "bad.csv: line 2: 6 fields where the header has 5: an extra field after time_ns");
+  // The strict reader of every CSV input (model/util/csv_table.h): no quoting, no stray
+  // carriage return, and a header alone is not a profile.
+  EXPECT_EQ(error_of(header), "bad.csv: no profile rows (a header alone)");
+  EXPECT_EQ(error_of(header + "\"qkv_proj\",1,0,0,5\n"),
+            "bad.csv: line 2: field kernel: a quote (this file has no quoting)");
+  EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,5" + std::string(100000, '"') + "\n"),
+            "bad.csv: line 2: field time_ns: a quote (this file has no quoting)");
+  EXPECT_EQ(error_of(header + "qkv_proj,1,0\r,0,5\n"),
+            "bad.csv: line 2: field num_seqs: a carriage return inside a field");
+  EXPECT_EQ(error_of(header + " qkv_proj , 1,0,0,\t5\r\n"), "ok");  // spaces around fields, \r\n line ends
   EXPECT_EQ(error_of(header + "qkv_proj,1,0,0,2.5\n"), "bad.csv:2: column 5 (time_ns): '2.5' is not an integer");
   EXPECT_EQ(error_of(header + "mlp,1,0,0,5\n"),
             "bad.csv:2: column 1 (kernel): unknown kernel 'mlp' (valid: slot_mapping, rmsnorm, "
@@ -551,6 +563,9 @@ TEST(TierCostTest, TransfersAreLatencyPlusBytesOverBandwidth) {
   EXPECT_EQ(parse_link("25:2.5")->latency_ns, 2'500);
   EXPECT_FALSE(parse_link("pcie9").ok());
   EXPECT_FALSE(parse_link("0:1").ok());
+  for (const char* bad : {"0x10:1", "nan:1", "inf:1", "1e30:1", "25:1e30", "25:nan", " 25:1", "25:"}) {
+    EXPECT_FALSE(parse_link(bad).ok()) << bad;
+  }
 }
 
 TEST(TierCostTest, OverlappedLoadHidesBehindComputeAndAStalledOneDoesNot) {

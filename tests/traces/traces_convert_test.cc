@@ -403,14 +403,72 @@ TEST(ConvertCsv, EmptyNumericCellsAreErrors) {
                {"input.txt: line 2: column GeneratedTokens: '' is not an integer"});
   const std::string head = "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n";
   expect_error(convert(SourceFormat::kBurstGpt, head + ",ChatGPT,4,1,5,x\n"),
-               {"input.txt: line 2: column Timestamp: '' is not a finite number"});
+               {"input.txt: line 2: column Timestamp: '' is not a plain decimal number"});
   expect_error(convert(SourceFormat::kBurstGpt, head + "1,ChatGPT,,1,5,x\n"),
                {"input.txt: line 2: column Request tokens: '' is not an integer"});
   expect_error(convert(SourceFormat::kBurstGpt, head + "1,ChatGPT,4,,5,x\n"),
                {"input.txt: line 2: column Response tokens: '' is not an integer"});
   expect_error(convert(SourceFormat::kBurstGpt, head + "1e300,ChatGPT,4,1,5,x\n"),
-               {"input.txt: line 2: column Timestamp: 1e300 is outside 0..1000000000 seconds"});
+               {"input.txt: line 2: column Timestamp: '1e300' is not a plain decimal number"});
   expect_error(convert(SourceFormat::kBurstGpt, head + "nan,ChatGPT,4,1,5,x\n"), {"column Timestamp: 'nan'"});
+  expect_error(convert(SourceFormat::kBurstGpt, head + "2000000000,ChatGPT,4,1,5,x\n"),
+               {"input.txt: line 2: column Timestamp: 2000000000 is outside 0..1000000000 seconds"});
+}
+
+// The strict CSV reader (model/util/csv_table.h) under both CSV converters: a reordered header
+// is read by name, but a line break inside quotes, a carriage return inside a field, a
+// timestamp with two spaces and an exponent are refused, naming the line and the field.
+TEST(ConvertCsv, MalformedRowsAreRefusedByTheStrictReader) {
+  const std::string azure_head = "GeneratedTokens,TIMESTAMP,ContextTokens\n";
+  StatusOr<std::string> reordered = convert(SourceFormat::kAzure, azure_head + "44,2023-11-16 18:15:46.6,374\n");
+  ASSERT_TRUE(reordered.ok()) << reordered.status().message();
+  EXPECT_EQ(read_all(*reordered)[0].prompt.size(), 374u);
+  expect_error(convert(SourceFormat::kAzure, azure_head + "\"4\n4\",2023-11-16 18:15:46.6,374\n"),
+               {"input.txt: line 2: field GeneratedTokens: a line break inside a quoted field"});
+  expect_error(convert(SourceFormat::kAzure, azure_head + "44,2023-11-16 18:15:46.6,3\r74\n"),
+               {"input.txt: line 2: field ContextTokens: a carriage return inside a field"});
+  expect_error(convert(SourceFormat::kAzure, azure_head + "44,2023-11-16  18:15:46.6,374\n"),
+               {"input.txt: line 2: column TIMESTAMP: bad timestamp '2023-11-16  18:15:46.6'"});
+  expect_error(convert(SourceFormat::kAzure, azure_head + "44,1e3,374\n"),
+               {"input.txt: line 2: column TIMESTAMP: bad timestamp '1e3'"});
+  expect_error(convert(SourceFormat::kAzure, azure_head + "44,2023-11-16 18:15:46.6,374,9\n"),
+               {"input.txt: line 2: 4 fields where the header has 3: an extra field after ContextTokens"});
+
+  const std::string burst_head = "Model,Response tokens,Timestamp,Request tokens,Total tokens,Log Type\n";
+  StatusOr<std::string> ok = convert(SourceFormat::kBurstGpt, burst_head + "\"Chat,GPT\",18,5.5,472,490,x\n");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(read_all(*ok)[0].output_length, 18);
+  expect_error(convert(SourceFormat::kBurstGpt, burst_head + "\"Chat\nGPT\",18,5,472,490,x\n"),
+               {"input.txt: line 2: field Model: a line break inside a quoted field"});
+  expect_error(convert(SourceFormat::kBurstGpt, burst_head + "ChatGPT,18,5,472,490,x\ry\n"),
+               {"input.txt: line 2: field Log Type: a carriage return inside a field"});
+  expect_error(convert(SourceFormat::kBurstGpt, burst_head + "ChatGPT,18,5  ,472,490,x\n"),
+               {"input.txt: line 2: column Timestamp: '5  ' is not a plain decimal number"});
+  expect_error(convert(SourceFormat::kBurstGpt, burst_head + "ChatGPT,18,1e3,472,490,x\n"),
+               {"input.txt: line 2: column Timestamp: '1e3' is not a plain decimal number"});
+  expect_error(convert(SourceFormat::kBurstGpt, burst_head + "ChatGPT,18,5,472,490\n"),
+               {"input.txt: line 2: 5 fields where the header has 6: field Log Type is missing"});
+}
+
+// An input with nothing to replay is an error unless asked for: an empty Mooncake file, a CSV
+// header alone, rows that are all skipped.
+TEST(ConvertEmpty, NoRequestsIsAnErrorUnlessAllowed) {
+  const std::pair<SourceFormat, std::string> inputs[] = {
+      {SourceFormat::kMooncake, ""},
+      {SourceFormat::kAzure, "TIMESTAMP,ContextTokens,GeneratedTokens\n"},
+      {SourceFormat::kBurstGpt, "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n"},
+      {SourceFormat::kTokens, ""}};
+  for (const auto& [format, text] : inputs) {
+    expect_error(convert(format, text), {"input.txt: the input has no requests; --allow-empty writes an empty trace"});
+    ConvertOptions allow;
+    allow.allow_empty = true;
+    StatusOr<std::string> out = convert(format, text, allow);
+    ASSERT_TRUE(out.ok()) << to_string(format) << ": " << out.status().message();
+    EXPECT_TRUE(read_all(*out).empty());
+  }
+  expect_error(convert(SourceFormat::kBurstGpt,
+                       "Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type\n5,ChatGPT,4,0,4,x\n"),
+               {"input.txt: the input has no requests (1 records skipped, none kept)"});
 }
 
 TEST(ConvertOptionsCheck, OutOfRangeOptionsNameTheOption) {
