@@ -116,6 +116,16 @@ class Doc {
     md_ << "\n";
     html_ << "</table></div>\n";
   }
+  // A folded section (HTML <details>, which Markdown viewers render too): what follows until
+  // end_details() shows when the reader opens `summary`.
+  void begin_details(const std::string& summary) {
+    md_ << "<details><summary>" << html_escape(summary) << "</summary>\n\n";
+    html_ << "<details><summary>" << html_escape(summary) << "</summary>\n";
+  }
+  void end_details() {
+    md_ << "</details>\n\n";
+    html_ << "</details>\n";
+  }
   // A rendered plot: base.png for Markdown, base.svg inline (base64) for HTML.
   void plot(const std::string& base, const std::string& alt) {
     const std::string name = fs::path(base).filename().string();
@@ -260,31 +270,67 @@ struct ReportWriter {
     if (!plots) doc.para("Plots are missing: " + why_no_plots + ".");
   }
 
+  // The figures a reader came for, narrow enough for a 1280-px window; the rest of each run's
+  // totals in a second table.
   void summary() {
     doc.heading(2, "Summary");
-    std::vector<std::vector<std::string>> rows;
+    std::vector<std::vector<std::string>> rows, more;
+    const auto p50_p99 = [](const Percentiles& p) { return ms(p.p50) + " / " + ms(p.p99); };
     for (const RunData& r : runs) {
-      const auto lat = [](const Percentiles& p) {
-        return fmt("%.1f", p.mean / 1000) + " / " + ms(p.p50) + " / " + ms(p.p99);
-      };
-      rows.push_back({r.label, r.config_value("device"), r.config_value("prefix_caching"),
+      rows.push_back({r.label, r.config_value("prefix_caching"),
                       std::to_string(r.requests_finished) + " / " + std::to_string(r.requests_rejected),
-                      pct(r.request_hit_rate), pct(r.hit_rate), lat(r.ttft_us), lat(r.tpot_us), lat(r.e2e_us),
-                      fmt("%.0f", r.output_tokens_per_s), std::to_string(r.steps), std::to_string(r.preemptions),
+                      pct(r.request_hit_rate), p50_p99(r.ttft_us), p50_p99(r.tpot_us),
+                      fmt("%.0f", r.output_tokens_per_s), std::to_string(r.preemptions)});
+      more.push_back({r.label, r.config_value("device"), pct(r.hit_rate), fmt("%.1f", r.ttft_us.mean / 1000),
+                      fmt("%.1f", r.tpot_us.mean / 1000), p50_p99(r.e2e_us), std::to_string(r.steps),
                       std::to_string(r.evictions), short_digest(r.digest)});
     }
-    doc.table({"run", "device", "caching", "done / rejected", "prefix-cache hit rate", "lookup hit rate",
-               "TTFT ms mean / p50 / p99", "TPOT ms mean / p50 / p99", "E2EL ms mean / p50 / p99", "output tok/s",
-               "steps", "preemptions", "evictions", "decision log"},
+    doc.table({"run", "caching", "done / rejected", "hit rate", "TTFT ms p50 / p99", "TPOT ms p50 / p99",
+               "output tok/s", "preemptions"},
               rows);
+    doc.table({"run", "device", "lookup hit rate", "TTFT ms mean", "TPOT ms mean", "E2EL ms p50 / p99", "steps",
+               "evictions", "decision log"},
+              more);
     doc.para(
-        "Prefix-cache hit rate: prompt tokens found in the cache when each request was first scheduled, over "
+        "Hit rate: prompt tokens found in the cache when each request was first scheduled, over "
         "all prompt tokens (each request once). Lookup hit rate: vLLM's counter, hits over queried tokens of "
         "every lookup (a waiting request is looked up again at every attempt). docs/results.md defines both. "
         "Latencies are in device time: simulated for sim runs, the replay clock for GPU runs. Throughput: "
         "output tokens per second of that clock.");
+    differing_settings();
     tiers();
-    configuration();
+  }
+
+  // The settings whose values differ between the runs (what the comparison is about).
+  void differing_settings() {
+    if (runs.size() < 2) return;
+    std::vector<std::string> head = {"setting"};
+    for (const RunData& r : runs) head.push_back(r.label);
+    std::vector<std::vector<std::string>> rows;
+    for (const std::string& k : setting_keys()) {
+      std::vector<std::string> row = {k};
+      for (const RunData& r : runs) row.push_back(r.config_value(k));
+      if (std::any_of(row.begin() + 2, row.end(), [&](const std::string& v) { return v != row[1]; })) {
+        rows.push_back(std::move(row));
+      }
+    }
+    doc.heading(3, "Settings that differ");
+    if (rows.empty()) {
+      doc.para("None: every run has the same configuration (the full list is at the end).");
+      return;
+    }
+    doc.table(head, rows);
+  }
+
+  // Every setting of any run, in the order the runs list them.
+  std::vector<std::string> setting_keys() const {
+    std::vector<std::string> keys;
+    for (const RunData& r : runs) {
+      for (const auto& [k, v] : r.config) {
+        if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+      }
+    }
+    return keys;
   }
 
   // Second KV-cache tiers (docs/tiers.md), for runs that had them.
@@ -310,15 +356,11 @@ struct ReportWriter {
         "durations (with --tier-load overlap, only the part the compute did not hide). docs/tiers.md.");
   }
 
-  // Every setting of every run, one row per setting.
+  // Every setting of every run, one row per setting, folded: it comes last.
   void configuration() {
-    doc.heading(3, "Configuration");
-    std::vector<std::string> keys;
-    for (const RunData& r : runs) {
-      for (const auto& [k, v] : r.config) {
-        if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
-      }
-    }
+    const std::vector<std::string> keys = setting_keys();
+    doc.heading(2, "Configuration");
+    doc.begin_details("All " + std::to_string(keys.size()) + " settings of every run");
     std::vector<std::string> head = {"setting"};
     for (const RunData& r : runs) head.push_back(r.label);
     std::vector<std::vector<std::string>> rows;
@@ -328,6 +370,7 @@ struct ReportWriter {
       rows.push_back(std::move(row));
     }
     doc.table(head, rows);
+    doc.end_details();
   }
 
   Status over_time() {
@@ -578,6 +621,7 @@ StatusOr<ReportResult> write_report(const ReportOptions& o) {
   w.caching_on_off();
   w.kernels();
   if (Status s = w.simulated_vs_measured(); !s.ok()) return s;
+  w.configuration();
   if (Status s = w.write_files(title); !s.ok()) return s;
   if (Status s = (*folder)->commit(); !s.ok()) return s;
   const fs::path final_dir = fs::absolute((*folder)->dir());

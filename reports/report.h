@@ -1,13 +1,15 @@
 // Report: one Markdown page (report.md) and one self-contained HTML page (report.html, every
 // plot inline as SVG) from one or more run folders, simulated and/or measured on a GPU:
-//   - a summary table of every run;
+//   - a summary of every run (the figures a reader came for, fitting a 1280-px window, then the
+//     rest of its totals), and the settings that differ between the runs;
 //   - KV usage and cumulative prefix-cache hit rate over time (steps.csv, requests.csv);
 //   - TTFT, TPOT and E2E latency CDFs (requests.csv);
 //   - prefix caching on vs off, for every two runs whose configurations differ only in that;
 //   - per-kernel device time, for runs that have a kernels.csv;
 //   - simulated vs measured, for every run with measured step times: decision-log digests and
 //     hit rates side by side with the matching simulated run, and predicted vs measured step
-//     time (scatter; median, p90 and max absolute percentage error).
+//     time (scatter; median, p90 and max absolute percentage error);
+//   - last, folded, every setting of every run.
 // Plots are PNG + SVG files in the output folder, rendered by gnuplot; without gnuplot the
 // report is written without them and says so.
 #pragma once
