@@ -122,6 +122,7 @@ TEST(Overload, AnOfflineBatchIsNotAGrowingQueue) {
   EXPECT_FALSE(judge_overload(batch, 60000).overloaded) << judge_overload(batch, 60000).reason;
   for (auto& [arrival, ttft] : batch) arrival = 7'000'000;  // all at one later instant
   EXPECT_FALSE(judge_overload(batch, 60000).overloaded);
+  EXPECT_FALSE(judge_overload(batch, 1000).overloaded);  // a batch's median TTFT is its size, not an overload
   // The same TTFTs under an open-loop process (one arrival every 0.1 s): the queue grew.
   for (std::size_t i = 0; i < batch.size(); ++i) batch[i].first = static_cast<std::int64_t>(i) * 100'000;
   const OverloadVerdict open = judge_overload(batch, 60000);
