@@ -5,7 +5,9 @@
 //     (llm-d-precise: precise-prefix-cache-scorer 2, kv-cache-utilization-scorer 1, queue-scorer 1);
 //   llm-d/llm-d guides/inference-scheduling/scheduler/inference-scheduling.values.yaml
 //     (llm-d-approx: prefix-cache-scorer 3, kv-cache-utilization-scorer 2, queue-scorer 2);
-//   llm-d-inference-scheduler's precise prefix scorer (indexedScoresToNormalizedScoredPods);
+//   llm-d-inference-scheduler pkg/plugins/scorer/precise_prefix_cache.go and utils.go (the
+//     precise score's normalization, indexedScoresToNormalizedScoredPods) and llm-d-kv-cache-manager's
+//     LongestPrefixScorer (only pods holding the first block get a score);
 //   gateway-api-inference-extension pkg/epp/scheduling/framework/plugins/multi/prefix/plugin.go
 //     (the approximate scorer, DefaultMaxPrefixBlocks 256, DefaultLRUCapacityPerServer 31250),
 //     the queue scorer (plugins/scorer/queue.go) and the max-score picker (plugins/picker).
@@ -22,6 +24,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 

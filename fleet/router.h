@@ -12,6 +12,7 @@
 //   2. route() returns an index in [0, num_replicas()) and counts the request as active there
 //      until on_finished(request_id, that index);
 //   3. a router sees no replica state that was not fed to it (events, load reports).
+//   4. request ids are unique among open requests (routing an open id again is a broken invariant).
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include "fleet/basic_routers.h"
 #include "fleet/dynamo_router.h"
@@ -112,26 +113,31 @@ StatusOr<SglangOptions> sglang_options(ParamReader& in) {
   return o;
 }
 
+template <typename R, typename... Args>
+StatusOr<std::unique_ptr<Router>> owned(Args&&... args) {
+  return std::unique_ptr<Router>(std::make_unique<R>(std::forward<Args>(args)...));
+}
+
 // The router of a known name, once its options are read.
 StatusOr<std::unique_ptr<Router>> build(std::string_view name, ParamReader& in, int n, std::uint64_t seed) {
-  if (name == "round-robin") return std::unique_ptr<Router>(new RoundRobinRouter(n));
-  if (name == "random") return std::unique_ptr<Router>(new RandomRouter(n, seed));
-  if (name == "least-requests") return std::unique_ptr<Router>(new LeastRequestsRouter(n));
-  if (name == "least-kv") return std::unique_ptr<Router>(new LeastKvRouter(n));
-  if (name == "session") return std::unique_ptr<Router>(new SessionRouter(n));
+  if (name == "round-robin") return owned<RoundRobinRouter>(n);
+  if (name == "random") return owned<RandomRouter>(n, seed);
+  if (name == "least-requests") return owned<LeastRequestsRouter>(n);
+  if (name == "least-kv") return owned<LeastKvRouter>(n);
+  if (name == "session") return owned<SessionRouter>(n);
   if (name == "dynamo") {
     StatusOr<DynamoOptions> o = dynamo_options(in);
     if (!o.ok()) return o.status();
-    return std::unique_ptr<Router>(new DynamoRouter(n, *o, seed));
+    return owned<DynamoRouter>(n, *o, seed);
   }
   if (name == "llm-d-precise" || name == "llm-d-approx") {
     StatusOr<LlmdOptions> o = llmd_options(in, name == "llm-d-precise");
     if (!o.ok()) return o.status();
-    return std::unique_ptr<Router>(new LlmdRouter(n, *o, seed));
+    return owned<LlmdRouter>(n, *o, seed);
   }
   StatusOr<SglangOptions> o = sglang_options(in);
   if (!o.ok()) return o.status();
-  return std::unique_ptr<Router>(new SglangRouter(n, *o));
+  return owned<SglangRouter>(n, *o);
 }
 
 #undef KV_RETURN_IF_ERROR
