@@ -73,7 +73,8 @@ TraceRequest azure_request(std::uint64_t seed, std::int64_t row, std::int64_t ar
 }
 
 // One row (the `row`-th, from 0): its cells checked, its arrival after `*prev_us` (updated;
-// `*first_us` set by row 0). Returns the request, or nullopt for a row of no context (skipped).
+// `*first_us` set by row 0). Returns the request, or nullopt for a row of no context or no output
+// (a failed request: skipped, as BurstGPT's).
 StatusOr<std::optional<TraceRequest>> azure_row(const std::string& where, const CsvRow& cells,
                                                 const std::array<std::size_t, 3>& at, std::uint64_t seed,
                                                 std::int64_t row, std::int64_t* first_us, std::int64_t* prev_us) {
@@ -86,7 +87,7 @@ StatusOr<std::optional<TraceRequest>> azure_row(const std::string& where, const 
   if (row == 0) *first_us = *us;
   if (Status s = check_azure_row(where, row, *us, *first_us, *prev_us, context, generated); !s.ok()) return s;
   *prev_us = *us;
-  if (context == 0) return std::optional<TraceRequest>();
+  if (context == 0 || generated == 0) return std::optional<TraceRequest>();
   return std::optional<TraceRequest>(azure_request(seed, row, *us - *first_us, context, generated));
 }
 

@@ -85,6 +85,9 @@ Status check_mooncake_record(const MooncakeRecord& rec, const std::string& where
   }
   if (rec.input_length <= 0) return Status::error(where + "field input_length: must be > 0");
   if (rec.output_length < 0) return Status::error(where + "field output_length: negative");
+  if (rec.output_length == 0) {
+    return Status::error(where + "field output_length: must be >= 1 (a request generates at least one token)");
+  }
   const auto blocks = static_cast<std::int64_t>(rec.hash_ids.size());
   if (blocks != (rec.input_length + kMooncakeBlockTokens - 1) / kMooncakeBlockTokens) {
     return Status::error(where + "field hash_ids: " + std::to_string(blocks) + " ids for input_length " +

@@ -58,6 +58,8 @@ StatusOr<TokensLine> parse_tokens_line(simdjson::ondemand::object obj, const Con
         st = Status::error(json_error(e));
       else if (line.request.output_length < 0)
         st = Status::error("negative");
+      else if (line.request.output_length == 0)
+        st = Status::error("must be >= 1 (a request generates at least one token, as vLLM's max_tokens)");
       have_output = true;
     } else if (key == "timestamp") {
       double t = 0;

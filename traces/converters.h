@@ -11,13 +11,15 @@
 //             arrival_cv, concurrent_sessions).
 //   tokens    JSONL, one request a line (docs/tokenizers.md): {"prompt_token_ids": [ids],
 //             "output_len": n, "timestamp"?: seconds, "id"?: text, "session_id"?: text,
-//             "cache_salt"?: text, "lora_name"?: text}. Either
+//             "cache_salt"?: text, "lora_name"?: text}, output_len >= 1. Either
 //             every line has a timestamp (non-decreasing) or none has (all arrive at 0).
 //   mooncake  JSONL {"timestamp" (ms), "input_length", "output_length", "hash_ids"} (simdjson).
 //             hash_id h expands to expand_block_tokens(h, 512), the last block truncated so the
 //             prompt has exactly input_length tokens; stored compactly as block references.
+//             input_length and output_length >= 1, ceil(input_length / 512) hash ids.
 //   azure     CSV TIMESTAMP,ContextTokens,GeneratedTokens (model/util/csv_table.h). No prefix
 //             information: each prompt is a unique seeded random block of ContextTokens tokens.
+//             Rows with zero context or generated tokens (failed requests) are skipped and counted.
 //   burstgpt  CSV Timestamp,Model,Request tokens,Response tokens,Total tokens,Log Type[,Session ID]
 //             (seconds), prompts as for azure. Rows with zero request or response tokens (failed
 //             requests) are skipped and counted.

@@ -238,7 +238,7 @@ TEST(ConvertTokens, RequestsAsGiven) {
   const std::string jsonl =
       "{\"prompt_token_ids\": [1, 2, 3], \"output_len\": 5, \"timestamp\": 0.5}\n"
       "\n"
-      "{\"timestamp\": 1.25, \"prompt_token_ids\": [1, 2, 4, 128255], \"output_len\": 0, \"id\": \"r\", "
+      "{\"timestamp\": 1.25, \"prompt_token_ids\": [1, 2, 4, 128255], \"output_len\": 1, \"id\": \"r\", "
       "\"session_id\": \"s\", "
       "\"cache_salt\": \"tenant\", \"lora_name\": \"adapter1\"}\n";
   ConvertOptions c;
@@ -504,4 +504,63 @@ TEST(ConvertTokens, HugeTimestampsAndTrailingTextAreErrors) {
 }
 
 }  // namespace
+// Each converter at the exact limits of its format.
+TEST(ConvertBoundaries, ATurnThatExactlyFillsMaxModelLenIsKeptOneTokenMoreIsNot) {
+  // Word-hash tokens: one per word. Turn 1: 4 + 4 = 8 tokens; turn 2: prompt 10 (the
+  // conversation so far) + output 2 = 12.
+  const std::string json = R"([{"id": "c", "conversations": [
+      {"from": "human", "value": "a b c d"}, {"from": "gpt", "value": "e f g h"},
+      {"from": "human", "value": "i j"}, {"from": "gpt", "value": "k l"}]}])";
+  for (const auto& [max_len, turns] : std::vector<std::pair<int, std::size_t>>{{12, 2}, {11, 1}, {8, 1}}) {
+    ConvertOptions c;
+    c.max_model_len = max_len;
+    StatusOr<std::string> out = convert(SourceFormat::kShareGpt, json, c);
+    ASSERT_TRUE(out.ok()) << out.status().message();
+    const std::vector<TraceRequest> r = read_all(*out);
+    ASSERT_EQ(r.size(), turns) << "max_model_len " << max_len;
+    EXPECT_EQ(static_cast<std::int64_t>(r.back().prompt.size()) + r.back().output_length, turns == 2 ? 12 : 8);
+  }
+  ConvertOptions c;
+  c.max_model_len = 7;  // not even the first turn fits: nothing to write
+  expect_error(convert(SourceFormat::kShareGpt, json, c), {"no requests"});
+}
+
+TEST(ConvertBoundaries, MooncakeInputLengthAgainstItsHashIds) {
+  const auto line = [](int input, int output, const std::string& ids) {
+    return "{\"timestamp\": 0, \"input_length\": " + std::to_string(input) +
+           ", \"output_length\": " + std::to_string(output) + ", \"hash_ids\": [" + ids + "]}\n";
+  };
+  for (const int input : {1024, 513, 1}) {  // 2 ids cover 513..1024 tokens, 1 id 1..512
+    StatusOr<std::string> out = convert(SourceFormat::kMooncake, line(input, 1, input > 512 ? "1, 2" : "1"));
+    ASSERT_TRUE(out.ok()) << input << ": " << out.status().message();
+    EXPECT_EQ(read_all(*out)[0].prompt.size(), static_cast<std::size_t>(input));
+  }
+  expect_error(convert(SourceFormat::kMooncake, line(512, 1, "1, 2")), {"2 ids for input_length 512"});
+  expect_error(convert(SourceFormat::kMooncake, line(1025, 1, "1, 2")), {"2 ids for input_length 1025"});
+  expect_error(convert(SourceFormat::kMooncake, line(10, 0, "1")), {"line 1", "field output_length", ">= 1"});
+}
+
+TEST(ConvertBoundaries, TokenIdsAndOutputLengthsAtTheirLimits) {
+  ConvertOptions c;
+  c.vocab_size = 10;
+  EXPECT_TRUE(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [0, 9], \"output_len\": 1}\n", c).ok());
+  expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [0, 10], \"output_len\": 1}\n", c),
+               {"element 1: id 10 is not below --vocab-size 10"});
+  expect_error(convert(SourceFormat::kTokens, "{\"prompt_token_ids\": [1], \"output_len\": 0}\n"),
+               {"line 1: field output_len: must be >= 1"});
+}
+
+TEST(ConvertBoundaries, AzureRowsWithNoContextOrNoOutputAreSkippedFailures) {
+  ConvertStats stats;
+  StatusOr<std::string> out = convert(SourceFormat::kAzure,
+                                      "TIMESTAMP,ContextTokens,GeneratedTokens\n"
+                                      "2023-11-16 18:15:46.0,0,10\n"
+                                      "2023-11-16 18:15:47.0,5,0\n"
+                                      "2023-11-16 18:15:48.0,1,1\n",
+                                      {}, &stats);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(read_all(*out).size(), 1u);
+  EXPECT_EQ(stats.skipped, 2);
+}
+
 }  // namespace kv::trace
