@@ -8,7 +8,8 @@
 //      exactly (no double) and a fraction of a byte is dropped (rounded down): 1.5K = 1500,
 //      1.0005K = 1000. A fraction needs a unit ("1.5" alone is not a byte count).
 //   3. parse_token_count reads a decimal number, optionally with an exponent (1e6), then an
-//      optional k/K, m/M or g/G (10^3, 10^6, 10^9), rounded to the nearest whole token.
+//      optional k/K, m/M or g/G (10^3, 10^6, 10^9), rounded to the nearest whole token; without
+//      a suffix the number must be whole (1e3 is 1000, 1.6 is refused: not a token count).
 //   4. Both reject results above kMaxParsedSize (2^62) instead of wrapping or saturating.
 // Header-only; no allocation beyond the text given, no locale.
 #pragma once
@@ -118,6 +119,7 @@ inline std::optional<std::int64_t> parse_token_count(std::string_view text) {
   if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
   const double tokens = std::round(v * scale);
   if (!std::isfinite(tokens) || tokens > static_cast<double>(kMaxParsedSize)) return std::nullopt;
+  if (scale == 1 && tokens != v) return std::nullopt;  // a fraction of a token, with no suffix to round
   return static_cast<std::int64_t>(tokens);
 }
 
