@@ -10,6 +10,7 @@
 #include "model/util/format_number.h"
 #include "model/util/percentile.h"
 #include "sim/cost_model.h"
+#include "sim/kernel_class.h"
 #include "sim/profile_table.h"
 #include "sim/seeded_normal.h"
 
@@ -18,21 +19,6 @@ namespace kv::sim {
 namespace {
 
 std::string fmt(const char* f, double v) { return format_number(f, v); }
-
-const char* kernel_class(Kernel k) {
-  switch (k) {
-    case Kernel::kQkvProj:
-    case Kernel::kOProj:
-    case Kernel::kGateUpProj:
-    case Kernel::kDownProj:
-    case Kernel::kLmHead:
-      return "gemm";
-    case Kernel::kAttention:
-      return "attention";
-    default:
-      return "elementwise";
-  }
-}
 
 // Causal (query, key) pairs of an attention row, tokens split evenly over the sequences.
 std::int64_t attention_pairs(std::int64_t tokens, std::int64_t seqs, std::int64_t context) {
@@ -48,7 +34,7 @@ constexpr std::int64_t kMinFitNs = 100;
 // Time of a row at 100% of peak FLOP/s and of peak bandwidth, in ns.
 struct RowWork {
   double compute_ns = 0, memory_ns = 0, measured_ns = 0;
-  const char* cls = "";
+  KernelClass cls = KernelClass::kElementwise;
 };
 
 std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const ModelShape& model, const GpuSpec& gpu,
@@ -61,7 +47,7 @@ std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const ModelSh
     const KernelWork w = cost.work(r.kernel, q, attention_pairs(r.num_tokens, r.num_seqs, r.context_tokens));
     out.push_back(RowWork{static_cast<double>(w.flops) / static_cast<double>(w.peak_flops) * 1e9,
                           static_cast<double>(w.bytes) / static_cast<double>(gpu.hbm_bytes_per_s) * 1e9,
-                          static_cast<double>(r.time_ns), kernel_class(r.kernel)});
+                          static_cast<double>(r.time_ns), w.cls});
   }
   return out;
 }
@@ -223,12 +209,13 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const Model
   std::vector<const RowWork*> all;
   for (const RowWork& w : work) all.push_back(&w);
   c.all = fit("all", all, base);
-  for (const char* cls : {"gemm", "attention", "elementwise"}) {
+  for (int k = 0; k < kNumKernelClasses; ++k) {
+    const auto cls = static_cast<KernelClass>(k);
     std::vector<const RowWork*> sub;
     for (const RowWork& w : work) {
-      if (std::string(w.cls) == cls) sub.push_back(&w);
+      if (w.cls == cls) sub.push_back(&w);
     }
-    if (!sub.empty()) c.classes.push_back(fit(cls, sub, base));
+    if (!sub.empty()) c.classes.push_back(fit(std::string(kernel_class_name(cls)), sub, base));
   }
   c.base_errors.scope = base.name;
   c.base_errors.compute_pct = base.compute_efficiency_pct;
