@@ -99,10 +99,12 @@ int write_synthetic(const CalibrateArgs& a, const ModelShape& model_spec, const 
 void print_fit(const CalibrateArgs& a, const sim::Calibration& cal, std::size_t num_rows) {
   std::cout << "kvsim calibrate: " << a.profile << " (" << num_rows << " rows), model " << a.model << ", base "
             << a.base_gpu << "\n";
-  std::printf("  %-12s %6s %9s %10s %9s %9s %9s\n", "scope", "rows", "compute", "bandwidth", "median", "p90", "max");
+  std::printf("  %-12s %6s %9s %10s %11s %9s %9s %9s\n", "scope", "rows", "compute", "bandwidth", "latency ns",
+              "median", "p90", "max");
   auto line = [](const sim::EfficiencyFit& f) {
-    std::printf("  %-12s %6zu %8d%% %9d%% %9s %9s %9s\n", f.scope.c_str(), f.rows, f.compute_pct, f.bandwidth_pct,
-                pct(f.median_ape).c_str(), pct(f.p90_ape).c_str(), pct(f.max_ape).c_str());
+    std::printf("  %-12s %6zu %8d%% %9d%% %11lld %9s %9s %9s\n", f.scope.c_str(), f.rows, f.compute_pct,
+                f.bandwidth_pct, static_cast<long long>(f.latency_ns), pct(f.median_ape).c_str(),
+                pct(f.p90_ape).c_str(), pct(f.max_ape).c_str());
   };
   line(cal.all);
   for (const auto& f : cal.classes) line(f);

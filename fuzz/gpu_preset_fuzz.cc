@@ -2,7 +2,8 @@
 // sim/hardware_specs.h), read from disk as the replay reads it, then what a replay does with
 // the spec.
 // Properties: the reader never crashes; a spec it accepts has positive peak FLOPs, bandwidths,
-// memory and clock, efficiencies in 1..100 and every figure within its documented bound; it
+// memory and clock, efficiencies in 1..100 (the per-class ones too, 0 standing for the global
+// one) and every figure within its documented bound; it
 // prints back (gpu_spec_to_text) to a file that reads back equal; the cost model prices steps of
 // every size for llama3-8b on it (no abort in the step DAG, durations >= 0).
 #include <string>
@@ -11,6 +12,7 @@
 #include "fuzz/price_steps.h"
 #include "model/catalog/model_shape.h"
 #include "sim/hardware_specs.h"
+#include "sim/kernel_class.h"
 
 namespace {
 
@@ -34,6 +36,12 @@ void check_spec(const GpuSpec& g) {
   for (std::int64_t ns : {g.launch_overhead_ns, g.graph_launch_ns, g.copy_latency_ns, g.host_step_ns,
                           g.host_per_request_ns, g.host_per_block_ns, g.host_per_token_ns, g.interconnect_latency_ns}) {
     FUZZ_CHECK(ns >= 0 && ns <= kMaxNs, what);
+  }
+  for (int k = 0; k < kv::sim::kNumKernelClasses; ++k) {
+    const kv::sim::RooflineTerms t = g.terms_for(static_cast<kv::sim::KernelClass>(k));
+    FUZZ_CHECK(t.compute_efficiency_pct >= 1 && t.compute_efficiency_pct <= 100, what);
+    FUZZ_CHECK(t.bandwidth_efficiency_pct >= 1 && t.bandwidth_efficiency_pct <= 100, what);
+    FUZZ_CHECK(t.latency_ns >= 0 && t.latency_ns <= kMaxNs, what);
   }
 }
 

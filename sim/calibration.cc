@@ -10,6 +10,7 @@
 #include "model/util/format_number.h"
 #include "model/util/percentile.h"
 #include "sim/cost_model.h"
+#include "sim/kernel_class.h"
 #include "sim/profile_table.h"
 #include "sim/seeded_normal.h"
 
@@ -18,21 +19,6 @@ namespace kv::sim {
 namespace {
 
 std::string fmt(const char* f, double v) { return format_number(f, v); }
-
-const char* kernel_class(Kernel k) {
-  switch (k) {
-    case Kernel::kQkvProj:
-    case Kernel::kOProj:
-    case Kernel::kGateUpProj:
-    case Kernel::kDownProj:
-    case Kernel::kLmHead:
-      return "gemm";
-    case Kernel::kAttention:
-      return "attention";
-    default:
-      return "elementwise";
-  }
-}
 
 // Causal (query, key) pairs of an attention row, tokens split evenly over the sequences.
 std::int64_t attention_pairs(std::int64_t tokens, std::int64_t seqs, std::int64_t context) {
@@ -48,7 +34,7 @@ constexpr std::int64_t kMinFitNs = 100;
 // Time of a row at 100% of peak FLOP/s and of peak bandwidth, in ns.
 struct RowWork {
   double compute_ns = 0, memory_ns = 0, measured_ns = 0;
-  const char* cls = "";
+  KernelClass cls = KernelClass::kElementwise;
 };
 
 std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const ModelShape& model, const GpuSpec& gpu,
@@ -61,20 +47,25 @@ std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const ModelSh
     const KernelWork w = cost.work(r.kernel, q, attention_pairs(r.num_tokens, r.num_seqs, r.context_tokens));
     out.push_back(RowWork{static_cast<double>(w.flops) / static_cast<double>(w.peak_flops) * 1e9,
                           static_cast<double>(w.bytes) / static_cast<double>(gpu.hbm_bytes_per_s) * 1e9,
-                          static_cast<double>(r.time_ns), kernel_class(r.kernel)});
+                          static_cast<double>(r.time_ns), w.cls});
   }
   return out;
 }
 
-double predict(const RowWork& w, int compute_pct, int bandwidth_pct) {
+// The roofline time of a row without the fixed latency.
+double roofline_ns(const RowWork& w, int compute_pct, int bandwidth_pct) {
   return std::max(w.compute_ns * 100.0 / compute_pct, w.memory_ns * 100.0 / bandwidth_pct);
+}
+
+double predict(const RowWork& w, const EfficiencyFit& f) {
+  return static_cast<double>(f.latency_ns) + roofline_ns(w, f.compute_pct, f.bandwidth_pct);
 }
 
 void fill_errors(EfficiencyFit& f, const std::vector<const RowWork*>& rows) {
   std::vector<double> e;
   f.compute_bound = f.memory_bound = 0;
   for (const RowWork* w : rows) {
-    e.push_back(std::fabs(predict(*w, f.compute_pct, f.bandwidth_pct) / w->measured_ns - 1));
+    e.push_back(std::fabs(predict(*w, f) / w->measured_ns - 1));
     if (w->compute_ns * 100.0 / f.compute_pct >= w->memory_ns * 100.0 / f.bandwidth_pct)
       ++f.compute_bound;
     else
@@ -87,27 +78,24 @@ void fill_errors(EfficiencyFit& f, const std::vector<const RowWork*>& rows) {
   f.max_ape = e.empty() ? 0 : e.back();
 }
 
-EfficiencyFit fit(const std::string& scope, const std::vector<const RowWork*>& rows, const GpuSpec& base) {
-  EfficiencyFit best;
-  best.scope = scope;
-  double best_loss = INFINITY;
-  for (int c = 1; c <= 100; ++c) {
-    for (int b = 1; b <= 100; ++b) {
-      double loss = 0;
-      for (const RowWork* w : rows) {
-        const double r = predict(*w, c, b) / w->measured_ns - 1;
-        loss += r * r;
-      }
-      // Ties (a factor no row is bound by) go to the larger efficiency.
-      if (loss <= best_loss * (1 + 1e-12)) {
-        best_loss = loss;
-        best.compute_pct = c;
-        best.bandwidth_pct = b;
-      }
-    }
+// The loss (sum of squared relative errors) at (c, b), and with `latency` the fixed time L >= 0
+// that minimizes it: with a = 1 / measured and r = roofline / measured - 1 per row, the loss
+// sum (L a + r)^2 is least at L = -sum(a r) / sum(a a), clamped at 0 (exact least squares).
+double loss_at(const std::vector<const RowWork*>& rows, int c, int b, bool latency, double* fixed_ns) {
+  double s_ar = 0, s_aa = 0, s_rr = 0;
+  for (const RowWork* w : rows) {
+    const double a = 1 / w->measured_ns, r = roofline_ns(*w, c, b) * a - 1;
+    s_ar += a * r;
+    s_aa += a * a;
+    s_rr += r * r;
   }
-  fill_errors(best, rows);
-  // Unidentified factors keep the base preset's value when that changes no row's bound.
+  const double l = latency && s_aa > 0 ? std::max(0.0, -s_ar / s_aa) : 0.0;
+  *fixed_ns = l;
+  return l * l * s_aa + 2 * l * s_ar + s_rr;
+}
+
+// Unidentified factors keep the base terms' value when that changes no row's bound.
+void keep_unidentified(EfficiencyFit& best, const std::vector<const RowWork*>& rows, const RooflineTerms& base) {
   if (best.compute_bound == 0) {
     EfficiencyFit keep = best;
     keep.compute_pct = base.compute_efficiency_pct;
@@ -120,6 +108,28 @@ EfficiencyFit fit(const std::string& scope, const std::vector<const RowWork*>& r
     fill_errors(keep, rows);
     if (keep.memory_bound == 0) best = keep;
   }
+}
+
+EfficiencyFit fit(const std::string& scope, const std::vector<const RowWork*>& rows, const RooflineTerms& base,
+                  bool latency) {
+  EfficiencyFit best;
+  best.scope = scope;
+  double best_loss = INFINITY;
+  for (int c = 1; c <= 100; ++c) {
+    for (int b = 1; b <= 100; ++b) {
+      double fixed_ns = 0;
+      const double loss = loss_at(rows, c, b, latency, &fixed_ns);
+      // Ties (a factor no row is bound by) go to the larger efficiency.
+      if (loss <= best_loss * (1 + 1e-12)) {
+        best_loss = loss;
+        best.compute_pct = c;
+        best.bandwidth_pct = b;
+        best.latency_ns = std::llround(fixed_ns);
+      }
+    }
+  }
+  fill_errors(best, rows);
+  keep_unidentified(best, rows, base);
   return best;
 }
 
@@ -156,6 +166,47 @@ std::array<double, 3> solve_host(const std::vector<HostRow>& rows, std::array<bo
   }
   for (int i = 0; i < 3; ++i) x[static_cast<std::size_t>(i)] = a[i][3] / a[i][i];
   return x;
+}
+
+void set_class_terms(GpuSpec& g, KernelClass cls, const EfficiencyFit& f) {
+  switch (cls) {
+    case KernelClass::kGemm:
+      g.gemm_compute_efficiency_pct = f.compute_pct;
+      g.gemm_bandwidth_efficiency_pct = f.bandwidth_pct;
+      g.gemm_latency_ns = f.latency_ns;
+      break;
+    case KernelClass::kAttention:
+      g.attention_compute_efficiency_pct = f.compute_pct;
+      g.attention_bandwidth_efficiency_pct = f.bandwidth_pct;
+      g.attention_latency_ns = f.latency_ns;
+      break;
+    case KernelClass::kElementwise:
+      g.elementwise_compute_efficiency_pct = f.compute_pct;
+      g.elementwise_bandwidth_efficiency_pct = f.bandwidth_pct;
+      g.elementwise_latency_ns = f.latency_ns;
+      break;
+  }
+}
+
+// The base preset's errors on the rows, each row priced with its class's terms.
+EfficiencyFit base_errors(const GpuSpec& base, const std::vector<RowWork>& work) {
+  EfficiencyFit f;
+  f.scope = base.name;
+  f.compute_pct = base.compute_efficiency_pct;
+  f.bandwidth_pct = base.bandwidth_efficiency_pct;
+  std::vector<double> e;
+  for (const RowWork& w : work) {
+    const RooflineTerms t = base.terms_for(w.cls);
+    const double p =
+        static_cast<double>(t.latency_ns) + roofline_ns(w, t.compute_efficiency_pct, t.bandwidth_efficiency_pct);
+    e.push_back(std::fabs(p / w.measured_ns - 1));
+  }
+  std::sort(e.begin(), e.end());
+  f.rows = work.size();
+  f.median_ape = percentile_of_sorted(e, 50);
+  f.p90_ape = percentile_of_sorted(e, 90);
+  f.max_ape = e.empty() ? 0 : e.back();
+  return f;
 }
 
 }  // namespace
@@ -222,22 +273,22 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const Model
   c.base = base.name;
   std::vector<const RowWork*> all;
   for (const RowWork& w : work) all.push_back(&w);
-  c.all = fit("all", all, base);
-  for (const char* cls : {"gemm", "attention", "elementwise"}) {
-    std::vector<const RowWork*> sub;
-    for (const RowWork& w : work) {
-      if (std::string(w.cls) == cls) sub.push_back(&w);
-    }
-    if (!sub.empty()) c.classes.push_back(fit(cls, sub, base));
-  }
-  c.base_errors.scope = base.name;
-  c.base_errors.compute_pct = base.compute_efficiency_pct;
-  c.base_errors.bandwidth_pct = base.bandwidth_efficiency_pct;
-  fill_errors(c.base_errors, all);
+  c.all = fit("all", all, {base.compute_efficiency_pct, base.bandwidth_efficiency_pct, 0}, false);
   c.spec = base;
   c.spec.name = name;
   c.spec.compute_efficiency_pct = c.all.compute_pct;
   c.spec.bandwidth_efficiency_pct = c.all.bandwidth_pct;
+  for (int k = 0; k < kNumKernelClasses; ++k) {
+    const auto cls = static_cast<KernelClass>(k);
+    std::vector<const RowWork*> sub;
+    for (const RowWork& w : work) {
+      if (w.cls == cls) sub.push_back(&w);
+    }
+    if (sub.empty()) continue;  // the class keeps the global terms
+    c.classes.push_back(fit(std::string(kernel_class_name(cls)), sub, base.terms_for(cls), true));
+    set_class_terms(c.spec, cls, c.classes.back());
+  }
+  c.base_errors = base_errors(base, work);
   if (!host_rows.empty()) {
     c.host = fit_host_terms(host_rows);
     c.spec.host_step_ns = c.host->step_ns;
@@ -255,11 +306,12 @@ std::string calibration_preset_text(const Calibration& c, const std::string& sou
     << "%; abs. error median " << fmt("%.2f%%", 100 * c.all.median_ape) << ", p90 "
     << fmt("%.2f%%", 100 * c.all.p90_ape) << " (base " << c.base << ": median "
     << fmt("%.2f%%", 100 * c.base_errors.median_ape) << ", p90 " << fmt("%.2f%%", 100 * c.base_errors.p90_ape) << ")\n"
-    << "per kernel class (diagnostic; the cost model applies the pair above to every kernel):";
+    << "per kernel class (the <class>_* keys below; the cost model prices each kernel with its class's):";
   for (const EfficiencyFit& f : c.classes) {
     m << "\n  " << f.scope << ": " << f.rows << " rows, compute " << f.compute_pct << "% (" << f.compute_bound
-      << " rows bound), bandwidth " << f.bandwidth_pct << "% (" << f.memory_bound << " rows bound), median error "
-      << fmt("%.2f%%", 100 * f.median_ape);
+      << " rows bound), bandwidth " << f.bandwidth_pct << "% (" << f.memory_bound << " rows bound), latency "
+      << f.latency_ns << " ns per launch, median error " << fmt("%.2f%%", 100 * f.median_ape) << ", p90 "
+      << fmt("%.2f%%", 100 * f.p90_ape);
   }
   if (c.host) {
     m << "\nhost per step: " << c.host->step_ns << " ns + " << c.host->per_request_ns << " ns/request + "
@@ -295,7 +347,9 @@ std::string synthetic_profile_csv(const ModelShape& model, const GpuSpec& truth,
   std::ostringstream out;
   out << "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const double t = predict(unit[i], truth.compute_efficiency_pct, truth.bandwidth_efficiency_pct) *
+    const RooflineTerms terms = truth.terms_for(unit[i].cls);
+    const double t = (static_cast<double>(terms.latency_ns) +
+                      roofline_ns(unit[i], terms.compute_efficiency_pct, terms.bandwidth_efficiency_pct)) *
                      std::exp(noise_sigma * normal());
     out << kernel_name(rows[i].kernel) << ',' << rows[i].num_tokens << ',' << rows[i].num_seqs << ','
         << rows[i].context_tokens << ',' << std::max<std::int64_t>(1, std::llround(t)) << '\n';

@@ -30,7 +30,7 @@ int id(StepNode n) { return static_cast<int>(n); }
 // FLOPs; reads both operands once, writes a 16-bit output.
 KernelWork gemm(std::int64_t m, std::int64_t k, std::int64_t n, int in_bits, int weight_bits, std::int64_t peak) {
   const std::int64_t bits = m * k * in_bits + k * n * weight_bits + m * n * 16;
-  return {2 * m * k * n, (bits + 7) / 8, peak};
+  return {2 * m * k * n, (bits + 7) / 8, peak, KernelClass::kGemm};
 }
 
 // Sum over n' = 1..n of min(n', w): the keys a causal window-w layer reads for the first n
@@ -136,16 +136,17 @@ std::int64_t CostModel::encoder_node_cycles(const StepShape& shape, std::int64_t
   const std::int64_t q_width = std::int64_t{model_.heads} * model_.head_dim;
   const std::int64_t kv_width = std::int64_t{model_.kv_heads} * model_.head_dim;
   const std::int64_t mlp = model_.intermediate;  // the 3-matrix width (ModelShape invariant 2)
-  const std::int64_t layer =
-      roofline_cycles(gemm(t, h, q_width + 2 * kv_width, in_bits, w_bits, peak)) +
-      roofline_cycles(gemm(t, q_width, h, in_bits, w_bits, peak)) +
-      roofline_cycles(gemm(t, h, 2 * mlp, in_bits, w_bits, peak)) +
-      roofline_cycles(gemm(t, mlp, h, in_bits, w_bits, peak)) +
-      roofline_cycles({4 * shape.encoder_pairs * q_width, 2 * t * (q_width + 2 * kv_width) * 2, gpu_.peak_flops}) +
-      5 * launch;
-  const std::int64_t cross_kv =
-      roofline_cycles(gemm(t, h, 2 * kv_width, in_bits, w_bits, peak)) +
-      roofline_cycles({0, t * dtype_bytes_of(model_.kv_dtype, 2 * kv_width), gpu_.peak_flops}) + 2 * launch;
+  const std::int64_t layer = roofline_cycles(gemm(t, h, q_width + 2 * kv_width, in_bits, w_bits, peak)) +
+                             roofline_cycles(gemm(t, q_width, h, in_bits, w_bits, peak)) +
+                             roofline_cycles(gemm(t, h, 2 * mlp, in_bits, w_bits, peak)) +
+                             roofline_cycles(gemm(t, mlp, h, in_bits, w_bits, peak)) +
+                             roofline_cycles({4 * shape.encoder_pairs * q_width, 2 * t * (q_width + 2 * kv_width) * 2,
+                                              gpu_.peak_flops, KernelClass::kAttention}) +
+                             5 * launch;
+  const std::int64_t cross_kv = roofline_cycles(gemm(t, h, 2 * kv_width, in_bits, w_bits, peak)) +
+                                roofline_cycles({0, t * dtype_bytes_of(model_.kv_dtype, 2 * kv_width), gpu_.peak_flops,
+                                                 KernelClass::kElementwise}) +
+                                2 * launch;
   return model_.encoder_layers * layer + model_.layers * cross_kv;
 }
 
@@ -162,7 +163,7 @@ std::int64_t CostModel::cross_attention_cycles(const StepShape& shape, std::int6
   const std::int64_t e = model_.encoder_tokens;
   const KernelWork read{4 * t * e * q_width,
                         shape.num_seqs * e * dtype_bytes_of(model_.kv_dtype, 2 * kv_width) + 2 * t * q_width * 2,
-                        gpu_.peak_flops};
+                        gpu_.peak_flops, KernelClass::kAttention};
   return model_.layers *
          (roofline_cycles(gemm(t, model_.hidden, q_width, in_bits, w_bits, peak)) +
           roofline_cycles(gemm(t, q_width, model_.hidden, in_bits, w_bits, peak)) + roofline_cycles(read) + 3 * launch);
@@ -205,6 +206,12 @@ std::int64_t CostModel::cycles_to_ns(std::int64_t cycles) const {
 }
 
 KernelWork CostModel::work(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const {
+  KernelWork w = unclassed_work(k, q, attended_pairs);
+  w.cls = kernel_class(k);
+  return w;
+}
+
+KernelWork CostModel::unclassed_work(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const {
   const std::int64_t t = q.num_tokens;
   const std::int64_t b = 2;  // 16-bit activations
   const std::int64_t h = model_.hidden;
@@ -250,13 +257,14 @@ KernelWork CostModel::work(Kernel k, const KernelQuery& q, std::int64_t attended
 
 std::int64_t CostModel::roofline_cycles(const KernelWork& w) const {
   // cycles = work * clock_hz / (peak * efficiency); clock in MHz, efficiency in percent.
+  const RooflineTerms terms = gpu_.terms_for(w.cls);
   Int128 clock_x100 = static_cast<Int128>(gpu_.clock_mhz) * 1'000'000 * 100;
   std::int64_t compute =
       ceil_div(static_cast<Int128>(w.flops) * clock_x100,
-               static_cast<Int128>(w.peak_flops > 0 ? w.peak_flops : gpu_.peak_flops) * gpu_.compute_efficiency_pct);
+               static_cast<Int128>(w.peak_flops > 0 ? w.peak_flops : gpu_.peak_flops) * terms.compute_efficiency_pct);
   std::int64_t memory = ceil_div(static_cast<Int128>(w.bytes) * clock_x100,
-                                 static_cast<Int128>(gpu_.hbm_bytes_per_s) * gpu_.bandwidth_efficiency_pct);
-  return std::max(compute, memory);
+                                 static_cast<Int128>(gpu_.hbm_bytes_per_s) * terms.bandwidth_efficiency_pct);
+  return ns_to_cycles(terms.latency_ns) + std::max(compute, memory);
 }
 
 std::int64_t CostModel::kernel_cycles(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const {
@@ -291,7 +299,8 @@ std::int64_t CostModel::mamba_node_cycles(const KernelQuery& dense, std::int64_t
   const KernelWork in_proj = gemm(t, model_.hidden, model_.mamba_in_proj, in_bits, w_bits, peak);
   const KernelWork out_proj = gemm(t, model_.mamba_inner, model_.hidden, in_bits, w_bits, peak);
   const KernelWork state{4 * t * (mamba_state_bytes_ / 2),
-                         2 * dense.num_seqs * mamba_state_bytes_ + 2 * t * model_.mamba_inner * 2, gpu_.peak_flops};
+                         2 * dense.num_seqs * mamba_state_bytes_ + 2 * t * model_.mamba_inner * 2, gpu_.peak_flops,
+                         KernelClass::kElementwise};
   return mamba * (roofline_cycles(in_proj) + roofline_cycles(out_proj) + roofline_cycles(state) + 3 * launch);
 }
 

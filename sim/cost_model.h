@@ -1,6 +1,8 @@
 // CostModel: the predicted device time of one step. The step's kernels (sim/kernels.h) are
-// each costed by a roofline -- max(FLOPs / (peak * efficiency), bytes / (bandwidth *
-// efficiency)) -- or by a ProfileTable when it has the kernel, plus launch overheads as the
+// each costed by a roofline -- latency + max(FLOPs / (peak * efficiency), bytes / (bandwidth *
+// efficiency)), with the terms of the kernel's class (GpuSpec::terms_for: the global pair and no
+// latency unless the preset gives its class its own) -- or by a ProfileTable when it has the
+// kernel (a measured time: no class terms), plus launch overheads as the
 // CUDA-graph dispatcher decides; host work and copies join them in a StepDag whose critical
 // path is the step's duration.
 // Invariants:
@@ -63,6 +65,7 @@
 #include "model/sched/speculative_config.h"
 #include "model/sched/step_plan.h"
 #include "sim/hardware_specs.h"
+#include "sim/kernel_class.h"
 #include "sim/kernels.h"
 #include "sim/profile_table.h"
 #include "sim/step_dag.h"
@@ -102,11 +105,13 @@ StepShape summarize(const StepPlan& plan, std::int64_t window = 0);
 // chunk; 0 when every layer is full attention.
 std::int64_t model_window(const ModelShape& model);
 
-// FLOPs and HBM bytes of one launch of a kernel for one layer, and the peak it runs at.
+// FLOPs and HBM bytes of one launch of a kernel for one layer, the peak it runs at, and its
+// class (sim/kernel_class.h), whose terms (GpuSpec::terms_for) price it.
 struct KernelWork {
   std::int64_t flops = 0;
   std::int64_t bytes = 0;
   std::int64_t peak_flops = 0;  // FLOP/s of the format its math runs in (GpuSpec::peak_flops_for)
+  KernelClass cls = KernelClass::kElementwise;
 };
 
 // The nodes of the step DAG, in id order.
@@ -153,7 +158,9 @@ class CostModel {
 
   StepCost cost(const StepShape& shape);
 
+  // The work of kernel `k`, classed by kernel_class(k).
   KernelWork work(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const;
+  // latency + max(compute, memory) with the terms of w.cls, in cycles.
   std::int64_t roofline_cycles(const KernelWork& w) const;
   // Execution cycles of one launch for one layer (profile if it has the kernel, else roofline).
   std::int64_t kernel_cycles(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const;
@@ -180,6 +187,7 @@ class CostModel {
   const StepDag& dag() const { return dag_; }
 
  private:
+  KernelWork unclassed_work(Kernel k, const KernelQuery& q, std::int64_t attended_pairs) const;
   void add_tier_nodes();
   std::int64_t critical_path(std::int64_t host_cycles);
   void cost_tier(const StepShape& shape, StepCost& out, std::int64_t host_cycles);

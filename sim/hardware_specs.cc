@@ -111,6 +111,7 @@ struct GpuField {
   int GpuSpec::*narrow;
   std::int64_t max;  // the largest value a preset file may give (far above any real GPU)
   const char* unit;
+  bool per_class = false;  // optional: written only when not 0
 };
 
 constexpr std::int64_t kMaxFlops = 1'000'000'000'000'000'000;  // 1 EFLOP/s
@@ -139,6 +140,18 @@ const std::vector<GpuField>& gpu_fields() {
       {"host_per_token_ns", &GpuSpec::host_per_token_ns, nullptr, kMaxNs, "ns"},
       {"interconnect_bytes_per_s", &GpuSpec::interconnect_bytes_per_s, nullptr, kMaxBytesPerS, "bytes/s"},
       {"interconnect_latency_ns", &GpuSpec::interconnect_latency_ns, nullptr, kMaxNs, "ns"},
+      {"gemm_compute_efficiency_pct", nullptr, &GpuSpec::gemm_compute_efficiency_pct, 100, "percent", true},
+      {"gemm_bandwidth_efficiency_pct", nullptr, &GpuSpec::gemm_bandwidth_efficiency_pct, 100, "percent", true},
+      {"gemm_latency_ns", &GpuSpec::gemm_latency_ns, nullptr, kMaxNs, "ns", true},
+      {"attention_compute_efficiency_pct", nullptr, &GpuSpec::attention_compute_efficiency_pct, 100, "percent", true},
+      {"attention_bandwidth_efficiency_pct", nullptr, &GpuSpec::attention_bandwidth_efficiency_pct, 100, "percent",
+       true},
+      {"attention_latency_ns", &GpuSpec::attention_latency_ns, nullptr, kMaxNs, "ns", true},
+      {"elementwise_compute_efficiency_pct", nullptr, &GpuSpec::elementwise_compute_efficiency_pct, 100, "percent",
+       true},
+      {"elementwise_bandwidth_efficiency_pct", nullptr, &GpuSpec::elementwise_bandwidth_efficiency_pct, 100, "percent",
+       true},
+      {"elementwise_latency_ns", &GpuSpec::elementwise_latency_ns, nullptr, kMaxNs, "ns", true},
   };
   return fields;
 }
@@ -247,6 +260,7 @@ std::string gpu_spec_to_text(const GpuSpec& spec, const std::string& base, const
   out += "name = " + spec.name + "\nbase = " + base + "\n";
   for (const GpuField& f : gpu_fields()) {
     const std::int64_t v = f.wide != nullptr ? spec.*f.wide : spec.*f.narrow;
+    if (f.per_class && v == 0) continue;  // absent: the global terms
     out += std::string(f.key) + " = " + std::to_string(v) + "\n";
   }
   return out;

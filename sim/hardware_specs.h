@@ -2,7 +2,10 @@
 // built from, with named presets; the model side is model/catalog/model_shape.h. Every figure is an integer in base
 // units (bytes, FLOP/s, ns, MHz, percent) so the cost model can stay in integer arithmetic and give the same number on
 // every machine. Invariants of a preset: every field > 0, heads % kv_heads == 0, efficiencies in (0, 100]. Lookup by
-// name returns a Status listing the valid names when the name is unknown.
+// name returns a Status listing the valid names when the name is unknown. Per kernel class
+// (sim/kernel_class.h) a preset may give its own efficiencies and a fixed device time per launch;
+// a per-class efficiency of 0 means "the global one", so a preset without them prices every
+// kernel with the global pair and no fixed time, exactly as before they existed.
 #pragma once
 
 #include <cstdint>
@@ -12,8 +15,16 @@
 
 #include "model/catalog/model_shape.h"
 #include "model/util/status.h"
+#include "sim/kernel_class.h"
 
 namespace kv::sim {
+
+// The roofline terms one kernel is priced with (GpuSpec::terms_for): efficiencies in 1..100.
+struct RooflineTerms {
+  int compute_efficiency_pct = 0;
+  int bandwidth_efficiency_pct = 0;
+  std::int64_t latency_ns = 0;  // added to every launch's roofline time
+};
 
 // The accelerator and the host around it (CPU step overheads, PCIe copies).
 struct GpuSpec {
@@ -38,6 +49,32 @@ struct GpuSpec {
   // Tensor parallelism: the link between GPUs, per direction per GPU, and one ring step's latency.
   std::int64_t interconnect_bytes_per_s = 450'000'000'000;  // NVLink 4 (900 GB/s both ways)
   std::int64_t interconnect_latency_ns = 2000;
+  // Per kernel class: efficiencies in percent (0: the global ones above) and a fixed device time
+  // per launch of a kernel of the class, added to its roofline (0: none). `kvsim calibrate`
+  // fits them to a kernel profile.
+  int gemm_compute_efficiency_pct = 0, gemm_bandwidth_efficiency_pct = 0;
+  int attention_compute_efficiency_pct = 0, attention_bandwidth_efficiency_pct = 0;
+  int elementwise_compute_efficiency_pct = 0, elementwise_bandwidth_efficiency_pct = 0;
+  std::int64_t gemm_latency_ns = 0, attention_latency_ns = 0, elementwise_latency_ns = 0;
+
+  // The terms a kernel of class `c` is priced with: its class's where given, else the global pair.
+  RooflineTerms terms_for(KernelClass c) const {
+    RooflineTerms t;
+    switch (c) {
+      case KernelClass::kGemm:
+        t = {gemm_compute_efficiency_pct, gemm_bandwidth_efficiency_pct, gemm_latency_ns};
+        break;
+      case KernelClass::kAttention:
+        t = {attention_compute_efficiency_pct, attention_bandwidth_efficiency_pct, attention_latency_ns};
+        break;
+      case KernelClass::kElementwise:
+        t = {elementwise_compute_efficiency_pct, elementwise_bandwidth_efficiency_pct, elementwise_latency_ns};
+        break;
+    }
+    if (t.compute_efficiency_pct == 0) t.compute_efficiency_pct = compute_efficiency_pct;
+    if (t.bandwidth_efficiency_pct == 0) t.bandwidth_efficiency_pct = bandwidth_efficiency_pct;
+    return t;
+  }
 
   // The dense peak a GEMM runs at when its inputs are `d`; a format without tensor cores here
   // runs weight-only (dequantized to 16-bit): bf16's peak.
@@ -68,12 +105,16 @@ StatusOr<GpuSpec> find_gpu_spec(std::string_view name);
 // peak_fp8_flops, peak_fp4_flops, memory_bytes, sm_count, clock_mhz, compute_efficiency_pct, bandwidth_efficiency_pct,
 // launch_overhead_ns, graph_launch_ns, h2d_bytes_per_s, copy_latency_ns, host_step_ns,
 // host_per_request_ns, host_per_block_ns, host_per_token_ns, interconnect_bytes_per_s,
-// interconnect_latency_ns). Values are whole numbers from 0 up to a bound far above any real
+// interconnect_latency_ns). Optional per kernel class (gemm, attention, elementwise; absent or
+// 0: the global efficiency, no fixed time): gemm_compute_efficiency_pct,
+// gemm_bandwidth_efficiency_pct, gemm_latency_ns, and the same three keys with the attention_
+// and elementwise_ prefixes. Values are whole numbers from 0 up to a bound far above any real
 // GPU: 10^18 FLOP/s, 10^15 bytes/s, 2^50 bytes of memory, 10^6 SMs, 10^5 MHz, 100 percent,
 // 10^12 ns. Errors name the file, line and key.
 StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_view text);
 StatusOr<GpuSpec> load_gpu_spec_file(const std::string& path);
-// The preset file text of `spec` (every field, so it reads back equal); `comment` lines first.
+// The preset file text of `spec` (every field, so it reads back equal; the per-class keys only
+// where they are not 0, so a preset without them prints as before); `comment` lines first.
 std::string gpu_spec_to_text(const GpuSpec& spec, const std::string& base, const std::string& comment);
 
 }  // namespace kv::sim

@@ -1,0 +1,106 @@
+// Calibration with per-kernel-class terms: a synthetic profile made with different efficiencies
+// and fixed latencies per class is fitted back to them, and the preset kvsim calibrate writes
+// carries them as keys that read back equal.
+#include "sim/calibration.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "sim/hardware_specs.h"
+#include "sim/kernel_class.h"
+#include "sim/profile_table.h"
+
+namespace kv::sim {
+namespace {
+
+ModelShape llama() { return *find_model_shape("llama3-8b"); }
+
+// Each class runs at its own efficiencies; attention and elementwise kernels have a floor.
+GpuSpec per_class_truth() {
+  GpuSpec t = *find_gpu_spec("h200");
+  t.name = "per-class-truth";
+  t.compute_efficiency_pct = 58;
+  t.bandwidth_efficiency_pct = 73;
+  t.gemm_compute_efficiency_pct = 91;
+  t.gemm_bandwidth_efficiency_pct = 84;
+  t.attention_compute_efficiency_pct = 12;
+  t.attention_bandwidth_efficiency_pct = 23;
+  t.attention_latency_ns = 35'000;
+  t.elementwise_bandwidth_efficiency_pct = 41;
+  t.elementwise_latency_ns = 4'000;
+  return t;
+}
+
+// The rows of a synthetic profile of `truth`.
+std::vector<ProfileRow> synthetic_rows(const GpuSpec& truth, double sigma) {
+  auto table = ProfileTable::parse("synthetic.csv", synthetic_profile_csv(llama(), truth, sigma, 11));
+  EXPECT_TRUE(table.ok()) << table.status().message();
+  return table->all_rows();
+}
+
+const EfficiencyFit& class_fit(const Calibration& c, KernelClass cls) {
+  for (const EfficiencyFit& f : c.classes) {
+    if (f.scope == kernel_class_name(cls)) return f;
+  }
+  ADD_FAILURE() << "no fit for " << kernel_class_name(cls);
+  return c.all;
+}
+
+TEST(PerClassCalibration, NoiseFreeProfileIsFittedBackExactly) {
+  const GpuSpec truth = per_class_truth();
+  auto cal = calibrate(synthetic_rows(truth, 0.0), llama(), *find_gpu_spec("h200"), "fitted");
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  ASSERT_EQ(cal->classes.size(), 3u);
+  for (int k = 0; k < kNumKernelClasses; ++k) {
+    const auto cls = static_cast<KernelClass>(k);
+    const RooflineTerms want = truth.terms_for(cls);
+    const RooflineTerms got = cal->spec.terms_for(cls);
+    SCOPED_TRACE(std::string(kernel_class_name(cls)));
+    EXPECT_EQ(got.bandwidth_efficiency_pct, want.bandwidth_efficiency_pct);
+    EXPECT_NEAR(static_cast<double>(got.latency_ns), static_cast<double>(want.latency_ns), 2.0);
+    EXPECT_LT(class_fit(*cal, cls).max_ape, 0.001);
+  }
+  EXPECT_EQ(cal->spec.gemm_compute_efficiency_pct, 91);
+  EXPECT_EQ(cal->spec.attention_compute_efficiency_pct, 12);
+  // No elementwise row is compute-bound: its compute efficiency is the base preset's.
+  EXPECT_EQ(class_fit(*cal, KernelClass::kElementwise).compute_bound, 0u);
+  EXPECT_EQ(cal->spec.elementwise_compute_efficiency_pct, 70);
+  // One pair over all rows cannot fit three classes.
+  EXPECT_GT(cal->all.median_ape, 0.1);
+}
+
+TEST(PerClassCalibration, NoisyProfileIsFittedBackClosely) {
+  const GpuSpec truth = per_class_truth();
+  auto cal = calibrate(synthetic_rows(truth, 0.03), llama(), *find_gpu_spec("h200"), "fitted");
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  EXPECT_NEAR(cal->spec.gemm_compute_efficiency_pct, 91, 3);
+  EXPECT_NEAR(cal->spec.gemm_bandwidth_efficiency_pct, 84, 3);
+  EXPECT_NEAR(cal->spec.attention_compute_efficiency_pct, 12, 1);
+  EXPECT_NEAR(cal->spec.attention_bandwidth_efficiency_pct, 23, 2);
+  EXPECT_NEAR(cal->spec.elementwise_bandwidth_efficiency_pct, 41, 2);
+  EXPECT_NEAR(static_cast<double>(cal->spec.attention_latency_ns), 35'000, 2'000);
+  EXPECT_NEAR(static_cast<double>(cal->spec.elementwise_latency_ns), 4'000, 400);
+  EXPECT_LT(class_fit(*cal, KernelClass::kAttention).median_ape, 0.04);
+}
+
+TEST(PerClassCalibration, PresetTextCarriesTheClassKeysAndRoundTrips) {
+  auto cal = calibrate(synthetic_rows(per_class_truth(), 0.0), llama(), *find_gpu_spec("h200"), "fitted");
+  ASSERT_TRUE(cal.ok());
+  const std::string text = calibration_preset_text(*cal, "synthetic.csv");
+  EXPECT_NE(text.find("\nattention_compute_efficiency_pct = 12\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ngemm_compute_efficiency_pct = 91\n"), std::string::npos) << text;
+  auto back = parse_gpu_spec_text("fitted.gpu", text);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  for (int k = 0; k < kNumKernelClasses; ++k) {
+    const auto cls = static_cast<KernelClass>(k);
+    EXPECT_EQ(back->terms_for(cls).compute_efficiency_pct, cal->spec.terms_for(cls).compute_efficiency_pct);
+    EXPECT_EQ(back->terms_for(cls).bandwidth_efficiency_pct, cal->spec.terms_for(cls).bandwidth_efficiency_pct);
+    EXPECT_EQ(back->terms_for(cls).latency_ns, cal->spec.terms_for(cls).latency_ns);
+  }
+  EXPECT_EQ(gpu_spec_to_text(*back, "h200", ""), gpu_spec_to_text(cal->spec, "h200", ""));
+}
+
+}  // namespace
+}  // namespace kv::sim
