@@ -121,7 +121,7 @@ Status Replayer::admit_arrivals(Run& r) {
     RequestMetrics m;
     m.id = r.pending.id;
     m.arrival_us = r.pending.arrival_time_us;
-    m.prompt_tokens = static_cast<std::int64_t>(r.pending.prompt.size());
+    m.prompt_tokens = r.pending.num_prompt_tokens();
     ++r.sum.requests_total;
     const auto outputs = static_cast<std::int64_t>(r.pending.outputs.size());
     Status added = scheduler_.add_request(std::move(r.pending));

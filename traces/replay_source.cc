@@ -25,6 +25,7 @@ StatusOr<std::unique_ptr<TraceRequestSource>> TraceRequestSource::open(const std
   if (options.vocab_size <= 0) return Status::error("vocab size must be positive");
   auto reader = TraceReader::open(path);
   if (!reader.ok()) return reader.status();
+  reader->keep_prompt_segments();
   return std::unique_ptr<TraceRequestSource>(new TraceRequestSource(std::move(reader.value()), options));
 }
 
@@ -36,6 +37,14 @@ StatusOr<bool> TraceRequestSource::next(kv::RequestSpec* out) {
   TraceRequest& t = scratch_;
   out->id = std::move(t.id);
   out->prompt = std::move(t.prompt);
+  out->deferred_prompt = DeferredPrompt{};
+  if (!t.prompt_segments.empty()) {  // block references: expanded when the scheduler first needs them
+    out->deferred_prompt.size = t.prompt_size();
+    out->deferred_prompt.expand = [segments = std::move(t.prompt_segments)](std::vector<TokenId>& tokens) {
+      expand_segments(segments, tokens);
+    };
+    t.prompt_segments.clear();
+  }
   out->extras = HashExtras{};
   out->extras.cache_salt = std::move(t.cache_salt);
   out->extras.lora_name = std::move(t.lora_name);
