@@ -13,11 +13,18 @@ std::uint64_t fnv1a(const std::string& s) {
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
   return h;
 }
+
+// The per-request part of generated_output_token, computed once per request.
+std::uint64_t output_stream(std::uint64_t seed, const std::string& id) { return splitmix64(seed ^ fnv1a(id)); }
+
+TokenId output_token_of_stream(std::uint64_t stream, std::int64_t k, std::int64_t vocab_size) {
+  const std::uint64_t x = splitmix64(stream + static_cast<std::uint64_t>(k));
+  return static_cast<TokenId>(x % static_cast<std::uint64_t>(vocab_size));
+}
 }  // namespace
 
 TokenId generated_output_token(std::uint64_t seed, const std::string& id, std::int64_t k, std::int64_t vocab_size) {
-  const std::uint64_t x = splitmix64(splitmix64(seed ^ fnv1a(id)) + static_cast<std::uint64_t>(k));
-  return static_cast<TokenId>(x % static_cast<std::uint64_t>(vocab_size));
+  return output_token_of_stream(output_stream(seed, id), k, vocab_size);
 }
 
 StatusOr<std::unique_ptr<TraceRequestSource>> TraceRequestSource::open(const std::string& path,
@@ -55,8 +62,8 @@ StatusOr<bool> TraceRequestSource::next(kv::RequestSpec* out) {
     out->outputs = std::move(t.output_tokens);
   } else {  // generated when sampled: nothing is materialized up front
     out->outputs = OutputTokens::generated(
-        t.output_length, [seed = options_.seed, id = out->id, vocab = options_.vocab_size](std::int64_t k) {
-          return generated_output_token(seed, id, k, vocab);
+        t.output_length, [stream = output_stream(options_.seed, out->id), vocab = options_.vocab_size](std::int64_t k) {
+          return output_token_of_stream(stream, k, vocab);
         });
   }
   return true;
