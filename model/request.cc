@@ -38,7 +38,29 @@ Request::Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, c
   if (hasher_) hasher_->extend(block_hashes_, tokens_, block_size_, extras_);
 }
 
+Request::Request(RequestId id, DeferredPrompt prompt, HashExtras extras, const BlockHasher* hasher, int block_size)
+    : id_(std::move(id)),
+      num_prompt_tokens_(prompt.size),
+      extras_(std::move(extras)),
+      hasher_(hasher),
+      block_size_(block_size),
+      deferred_(std::move(prompt)) {
+  KV_CHECK(block_size > 0);
+  KV_CHECK(deferred_.deferred() && deferred_.size >= 0, "request " << id_ << ": a deferred prompt needs expand()");
+}
+
+void Request::expand_deferred() const {
+  tokens_.reserve(static_cast<std::size_t>(deferred_.size));
+  deferred_.expand(tokens_);
+  KV_CHECK(num_prompt_tokens_ == static_cast<std::int64_t>(tokens_.size()),
+           "request " << id_ << ": the deferred prompt expanded to " << tokens_.size() << " tokens, not "
+                      << num_prompt_tokens_);
+  deferred_ = DeferredPrompt{};
+  if (hasher_) hasher_->extend(block_hashes_, tokens_, block_size_, extras_);
+}
+
 void Request::append_tokens(std::span<const TokenId> tokens) {
+  expand_if_deferred();
   tokens_.insert(tokens_.end(), tokens.begin(), tokens.end());
   if (hasher_) hasher_->extend(block_hashes_, tokens_, block_size_, extras_);
 }

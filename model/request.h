@@ -9,6 +9,9 @@
 //      update_from_output() of a step that scheduled drafts: then up to num_tokens + drafts.
 //   3. spec_token_ids is empty unless speculative decoding is on, and for a request that is
 //      waiting or still prefilling.
+//   4. A request built from a DeferredPrompt holds neither its tokens nor its hashes until the
+//      first tokens(), block_hashes() or append_tokens(); from then on it is exactly the request
+//      built from the expanded prompt. num_tokens() never expands. Not thread-safe (as a whole).
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,7 @@
 #include <vector>
 
 #include "model/block_hasher.h"
+#include "model/deferred_prompt.h"
 #include "model/policies/block_retention.h"
 #include "model/types.h"
 
@@ -43,14 +47,24 @@ class Request {
  public:
   // hasher == nullptr: no block hashes (prefix caching off).
   Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, const BlockHasher* hasher, int block_size);
+  // The prompt is expanded, and its blocks hashed, on first use (invariant 4).
+  Request(RequestId id, DeferredPrompt prompt, HashExtras extras, const BlockHasher* hasher, int block_size);
 
   const RequestId& id() const { return id_; }
-  std::span<const TokenId> tokens() const { return tokens_; }
-  std::int64_t num_tokens() const { return static_cast<std::int64_t>(tokens_.size()); }
+  std::span<const TokenId> tokens() const {
+    expand_if_deferred();
+    return tokens_;
+  }
+  std::int64_t num_tokens() const {
+    return deferred_.deferred() ? deferred_.size : static_cast<std::int64_t>(tokens_.size());
+  }
   std::int64_t num_prompt_tokens() const { return num_prompt_tokens_; }
   std::int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens_; }
   const HashExtras& extras() const { return extras_; }
-  const std::vector<BlockHash>& block_hashes() const { return block_hashes_; }
+  const std::vector<BlockHash>& block_hashes() const {
+    expand_if_deferred();
+    return block_hashes_;
+  }
 
   // Appends output tokens; hashes every block they complete.
   void append_tokens(std::span<const TokenId> tokens);
@@ -78,13 +92,21 @@ class Request {
   std::int64_t num_encoder_tokens = 0;
 
  private:
+  void expand_if_deferred() const {
+    if (deferred_.deferred()) [[unlikely]]
+      expand_deferred();
+  }
+  void expand_deferred() const;  // fills tokens_ and block_hashes_, then drops deferred_
+
   RequestId id_;
-  std::vector<TokenId> tokens_;
+  // Empty while deferred_ is set; mutable so that the first read can expand the prompt.
+  mutable std::vector<TokenId> tokens_;
   std::int64_t num_prompt_tokens_;
   HashExtras extras_;
   const BlockHasher* hasher_;
   int block_size_;
-  std::vector<BlockHash> block_hashes_;
+  mutable std::vector<BlockHash> block_hashes_;
+  mutable DeferredPrompt deferred_;  // set until the prompt is expanded
 };
 
 }  // namespace kv

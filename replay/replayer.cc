@@ -14,9 +14,10 @@ namespace kv::replay {
 struct Replayer::Run {
   ReplaySummary sum;
   std::int64_t now_ns = 0;
-  std::map<RequestId, RequestMetrics> live;                         // ordered: deterministic
-  std::vector<std::int64_t> ttft, tpot, e2e, itl;                   // microseconds
-  std::vector<double> tpot_ms;                                      // vLLM's per-request TPOT
+  std::map<RequestId, RequestMetrics> live;   // ordered: deterministic
+  std::vector<std::int64_t> ttft, tpot, e2e;  // microseconds, one per request
+  LatencyCounts itl;                          // microseconds, one per output token after the first: kept as counts
+  std::vector<double> tpot_ms;                // vLLM's per-request TPOT
   std::vector<std::pair<std::int64_t, std::int64_t>> arrival_ttft;  // for the overload verdict
   // By second of the clock; sparse, so a trace with years between arrivals costs nothing.
   std::map<std::int64_t, std::int64_t> tokens_per_second;
@@ -121,7 +122,7 @@ Status Replayer::admit_arrivals(Run& r) {
     RequestMetrics m;
     m.id = r.pending.id;
     m.arrival_us = r.pending.arrival_time_us;
-    m.prompt_tokens = static_cast<std::int64_t>(r.pending.prompt.size());
+    m.prompt_tokens = r.pending.num_prompt_tokens();
     ++r.sum.requests_total;
     const auto outputs = static_cast<std::int64_t>(r.pending.outputs.size());
     Status added = scheduler_.add_request(std::move(r.pending));
@@ -222,7 +223,7 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
     if (ev.output_index == 0)
       m.first_token_us = now_us;
     else if (!speculating || now_us != m.last_token_us)  // tokens of one step: one chunk, one ITL (vLLM's)
-      r.itl.push_back(now_us - m.last_token_us);
+      r.itl.add(now_us - m.last_token_us);
     Run::bump(r.tokens_per_second, now_us / 1000000);
     m.last_token_us = now_us;
     m.output_tokens = ev.output_index + 1;
@@ -317,7 +318,7 @@ void Replayer::serving_metrics(Run& r) {
   }
   s.ttft_ms = latency_stats(ms(r.ttft), p);
   s.tpot_ms = latency_stats(r.tpot_ms, p);
-  s.itl_ms = latency_stats(ms(r.itl), p);
+  s.itl_ms = latency_stats(r.itl, p);
   s.e2el_ms = latency_stats(ms(r.e2e), p);
 }
 

@@ -26,6 +26,43 @@ LatencyStats latency_stats(std::vector<double> v, const std::vector<double>& per
 }
 
 namespace {
+double to_ms(std::int64_t us) { return static_cast<double>(us) / 1000.0; }
+
+// percentile_of_sorted over the samples of `us` in milliseconds, the same arithmetic.
+double percentile_of_counts(const LatencyCounts& us, double p) {
+  if (us.count() == 0) return 0;
+  const double h = static_cast<double>(us.count() - 1) * std::clamp(p, 0.0, 100.0) / 100.0;
+  const auto lo = static_cast<std::int64_t>(std::floor(h));
+  const std::int64_t hi = std::min(lo + 1, us.count() - 1);
+  const double a = to_ms(us.value_at(lo)), b = to_ms(us.value_at(hi));
+  return a + (h - static_cast<double>(lo)) * (b - a);
+}
+}  // namespace
+
+// Sums in increasing order, one addition per sample, as the vector form does after its sort.
+LatencyStats latency_stats(const LatencyCounts& us, const std::vector<double>& percentiles) {
+  LatencyStats s;
+  s.count = us.count();
+  if (s.count > 0) {
+    double sum = 0;
+    for (const auto& [value, n] : us.sorted()) {
+      const double x = to_ms(value);
+      for (std::int64_t k = 0; k < n; ++k) sum += x;
+    }
+    s.mean = sum / static_cast<double>(s.count);
+    double sq = 0;
+    for (const auto& [value, n] : us.sorted()) {
+      const double x = to_ms(value);
+      for (std::int64_t k = 0; k < n; ++k) sq += (x - s.mean) * (x - s.mean);
+    }
+    s.std = std::sqrt(sq / static_cast<double>(s.count));
+    s.median = percentile_of_counts(us, 50);
+  }
+  for (double p : percentiles) s.percentiles.emplace_back(p, percentile_of_counts(us, p));
+  return s;
+}
+
+namespace {
 double median_ttft_ms(std::vector<std::int64_t> ttft_us) {
   std::sort(ttft_us.begin(), ttft_us.end());
   return percentile_of_sorted(ttft_us, 50) / 1000.0;

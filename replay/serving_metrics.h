@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include "replay/latency_counts.h"
+
 namespace kv::replay {
 
 struct LatencyStats {
@@ -24,6 +26,8 @@ struct LatencyStats {
 
 // Stats of `values_ms` (any order).
 LatencyStats latency_stats(std::vector<double> values_ms, const std::vector<double>& percentiles);
+// The same stats, bit for bit, of the samples of `us` each divided by 1000 (microseconds to ms).
+LatencyStats latency_stats(const LatencyCounts& us, const std::vector<double>& percentiles);
 
 // SLOs of --goodput, in ms; a negative value is unset.
 struct GoodputSlo {

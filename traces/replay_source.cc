@@ -13,11 +13,18 @@ std::uint64_t fnv1a(const std::string& s) {
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ULL;
   return h;
 }
+
+// The per-request part of generated_output_token, computed once per request.
+std::uint64_t output_stream(std::uint64_t seed, const std::string& id) { return splitmix64(seed ^ fnv1a(id)); }
+
+TokenId output_token_of_stream(std::uint64_t stream, std::int64_t k, std::int64_t vocab_size) {
+  const std::uint64_t x = splitmix64(stream + static_cast<std::uint64_t>(k));
+  return static_cast<TokenId>(x % static_cast<std::uint64_t>(vocab_size));
+}
 }  // namespace
 
 TokenId generated_output_token(std::uint64_t seed, const std::string& id, std::int64_t k, std::int64_t vocab_size) {
-  const std::uint64_t x = splitmix64(splitmix64(seed ^ fnv1a(id)) + static_cast<std::uint64_t>(k));
-  return static_cast<TokenId>(x % static_cast<std::uint64_t>(vocab_size));
+  return output_token_of_stream(output_stream(seed, id), k, vocab_size);
 }
 
 StatusOr<std::unique_ptr<TraceRequestSource>> TraceRequestSource::open(const std::string& path,
@@ -25,6 +32,7 @@ StatusOr<std::unique_ptr<TraceRequestSource>> TraceRequestSource::open(const std
   if (options.vocab_size <= 0) return Status::error("vocab size must be positive");
   auto reader = TraceReader::open(path);
   if (!reader.ok()) return reader.status();
+  reader->keep_prompt_segments();
   return std::unique_ptr<TraceRequestSource>(new TraceRequestSource(std::move(reader.value()), options));
 }
 
@@ -36,6 +44,14 @@ StatusOr<bool> TraceRequestSource::next(kv::RequestSpec* out) {
   TraceRequest& t = scratch_;
   out->id = std::move(t.id);
   out->prompt = std::move(t.prompt);
+  out->deferred_prompt = DeferredPrompt{};
+  if (!t.prompt_segments.empty()) {  // block references: expanded when the scheduler first needs them
+    out->deferred_prompt.size = t.prompt_size();
+    out->deferred_prompt.expand = [segments = std::move(t.prompt_segments)](std::vector<TokenId>& tokens) {
+      expand_segments(segments, tokens);
+    };
+    t.prompt_segments.clear();
+  }
   out->extras = HashExtras{};
   out->extras.cache_salt = std::move(t.cache_salt);
   out->extras.lora_name = std::move(t.lora_name);
@@ -46,8 +62,8 @@ StatusOr<bool> TraceRequestSource::next(kv::RequestSpec* out) {
     out->outputs = std::move(t.output_tokens);
   } else {  // generated when sampled: nothing is materialized up front
     out->outputs = OutputTokens::generated(
-        t.output_length, [seed = options_.seed, id = out->id, vocab = options_.vocab_size](std::int64_t k) {
-          return generated_output_token(seed, id, k, vocab);
+        t.output_length, [stream = output_stream(options_.seed, out->id), vocab = options_.vocab_size](std::int64_t k) {
+          return output_token_of_stream(stream, k, vocab);
         });
   }
   return true;

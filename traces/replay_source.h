@@ -2,7 +2,10 @@
 // Output tokens come from the trace when it has them; otherwise they are generated, seeded by
 // (seed, request id, output index), so the same trace and seed always give the same tokens
 // whatever the backend (teacher forcing); generated ones are computed when sampled
-// (model/sched/output_tokens.h), never materialized. Holds one request in memory at a time.
+// (model/sched/output_tokens.h), never materialized. Prompts stored as block references stay
+// references (a DeferredPrompt, model/deferred_prompt.h) until the scheduler first looks at the
+// request, so a queue of waiting requests costs a few bytes per 512-token block, not 4 bytes a
+// token plus its block hashes. Holds one request in memory at a time.
 #pragma once
 
 #include <cstdint>

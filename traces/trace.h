@@ -2,7 +2,8 @@
 //
 // A trace is a TraceHeader followed by TraceRequests in non-decreasing arrival order.
 // Invariants of every TraceRequest a TraceReader returns:
-//   1. prompt is non-empty and fully expanded (prompt_segments is left empty by the reader);
+//   1. prompt is non-empty and fully expanded, and prompt_segments empty; except from a reader
+//      told to keep_prompt_segments(): then exactly one of the two is non-empty;
 //   2. output_length >= 0, and output_length == output_tokens.size() when output_tokens is
 //      non-empty (teacher-forced outputs); otherwise outputs are generated at replay;
 //   3. 0 <= arrival_time_us <= kMaxArrivalTimeUs and >= the previous request's; id is unique
@@ -11,6 +12,7 @@
 //      every token id is >= 0 and, when the header's vocab_size is > 0, below it.
 // A header's hash_algo is empty, "sha256_cbor" or "xxhash_cbor"; its vocab_size is >= 0.
 // A writer given non-empty prompt_segments writes them (the compact form) instead of prompt.
+// prompt_size() is the prompt's length in either form.
 #pragma once
 
 #include <cstdint>
@@ -63,6 +65,8 @@ struct TraceRequest {
   std::string session_id;
   std::int32_t retention_priority = 35;  // BlockRetention::kDefaultPriority; 0..100
   std::int64_t retention_duration = 0;   // releases; 0: until evicted
+
+  std::int64_t prompt_size() const;
 };
 
 // Appends the expansion of `segments` to `out`.

@@ -138,6 +138,14 @@ std::uint32_t crc32c(const void* data, std::size_t size) {
   return c ^ 0xffffffffu;
 }
 
+std::int64_t TraceRequest::prompt_size() const {
+  auto n = static_cast<std::int64_t>(prompt.size());
+  for (const PromptSegment& s : prompt_segments) {
+    n += s.num_tokens > 0 ? s.num_tokens : static_cast<std::int64_t>(s.tokens.size());
+  }
+  return n;
+}
+
 void expand_segments(const std::vector<PromptSegment>& segments, std::vector<TokenId>& out) {
   for (const PromptSegment& s : segments) {
     if (s.num_tokens > 0) {
@@ -411,7 +419,10 @@ StatusOr<bool> TraceReader::next(TraceRequest* out) {
   out->arrival_time_us = m.arrival_time_us();
   out->prompt.assign(m.prompt_tokens().begin(), m.prompt_tokens().end());
   out->prompt_segments.clear();
-  out->prompt.reserve(out->prompt.size() + segment_tokens(m));  // exact: prompts live as long as requests
+  // Block tokens lie below kBlockTokenVocab: kept as references only where that is allowed.
+  const bool keep = keep_segments_ && (header_.vocab_size == 0 || header_.vocab_size >= kBlockTokenVocab);
+  if (!keep) out->prompt.reserve(out->prompt.size() + segment_tokens(m));  // exact: prompts live as long as requests
+  std::int64_t prompt_size = out->prompt_size();
   for (int i = 0; i < m.prompt_segments_size(); ++i) {
     const pb::PromptSegment& s = m.prompt_segments(i);
     if (s.has_block()) {
@@ -420,20 +431,30 @@ StatusOr<bool> TraceReader::next(TraceRequest* out) {
         return fail("field prompt_segments[" + std::to_string(i) + "].block.num_tokens: " + std::to_string(n) +
                     " is out of range");
       }
-      if (static_cast<std::int64_t>(out->prompt.size()) + n > kMaxPromptTokens) {
+      if (prompt_size + n > kMaxPromptTokens) {
         return fail("field prompt: more than " + std::to_string(kMaxPromptTokens) + " tokens");
       }
-      expand_block_tokens(s.block().block_id(), n, out->prompt);
+      if (keep) {
+        out->prompt_segments.push_back(PromptSegment::block(s.block().block_id(), n));
+      } else {
+        expand_block_tokens(s.block().block_id(), n, out->prompt);
+      }
+      prompt_size += n;
     } else if (s.has_tokens()) {
-      if (static_cast<std::int64_t>(out->prompt.size()) + s.tokens().ids_size() > kMaxPromptTokens) {
+      if (prompt_size + s.tokens().ids_size() > kMaxPromptTokens) {
         return fail("field prompt: more than " + std::to_string(kMaxPromptTokens) + " tokens");
       }
-      out->prompt.insert(out->prompt.end(), s.tokens().ids().begin(), s.tokens().ids().end());
+      std::vector<TokenId>& into = keep ? out->prompt_segments.emplace_back().tokens : out->prompt;
+      into.insert(into.end(), s.tokens().ids().begin(), s.tokens().ids().end());
+      prompt_size += s.tokens().ids_size();
     } else {
       return fail("field prompt_segments[" + std::to_string(i) + "]: empty segment");
     }
   }
   if (Status s = check_tokens("prompt", out->prompt, header_.vocab_size); !s.ok()) return fail(s.message());
+  for (const PromptSegment& seg : out->prompt_segments) {
+    if (Status s = check_tokens("prompt", seg.tokens, header_.vocab_size); !s.ok()) return fail(s.message());
+  }
   out->output_tokens.assign(m.output_tokens().begin(), m.output_tokens().end());
   out->output_length = m.output_length();
   out->cache_salt = m.cache_salt();
@@ -442,9 +463,7 @@ StatusOr<bool> TraceReader::next(TraceRequest* out) {
   out->session_id = m.session_id();
   out->retention_priority = m.has_retention_priority() ? m.retention_priority() : BlockRetention::kDefaultPriority;
   out->retention_duration = m.retention_duration();
-  if (Status s = check_request(*out, static_cast<std::int64_t>(out->prompt.size()), num_read_ > 0, last_arrival_us_,
-                               header_.vocab_size, ids_);
-      !s.ok()) {
+  if (Status s = check_request(*out, prompt_size, num_read_ > 0, last_arrival_us_, header_.vocab_size, ids_); !s.ok()) {
     return fail(s.message());
   }
   last_arrival_us_ = out->arrival_time_us;

@@ -70,6 +70,10 @@ class TraceReader {
   const TraceHeader& header() const { return header_; }
   // Reads the next request into *out: true, false at a clean end of file, or an error.
   StatusOr<bool> next(TraceRequest* out);
+  // From now on, a record stored as prompt segments comes back as its prompt_segments (prompt
+  // left empty, every check done as for the expansion) when the header's vocab_size admits
+  // every block token; otherwise, and for records stored as tokens, prompt is expanded.
+  void keep_prompt_segments() { keep_segments_ = true; }
   // Requests returned so far.
   std::int64_t num_read() const { return num_read_; }
   const std::string& path() const { return path_; }
@@ -85,6 +89,7 @@ class TraceReader {
   std::int64_t last_arrival_us_ = 0;
   RequestIdSet ids_;  // every id read so far (duplicate detection)
   Status failed_;     // sticky: once not ok, every next() returns it
+  bool keep_segments_ = false;
 };
 
 // CRC-32C (Castagnoli) of `size` bytes, as stored after each frame.

@@ -134,10 +134,10 @@ Status Scheduler::add_request(RequestSpec spec) {
     return Status::error("request " + spec.id + ": " + why);
   };
   if (entries_.count(spec.id)) return reject("id already in use by a live request");
-  if (spec.prompt.empty()) return reject("empty prompt");
+  const std::int64_t prompt_len = spec.num_prompt_tokens();
+  if (prompt_len == 0) return reject("empty prompt");
   if (spec.outputs.empty()) return reject("output length must be at least 1");
   const std::int64_t max_len = config_.cache.max_model_len;
-  const auto prompt_len = static_cast<std::int64_t>(spec.prompt.size());
   if (prompt_len > max_len) {
     return reject("prompt of " + std::to_string(prompt_len) + " tokens exceeds max_model_len " +
                   std::to_string(max_len));
@@ -158,8 +158,12 @@ Status Scheduler::add_request(RequestSpec spec) {
     return reject("needs " + std::to_string(blocks) + " KV blocks, the pool has " +
                   std::to_string(config_.cache.num_blocks - 1));
   }
-  auto request = std::make_unique<Request>(spec.id, std::move(spec.prompt), std::move(spec.extras),
-                                           config_.cache.enable_caching ? &hasher_ : nullptr, config_.cache.block_size);
+  const BlockHasher* hasher = config_.cache.enable_caching ? &hasher_ : nullptr;
+  auto request = spec.deferred_prompt.deferred()
+                     ? std::make_unique<Request>(spec.id, std::move(spec.deferred_prompt), std::move(spec.extras),
+                                                 hasher, config_.cache.block_size)
+                     : std::make_unique<Request>(spec.id, std::move(spec.prompt), std::move(spec.extras), hasher,
+                                                 config_.cache.block_size);
   request->priority = spec.priority;
   request->retention = spec.retention;
   request->arrival_time_us = spec.arrival_time_us;

@@ -107,6 +107,9 @@ struct SchedulerConfig {
 struct RequestSpec {
   RequestId id;
   std::vector<TokenId> prompt;
+  // Set instead of `prompt` (which is then empty): expanded when the request is first looked
+  // at, not when it arrives (model/deferred_prompt.h).
+  DeferredPrompt deferred_prompt;
   OutputTokens outputs;  // teacher-forced output tokens; size = output length
   HashExtras extras;
   int priority = 0;
@@ -114,6 +117,10 @@ struct RequestSpec {
   BlockRetention retention;             // for the priority eviction policy
   std::vector<TokenId> stop_token_ids;  // appending one of these finishes it (reason: stop)
   std::int64_t num_encoder_tokens = 0;  // encoder-decoder models: its encoder input positions
+
+  std::int64_t num_prompt_tokens() const {
+    return deferred_prompt.deferred() ? deferred_prompt.size : static_cast<std::int64_t>(prompt.size());
+  }
 };
 
 // One output token produced by a step.

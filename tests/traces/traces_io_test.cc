@@ -93,6 +93,31 @@ TEST(TraceIo, RoundTripKeepsEveryField) {
   EXPECT_EQ(r->num_read(), 3);
 }
 
+TEST(TraceIo, KeepPromptSegmentsReturnsTheCompactForm) {
+  const std::string path = write_small("keep.kvtrace");
+  StatusOr<TraceReader> r = TraceReader::open(path);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  r->keep_prompt_segments();
+  TraceRequest q;
+  ASSERT_TRUE(*r->next(&q));
+  EXPECT_EQ(q.prompt, (std::vector<TokenId>{1, 2, 3}));  // stored as tokens: read as tokens
+  EXPECT_TRUE(q.prompt_segments.empty());
+  ASSERT_TRUE(*r->next(&q));
+  EXPECT_TRUE(q.prompt.empty());
+  ASSERT_EQ(q.prompt_segments.size(), 2u);
+  EXPECT_EQ(q.prompt_segments[0].tokens, (std::vector<TokenId>{5, 6}));
+  EXPECT_EQ(q.prompt_segments[1].block_id, 77u);
+  EXPECT_EQ(q.prompt_segments[1].num_tokens, 20);
+  EXPECT_EQ(q.prompt_size(), 22);
+  std::vector<TokenId> expanded, expected = {5, 6};
+  expand_segments(q.prompt_segments, expanded);
+  expand_block_tokens(77, 20, expected);
+  EXPECT_EQ(expanded, expected);
+  ASSERT_TRUE(*r->next(&q));
+  EXPECT_EQ(q.prompt, (std::vector<TokenId>{4}));
+  EXPECT_TRUE(q.prompt_segments.empty());
+}
+
 TEST(TraceIo, StreamsALargeTrace) {
   const std::string path = scratch_path("big.kvtrace");
   PrefixGenOptions o;

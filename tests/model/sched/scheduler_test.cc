@@ -59,6 +59,55 @@ std::vector<std::pair<std::string, std::size_t>> scheduled(const StepPlan& p) {
 
 using Sched = std::vector<std::pair<std::string, std::size_t>>;
 
+// The same request with its prompt deferred; *expansions counts the prompts expanded.
+RequestSpec deferred(RequestSpec s, int* expansions) {
+  s.deferred_prompt.size = static_cast<std::int64_t>(s.prompt.size());
+  s.deferred_prompt.expand = [tokens = std::move(s.prompt), expansions](std::vector<TokenId>& out) {
+    ++*expansions;
+    out.insert(out.end(), tokens.begin(), tokens.end());
+  };
+  s.prompt.clear();
+  return s;
+}
+
+// Deferred prompts are expanded when their request reaches the head of the waiting queue, and
+// the plans are those of the same requests with their prompts given in full.
+TEST(SchedulerTest, DeferredPromptsAreExpandedAtTheHeadWithTheSamePlans) {
+  Scheduler eager(small_config(12, 8)), lazy(small_config(12, 8));
+  int expansions = 0;
+  const std::vector<RequestSpec> specs = {spec("a", range_tokens(0, 10), 2),
+                                          spec("b", range_tokens(0, 9), 2),  // two blocks shared with a
+                                          spec("c", range_tokens(50, 56), 2)};
+  for (const RequestSpec& r : specs) {
+    ASSERT_TRUE(eager.add_request(r).ok());
+    ASSERT_TRUE(lazy.add_request(deferred(r, &expansions)).ok());
+  }
+  EXPECT_EQ(expansions, 0);
+  StepPlan first = lazy.schedule();
+  EXPECT_EQ(scheduled(first), (Sched{{"a", 8}}));  // a fills the budget: b and c stay compact
+  EXPECT_EQ(expansions, 1);
+  StepPlan first_eager = eager.schedule();
+  ASSERT_EQ(first.requests[0].token_ids, first_eager.requests[0].token_ids);
+  lazy.update_from_output(first, echo(first));
+  eager.update_from_output(first_eager, echo(first_eager));
+  while (eager.has_unfinished()) {
+    ASSERT_TRUE(lazy.has_unfinished());
+    const StepPlan p = eager.schedule(), q = lazy.schedule();
+    ASSERT_EQ(scheduled(p), scheduled(q)) << "step " << p.step;
+    for (std::size_t i = 0; i < p.requests.size(); ++i) {
+      EXPECT_EQ(p.requests[i].token_ids, q.requests[i].token_ids);
+      EXPECT_EQ(p.requests[i].num_cached_tokens, q.requests[i].num_cached_tokens);
+    }
+    eager.update_from_output(p, echo(p));
+    lazy.update_from_output(q, echo(q));
+    expect_ok(lazy);
+  }
+  EXPECT_FALSE(lazy.has_unfinished());
+  EXPECT_EQ(expansions, 3);
+  EXPECT_GT(lazy.kv_cache().stats().hits, 0);  // b reused a's blocks, found through its expanded hashes
+  EXPECT_EQ(lazy.kv_cache().stats().hits, eager.kv_cache().stats().hits);
+}
+
 // Two groups, as gpt-oss: sliding window 8 and full attention, blocks of 4, 13 blocks in all.
 SchedulerConfig hybrid_config() {
   SchedulerConfig c = small_config(13, 8);
