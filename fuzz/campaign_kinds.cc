@@ -115,8 +115,12 @@ RunResult run_size(std::string_view bytes, bool tokens) {
 InputKind converter(const fs::path& root, const std::string& format, Syntax syntax, std::vector<std::string> extra,
                     std::vector<std::string> required, std::vector<std::string> numeric) {
   const trace::SourceFormat f = *trace::parse_source_format(format);
-  return {"convert_" + format, syntax, seeds_of(root, "convert_" + format, extra), std::move(required),
-          std::move(numeric), [f](std::string_view b) { return run_convert(f, b); }};
+  return {"convert_" + format,
+          syntax,
+          seeds_of(root, "convert_" + format, extra),
+          std::move(required),
+          std::move(numeric),
+          [f](std::string_view b) { return run_convert(f, b); }};
 }
 
 }  // namespace
@@ -148,19 +152,29 @@ std::vector<InputKind> campaign_kinds(const std::string& source_dir) {
   kinds.push_back(converter(root, "burstgpt", Syntax::kCsv, {}, {"Timestamp", "Request tokens", "Response tokens"},
                             {"Timestamp", "Request tokens", "Response tokens"}));
   kinds.push_back(converter(root, "sharegpt", Syntax::kJson, {}, {"conversations"}, {}));
-  kinds.push_back({"profile", Syntax::kCsv, seeds_of(root, "profile", {"reports/calibration/synthetic_profile.csv"}),
+  kinds.push_back({"profile",
+                   Syntax::kCsv,
+                   seeds_of(root, "profile", {"reports/calibration/synthetic_profile.csv"}),
                    {"kernel", "num_tokens", "num_seqs", "context_tokens", "time_ns"},
-                   {"num_tokens", "num_seqs", "context_tokens", "time_ns"}, run_profile});
-  kinds.push_back({"ops", Syntax::kLines,
+                   {"num_tokens", "num_seqs", "context_tokens", "time_ns"},
+                   run_profile});
+  kinds.push_back({"ops",
+                   Syntax::kLines,
                    seeds_of(root, "ops", {"tests/golden/01_prefill.ops", "tests/golden/02_evict.ops"}),
                    {},
                    {},
                    run_ops});
   kinds.push_back({"replay_options", Syntax::kLines, seeds_of(root, "replay_options", {}), {}, {}, run_options});
-  kinds.push_back({"byte_size", Syntax::kWord, {"64G", "64GiB", "1.5T", "1000", "512KiB", "2MB", "0"}, {}, {},
+  kinds.push_back({"byte_size",
+                   Syntax::kWord,
+                   {"64G", "64GiB", "1.5T", "1000", "512KiB", "2MB", "0"},
+                   {},
+                   {},
                    [](std::string_view b) { return run_size(b, false); }});
-  kinds.push_back({"token_count", Syntax::kWord, {"1M", "2k", "1000", "1e3", "8192", "0"}, {}, {},
-                   [](std::string_view b) { return run_size(b, true); }});
+  kinds.push_back(
+      {"token_count", Syntax::kWord, {"1M", "2k", "1000", "1e3", "8192", "0"}, {}, {}, [](std::string_view b) {
+         return run_size(b, true);
+       }});
   return kinds;
 }
 

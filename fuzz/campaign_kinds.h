@@ -31,9 +31,9 @@ struct RunResult {
 struct InputKind {
   std::string name;
   Syntax syntax = Syntax::kLines;
-  std::vector<std::string> seeds;             // real inputs of this kind, read whole
-  std::vector<std::string> required_fields;   // JSON keys or CSV columns a valid input needs
-  std::vector<std::string> numeric_fields;    // of those, the ones that hold numbers
+  std::vector<std::string> seeds;            // real inputs of this kind, read whole
+  std::vector<std::string> required_fields;  // JSON keys or CSV columns a valid input needs
+  std::vector<std::string> numeric_fields;   // of those, the ones that hold numbers
   std::function<RunResult(std::string_view bytes)> run;
 };
 

@@ -25,6 +25,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <map>
 #include <sstream>
@@ -55,7 +56,8 @@ struct Options {
 
 struct State {
   long long next = 0;
-  std::map<std::string, std::array<long long, kNumOutcomes>> counts;  // kind -> outcome -> inputs
+  std::map<std::string, std::array<long long, kNumOutcomes>> counts;    // kind -> outcome -> inputs
+  std::map<std::string, std::array<long long, kNumOutcomes>> by_class;  // mutation class -> outcome -> inputs
 };
 
 struct Input {
@@ -110,13 +112,21 @@ void save_finding(const Options& o, const std::vector<InputKind>& kinds, long lo
   for (char& c : name) c = c == ' ' ? '_' : c;
   std::ofstream(dir / (name + ".bin"), std::ios::binary) << in.mutation.bytes;
   std::ofstream(dir / (name + ".txt")) << "input " << i << " (seed " << o.seed << "): kind " << kind << ", seed file "
-                                        << in.seed << ", mutation " << in.mutation.name << " ("
-                                        << class_name(in.mutation.cls) << ")\n";
+                                       << in.seed << ", mutation " << in.mutation.name << " ("
+                                       << class_name(in.mutation.cls) << ")\n";
+}
+
+// The class of input i's mutation, "(fallback)" when an invalidating or neutral draw could not
+// apply to its seed and a random mutation stood in.
+std::string class_of(const std::vector<InputKind>& kinds, const Options& o, long long i) {
+  const Mutation m = input_at(kinds, o.seed, i).mutation;
+  return std::string(class_name(m.cls)) + (m.name.find("(fallback)") != std::string::npos ? " (fallback)" : "");
 }
 
 void count(const Options& o, const std::vector<InputKind>& kinds, long long i, Outcome what, State& s) {
   const std::string& kind = kinds[static_cast<std::size_t>(i) % kinds.size()].name;
   ++s.counts[kind][what];
+  ++s.by_class[class_of(kinds, o, i)][what];
   if (what != kClean && what != kAccepted) save_finding(o, kinds, i, what, s);
 }
 
@@ -143,16 +153,16 @@ void run_range(const std::vector<InputKind>& kinds, const std::vector<std::vecto
   }
 }
 
-std::string table(const State& s) {
+std::string table(const std::map<std::string, std::array<long long, kNumOutcomes>>& counts, const char* what) {
   std::ostringstream t;
-  t << "| kind |";
+  t << "| " << what << " |";
   for (const char* n : kOutcomeNames) t << ' ' << n << " |";
   t << " inputs |\n|---|";
   for (int k = 0; k <= kNumOutcomes; ++k) t << "---:|";
   t << '\n';
   std::array<long long, kNumOutcomes> total{};
   long long all = 0;
-  for (const auto& [kind, c] : s.counts) {
+  for (const auto& [kind, c] : counts) {
     long long n = 0;
     t << "| " << kind << " |";
     for (int k = 0; k < kNumOutcomes; ++k) {
@@ -169,6 +179,8 @@ std::string table(const State& s) {
   return t.str();
 }
 
+std::string tables(const State& s) { return table(s.counts, "kind") + "\n" + table(s.by_class, "mutation class"); }
+
 void save_state(const Options& o, const State& s) {
   const fs::path path = fs::path(o.out) / "state.txt", tmp = fs::path(o.out) / "state.txt.tmp";
   {
@@ -179,9 +191,14 @@ void save_state(const Options& o, const State& s) {
       for (long long v : c) out << ' ' << v;
       out << '\n';
     }
+    for (const auto& [cls, c] : s.by_class) {
+      out << "class " << std::quoted(cls);
+      for (long long v : c) out << ' ' << v;
+      out << '\n';
+    }
   }
   fs::rename(tmp, path);
-  std::ofstream(fs::path(o.out) / "table.md") << table(s);
+  std::ofstream(fs::path(o.out) / "table.md") << tables(s);
 }
 
 bool load_state(const Options& o, State& s) {
@@ -197,6 +214,11 @@ bool load_state(const Options& o, State& s) {
       std::string kind;
       in >> kind;
       for (long long& v : s.counts[kind]) in >> v;
+    }
+    if (word == "class") {
+      std::string cls;
+      in >> std::quoted(cls);
+      for (long long& v : s.by_class[cls]) in >> v;
     }
   }
   if (seed != o.seed) throw std::runtime_error("--resume: the saved run used --seed " + std::to_string(seed));
@@ -220,14 +242,22 @@ Options parse(int argc, char** argv) {
       }
       return n;
     };
-    if (a == "--out") o.out = value();
-    else if (a == "--source") o.source = value();
-    else if (a == "--inputs") o.inputs = number(1, 1000000000);
-    else if (a == "--seed") o.seed = number(0, 1LL << 62);
-    else if (a == "--batch") o.batch = number(1, 1000000);
-    else if (a == "--timeout-ms") o.timeout_ms = number(1, 600000);
-    else if (a == "--resume") o.resume = true;
-    else throw std::invalid_argument("unknown option " + a);
+    if (a == "--out")
+      o.out = value();
+    else if (a == "--source")
+      o.source = value();
+    else if (a == "--inputs")
+      o.inputs = number(1, 1000000000);
+    else if (a == "--seed")
+      o.seed = number(0, 1LL << 62);
+    else if (a == "--batch")
+      o.batch = number(1, 1000000);
+    else if (a == "--timeout-ms")
+      o.timeout_ms = number(1, 600000);
+    else if (a == "--resume")
+      o.resume = true;
+    else
+      throw std::invalid_argument("unknown option " + a);
   }
   if (o.out.empty()) throw std::invalid_argument("--out: required");
   return o;
@@ -255,7 +285,7 @@ int run(const Options& o) {
     std::cerr << "\r" << s.next << " / " << o.inputs << " inputs" << std::flush;
   }
   std::cerr << "\n";
-  std::cout << table(s);
+  std::cout << tables(s);
   long long bad = 0;
   for (const auto& [kind, c] : s.counts) bad += c[kCrash] + c[kHang] + c[kWrong] + c[kPartial];
   return bad == 0 ? 0 : 1;

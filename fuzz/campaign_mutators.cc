@@ -1,8 +1,8 @@
 #include "fuzz/campaign_mutators.h"
 
 #include <algorithm>
-#include <cctype>
 #include <array>
+#include <cctype>
 #include <optional>
 #include <vector>
 
@@ -44,8 +44,8 @@ std::vector<std::size_t> content_lines(const std::vector<std::string>& lines, st
 // ---- random: any bytes may follow ---------------------------------------------------------
 
 // Entry 6 stands for a NUL byte.
-constexpr std::array<const char*, 14> kTokens = {"-1", "1e999", "nan", "\"", ",", "\r", "",
-                                                 "{", "]", "99999999999999999999999", "\n", "\xff", " ", "0x10"};
+constexpr std::array<const char*, 14> kTokens = {
+    "-1", "1e999", "nan", "\"", ",", "\r", "", "{", "]", "99999999999999999999999", "\n", "\xff", " ", "0x10"};
 
 Mutation random_mutation(const std::string& seed, Rng& rng) {
   std::string b = seed;
@@ -171,9 +171,9 @@ std::optional<Mutation> invalid_json(const std::string& seed, Rng& rng) {
 }
 
 std::optional<Mutation> invalid_lines(const InputKind& kind, const std::string& seed, Rng& rng) {
-  static const std::array<const char*, 6> kBadOptions = {"frobnicate 1",           "num-blocks abc",
-                                                         "gpu-memory-utilization nan", "request-rate -5",
-                                                         "block-size 0",           "host-cache-bytes 1.5"};
+  static const std::array<const char*, 6> kBadOptions = {
+      "frobnicate 1",    "num-blocks abc", "gpu-memory-utilization nan",
+      "request-rate -5", "block-size 0",   "host-cache-bytes 1.5"};
   std::string b = seed;
   if (!b.empty() && b.back() != '\n') b += '\n';
   if (kind.name == "ops") return Mutation{MutationClass::kInvalidating, "ops-unknown-command", b + "frobnicate 1\n"};
@@ -182,8 +182,8 @@ std::optional<Mutation> invalid_lines(const InputKind& kind, const std::string& 
 }
 
 std::optional<Mutation> invalid_word(const InputKind& kind, Rng& rng) {
-  static const std::array<const char*, 11> kBadBytes = {"1.5", "-1G",  "0x10", "1e3K", "nan", "inf",
-                                                        "",    "G",    "1.5.5G", "99999999999999999999", "1 G"};
+  static const std::array<const char*, 11> kBadBytes = {
+      "1.5", "-1G", "0x10", "1e3K", "nan", "inf", "", "G", "1.5.5G", "99999999999999999999", "1 G"};
   static const std::array<const char*, 9> kBadTokens = {"1.5", "-1k", "0x10", "nan", "inf", "", "k", "1e400", "1 k"};
   if (kind.name == "byte_size") {
     return Mutation{MutationClass::kInvalidating, "size-malformed", kBadBytes[pick(rng, kBadBytes.size())]};
@@ -222,9 +222,9 @@ std::optional<Mutation> neutral(const InputKind& kind, const std::string& seed, 
       return Mutation{MutationClass::kNeutral, "json-outer-whitespace", " \n\t" + seed + "\n  \n"};
     case Syntax::kLines:
       if (kind.name != "ops") return std::nullopt;
-      return Mutation{MutationClass::kNeutral, "ops-trailing-comment",
-                      seed + (seed.empty() || seed.back() == '\n' ? "" : "\n") + "# end" + std::string(pick(rng, 3), ' ') +
-                          "\n"};
+      return Mutation{
+          MutationClass::kNeutral, "ops-trailing-comment",
+          seed + (seed.empty() || seed.back() == '\n' ? "" : "\n") + "# end" + std::string(pick(rng, 3), ' ') + "\n"};
     case Syntax::kWord:
       break;
   }
