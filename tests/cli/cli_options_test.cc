@@ -20,16 +20,7 @@ bool has(const std::string& text, const std::string& part) { return text.find(pa
 
 class CliOptionsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kvsim_cli_options_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    trace_ = (dir_ / "t.kvtrace").string();
-    kv::test::KvsimRun g = run(
-        "gen prefix --num-prompts 2 --prefix-len 64 --suffix-len 16 --repeat 3 --output-len 4 --seed 3 -o " + trace_);
-    ASSERT_EQ(g.status, 0) << g.output();
-  }
+  void SetUp() override { kv::test::make_scratch_trace(KVSIM_BIN, "kvsim_cli_options", dir_, trace_); }
   void TearDown() override { fs::remove_all(dir_); }
   std::string replay_args() const { return "replay --trace " + trace_ + " --model tiny --num-blocks 64 "; }
   fs::path dir_;

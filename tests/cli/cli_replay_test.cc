@@ -19,16 +19,7 @@ kv::test::KvsimRun run(const std::string& args) { return kv::test::run_kvsim(KVS
 
 class CliReplayTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("kvsim_cli_replay_" + std::to_string(::getpid()) + "_" +
-                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    trace_ = (dir_ / "t.kvtrace").string();
-    kv::test::KvsimRun g = run(
-        "gen prefix --num-prompts 2 --prefix-len 64 --suffix-len 16 --repeat 3 --output-len 4 --seed 3 -o " + trace_);
-    ASSERT_EQ(g.status, 0) << g.output();
-  }
+  void SetUp() override { kv::test::make_scratch_trace(KVSIM_BIN, "kvsim_cli_replay", dir_, trace_); }
   void TearDown() override { fs::remove_all(dir_); }
   std::string small_args() const { return "--trace " + trace_ + " --model tiny --num-blocks 64 --verify full "; }
   fs::path dir_;
