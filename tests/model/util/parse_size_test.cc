@@ -48,8 +48,8 @@ TEST(ParseTokenCount, PlainExponentAndSuffixes) {
   EXPECT_EQ(parse_token_count("2.5k"), 2500);
   EXPECT_EQ(parse_token_count("3M"), 3'000'000);
   EXPECT_EQ(parse_token_count("1G"), 1'000'000'000);
-  EXPECT_FALSE(parse_token_count("1.6"));       // no suffix: a fraction of a token is no count
-  EXPECT_EQ(parse_token_count("1.5e1"), 15);     // whole
+  EXPECT_FALSE(parse_token_count("1.6"));         // no suffix: a fraction of a token is no count
+  EXPECT_EQ(parse_token_count("1.5e1"), 15);      // whole
   EXPECT_EQ(parse_token_count("1.2345k"), 1235);  // with a suffix: rounded to the nearest token
 }
 
