@@ -102,24 +102,13 @@ StatusOr<ConvertStats> convert_azure(const std::string& input, const ConvertOpti
   if (Status s = find_csv_columns<3>(input, *csv, {"TIMESTAMP", "ContextTokens", "GeneratedTokens"}, at); !s.ok()) {
     return s;
   }
-  ConvertStats stats;
   std::int64_t first_us = 0, prev_us = 0;
-  CsvRow cells;
-  for (std::int64_t row = 0;; ++row) {
-    const StatusOr<bool> got = csv->next(cells);
-    if (!got.ok()) return got.status();
-    if (!*got) break;
-    const std::string where = input + ": line " + std::to_string(cells.line) + ": ";
-    StatusOr<std::optional<TraceRequest>> r = azure_row(where, cells, at, o.seed, row, &first_us, &prev_us);
-    if (!r.ok()) return r.status();
-    if (!*r) {
-      ++stats.skipped;
-      continue;
-    }
-    if (Status s = writer.write(**r); !s.ok()) return s.with_context(where);
-    if (++stats.requests == o.max_requests) break;
-  }
-  return stats;
+  return convert_csv_rows(input, *csv, o.max_requests, writer,
+                          [&](const std::string& where, const CsvRow& cells, std::int64_t row, ConvertStats& stats) {
+                            auto r = azure_row(where, cells, at, o.seed, row, &first_us, &prev_us);
+                            if (r.ok() && !*r) ++stats.skipped;
+                            return r;
+                          });
 }
 
 }  // namespace kv::trace

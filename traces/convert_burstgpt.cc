@@ -88,22 +88,12 @@ StatusOr<ConvertStats> convert_burstgpt(const std::string& input, const ConvertO
   if (!csv.ok()) return csv.status();
   const StatusOr<BurstGptColumns> at = burstgpt_columns(input, *csv);
   if (!at.ok()) return at.status();
-  ConvertStats stats;
   double first_ts = 0;
   std::int64_t prev_us = 0;
-  CsvRow cells;
-  for (std::int64_t row = 0;; ++row) {
-    const StatusOr<bool> got = csv->next(cells);
-    if (!got.ok()) return got.status();
-    if (!*got) break;
-    const std::string where = input + ": line " + std::to_string(cells.line) + ": ";
-    StatusOr<std::optional<TraceRequest>> r = burstgpt_row(where, cells, *at, o, row, &first_ts, &prev_us, stats);
-    if (!r.ok()) return r.status();
-    if (!*r) continue;
-    if (Status s = writer.write(**r); !s.ok()) return s.with_context(where);
-    if (++stats.requests == o.max_requests) break;
-  }
-  return stats;
+  return convert_csv_rows(input, *csv, o.max_requests, writer,
+                          [&](const std::string& where, const CsvRow& cells, std::int64_t row, ConvertStats& stats) {
+                            return burstgpt_row(where, cells, *at, o, row, &first_ts, &prev_us, stats);
+                          });
 }
 
 }  // namespace kv::trace

@@ -16,6 +16,8 @@
 #include "model/util/parse_number.h"
 #include "model/util/status.h"
 #include "traces/block_tokens.h"
+#include "traces/converters.h"
+#include "traces/trace_io.h"
 
 namespace kv::trace {
 
@@ -64,6 +66,28 @@ Status find_csv_columns(const std::string& input, const CsvReader& csv, const st
     out[i] = *c;
   }
   return Status();
+}
+
+// Writes the request of every data row of `csv` to `writer`, in order, until `max_requests`
+// (0: all): row_fn(where, cells, row, stats) gives it, or nullopt for a row it skips (and counts
+// in stats when the format says so). `where` is "INPUT: line N: ".
+template <typename RowFn>
+StatusOr<ConvertStats> convert_csv_rows(const std::string& input, CsvReader& csv, std::int64_t max_requests,
+                                        TraceWriter& writer, RowFn&& row_fn) {
+  ConvertStats stats;
+  CsvRow cells;
+  for (std::int64_t row = 0;; ++row) {
+    const StatusOr<bool> got = csv.next(cells);
+    if (!got.ok()) return got.status();
+    if (!*got) break;
+    const std::string where = input + ": line " + std::to_string(cells.line) + ": ";
+    StatusOr<std::optional<TraceRequest>> r = row_fn(where, cells, row, stats);
+    if (!r.ok()) return r.status();
+    if (!*r) continue;
+    if (Status s = writer.write(**r); !s.ok()) return s.with_context(where);
+    if (++stats.requests == max_requests) break;
+  }
+  return stats;
 }
 
 }  // namespace kv::trace
