@@ -17,6 +17,12 @@ const std::vector<std::pair<std::int64_t, std::int64_t>>& LatencyCounts::sorted(
   return sorted_;
 }
 
+void LatencyCounts::merge(const LatencyCounts& other) {
+  for (const auto& [value, n] : other.sorted()) counts_[value] += n;
+  count_ += other.count_;
+  dirty_ = dirty_ || other.count_ > 0;
+}
+
 std::int64_t LatencyCounts::value_at(std::int64_t i) const {
   KV_CHECK(i >= 0 && i < count_, "sample " << i << " of " << count_);
   sorted();

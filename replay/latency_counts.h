@@ -23,6 +23,8 @@ class LatencyCounts {
     ++count_;
     dirty_ = true;
   }
+  // Adds every sample of `other` (a fleet's engines into the fleet).
+  void merge(const LatencyCounts& other);
   std::int64_t count() const { return count_; }
   // (value, count), increasing values.
   const std::vector<std::pair<std::int64_t, std::int64_t>>& sorted() const;

@@ -1,35 +1,24 @@
 #include "replay/replayer.h"
 
 #include <algorithm>
-#include <cmath>
 #include <map>
 
 #include "model/util/check.h"
-#include "model/util/percentile.h"
 #include "traces/trace.h"
 
 namespace kv::replay {
 
-// Everything one run() accumulates; the Replayer's methods advance it step by step.
+// Everything one run accumulates; the Replayer's methods advance it step by step.
 struct Replayer::Run {
   ReplaySummary sum;
   std::int64_t now_ns = 0;
-  std::map<RequestId, RequestMetrics> live;   // ordered: deterministic
-  std::vector<std::int64_t> ttft, tpot, e2e;  // microseconds, one per request
-  LatencyCounts itl;                          // microseconds, one per output token after the first: kept as counts
-  std::vector<double> tpot_ms;                // vLLM's per-request TPOT
-  std::vector<std::pair<std::int64_t, std::int64_t>> arrival_ttft;  // for the overload verdict
-  // By second of the clock; sparse, so a trace with years between arrivals costs nothing.
-  std::map<std::int64_t, std::int64_t> tokens_per_second;
-  // Requests live in a second: +1 at a request's first second, -1 after its last (the running
-  // sum over seconds is the count), so a long request costs two entries, not one per second.
-  std::map<std::int64_t, std::int64_t> live_changes;
-
-  static void bump(std::map<std::int64_t, std::int64_t>& v, std::int64_t second) {
-    ++v[std::max<std::int64_t>(second, 0)];
-  }
+  std::map<RequestId, RequestMetrics> live;  // ordered: deterministic
+  LatencyRecord latency;
   RequestSpec pending;
   bool have_pending = false, source_done = false;
+  bool stopped = false;  // a verification failure ended the run
+  bool stalled = false;  // an open source's engine waits for its next request
+  std::string stall_reason;
   std::int64_t last_arrival_us = 0;
   std::int64_t measured_total = 0;
   bool any_measured = false;
@@ -39,17 +28,6 @@ struct Replayer::Run {
 };
 
 namespace {
-
-LatencyPercentiles summarize(std::vector<std::int64_t> v) {
-  std::sort(v.begin(), v.end());
-  LatencyPercentiles p;
-  p.count = static_cast<std::int64_t>(v.size());
-  p.p50 = std::llround(percentile_of_sorted(v, 50));
-  p.p90 = std::llround(percentile_of_sorted(v, 90));
-  p.p99 = std::llround(percentile_of_sorted(v, 99));
-  p.max = v.empty() ? 0 : v.back();
-  return p;
-}
 
 double ratio(std::int64_t num, std::int64_t den) {
   return den > 0 ? static_cast<double>(num) / static_cast<double>(den) : 0.0;
@@ -94,22 +72,7 @@ void Replayer::request_done(Run& r, const RequestMetrics& m) {
   r.sum.admitted_prompt_tokens += m.prompt_tokens;
   r.sum.admitted_hit_tokens += std::max<std::int64_t>(m.cached_tokens, 0);
   r.sum.admitted_tier_tokens += m.tier_tokens;
-  if (m.first_token_us >= 0) {
-    r.ttft.push_back(m.first_token_us - m.arrival_us);
-    r.arrival_ttft.emplace_back(m.arrival_us, m.first_token_us - m.arrival_us);
-  }
-  if (m.output_tokens > 1) r.tpot.push_back((m.finish_us - m.first_token_us) / (m.output_tokens - 1));
-  r.e2e.push_back(m.finish_us - m.arrival_us);
-  const double ttft_ms = static_cast<double>(m.first_token_us - m.arrival_us) / 1000.0;
-  const double e2el_ms = static_cast<double>(m.finish_us - m.arrival_us) / 1000.0;
-  const double tpot_ms = m.output_tokens > 1 ? (e2el_ms - ttft_ms) / static_cast<double>(m.output_tokens - 1) : 0.0;
-  if (m.output_tokens > 1) r.tpot_ms.push_back(tpot_ms);
-  if (options_.goodput.enabled() && options_.goodput.met(ttft_ms, tpot_ms, e2el_ms)) ++r.sum.serving.good;
-  const std::int64_t first_sec = m.arrival_us / 1000000, last_sec = m.finish_us / 1000000;
-  if (first_sec >= 0 && last_sec >= first_sec) {
-    ++r.live_changes[first_sec];
-    --r.live_changes[last_sec + 1];
-  }
+  r.latency.add_request(m, options_.goodput);
 }
 
 // Admits every arrival the clock has reached, in source order.
@@ -223,8 +186,8 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
     if (ev.output_index == 0)
       m.first_token_us = now_us;
     else if (!speculating || now_us != m.last_token_us)  // tokens of one step: one chunk, one ITL (vLLM's)
-      r.itl.add(now_us - m.last_token_us);
-    Run::bump(r.tokens_per_second, now_us / 1000000);
+      r.latency.add_itl(now_us - m.last_token_us);
+    r.latency.add_token(now_us);
     m.last_token_us = now_us;
     m.output_tokens = ev.output_index + 1;
     if (!ev.finished) continue;
@@ -277,49 +240,12 @@ void Replayer::finish(Run& r) {
   }
   sum.sim_time_us = r.now_ns / 1000;
   sum.measured_total_ns = r.any_measured ? r.measured_total : -1;
-  sum.ttft_us = summarize(r.ttft);
-  sum.tpot_us = summarize(r.tpot);
-  sum.e2e_us = summarize(r.e2e);
-  serving_metrics(r);
-  sum.overload = judge_overload(r.arrival_ttft, options_.overload_ttft_ms);
+  r.latency.summarize(sum, {options_.metric_percentiles, options_.goodput, options_.overload_ttft_ms});
   sum.digest = log_.digest_hex();
   for (std::size_t g = 0; g < sum.groups.size(); ++g) {
     if (sum.steps > 0) sum.groups[g].mean_blocks_in_use /= static_cast<double>(sum.steps);
     sum.groups[g].hit_tokens = scheduler_.kv_cache().hit_tokens_per_group()[g];
   }
-}
-
-void Replayer::serving_metrics(Run& r) {
-  ServingMetrics& s = r.sum.serving;
-  const auto ms = [](const std::vector<std::int64_t>& us) {
-    std::vector<double> out;
-    out.reserve(us.size());
-    for (std::int64_t v : us) out.push_back(static_cast<double>(v) / 1000.0);
-    return out;
-  };
-  const std::vector<double>& p = options_.metric_percentiles;
-  s.completed = r.sum.requests_finished;
-  s.failed = r.sum.requests_rejected;
-  s.duration_s = static_cast<double>(r.sum.sim_time_us) / 1e6;
-  s.total_input_tokens = r.sum.prompt_tokens;
-  s.total_output_tokens = r.sum.output_tokens;
-  const double d = s.duration_s > 0 ? s.duration_s : 1;
-  s.request_throughput = static_cast<double>(s.completed) / d;
-  s.output_throughput = static_cast<double>(s.total_output_tokens) / d;
-  s.total_token_throughput = static_cast<double>(s.total_input_tokens + s.total_output_tokens) / d;
-  s.request_goodput = options_.goodput.enabled() ? static_cast<double>(s.good) / d : -1;
-  for (const auto& [sec, n] : r.tokens_per_second) {
-    s.max_output_tokens_per_s = std::max(s.max_output_tokens_per_s, static_cast<double>(n));
-  }
-  std::int64_t live = 0;
-  for (const auto& [sec, change] : r.live_changes) {
-    live += change;
-    s.max_concurrent_requests = std::max(s.max_concurrent_requests, live);
-  }
-  s.ttft_ms = latency_stats(ms(r.ttft), p);
-  s.tpot_ms = latency_stats(r.tpot_ms, p);
-  s.itl_ms = latency_stats(r.itl, p);
-  s.e2el_ms = latency_stats(ms(r.e2e), p);
 }
 
 Status Replayer::publish_events(const Run& r, std::int64_t step) {
@@ -329,57 +255,104 @@ Status Replayer::publish_events(const Run& r, std::int64_t step) {
   return event_sink_->publish(step, static_cast<double>(r.now_ns) / 1e9, events);
 }
 
-StatusOr<ReplaySummary> Replayer::run() {
-  Run r;
+Status Replayer::begin() {
+  run_ = std::make_unique<Run>();
+  Run& r = *run_;
   if (const SpeculativeConfig& spec = scheduler_.config().speculative; spec.enabled()) {
     r.sum.spec.num_speculative_tokens = spec.num_speculative_tokens;
     r.sum.spec.accepted_per_position.assign(static_cast<std::size_t>(spec.num_speculative_tokens), 0);
   }
-  if (Status s = pull_next(r); !s.ok()) return s;
   r.evictions_before = scheduler_.kv_cache().pool().num_evictions();
-  while (true) {
-    if (Status s = admit_arrivals(r); !s.ok()) return s;
-    if (!scheduler_.has_unfinished()) {
-      if (!r.have_pending) break;
-      r.now_ns = std::max(r.now_ns, r.pending_arrival_ns());  // idle: jump to the next arrival
-      continue;
-    }
-    if (options_.max_steps > 0 && r.sum.steps >= options_.max_steps) {
-      return Status::error("stopped after --max-steps " + std::to_string(options_.max_steps) +
-                           " steps with requests unfinished");
-    }
-    StepPlan plan = scheduler_.schedule();
-    if (plan.requests.empty() && plan.preempted.empty()) {
-      if (!r.have_pending) {
-        return Status::error("no request can be scheduled at step " + std::to_string(plan.step) + ": " +
-                             std::to_string(scheduler_.num_waiting()) + " waiting, " +
-                             std::to_string(scheduler_.num_running()) +
-                             " running; the KV pool or token budget is too small for the head request");
-      }
-      r.now_ns = std::max(r.now_ns, r.pending_arrival_ns());
-      if (plan.finished.empty()) continue;  // else the plan's finished list must reach the device
-    }
-    note_first_schedule(r, plan);
-    bool stop = false;
-    StepRecord rec = execute(r, plan, &stop);
-    if (Status s = publish_events(r, plan.step); !s.ok()) return s;
-    if (stop) break;
-    if (options_.check_invariants_every_step) {
-      std::string why;
-      KV_CHECK(scheduler_.check_invariants(&why), "after step " << plan.step << ": " << why);
-    }
-    ++r.sum.steps;
-    rec.running = static_cast<int>(scheduler_.num_running());
-    rec.waiting = static_cast<int>(scheduler_.num_waiting());
-    rec.kv_usage = scheduler_.kv_cache().usage();
-    rec.free_blocks = static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks());
-    if (scheduler_.kv_cache().tables_per_group()) [[unlikely]]
-      record_groups(r, rec);
-    if (on_step) on_step(rec);
+  return pull_next(r);
+}
+
+std::optional<std::int64_t> Replayer::next_time_ns() const {
+  const Run& r = *run_;
+  if (r.stopped || r.stalled) return std::nullopt;
+  if (scheduler_.has_unfinished()) return r.now_ns;
+  if (r.have_pending) return std::max(r.now_ns, r.pending_arrival_ns());
+  return std::nullopt;
+}
+
+std::int64_t Replayer::now_ns() const { return run_->now_ns; }
+Status Replayer::stall_status() const { return run_->stalled ? Status::error(run_->stall_reason) : Status(); }
+const LatencyRecord& Replayer::latency_record() const { return run_->latency; }
+
+Status Replayer::source_grew() {
+  Run& r = *run_;
+  if (r.have_pending) return {};  // it is read when the pending one is admitted
+  r.source_done = false;
+  if (Status s = pull_next(r); !s.ok()) return s;
+  if (r.stalled && r.have_pending) {  // as a lone engine jumps to its next arrival
+    r.stalled = false;
+    r.now_ns = std::max(r.now_ns, r.pending_arrival_ns());
   }
+  return {};
+}
+
+// Nothing can be scheduled: wait for the next arrival, or fail when none can come.
+Status Replayer::no_progress(Run& r, const StepPlan& plan) {
+  if (r.have_pending) {
+    r.now_ns = std::max(r.now_ns, r.pending_arrival_ns());
+    return {};
+  }
+  std::string why = "no request can be scheduled at step " + std::to_string(plan.step) + ": " +
+                    std::to_string(scheduler_.num_waiting()) + " waiting, " + std::to_string(scheduler_.num_running()) +
+                    " running; the KV pool or token budget is too small for the head request";
+  if (!source_open_) return Status::error(why);
+  r.stalled = true;
+  r.stall_reason = std::move(why);
+  return {};
+}
+
+Status Replayer::advance() {
+  Run& r = *run_;
+  if (Status s = admit_arrivals(r); !s.ok()) return s;
+  if (!scheduler_.has_unfinished()) {
+    if (r.have_pending) r.now_ns = std::max(r.now_ns, r.pending_arrival_ns());  // idle: jump to it
+    return {};
+  }
+  if (options_.max_steps > 0 && r.sum.steps >= options_.max_steps) {
+    return Status::error("stopped after --max-steps " + std::to_string(options_.max_steps) +
+                         " steps with requests unfinished");
+  }
+  StepPlan plan = scheduler_.schedule();
+  if (plan.requests.empty() && plan.preempted.empty()) {
+    if (Status s = no_progress(r, plan); !s.ok()) return s;
+    if (plan.finished.empty()) return {};  // else the plan's finished list must reach the device
+  }
+  note_first_schedule(r, plan);
+  StepRecord rec = execute(r, plan, &r.stopped);
+  if (Status s = publish_events(r, plan.step); !s.ok()) return s;
+  if (r.stopped) return {};
+  if (options_.check_invariants_every_step) {
+    std::string why;
+    KV_CHECK(scheduler_.check_invariants(&why), "after step " << plan.step << ": " << why);
+  }
+  ++r.sum.steps;
+  rec.running = static_cast<int>(scheduler_.num_running());
+  rec.waiting = static_cast<int>(scheduler_.num_waiting());
+  rec.kv_usage = scheduler_.kv_cache().usage();
+  rec.free_blocks = static_cast<std::int64_t>(scheduler_.kv_cache().num_free_blocks());
+  if (scheduler_.kv_cache().tables_per_group()) [[unlikely]]
+    record_groups(r, rec);
+  if (on_step) on_step(rec);
+  return {};
+}
+
+StatusOr<ReplaySummary> Replayer::end() {
+  Run& r = *run_;
   if (Status s = publish_events(r, r.sum.steps); !s.ok()) return s;
   finish(r);
   return r.sum;
+}
+
+StatusOr<ReplaySummary> Replayer::run() {
+  if (Status s = begin(); !s.ok()) return s;
+  while (next_time_ns().has_value()) {
+    if (Status s = advance(); !s.ok()) return s;
+  }
+  return end();
 }
 
 }  // namespace kv::replay

@@ -14,10 +14,14 @@
 //      error if no request can make progress (never a hang).
 //   4. With an event sink, the manager's KV events are drained after every step (and once at
 //      the end) and published in order, stamped with the clock; the sink never feeds back.
+//   5. run() is begin(), advance() while next_time_ns() has a value, then end(): a caller that
+//      drives those steps itself (a fleet, replay/fleet_replay.h) gets the same decisions.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,50 +32,11 @@
 #include "model/util/status.h"
 #include "replay/decision_log.h"
 #include "replay/kv_event_sink.h"
+#include "replay/latency_record.h"
+#include "replay/replay_summary.h"
 #include "replay/serving_metrics.h"
 
 namespace kv::replay {
-
-struct RequestMetrics {
-  RequestId id;
-  std::int64_t arrival_us = 0;
-  std::int64_t first_token_us = -1;
-  std::int64_t last_token_us = -1;
-  std::int64_t finish_us = -1;
-  std::int64_t prompt_tokens = 0;
-  std::int64_t output_tokens = 0;
-  std::int64_t cached_tokens = 0;  // prefix-cache hits at first scheduling
-  std::int64_t tier_tokens = 0;    // second-tier hits at first scheduling (docs/tiers.md)
-  int preemptions = 0;
-  std::string status;  // finished_length, finished_max_model_len, rejected, ...
-  std::string reject_reason;
-};
-
-struct StepRecord {
-  std::int64_t step = 0;
-  std::int64_t start_us = 0;
-  std::int64_t duration_ns = 0;
-  std::int64_t measured_ns = -1;
-  std::int64_t predicted_ns = 0;
-  int num_requests = 0;
-  std::int64_t prefill_tokens = 0;  // tokens of requests still in their prompt
-  std::int64_t decode_tokens = 0;
-  std::int64_t cached_tokens = 0;  // prefix-cache hit tokens of newly scheduled requests
-  int running = 0, waiting = 0, preempted = 0, finished = 0;
-  double kv_usage = 0;
-  std::int64_t free_blocks = 0;
-  std::int64_t evictions_total = 0;
-  DeviceCounters counters;
-  std::vector<std::int64_t> group_blocks_in_use;  // hybrid only: real blocks held, per group
-};
-
-// One KV-cache group's figures over a hybrid run (summaries of one-group runs have none).
-struct GroupFigures {
-  std::string spec;                     // describe(KvCacheSpec): "full", "sliding_window(128)"
-  std::int64_t peak_blocks_in_use = 0;  // real blocks the running requests held, after a step
-  double mean_blocks_in_use = 0;        // the same, averaged over steps
-  std::int64_t hit_tokens = 0;          // real hit blocks reused * block size
-};
 
 struct ReplayOptions {
   enum class Clock { kVirtual, kWall };
@@ -88,61 +53,6 @@ struct ReplayOptions {
   // Encoder-decoder models: the encoder input every request brings (Whisper: its
   // max_source_positions, 1500, as vLLM pads every audio input to 30 s); 0: no encoder.
   std::int64_t encoder_tokens_per_request = 0;
-};
-
-// Speculative decoding, vLLM's spec-decoding metrics (SpecDecodingStats) over the run: drafts
-// (one per request and step that verified drafts), draft tokens verified (padding included),
-// accepted tokens, and per draft position how many were accepted.
-struct SpecDecodingFigures {
-  int num_speculative_tokens = 0;  // K; 0: speculation off (no figure is reported)
-  std::int64_t num_drafts = 0, num_draft_tokens = 0, num_accepted_tokens = 0;
-  std::vector<std::int64_t> accepted_per_position;  // K entries
-  double acceptance_rate() const {                  // accepted / draft tokens
-    return num_draft_tokens > 0 ? static_cast<double>(num_accepted_tokens) / static_cast<double>(num_draft_tokens) : 0;
-  }
-  double mean_acceptance_length() const {  // 1 + accepted / drafts (vLLM's)
-    return 1 + (num_drafts > 0 ? static_cast<double>(num_accepted_tokens) / static_cast<double>(num_drafts) : 0);
-  }
-  double position_rate(std::size_t i) const {  // accepted at position i / drafts
-    return num_drafts > 0 ? static_cast<double>(accepted_per_position[i]) / static_cast<double>(num_drafts) : 0;
-  }
-};
-
-// Percentiles in microseconds, model/util/percentile.h's definition, rounded to the microsecond.
-struct LatencyPercentiles {
-  std::int64_t p50 = 0, p90 = 0, p99 = 0, max = 0, count = 0;
-};
-
-struct ReplaySummary {
-  std::int64_t requests_total = 0, requests_finished = 0, requests_rejected = 0;
-  std::int64_t prompt_tokens = 0, output_tokens = 0;
-  std::int64_t steps = 0, preemptions = 0, recomputed_tokens = 0, evictions = 0;
-  // Encoder-decoder models: each request's encoder input positions, and those run over the
-  // replay (one per admission, resumptions after a preemption included); 0 otherwise.
-  std::int64_t encoder_tokens_per_request = 0, encoder_tokens = 0;
-  PrefixCacheStats cache;
-  double hit_rate = 0;  // vLLM's counter: hits / queries over every lookup
-                        // (a waiting head is looked up at every attempt)
-  // Per request, counted once: prefix-cache hit tokens when first scheduled over prompt tokens.
-  std::int64_t admitted_prompt_tokens = 0, admitted_hit_tokens = 0;
-  double request_hit_rate = 0;
-  std::int64_t sim_time_us = 0;        // clock at the end
-  std::int64_t measured_total_ns = 0;  // sum of measured step times (-1 if none measured)
-  std::int64_t prompt_tokens_computed = 0;
-  LatencyPercentiles ttft_us, tpot_us, e2e_us;
-  ServingMetrics serving;  // vllm bench serve's figures (replay/serving_metrics.h)
-  OverloadVerdict overload;
-  std::vector<std::string> violations;
-  std::string digest;
-  std::vector<GroupFigures> groups;  // hybrid runs only, in group order
-  // Second KV-cache tiers (docs/tiers.md); empty without --host-cache-bytes.
-  std::vector<TierFigures> tiers;         // host, then disk
-  std::int64_t admitted_tier_tokens = 0;  // per request once: tier hits when first scheduled
-  double tier_hit_rate = 0;               // admitted_tier_tokens / admitted_prompt_tokens
-  double combined_hit_rate = 0;           // (admitted hit + tier tokens) / admitted prompt tokens
-  std::int64_t tier_load_ns = 0;          // copy time of every load
-  std::int64_t tier_stall_ns = 0;         // what loads and saves added to the steps' durations
-  SpecDecodingFigures spec;               // speculative decoding; K == 0 without it
 };
 
 class Replayer {
@@ -162,21 +72,42 @@ class Replayer {
   void set_event_sink(KvEventSink* sink) { event_sink_ = sink; }
 
   StatusOr<ReplaySummary> run();
+
+  // The same run, one loop iteration at a time (invariant 5).
+  Status begin();
+  // When this engine acts next: its clock while it has requests to schedule, the next arrival's
+  // time while idle; none when it has nothing to do (done, or waiting for its source to grow).
+  std::optional<std::int64_t> next_time_ns() const;
+  // One iteration: admits the arrivals the clock has reached, then runs one step (or, idle,
+  // jumps the clock to the next arrival). Call only while next_time_ns() has a value.
+  Status advance();
+  StatusOr<ReplaySummary> end();
+  std::int64_t now_ns() const;
+  // Keeps the run open when the source reports its end: it may grow later (a fleet engine's
+  // queue). An engine with requests none of which can be scheduled then waits for the next
+  // one instead of failing (stalled()); source_grew() hands it the new arrival.
+  void keep_source_open() { source_open_ = true; }
+  Status source_grew();
+  // While stalled: the error a lone engine would have stopped with; else ok.
+  Status stall_status() const;
+  // The client-side record of the requests that ended (a fleet merges its engines').
+  const LatencyRecord& latency_record() const;
+
   const DecisionLog& log() const { return log_; }
   // Every decision-log line, as it is recorded (streaming it to a file); may be empty.
   void set_decision_sink(std::function<void(std::string_view)> sink) { log_.set_line_sink(std::move(sink)); }
 
  private:
-  struct Run;  // the state of one run() (replay/replayer.cc)
+  struct Run;  // the state of one run (replay/replayer.cc)
 
   Status pull_next(Run& r);
   Status admit_arrivals(Run& r);
   void request_done(Run& r, const RequestMetrics& m);
+  Status no_progress(Run& r, const StepPlan& plan);
   void note_first_schedule(Run& r, const StepPlan& plan);
   StepRecord execute(Run& r, const StepPlan& plan, bool* stop);
   void apply_tokens(Run& r, const StepPlan& plan, const StepResult& result, StepRecord& rec);
   void finish(Run& r);
-  void serving_metrics(Run& r);
   Status publish_events(const Run& r, std::int64_t step);
   void record_groups(Run& r, StepRecord& rec);
 
@@ -187,6 +118,8 @@ class Replayer {
   StepTimePredictor* predictor_;
   DecisionLog log_;
   KvEventSink* event_sink_ = nullptr;
+  bool source_open_ = false;
+  std::unique_ptr<Run> run_;
 };
 
 }  // namespace kv::replay
