@@ -30,6 +30,7 @@ struct Command {
 int run_ops(int argc, char** argv);
 int run_scenario(int argc, char** argv);
 int run_replay(int argc, char** argv);
+int run_fleet(int argc, char** argv);
 int run_gen(int argc, char** argv);
 int run_convert(int argc, char** argv);
 int run_tokenize(int argc, char** argv);

@@ -21,6 +21,7 @@ const Command kCommands[] = {
     {"scenario", "check kvsim against scenario files recorded from vLLM (scheduler, KV-cache groups)",
      kv::cli::run_scenario},
     {"replay", "replay a trace through the scheduler on a device (sim or gpu); the main job", kv::cli::run_replay},
+    {"fleet", "replay a trace through N engines behind a KV-aware router (docs/fleet.md)", kv::cli::run_fleet},
     {"gen", "write a seeded synthetic trace (sharegpt multi-turn chat, prefix benchmark)", kv::cli::run_gen},
     {"convert", "convert a ShareGPT, Mooncake, Azure, BurstGPT or pre-tokenized JSONL trace to a kvsim trace",
      kv::cli::run_convert},

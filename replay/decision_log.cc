@@ -84,6 +84,14 @@ void DecisionLog::record(const StepPlan& plan, std::int64_t new_evictions, std::
   append(s);
 }
 
+void DecisionLog::record_route(const std::string& request_id, int replica) {
+  append("route " + request_id + " -> " + std::to_string(replica) + "\n");
+}
+
+void DecisionLog::record_replica_digest(int replica, const std::string& digest_hex) {
+  append("replica " + std::to_string(replica) + " " + digest_hex + "\n");
+}
+
 void DecisionLog::record_rejection(const std::string& request_id, const std::string& reason) {
   append("reject " + request_id + ": " + reason + "\n");
 }

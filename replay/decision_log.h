@@ -7,7 +7,7 @@
 //   finished=[...] evictions=E free=F
 // A hybrid run's entries read `blocks=[] groups=[g0 ids]/[g1 ids]/...` (0 = the null block);
 // one-group lines never carry `groups=`, so their bytes are as before.
-// and one line per rejected request: `reject ID: reason`.
+// and one line per rejected request: `reject ID: reason`. A fleet logs routes and digests.
 // Invariants:
 //   1. The digest covers every line recorded so far, in order, whether or not the text is kept.
 //   2. The text depends only on the plans and the pool counters: no times, no addresses.
@@ -35,6 +35,10 @@ class DecisionLog {
 
   void record(const StepPlan& plan, std::int64_t new_evictions, std::int64_t free_blocks);
   void record_rejection(const std::string& request_id, const std::string& reason);
+  // A fleet's log (replay/fleet_replay.h): `route ID -> R`, and at the end each engine's
+  // digest, `replica R HEX`.
+  void record_route(const std::string& request_id, int replica);
+  void record_replica_digest(int replica, const std::string& digest_hex);
   void set_line_sink(std::function<void(std::string_view)> sink) { sink_ = std::move(sink); }
   const std::string& text() const { return text_; }
   std::string digest_hex() const;  // of everything recorded so far

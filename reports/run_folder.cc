@@ -44,6 +44,14 @@ StatusOr<std::unique_ptr<RunFolder>> RunFolder::create_inside(const std::string&
   return open_files(std::unique_ptr<RunFolder>(new RunFolder(dir, dir)));
 }
 
+StatusOr<std::unique_ptr<RunFolder>> RunFolder::child(const std::string& name) const {
+  return create_inside(write_dir_ + "/" + name);
+}
+
+Status RunFolder::add_file(const std::string& name, const std::string& text) const {
+  return write_file(fs::path(write_dir_) / name, text);
+}
+
 StatusOr<std::unique_ptr<RunFolder>> RunFolder::open_files(std::unique_ptr<RunFolder> f) {
   auto steps = files::OutputFile::create(f->write_dir_ + "/steps.csv");
   if (!steps.ok()) return steps.status();

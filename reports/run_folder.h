@@ -62,6 +62,11 @@ class RunFolder {
   Status finish(const RunConfig& config, const ReplaySummary& summary, const DecisionLog& log, double wall_seconds,
                 const std::vector<KernelTime>& kernels = {});
   const std::string& dir() const { return dir_; }  // where the run will be once finished
+  // A run folder inside this one (a fleet's replica-R/), written in place in its staging; it
+  // must be finished before this one.
+  StatusOr<std::unique_ptr<RunFolder>> child(const std::string& name) const;
+  // A further file of this run (a fleet's replicas.csv), written before finish().
+  Status add_file(const std::string& name, const std::string& text) const;
   // The "date" of result.json (vLLM's %Y%m%d-%H%M%S); the caller injects it.
   void set_result_date(std::string date) { result_date_ = std::move(date); }
 

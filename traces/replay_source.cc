@@ -58,6 +58,7 @@ StatusOr<bool> TraceRequestSource::next(kv::RequestSpec* out) {
   out->priority = t.priority;
   out->retention = BlockRetention{t.retention_priority, t.retention_duration};
   out->arrival_time_us = t.arrival_time_us;
+  out->session_id = std::move(t.session_id);
   if (!t.output_tokens.empty()) {
     out->outputs = std::move(t.output_tokens);
   } else {  // generated when sampled: nothing is materialized up front

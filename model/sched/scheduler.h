@@ -117,6 +117,7 @@ struct RequestSpec {
   BlockRetention retention;             // for the priority eviction policy
   std::vector<TokenId> stop_token_ids;  // appending one of these finishes it (reason: stop)
   std::int64_t num_encoder_tokens = 0;  // encoder-decoder models: its encoder input positions
+  std::string session_id;               // a fleet router's affinity key; the scheduler ignores it
 
   std::int64_t num_prompt_tokens() const {
     return deferred_prompt.deferred() ? deferred_prompt.size : static_cast<std::int64_t>(prompt.size());

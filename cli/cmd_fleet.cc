@@ -1,0 +1,180 @@
+// kvsim fleet: N engines, each a `kvsim replay` engine, behind a router that reads their KV
+// events and load reports late (replay/fleet_replay.h, docs/fleet.md). Prints the fleet's
+// summary and one line per replica, and writes a run folder: the fleet's files (summary.json,
+// result.json, requests.csv, decisions.log of the routes, report.md), replicas.csv, and one
+// replica-R/ run folder per engine.
+#include <boost/program_options.hpp>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/config_options.h"
+#include "cli/number_options.h"
+#include "replay/fleet_replay.h"
+#include "replay/replayer.h"
+#include "reports/result_json.h"
+#include "reports/run_folder.h"
+
+namespace po = boost::program_options;
+
+namespace kv::cli {
+
+namespace {
+
+constexpr std::string_view kCommand = "fleet";
+
+struct FleetArgs {
+  std::string trace_path, out_dir;
+  bool force = false;
+  double event_delay_ms = 0;
+  std::vector<std::string> router_params;
+  replay::FleetOptions fleet;
+};
+
+po::options_description fleet_options(FleetArgs& a) {
+  po::options_description opts(
+      "kvsim fleet --trace TRACE --replicas N --router R [options]\n\n"
+      "Replays TRACE through N engines -- each the engine of kvsim replay, with every replay option\n"
+      "below -- behind a router on one virtual clock (docs/fleet.md). The router sees the engines\n"
+      "only through their KV events and load reports, --event-delay-ms late.\n"
+      "Writes a run folder: the fleet's summary.json, result.json (vllm bench serve's shape),\n"
+      "requests.csv, decisions.log (the routes) and report.md; replicas.csv; replica-R/ per engine.\n"
+      "Exit status: 0 ok, 1 verification failures, 2 bad input or configuration.\n\n"
+      "Fleet options");
+  opts.add_options()("help,h", "show this help")("trace", po::value(&a.trace_path), "trace file (.kvtrace)")(
+      "out", po::value(&a.out_dir), "run folder to write (default: runs/<trace>-fleet-<router>-<N>)")(
+      "force", po::bool_switch(&a.force), "replace an existing non-empty run folder")(
+      "replicas", bounded("replicas", &a.fleet.replicas, 1, 4096), "engines behind the router")(
+      "router", po::value(&a.fleet.router)->default_value(a.fleet.router),
+      "round-robin | random | least-requests | least-kv | session | dynamo | llm-d-precise | llm-d-approx | sglang")(
+      "router-param", po::value(&a.router_params)->composing(),
+      "NAME=VALUE, a parameter of the router (repeatable; docs/fleet.md lists each router's)")(
+      "event-delay-ms", bounded("event-delay-ms", &a.event_delay_ms, 0.0, 3.6e6),
+      "KV events and load reports reach the router this many ms after the step that made them")(
+      "event-loss", bounded("event-loss", &a.fleet.event_loss, 0.0, 0.999999),
+      "probability that one batch of events (or one load report) never reaches the router");
+  po::options_description engine("Engine options (each replica's, as kvsim replay takes them)");
+  add_config_options(engine);
+  opts.add(engine);
+  return opts;
+}
+
+Status parse_router_params(const std::vector<std::string>& given, fleet::RouterParams& out) {
+  for (const std::string& p : given) {
+    const std::size_t eq = p.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::error("--router-param must be NAME=VALUE, got '" + p + "'");
+    }
+    out[p.substr(0, eq)] = p.substr(eq + 1);
+  }
+  return {};
+}
+
+std::string replicas_csv(const replay::FleetSummary& s) {
+  std::ostringstream o;
+  o << "replica,routed,requests_finished,requests_rejected,prompt_tokens,output_tokens,hit_rate,"
+       "request_hit_rate,preemptions,steps,sim_time_us,ttft_p50_us,ttft_p90_us,e2e_p90_us,digest\n";
+  for (std::size_t r = 0; r < s.replicas.size(); ++r) {
+    const replay::ReplaySummary& e = s.replicas[r].summary;
+    o << r << ',' << s.replicas[r].routed << ',' << e.requests_finished << ',' << e.requests_rejected << ','
+      << e.prompt_tokens << ',' << e.output_tokens << ',' << e.hit_rate << ',' << e.request_hit_rate << ','
+      << e.preemptions << ',' << e.steps << ',' << e.sim_time_us << ',' << e.ttft_us.p50 << ',' << e.ttft_us.p90
+      << ',' << e.e2e_us.p90 << ',' << e.digest << '\n';
+  }
+  return o.str();
+}
+
+void print_replicas(const replay::FleetSummary& s) {
+  std::printf("  %-8s %8s %9s %9s %12s %12s\n", "replica", "routed", "hit rate", "preempt", "TTFT p90 ms",
+              "busy until s");
+  for (std::size_t r = 0; r < s.replicas.size(); ++r) {
+    const replay::ReplaySummary& e = s.replicas[r].summary;
+    std::printf("  %-8zu %8lld %8.1f%% %9lld %12.1f %12.2f\n", r, static_cast<long long>(s.replicas[r].routed),
+                100 * e.hit_rate, static_cast<long long>(e.preemptions), static_cast<double>(e.ttft_us.p90) / 1000,
+                static_cast<double>(e.sim_time_us) / 1e6);
+  }
+  std::printf("  load imbalance (max/mean routed)  %.3f\n", s.load_imbalance);
+  std::printf("  router notices delivered / lost   %lld / %lld\n", static_cast<long long>(s.events_delivered),
+              static_cast<long long>(s.events_lost));
+}
+
+// Each engine streams its steps, requests and decisions into its own replica-R/ folder.
+StatusOr<std::vector<std::unique_ptr<reports::RunFolder>>> open_replica_folders(replay::FleetReplay& fleet,
+                                                                               reports::RunFolder& top, int n) {
+  std::vector<std::unique_ptr<reports::RunFolder>> folders;
+  for (int r = 0; r < n; ++r) {
+    auto f = top.child("replica-" + std::to_string(r));
+    if (!f.ok()) return f.status();
+    if (Status s = (*f)->stream_decisions(); !s.ok()) return s;
+    reports::RunFolder* raw = f->get();
+    fleet.engine(r).set_decision_sink([raw](std::string_view line) { raw->add_decision(line); });
+    folders.push_back(std::move(*f));
+  }
+  fleet.on_step = [&folders](int r, const replay::StepRecord& rec) { folders[static_cast<std::size_t>(r)]->add_step(rec); };
+  fleet.on_request_done = [&folders, &top](int r, const replay::RequestMetrics& m) {
+    folders[static_cast<std::size_t>(r)]->add_request(m);
+    top.add_request(m);
+  };
+  return folders;
+}
+
+int run_into_folder(FleetArgs& a, replay::FleetReplay& fleet) {
+  if (a.out_dir.empty()) {
+    a.out_dir = "runs/" + std::filesystem::path(a.trace_path).stem().string() + "-fleet-" + a.fleet.router + "-" +
+                std::to_string(a.fleet.replicas);
+  }
+  auto top = reports::RunFolder::create(a.out_dir, a.force);
+  if (!top.ok()) return usage_error(kCommand, top.status().message());
+  (*top)->set_result_date(reports::result_date_from_environment());
+  auto folders = open_replica_folders(fleet, **top, a.fleet.replicas);
+  if (!folders.ok()) return usage_error(kCommand, folders.status().message());
+  const auto t0 = std::chrono::steady_clock::now();
+  auto summary = fleet.run();
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (!summary.ok()) return usage_error(kCommand, summary.status().message());
+  std::cout << reports::format_summary("kvsim fleet: " + a.trace_path + ", " + std::to_string(a.fleet.replicas) +
+                                           " replicas of " + fleet.device_name() + ", router " + a.fleet.router,
+                                       summary->fleet, wall);
+  print_replicas(*summary);
+  for (int r = 0; r < a.fleet.replicas; ++r) {
+    const auto& rep = summary->replicas[static_cast<std::size_t>(r)];
+    Status s = (*folders)[static_cast<std::size_t>(r)]->finish(fleet.description(), rep.summary, fleet.engine(r).log(),
+                                                               wall);
+    if (!s.ok()) return usage_error(kCommand, s.message());
+  }
+  if (Status s = (*top)->add_file("replicas.csv", replicas_csv(*summary)); !s.ok()) return usage_error(kCommand, s.message());
+  if (Status s = (*top)->finish(fleet.description(), summary->fleet, fleet.routes(), wall); !s.ok())
+    return usage_error(kCommand, s.message());
+  std::cout << "  run folder                " << a.out_dir << "\n";
+  if (!summary->fleet.violations.empty()) {
+    std::cerr << "kvsim fleet: KV verification failed: " << summary->fleet.violations.front() << "\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int run_fleet(int argc, char** argv) {
+  FleetArgs a;
+  po::options_description opts = fleet_options(a);
+  po::positional_options_description pos;
+  pos.add("trace", 1);
+  po::variables_map vm;
+  if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
+  if (a.trace_path.empty()) return usage_error(kCommand, "--trace is required (kvsim fleet --help)");
+  if (Status s = parse_router_params(a.router_params, a.fleet.router_params); !s.ok())
+    return usage_error(kCommand, s.message());
+  a.fleet.event_delay_ns = static_cast<std::int64_t>(a.event_delay_ms * 1e6);
+  replay::ReplayConfig config;
+  if (Status s = apply_config_options(vm, config); !s.ok()) return usage_error(kCommand, s.message());
+  config.run.replay.keep_decision_text = false;  // each engine streams its decisions.log
+  auto fleet = replay::FleetReplay::build(config, a.trace_path, a.fleet);
+  if (!fleet.ok()) return usage_error(kCommand, fleet.status().message());
+  return run_into_folder(a, **fleet);
+}
+
+}  // namespace kv::cli

@@ -1,0 +1,359 @@
+#include "replay/fleet_replay.h"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <map>
+#include <optional>
+
+#include "fleet/seeded_random.h"
+#include "model/request.h"
+#include "replay/arrivals.h"
+#include "replay/replay_builder.h"
+#include "replay/replayer.h"
+#include "traces/replay_source.h"
+
+namespace kv::replay {
+
+namespace {
+
+// An engine's requests: what the router sent it, in arrival order.
+class QueueSource final : public RequestSource {
+ public:
+  void push(RequestSpec r) { queue_.push_back(std::move(r)); }
+  StatusOr<bool> next(RequestSpec* out) override {
+    if (queue_.empty()) return false;
+    *out = std::move(queue_.front());
+    queue_.pop_front();
+    return true;
+  }
+
+ private:
+  std::deque<RequestSpec> queue_;
+};
+
+double ratio(std::int64_t num, std::int64_t den) {
+  return den > 0 ? static_cast<double>(num) / static_cast<double>(den) : 0.0;
+}
+
+}  // namespace
+
+Status FleetOptions::validate() const {
+  if (replicas < 1 || replicas > 4096) {
+    return Status::error("--replicas must be in [1, 4096], got " + std::to_string(replicas));
+  }
+  if (event_delay_ns < 0) return Status::error("--event-delay-ms must be >= 0");
+  if (!(event_loss >= 0 && event_loss < 1)) {
+    return Status::error("--event-loss must be in [0, 1), got " + std::to_string(event_loss));
+  }
+  return {};
+}
+
+// What reaches the router, stamped with the time it reaches it, in (time, creation) order.
+struct FleetReplay::Notices {
+  enum class Kind { kEvents, kLoad, kFinished };
+  struct Notice {
+    int replica = 0;
+    Kind kind = Kind::kFinished;
+    std::vector<KvEvent> events;
+    fleet::LoadReport load;
+    std::string request_id;
+  };
+  explicit Notices(std::uint64_t seed, double loss_probability) : loss_draws(seed), loss(loss_probability) {}
+
+  // A batch of events or a load report: lost with probability `loss`.
+  void add_batch(std::int64_t at_ns, Notice n) {
+    if (loss > 0 && loss_draws.unit() < loss) {
+      ++lost;
+      return;
+    }
+    ++delivered;
+    add(at_ns, std::move(n));
+  }
+  void add(std::int64_t at_ns, Notice n) { queue.emplace(std::make_pair(at_ns, next_seq++), std::move(n)); }
+
+  std::map<std::pair<std::int64_t, std::int64_t>, Notice> queue;
+  std::int64_t next_seq = 0, delivered = 0, lost = 0;
+  fleet::SeededRandom loss_draws;
+  double loss = 0;
+};
+
+struct FleetReplay::Engine {
+  ReplayRun run;
+  QueueSource* queue = nullptr;  // owned by run.source
+  std::unique_ptr<Replayer> replayer;
+  std::unique_ptr<KvEventSink> sink;
+  std::int64_t routed = 0;
+};
+
+namespace {
+
+// An engine's KV events, into the router's notices once the delay has passed.
+class NoticeSink final : public KvEventSink {
+ public:
+  NoticeSink(std::function<void(std::vector<KvEvent>)> deliver) : deliver_(std::move(deliver)) {}
+  Status publish(std::int64_t, double, const std::vector<KvEvent>& events) override {
+    deliver_(events);
+    return {};
+  }
+  Status close() override { return {}; }
+
+ private:
+  std::function<void(std::vector<KvEvent>)> deliver_;
+};
+
+// The configuration of one engine: the fleet's, without what the fleet does once for all.
+ReplayConfig engine_config(const ReplayConfig& config, int replica) {
+  ReplayConfig c = config;
+  c.arrivals = ArrivalOptions{};  // rewritten once, before routing
+  c.run.limit = 0;
+  c.run.seed = config.run.seed + replica;
+  c.events.observed = true;  // the manager queues KV events; the fleet's sink drains them
+  return c;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& config, const std::string& trace_path,
+                                                          const FleetOptions& options) {
+  if (Status s = options.validate(); !s.ok()) return s;
+  if (config.events.writes()) {
+    return Status::error("--kv-events and --kv-events-zmq are not available in a fleet (one stream per engine)");
+  }
+  std::unique_ptr<FleetReplay> f(new FleetReplay());
+  f->config_ = config;
+  f->routes_ = std::make_unique<DecisionLog>(/*keep_text=*/true);
+  f->options_ = options;
+  trace::ReplaySourceOptions so;
+  so.seed = config.run.seed;
+  so.limit = config.run.limit;
+  auto trace = trace::TraceRequestSource::open(trace_path, so);
+  if (!trace.ok()) return trace.status();
+  const trace::TraceHeader header = (*trace)->header();
+  f->trace_ = std::move(trace).value();
+  ArrivalOptions arrivals = config.arrivals;
+  arrivals.seed = config.run.seed;
+  if (arrivals.rewrites()) f->trace_ = std::make_unique<ArrivalSource>(std::move(f->trace_), arrivals);
+
+  auto router = fleet::make_router(options.router, options.router_params, options.replicas,
+                                   static_cast<std::uint64_t>(config.run.seed));
+  if (!router.ok()) return router.status();
+  f->router_ = std::move(router).value();
+  f->notices_ = std::make_unique<Notices>(static_cast<std::uint64_t>(config.run.seed) ^ 0x9e3779b97f4a7c15ULL,
+                                          options.event_loss);
+  for (int r = 0; r < options.replicas; ++r) {
+    const ReplayConfig ec = engine_config(config, r);
+    auto queue = std::make_unique<QueueSource>();
+    QueueSource* q = queue.get();
+    auto run = build_replay(ec, std::move(queue), header.hash_seed, header.source);
+    if (!run.ok()) return run.status();
+    auto engine = std::make_unique<Engine>();
+    engine->run = std::move(run).value();
+    engine->queue = q;
+    engine->replayer = engine->run.make_replayer(ec);
+    engine->replayer->keep_source_open();
+    f->engines_.push_back(std::move(engine));
+    f->observe(r);
+  }
+  const SchedulerConfig& sc = f->engines_[0]->run.scheduler->config();
+  f->hasher_ = std::make_unique<BlockHasher>(sc.hash_algo, sc.hash_seed);
+  f->block_size_ = sc.cache.block_size;
+  f->description_ = f->engines_[0]->run.description;
+  f->description_.emplace_back("replicas", std::to_string(options.replicas));
+  f->description_.emplace_back("router", options.router);
+  for (const auto& [k, v] : options.router_params) f->description_.emplace_back("router " + k, v);
+  f->description_.emplace_back("event delay ms", std::to_string(static_cast<double>(options.event_delay_ns) / 1e6));
+  f->description_.emplace_back("event loss", std::to_string(options.event_loss));
+  return f;
+}
+
+FleetReplay::~FleetReplay() = default;
+
+Replayer& FleetReplay::engine(int replica) { return *engines_.at(static_cast<std::size_t>(replica))->replayer; }
+
+std::string FleetReplay::device_name() const { return engines_[0]->run.device->name(); }
+
+// Wires engine `replica`'s observers: its steps, ends and events become the router's notices.
+void FleetReplay::observe(int replica) {
+  Engine& e = *engines_[static_cast<std::size_t>(replica)];
+  const Replayer* replayer = e.replayer.get();
+  const std::int64_t delay = options_.event_delay_ns;
+  e.sink = std::make_unique<NoticeSink>([this, replica, replayer, delay](std::vector<KvEvent> events) {
+    Notices::Notice n{replica, Notices::Kind::kEvents, std::move(events), {}, {}};
+    notices_->add_batch(replayer->now_ns() + delay, std::move(n));
+  });
+  e.replayer->set_event_sink(e.sink.get());
+  e.replayer->on_step = [this, replica, replayer, delay](const StepRecord& rec) {
+    Notices::Notice n{replica, Notices::Kind::kLoad, {}, {rec.running, rec.waiting, rec.kv_usage}, {}};
+    notices_->add_batch(replayer->now_ns() + delay, std::move(n));
+    if (on_step) on_step(replica, rec);
+  };
+  e.replayer->on_request_done = [this, replica, replayer](const RequestMetrics& m) {
+    notices_->add(replayer->now_ns(), {replica, Notices::Kind::kFinished, {}, {}, m.id});
+    if (on_request_done) on_request_done(replica, m);
+  };
+}
+
+void FleetReplay::deliver_until(std::int64_t t_ns) {
+  auto& q = notices_->queue;
+  while (!q.empty() && q.begin()->first.first <= t_ns) {
+    Notices::Notice& n = q.begin()->second;
+    switch (n.kind) {
+      case Notices::Kind::kEvents: router_->on_events(n.replica, n.events); break;
+      case Notices::Kind::kLoad: router_->on_load(n.replica, n.load); break;
+      case Notices::Kind::kFinished: router_->on_finished(n.request_id, n.replica); break;
+    }
+    q.erase(q.begin());
+  }
+}
+
+// The engine that acts first (lowest index on a tie), or -1 when none has anything to do.
+int FleetReplay::earliest_engine() const {
+  int best = -1;
+  std::int64_t best_t = 0;
+  for (int r = 0; r < static_cast<int>(engines_.size()); ++r) {
+    const std::optional<std::int64_t> t = engines_[static_cast<std::size_t>(r)]->replayer->next_time_ns();
+    if (t && (best < 0 || *t < best_t)) {
+      best = r;
+      best_t = *t;
+    }
+  }
+  return best;
+}
+
+Status FleetReplay::pull_arrival() {
+  auto got = trace_->next(&arrival_);
+  if (!got.ok()) return got.status();
+  have_arrival_ = *got;
+  if (!have_arrival_) return {};
+  if (arrival_.arrival_time_us < last_arrival_us_) {
+    return Status::error("request " + arrival_.id + ": arrival time " + std::to_string(arrival_.arrival_time_us) +
+                         " us is before the previous request's " + std::to_string(last_arrival_us_));
+  }
+  last_arrival_us_ = arrival_.arrival_time_us;
+  return {};
+}
+
+std::vector<BlockHash> FleetReplay::prompt_hashes(const RequestSpec& spec) const {
+  const Request probe = spec.deferred_prompt.deferred()
+                            ? Request(spec.id, spec.deferred_prompt, spec.extras, hasher_.get(), block_size_)
+                            : Request(spec.id, spec.prompt, spec.extras, hasher_.get(), block_size_);
+  return probe.block_hashes();
+}
+
+// Routes the trace's next request: the router first learns what reached it by then.
+Status FleetReplay::route_arrival() {
+  const std::int64_t at_ns = arrival_.arrival_time_us * 1000;
+  deliver_until(at_ns);
+  fleet::RouteRequest rr;
+  rr.id = arrival_.id;
+  rr.session_id = arrival_.session_id;
+  // An empty prompt is rejected by its engine; the router still needs a positive length.
+  rr.prompt_tokens = static_cast<int>(std::clamp<std::int64_t>(arrival_.num_prompt_tokens(), 1, INT32_MAX));
+  rr.block_size = block_size_;
+  rr.block_hashes = prompt_hashes(arrival_);
+  rr.now_ns = at_ns;
+  const int replica = router_->route(rr);
+  routes_->record_route(arrival_.id, replica);
+  if (on_route) on_route(arrival_.id, replica);
+  Engine& e = *engines_[static_cast<std::size_t>(replica)];
+  ++e.routed;
+  e.queue->push(std::move(arrival_));
+  if (Status s = e.replayer->source_grew(); !s.ok()) return s;
+  return pull_arrival();
+}
+
+StatusOr<FleetSummary> FleetReplay::run() {
+  for (auto& e : engines_) {
+    if (Status s = e->replayer->begin(); !s.ok()) return s;
+  }
+  if (Status s = pull_arrival(); !s.ok()) return s;
+  while (true) {
+    const int r = earliest_engine();
+    Replayer* next = r >= 0 ? engines_[static_cast<std::size_t>(r)]->replayer.get() : nullptr;
+    if (have_arrival_ && (next == nullptr || arrival_.arrival_time_us * 1000 <= *next->next_time_ns())) {
+      if (Status s = route_arrival(); !s.ok()) return s;
+      continue;
+    }
+    if (next == nullptr) break;
+    if (Status s = next->advance(); !s.ok()) return s.with_context("replica " + std::to_string(r) + ": ");
+  }
+  for (std::size_t r = 0; r < engines_.size(); ++r) {
+    if (Status s = engines_[r]->replayer->stall_status(); !s.ok()) {
+      return s.with_context("replica " + std::to_string(r) + ": ");
+    }
+  }
+  return summarize();
+}
+
+namespace {
+
+// Adds one engine's counts into the fleet's; ratios and latencies are computed after.
+void add_counts(ReplaySummary& f, const ReplaySummary& s, int replica) {
+  f.requests_total += s.requests_total;
+  f.requests_finished += s.requests_finished;
+  f.requests_rejected += s.requests_rejected;
+  f.prompt_tokens += s.prompt_tokens;
+  f.output_tokens += s.output_tokens;
+  f.steps += s.steps;
+  f.preemptions += s.preemptions;
+  f.recomputed_tokens += s.recomputed_tokens;
+  f.evictions += s.evictions;
+  f.encoder_tokens_per_request = s.encoder_tokens_per_request;
+  f.encoder_tokens += s.encoder_tokens;
+  f.cache.lookups += s.cache.lookups;
+  f.cache.queries += s.cache.queries;
+  f.cache.hits += s.cache.hits;
+  f.cache.preempted_lookups += s.cache.preempted_lookups;
+  f.cache.preempted_queries += s.cache.preempted_queries;
+  f.cache.preempted_hits += s.cache.preempted_hits;
+  f.admitted_prompt_tokens += s.admitted_prompt_tokens;
+  f.admitted_hit_tokens += s.admitted_hit_tokens;
+  f.admitted_tier_tokens += s.admitted_tier_tokens;
+  f.sim_time_us = std::max(f.sim_time_us, s.sim_time_us);
+  f.measured_total_ns = s.measured_total_ns < 0 ? f.measured_total_ns : std::max<std::int64_t>(f.measured_total_ns, 0) + s.measured_total_ns;
+  f.prompt_tokens_computed += s.prompt_tokens_computed;
+  f.tier_load_ns += s.tier_load_ns;
+  f.tier_stall_ns += s.tier_stall_ns;
+  for (const std::string& v : s.violations) f.violations.push_back("replica " + std::to_string(replica) + ": " + v);
+  f.spec.num_speculative_tokens = s.spec.num_speculative_tokens;
+  f.spec.num_drafts += s.spec.num_drafts;
+  f.spec.num_draft_tokens += s.spec.num_draft_tokens;
+  f.spec.num_accepted_tokens += s.spec.num_accepted_tokens;
+  f.spec.accepted_per_position.resize(s.spec.accepted_per_position.size(), 0);
+  for (std::size_t i = 0; i < s.spec.accepted_per_position.size(); ++i)
+    f.spec.accepted_per_position[i] += s.spec.accepted_per_position[i];
+}
+
+}  // namespace
+
+StatusOr<FleetSummary> FleetReplay::summarize() {
+  FleetSummary out;
+  ReplaySummary& f = out.fleet;
+  f.measured_total_ns = -1;
+  LatencyRecord latency;
+  std::int64_t max_routed = 0, all_routed = 0;
+  for (std::size_t r = 0; r < engines_.size(); ++r) {
+    Engine& e = *engines_[r];
+    auto s = e.replayer->end();
+    if (!s.ok()) return s.status().with_context("replica " + std::to_string(r) + ": ");
+    add_counts(f, *s, static_cast<int>(r));
+    latency.merge(e.replayer->latency_record());
+    routes_->record_replica_digest(static_cast<int>(r), s->digest);
+    out.replicas.push_back({e.routed, std::move(*s)});
+    max_routed = std::max(max_routed, e.routed);
+    all_routed += e.routed;
+  }
+  f.hit_rate = ratio(f.cache.hits, f.cache.queries);
+  f.request_hit_rate = ratio(f.admitted_hit_tokens, f.admitted_prompt_tokens);
+  const ReplayOptions& o = config_.run.replay;
+  latency.summarize(f, {o.metric_percentiles, o.goodput, o.overload_ttft_ms});
+  f.digest = routes_->digest_hex();
+  const double mean = static_cast<double>(all_routed) / static_cast<double>(engines_.size());
+  out.load_imbalance = mean > 0 ? static_cast<double>(max_routed) / mean : 0;
+  out.events_delivered = notices_->delivered;
+  out.events_lost = notices_->lost;
+  return out;
+}
+
+}  // namespace kv::replay

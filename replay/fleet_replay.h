@@ -1,0 +1,112 @@
+// FleetReplay: N engines behind a router on one virtual clock (`kvsim fleet`, docs/fleet.md).
+// Each engine is exactly a `kvsim replay` engine (scheduler, KV-cache manager, simulated device,
+// every option) fed from its own queue; the router (fleet/router.h) places each arrival of the
+// trace and learns about the engines only through what reaches it: their KV events and load
+// reports, `event_delay_ns` after the step that produced them (each batch lost with probability
+// `event_loss`), and each request's end at the moment it ends.
+//
+// The clock: an engine acts at its own time (Replayer::next_time_ns). The fleet routes every
+// arrival no later than the earliest engine's time before that engine steps (ties: the arrival
+// first, then the lowest replica index), and delivers to the router, before each routing, every
+// notice stamped at or before the arrival. A step's effects are stamped at its end.
+//
+// Invariants:
+//   1. Deterministic: same trace, options and seed -> same routes, same engines' decisions,
+//      same bytes out. Nothing iterates over a hash table; the only randomness is seeded.
+//   2. One replica is `kvsim replay`: its engine's decisions digest equals the replay's, and
+//      the fleet's figures equal the replay's figures.
+//   3. Causal: the router never sees an effect stamped after the arrival it routes.
+//   4. Arrivals are rewritten (--request-rate, --rate-scale) once, for the whole fleet, before
+//      routing; every engine keeps each request's arrival time.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fleet/router_factory.h"
+#include "model/block_hasher.h"
+#include "model/util/status.h"
+#include "replay/decision_log.h"
+#include "replay/replay_config.h"
+#include "replay/replayer.h"
+#include "replay/replay_summary.h"
+
+namespace kv::replay {
+
+struct FleetOptions {
+  int replicas = 1;
+  std::string router = "round-robin";
+  fleet::RouterParams router_params;
+  std::int64_t event_delay_ns = 0;  // KV events and load reports reach the router this late
+  double event_loss = 0;            // probability that one batch (events, or a load report) is lost
+  Status validate() const;          // names the option at fault
+};
+
+struct ReplicaFigures {
+  std::int64_t routed = 0;  // requests the router sent here
+  ReplaySummary summary;    // the engine's own, as `kvsim replay` reports one
+};
+
+struct FleetSummary {
+  ReplaySummary fleet;  // the whole fleet: counts summed, latencies over every request, clock max
+  std::vector<ReplicaFigures> replicas;
+  double load_imbalance = 0;  // max / mean of the requests routed per replica
+  std::int64_t events_delivered = 0, events_lost = 0;  // batches (events and load reports)
+};
+
+class FleetReplay {
+ public:
+  // Opens `trace_path` (config.run.limit requests, arrivals rewritten as config.arrivals says)
+  // and wires options.replicas engines and the router. Refuses what a fleet cannot carry yet
+  // (--kv-events files or sockets: one per engine would be needed).
+  static StatusOr<std::unique_ptr<FleetReplay>> build(const ReplayConfig& config, const std::string& trace_path,
+                                                      const FleetOptions& options);
+  ~FleetReplay();
+
+  StatusOr<FleetSummary> run();
+
+  // Observers (may be empty): each routing decision, each engine's steps and ended requests.
+  std::function<void(const std::string& request_id, int replica)> on_route;
+  std::function<void(int replica, const StepRecord&)> on_step;
+  std::function<void(int replica, const RequestMetrics&)> on_request_done;
+
+  // Every setting of the run (the engines' shared description, then the fleet's own).
+  const std::vector<std::pair<std::string, std::string>>& description() const { return description_; }
+  std::string device_name() const;
+  // Engine `replica`'s Replayer (to stream its decisions), and the fleet's log: every route,
+  // then each engine's digest (its digest is the fleet's).
+  Replayer& engine(int replica);
+  const DecisionLog& routes() const { return *routes_; }
+
+ private:
+  struct Engine;
+  struct Notices;
+  FleetReplay() = default;
+
+  Status pull_arrival();
+  Status route_arrival();
+  std::vector<BlockHash> prompt_hashes(const RequestSpec& spec) const;
+  void deliver_until(std::int64_t t_ns);
+  int earliest_engine() const;
+  StatusOr<FleetSummary> summarize();
+  void observe(int replica);
+
+  ReplayConfig config_;
+  FleetOptions options_;
+  std::unique_ptr<RequestSource> trace_;
+  std::unique_ptr<fleet::Router> router_;
+  std::vector<std::unique_ptr<Engine>> engines_;
+  std::unique_ptr<Notices> notices_;
+  std::unique_ptr<BlockHasher> hasher_;
+  std::unique_ptr<DecisionLog> routes_;  // routes, then each engine's digest: the fleet's digest
+  RequestSpec arrival_;                  // the trace's next request, not yet routed
+  bool have_arrival_ = false;
+  std::int64_t last_arrival_us_ = 0;
+  int block_size_ = 16;
+  std::vector<std::pair<std::string, std::string>> description_;
+};
+
+}  // namespace kv::replay
