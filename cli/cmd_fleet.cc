@@ -81,8 +81,8 @@ std::string replicas_csv(const replay::FleetSummary& s) {
     const replay::ReplaySummary& e = s.replicas[r].summary;
     o << r << ',' << s.replicas[r].routed << ',' << e.requests_finished << ',' << e.requests_rejected << ','
       << e.prompt_tokens << ',' << e.output_tokens << ',' << e.hit_rate << ',' << e.request_hit_rate << ','
-      << e.preemptions << ',' << e.steps << ',' << e.sim_time_us << ',' << e.ttft_us.p50 << ',' << e.ttft_us.p90
-      << ',' << e.e2e_us.p90 << ',' << e.digest << '\n';
+      << e.preemptions << ',' << e.steps << ',' << e.sim_time_us << ',' << e.ttft_us.p50 << ',' << e.ttft_us.p90 << ','
+      << e.e2e_us.p90 << ',' << e.digest << '\n';
   }
   return o.str();
 }
@@ -103,7 +103,7 @@ void print_replicas(const replay::FleetSummary& s) {
 
 // Each engine streams its steps, requests and decisions into its own replica-R/ folder.
 StatusOr<std::vector<std::unique_ptr<reports::RunFolder>>> open_replica_folders(replay::FleetReplay& fleet,
-                                                                               reports::RunFolder& top, int n) {
+                                                                                reports::RunFolder& top, int n) {
   std::vector<std::unique_ptr<reports::RunFolder>> folders;
   for (int r = 0; r < n; ++r) {
     auto f = top.child("replica-" + std::to_string(r));
@@ -113,7 +113,9 @@ StatusOr<std::vector<std::unique_ptr<reports::RunFolder>>> open_replica_folders(
     fleet.engine(r).set_decision_sink([raw](std::string_view line) { raw->add_decision(line); });
     folders.push_back(std::move(*f));
   }
-  fleet.on_step = [&folders](int r, const replay::StepRecord& rec) { folders[static_cast<std::size_t>(r)]->add_step(rec); };
+  fleet.on_step = [&folders](int r, const replay::StepRecord& rec) {
+    folders[static_cast<std::size_t>(r)]->add_step(rec);
+  };
   fleet.on_request_done = [&folders, &top](int r, const replay::RequestMetrics& m) {
     folders[static_cast<std::size_t>(r)]->add_request(m);
     top.add_request(m);
@@ -141,11 +143,12 @@ int run_into_folder(FleetArgs& a, replay::FleetReplay& fleet) {
   print_replicas(*summary);
   for (int r = 0; r < a.fleet.replicas; ++r) {
     const auto& rep = summary->replicas[static_cast<std::size_t>(r)];
-    Status s = (*folders)[static_cast<std::size_t>(r)]->finish(fleet.description(), rep.summary, fleet.engine(r).log(),
-                                                               wall);
+    Status s =
+        (*folders)[static_cast<std::size_t>(r)]->finish(fleet.description(), rep.summary, fleet.engine(r).log(), wall);
     if (!s.ok()) return usage_error(kCommand, s.message());
   }
-  if (Status s = (*top)->add_file("replicas.csv", replicas_csv(*summary)); !s.ok()) return usage_error(kCommand, s.message());
+  if (Status s = (*top)->add_file("replicas.csv", replicas_csv(*summary)); !s.ok())
+    return usage_error(kCommand, s.message());
   if (Status s = (*top)->finish(fleet.description(), summary->fleet, fleet.routes(), wall); !s.ok())
     return usage_error(kCommand, s.message());
   std::cout << "  run folder                " << a.out_dir << "\n";

@@ -199,9 +199,15 @@ void FleetReplay::deliver_until(std::int64_t t_ns) {
   while (!q.empty() && q.begin()->first.first <= t_ns) {
     Notices::Notice& n = q.begin()->second;
     switch (n.kind) {
-      case Notices::Kind::kEvents: router_->on_events(n.replica, n.events); break;
-      case Notices::Kind::kLoad: router_->on_load(n.replica, n.load); break;
-      case Notices::Kind::kFinished: router_->on_finished(n.request_id, n.replica); break;
+      case Notices::Kind::kEvents:
+        router_->on_events(n.replica, n.events);
+        break;
+      case Notices::Kind::kLoad:
+        router_->on_load(n.replica, n.load);
+        break;
+      case Notices::Kind::kFinished:
+        router_->on_finished(n.request_id, n.replica);
+        break;
     }
     q.erase(q.begin());
   }
@@ -311,7 +317,8 @@ void add_counts(ReplaySummary& f, const ReplaySummary& s, int replica) {
   f.admitted_hit_tokens += s.admitted_hit_tokens;
   f.admitted_tier_tokens += s.admitted_tier_tokens;
   f.sim_time_us = std::max(f.sim_time_us, s.sim_time_us);
-  f.measured_total_ns = s.measured_total_ns < 0 ? f.measured_total_ns : std::max<std::int64_t>(f.measured_total_ns, 0) + s.measured_total_ns;
+  f.measured_total_ns = s.measured_total_ns < 0 ? f.measured_total_ns
+                                                : std::max<std::int64_t>(f.measured_total_ns, 0) + s.measured_total_ns;
   f.prompt_tokens_computed += s.prompt_tokens_computed;
   f.tier_load_ns += s.tier_load_ns;
   f.tier_stall_ns += s.tier_stall_ns;

@@ -31,8 +31,8 @@
 #include "model/util/status.h"
 #include "replay/decision_log.h"
 #include "replay/replay_config.h"
-#include "replay/replayer.h"
 #include "replay/replay_summary.h"
+#include "replay/replayer.h"
 
 namespace kv::replay {
 
@@ -53,7 +53,7 @@ struct ReplicaFigures {
 struct FleetSummary {
   ReplaySummary fleet;  // the whole fleet: counts summed, latencies over every request, clock max
   std::vector<ReplicaFigures> replicas;
-  double load_imbalance = 0;  // max / mean of the requests routed per replica
+  double load_imbalance = 0;                           // max / mean of the requests routed per replica
   std::int64_t events_delivered = 0, events_lost = 0;  // batches (events and load reports)
 };
 

@@ -279,4 +279,66 @@ StatusOr<std::int64_t> generate_prefix(const PrefixGenOptions& o, TraceWriter& w
   return written;
 }
 
+Status validate(const SharedPrefixGenOptions& o) {
+  constexpr int kMaxPart = 1 << 20;  // one block reference (trace_io.cc)
+  if (o.groups < 1 || o.users < 1) return bad("--groups and --users", "must be > 0");
+  if (o.num_requests < 1 || o.num_requests > kMaxGeneratedRequests) {
+    return bad("--num-requests", "must be from 1 to " + std::to_string(kMaxGeneratedRequests));
+  }
+  if (o.prefix_len < 0 || o.question_len < 0 || o.prefix_len + o.question_len <= 0 || o.prefix_len > kMaxPart ||
+      o.question_len > kMaxPart) {
+    return bad("--prefix-len and --question-len",
+               "must be from 0 to " + std::to_string(kMaxPart) + " with a positive sum");
+  }
+  if (o.output_len < 0 || o.output_len > kMaxOutputTokens) {
+    return bad("--output-len", "must be from 0 to " + std::to_string(kMaxOutputTokens));
+  }
+  if (!(o.rate >= 0 && o.rate <= 1e9)) return bad("--rate", "must be from 0 to 1e9 arrivals per second");
+  return {};
+}
+
+TraceHeader shared_prefix_gen_header(const SharedPrefixGenOptions& o) {
+  std::ostringstream src;
+  src << "kvsim gen shared-prefix --groups " << o.groups << " --users " << o.users << " --prefix-len " << o.prefix_len
+      << " --question-len " << o.question_len << " --output-len " << o.output_len << " --num-requests "
+      << o.num_requests << " --rate " << o.rate << " --seed " << o.seed;
+  TraceHeader h;
+  h.source = src.str();
+  h.tokenizer = "synthetic: system prompts and questions are expansions of random block ids (traces/block_tokens.h)";
+  h.vocab_size = kBlockTokenVocab;
+  h.notes = "shared-prefix router benchmark: per group a system prompt, per user a question; prompts repeat";
+  return h;
+}
+
+StatusOr<std::int64_t> generate_shared_prefix(const SharedPrefixGenOptions& o, TraceWriter& writer) {
+  KV_CHECK(validate(o).ok(), validate(o).message());
+  Sampler pick(stream_seed(o.seed, 10));
+  Sampler clock(stream_seed(o.seed, 11));
+  const std::uint64_t prefix_base = stream_seed(o.seed, 12);
+  const std::uint64_t question_base = stream_seed(o.seed, 13);
+  const auto users = static_cast<std::uint64_t>(o.users);
+  double now_s = 0.0;
+  for (std::int64_t i = 0; i < o.num_requests; ++i) {
+    const std::uint64_t prompt = pick.below(static_cast<std::uint64_t>(o.groups) * users);
+    const std::uint64_t group = prompt / users, user = prompt % users;
+    TraceRequest r;
+    r.session_id = "g" + std::to_string(group) + "-u" + std::to_string(user);
+    r.id = r.session_id + "-r" + std::to_string(i);
+    if (o.rate > 0) now_s += clock.exponential(1.0 / o.rate);
+    if (!(now_s * 1e6 <= static_cast<double>(kMaxArrivalTimeUs))) {
+      return Status::error("arrival times pass " + std::to_string(kMaxArrivalTimeUs) + " us at request " +
+                           std::to_string(i) + "; raise --rate");
+    }
+    r.arrival_time_us = std::llround(now_s * 1e6);
+    if (o.prefix_len > 0)
+      r.prompt_segments.push_back(PromptSegment::block(splitmix64(prefix_base + group), o.prefix_len));
+    if (o.question_len > 0) {
+      r.prompt_segments.push_back(PromptSegment::block(splitmix64(question_base + prompt), o.question_len));
+    }
+    r.output_length = o.output_len;
+    if (Status s = writer.write(r); !s.ok()) return s;
+  }
+  return o.num_requests;
+}
+
 }  // namespace kv::trace

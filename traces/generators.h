@@ -91,4 +91,24 @@ Status validate(const PrefixGenOptions& options);
 TraceHeader prefix_gen_header(const PrefixGenOptions& options);
 StatusOr<std::int64_t> generate_prefix(const PrefixGenOptions& options, TraceWriter& writer);
 
+// The shared-prefix workload of router benchmarks (SGLang's generated-shared-prefix dataset,
+// llm-d's inference-perf shared_prefix data): `groups` system prompts of prefix_len tokens, each
+// with `users` questions of question_len tokens; each of num_requests requests sends one
+// (group, user) prompt drawn uniformly, so prompts repeat; Poisson arrivals at `rate` per
+// second (0 = all at time 0). A request's session id is its "g<group>-u<user>".
+struct SharedPrefixGenOptions {
+  int groups = 8;
+  int users = 16;
+  int prefix_len = 1024;
+  int question_len = 128;
+  int output_len = 64;
+  std::int64_t num_requests = 500;
+  double rate = 4.0;
+  std::uint64_t seed = 0;
+};
+
+Status validate(const SharedPrefixGenOptions& options);
+TraceHeader shared_prefix_gen_header(const SharedPrefixGenOptions& options);
+StatusOr<std::int64_t> generate_shared_prefix(const SharedPrefixGenOptions& options, TraceWriter& writer);
+
 }  // namespace kv::trace
