@@ -5,7 +5,8 @@ vLLM's description (docs/semantics.md section 3: a lookup hits the longest run o
 blocks among the first (n - 1) // B, an allocation needs its new blocks plus its free hit
 blocks free, pops the rest from the queue head evicting their hashes, caches the full blocks,
 and a free queues the request's blocks last first), and the offline optimum written from
-docs/policies.md ("The optimum"). Pool sizes: ceil(C / B) + 1 blocks, capped at one more than
+docs/policies.md ("The optimum"); the other policies' rows against the Python module's manager
+driven request by request. Pool sizes: ceil(C / B) + 1 blocks, capped at one more than
 the blocks the trace's prompts (sequence) or prompts and outputs (serving) allocate.
 
 Serving mode: each point replayed again with `kvsim replay` at the same pool, policy and block
@@ -26,6 +27,8 @@ import subprocess
 
 import numpy as np
 import pytest
+
+import kvsim
 
 KVSIM = os.environ.get("KVSIM_BIN", "build/default/cli/kvsim")
 BLOCK = 16
@@ -196,6 +199,41 @@ def test_sequence_rows_and_optimum(workload):
             assert int(row[k]) == v, (row["policy"], b, c, k)
         assert float(row["hit_rate"]) == pytest.approx(expect["hits"] / expect["queries"], abs=5e-7 + 1e-12)
     assert unfit_seen > 0 and evicted_seen > 0  # the capacities reach both regimes
+
+
+def test_sequence_rows_of_other_policies_against_the_modules_manager(workload):
+    """lfu, slru and lru-unhashed-first rows against kvsim.KvCacheManager driven request by
+    request (lookup, allocate the prompt, free) on the pool computed here; evictions are the
+    hashes its events remove."""
+    d, trace, requests = workload
+    caps = ",".join(str(c) for c in SEQUENCE_CAPACITIES)
+    policies = ["lfu", "slru", "lru-unhashed-first"]
+    rows = sweep(d, trace, "policies", ["--capacity", caps, "--policy", ",".join(policies), "--no-optimum"])
+    assert [(r["policy"], int(r["capacity_tokens"])) for r in rows] == \
+        [(p, c) for p in policies for c in SEQUENCE_CAPACITIES]
+    for row in rows:
+        c, policy = int(row["capacity_tokens"]), row["policy"]
+        pool = pool_blocks(c, BLOCK, requests, with_outputs=False)
+        kwargs = dict(free_order="unhashed_first") if policy == "lru-unhashed-first" else dict(eviction_policy=policy)
+        m = kvsim.KvCacheManager(num_blocks=pool, block_size=BLOCK, max_model_len=1 << 40, enable_kv_events=True,
+                                 **kwargs)
+        unfit = evictions = 0
+        for r in requests:
+            m.add_request(r["id"], r["prompt_token_ids"], cache_salt=r.get("cache_salt", ""),
+                          lora_name=r.get("lora_name", ""))
+            _, hit = m.lookup(r["id"])
+            if m.allocate(r["id"], len(r["prompt_token_ids"]) - hit) is None:
+                unfit += 1
+            else:
+                m.free(r["id"])
+            # each cached block popped for reuse is one removed hash
+            evictions += sum(len(e["block_hashes"]) for e in m.take_events() if e["type"] == "BlockRemoved")
+        st = m.stats
+        expect = dict(pool_blocks=pool, lookups=st["lookups"], queries=st["queries"], hits=st["hits"],
+                      evictions=evictions, requests=len(requests), unfit_requests=unfit)
+        for k, v in expect.items():
+            assert int(row[k]) == v, (policy, c, k)
+        assert float(row["hit_rate"]) == pytest.approx(st["hits"] / st["queries"], abs=5e-7 + 1e-12)
 
 
 def whole_us_percentile(values, q):
