@@ -19,6 +19,8 @@
 #include <memory>
 #include <optional>
 #include <sstream>
+#include <string>
+#include <tuple>
 #include <type_traits>
 
 #include "model/kv_cache_manager.h"
@@ -201,10 +203,24 @@ class PyKvCacheManager {
     manager_ = std::make_unique<KvCacheManager>(c);
   }
 
-  void add_request(const std::string& id, std::vector<TokenId> tokens) {
+  // mm_items: (identifier, offset, length) per multimodal item, in offset order (the ops
+  // shell's mm=ID@OFFSET+LENGTH,...).
+  void add_request(const std::string& id, std::vector<TokenId> tokens, std::string cache_salt, std::string lora_name,
+                   const std::vector<std::tuple<std::string, std::int64_t, std::int64_t>>& mm_items) {
     if (requests_.count(id) != 0) raise("request " + id + " already exists");
+    HashExtras extras;
+    extras.cache_salt = std::move(cache_salt);
+    extras.lora_name = std::move(lora_name);
+    for (const auto& [identifier, offset, length] : mm_items) {
+      if (identifier.empty()) raise("mm_items: an item needs an identifier");
+      if (offset < 0 || length < 1) raise("mm_items: '" + identifier + "' needs offset >= 0 and length >= 1");
+      if (!extras.mm_items.empty() && offset < extras.mm_items.back().offset) {
+        raise("mm_items: items must be in offset order, '" + identifier + "' is not");
+      }
+      extras.mm_items.push_back(MultiModalItem{identifier, offset, length});
+    }
     const KvCacheConfig& c = manager_->config();
-    requests_.emplace(id, std::make_unique<Request>(id, std::move(tokens), HashExtras{},
+    requests_.emplace(id, std::make_unique<Request>(id, std::move(tokens), std::move(extras),
                                                     c.enable_caching ? hasher_.get() : nullptr, c.hash_block_size()));
   }
 
@@ -328,7 +344,11 @@ void bind_manager(py::module_& m) {
            py::arg("enable_kv_events") = false, py::arg("hash") = "sha256_cbor", py::arg("free_order") = "classic",
            py::arg("eviction_policy") = "lru", py::arg("layers") = "", py::arg("mamba_cache_mode") = "",
            py::arg("num_speculative_tokens") = 0, py::arg("use_eagle") = false, py::arg("max_model_len") = 1 << 20)
-      .def("add_request", &PyKvCacheManager::add_request, py::arg("id"), py::arg("tokens"))
+      .def("add_request", &PyKvCacheManager::add_request, py::arg("id"), py::arg("tokens"), py::arg("cache_salt") = "",
+           py::arg("lora_name") = "",
+           py::arg("mm_items") = std::vector<std::tuple<std::string, std::int64_t, std::int64_t>>{},
+           "a request; its cache salt, LoRA name and multimodal items (identifier, offset, length) enter its block "
+           "hashes and its KV events' extra keys")
       .def("lookup", &PyKvCacheManager::lookup, py::arg("id"), "(hit block ids, hit tokens)")
       .def("allocate", &PyKvCacheManager::allocate, py::arg("id"), py::arg("num_new_tokens"),
            py::arg("num_lookahead_tokens") = 0, py::arg("num_draft_tokens") = 0, py::arg("num_encoder_tokens") = 0,

@@ -2,7 +2,8 @@
 //
 // It is not a BPE tokenizer; it aims at plausible token counts and at equal text giving equal
 // ids, which is all prefix caching cares about. The rules, applied to the UTF-8 bytes:
-//   1. A word is a maximal run of ASCII letters and digits, or of bytes >= 0x80 (non-ASCII).
+//   1. A word is a maximal run of word bytes: ASCII letters and digits and bytes >= 0x80
+//      (non-ASCII), mixed freely ("na\xC3\xAFve" is one word). Valid UTF-8 or not, never an error.
 //      A single space right before a word belongs to the word (" hello", as GPT tokenizers do).
 //      A word is cut into pieces of at most 4 bytes (the space counts), so long and non-ASCII
 //      words give several tokens.

@@ -4,14 +4,19 @@ specification in docs/semantics.md section 2 and vLLM's event fields, checks eve
   - every stored hash is recomputed here (canonical CBOR and SHA-256 written in this file) from
     the event's parent, token ids and extra keys, block by block along the chain;
   - a parent is a block stored earlier and still cached in the same group; a removed hash is
-    one that is cached; nothing is stored twice without a removal (vLLM announces a hash
-    once); the cache never holds more blocks than the pool;
+    one that is cached; the cache never holds more blocks than the pool. A hash may be stored
+    again while cached: a second block under it, as vLLM keeps (a prompt whose every block is
+    cached recomputes its last block, since a hit stops one token short), and each block's
+    removal is announced;
   - token ids (block_size per block), extra keys (one entry per block: the LoRA name on every
     block, the salt on block 0 only), lora_name, medium, group ids and block sizes;
   - timestamps: seconds on the replay clock, at the end of the step that made them
     (steps.csv: start_us + duration_ns, to the microsecond start_us keeps), non-decreasing.
 Run on requests with salts and LoRA adapters, on one KV-cache group and on a hybrid model,
-with a pool small enough to evict.
+with a pool small enough to evict. Multimodal items, which traces do not carry, are driven
+through the Python module's manager: each stored event is compared field by field with the
+request it came from (hashes, parent, token ids, every block's extra keys: the LoRA name, one
+(identifier, offset from the block's start) per item meeting the block, the salt on block 0).
 """
 import collections
 import csv
@@ -23,6 +28,8 @@ import struct
 import subprocess
 
 import pytest
+
+import kvsim
 
 KVSIM = os.environ.get("KVSIM_BIN", "build/default/cli/kvsim")
 BLOCK = 16
@@ -81,6 +88,8 @@ def write_requests(path, seed=7, n=60):
     with open(path, "w") as f:
         for i in range(n):
             prompt = list(rng.choice(prefixes)) + [rng.randrange(1, 50000) for _ in range(rng.randrange(5, 90))]
+            if i % 12 in (0, 4):  # a block-aligned prompt seen just before: its last block is stored again
+                prompt = (prefixes[1] * 2)[:64]
             line = {"prompt_token_ids": prompt, "output_len": rng.randrange(2, 40), "timestamp": i * 0.05,
                     "id": "r%d" % i}
             kind = i % 4
@@ -136,7 +145,7 @@ class Consumer:
             self.check_extra_keys(extra, e["lora_name"], first_block=(parent == NONE_HASH))
             parent = block_hash(parent, e["token_ids"][j * BLOCK:(j + 1) * BLOCK], extra)
             assert parent.hex() == hexhash, "hash %d of the event is not the chain's" % j
-            assert group[hexhash] == 0, "a cached hash announced again"
+            self.seen["again"] += group[hexhash] > 0
             group[hexhash] += 1
             self.stored += 1
 
@@ -191,5 +200,140 @@ def test_every_event_field_rebuilt(tmp_path, model, num_blocks, groups):
             assert consumer.size() <= (num_blocks - 1) * len(groups)
     assert kinds["BlockStored"] > 0 and kinds["BlockRemoved"] > 0, kinds  # the pool evicted
     assert consumer.removed == summary["prefix_cache"]["evictions"]
-    assert consumer.seen["lora"] > 0 and consumer.seen["salt"] > 0, consumer.seen
+    assert consumer.seen["lora"] > 0 and consumer.seen["salt"] > 0 and consumer.seen["again"] > 0, consumer.seen
     assert {g for g in consumer.cached} == groups
+
+
+# ---- multimodal items: kvsim's traces carry no multimodal input, so the manager is driven
+# request by request through the Python module (kvsim.KvCacheManager), whose events are the
+# pool's own (the dicts give a multimodal key as the tuple (identifier, offset)).
+def expected_extra_keys(request, j):
+    """Block j's extra keys by docs/semantics.md section 2.2, from the request's description."""
+    keys = [request["lora_name"]] if request["lora_name"] else []
+    for identifier, offset, length in request["mm_items"]:
+        if offset < (j + 1) * BLOCK and offset + length > j * BLOCK:
+            keys.append((identifier, offset - j * BLOCK))
+    if j == 0 and request["cache_salt"]:
+        keys.append(request["cache_salt"])
+    return tuple(keys) if keys else None
+
+
+def as_cbor_keys(extra):
+    return None if extra is None else [list(k) if isinstance(k, tuple) else k for k in extra]
+
+
+def expected_chain(request):
+    chain, parent = [], NONE_HASH
+    tokens = request["tokens"]
+    for j in range(len(tokens) // BLOCK):
+        parent = block_hash(parent, tokens[j * BLOCK:(j + 1) * BLOCK], as_cbor_keys(expected_extra_keys(request, j)))
+        chain.append(parent.hex())
+    return chain
+
+
+IMAGE_TOKEN = 32000  # every image's placeholder tokens are the same id: only the items tell them apart
+
+
+def mm_requests(seed=5, n=48):
+    """Shared text prefixes, then images (placeholder runs) at offsets that start and end on block
+    boundaries and inside blocks, two items in one block, images spanning several blocks; some
+    requests repeat another's tokens with a different image, some a block-aligned prompt whole;
+    salts and a LoRA adapter."""
+    rng = random.Random(seed)
+    texts = [[rng.randrange(1, 30000) for _ in range(k)] for k in (16, 23, 40)]
+    out = []
+    for i in range(n):
+        tokens, items = list(rng.choice(texts)), []
+        for _ in range(rng.choice([1, 2, 3])):
+            length = rng.choice([1, 5, 16, 20, 16 - len(tokens) % 16 or 16, 37])
+            items.append(("img-%d" % rng.randrange(4), len(tokens), length))
+            tokens += [IMAGE_TOKEN] * length
+            tokens += [rng.randrange(1, 30000) for _ in range(rng.choice([0, 0, 3, 16]))]
+        request = {"id": "m%d" % i, "tokens": tokens, "mm_items": items, "cache_salt": "", "lora_name": "",
+                   "output": [rng.randrange(1, 30000) for _ in range(rng.randrange(1, 30))]}
+        if i % 5 == 2:
+            request["cache_salt"] = "tenant-a"
+        if i % 3 == 1:
+            request["lora_name"] = "adapter1"
+        if i % 8 == 4:  # block-aligned and asked twice: the second stores its last block again
+            request["tokens"] += [rng.randrange(1, 30000) for _ in range(-len(tokens) % BLOCK)]
+            out.append(dict(request, id="m%dd" % i))
+        out.append(request)
+        if i % 6 == 0:  # the same tokens and adapter, other images
+            twin = dict(request, id="m%dx" % i, mm_items=[("img-9", o, k) for _, o, k in items])
+            out.append(twin)
+    return out
+
+
+@pytest.mark.parametrize("layers,groups", [("", {0}), ("full,sliding_window:32", {0, 1})])
+def test_multimodal_events_rebuilt_field_by_field(layers, groups):
+    num_blocks = 48
+    m = kvsim.KvCacheManager(num_blocks=num_blocks, block_size=BLOCK, enable_kv_events=True, layers=layers)
+    consumer = Consumer(num_blocks)
+    seen = collections.Counter()
+
+    def consume(request):
+        for e in m.take_events():
+            assert e["group_idx"] in groups
+            if e["type"] == "BlockRemoved":
+                consumer.remove(e)
+                seen["removed"] += len(e["block_hashes"])
+                continue
+            assert e["type"] == "BlockStored"
+            chain = expected_chain(request)
+            tokens = request["tokens"]
+            start = chain.index(e["block_hashes"][0])
+            n = len(e["block_hashes"])
+            assert e["block_hashes"] == chain[start:start + n], "the request's hash chain, block by block"
+            assert e["parent_block_hash"] == (chain[start - 1] if start else None)
+            assert list(e["token_ids"]) == tokens[start * BLOCK:(start + n) * BLOCK]
+            assert e["extra_keys"] == [expected_extra_keys(request, j) for j in range(start, start + n)]
+            assert e["lora_name"] == (request["lora_name"] or None)
+            # and the chain again from the event's own fields, as a consumer without the request
+            parent = bytes.fromhex(e["parent_block_hash"]) if e["parent_block_hash"] else NONE_HASH
+            for j, hexhash in enumerate(e["block_hashes"]):
+                extra = e["extra_keys"][j]
+                parent = block_hash(parent, [int(t) for t in e["token_ids"][j * BLOCK:(j + 1) * BLOCK]],
+                                    as_cbor_keys(extra))
+                assert parent.hex() == hexhash, "hash %d of the event is not the chain's" % j
+                mm_keys = [k for k in extra or () if isinstance(k, tuple)]
+                seen["mm_blocks"] += bool(mm_keys)
+                seen["mm_continued"] += any(offset < 0 for _, offset in mm_keys)
+                seen["mm_two_in_a_block"] += len(mm_keys) >= 2
+            group = consumer.cached[e["group_idx"]]
+            if e["parent_block_hash"] is not None:
+                assert group[e["parent_block_hash"]] > 0, "parent not cached in its group"
+            for hexhash in e["block_hashes"]:
+                seen["again"] += group[hexhash] > 0
+                group[hexhash] += 1
+            assert consumer.size() <= (num_blocks - 1) * len(groups)
+
+    stored_by_id = {}
+    for request in mm_requests():
+        m.add_request(request["id"], request["tokens"], cache_salt=request["cache_salt"],
+                      lora_name=request["lora_name"], mm_items=request["mm_items"])
+        _, hit = m.lookup(request["id"])
+        seen["hit_tokens"] += hit
+        if m.allocate(request["id"], len(request["tokens"]) - hit) is None:
+            seen["refused"] += 1
+            continue
+        consume(request)
+        stored_by_id[request["id"]] = (list(m.block_hashes(request["id"])), request["mm_items"][0][1] // BLOCK)
+        request["tokens"] = request["tokens"] + request["output"]  # outputs: LoRA keys only, no items
+        m.append_tokens(request["id"], request["output"])
+        if m.allocate(request["id"], len(request["output"])) is not None:
+            consume(request)
+        m.free(request["id"])
+        consume(request)
+        m.check_invariants()
+    # Equal tokens with other images: the blocks before the first image are shared, none after.
+    twins = 0
+    for rid, (hashes, first_image_block) in stored_by_id.items():
+        if rid.endswith("x") and rid[:-1] in stored_by_id:
+            original = stored_by_id[rid[:-1]][0]
+            assert hashes[:first_image_block] == original[:first_image_block]
+            assert not set(hashes[first_image_block:]) & set(original)
+            twins += 1
+    assert twins > 0
+    assert seen["mm_blocks"] and seen["mm_continued"] and seen["mm_two_in_a_block"], seen
+    assert seen["removed"] and seen["hit_tokens"] and seen["again"], seen

@@ -44,6 +44,20 @@ def test_manager_short_pool_returns_none_and_bad_arguments_raise():
         kvsim.KvCacheManager(num_blocks=4, hash="md5")
 
 
+def test_manager_request_extras_hash_as_the_ops_shell_and_bad_items_raise():
+    m = kvsim.KvCacheManager(num_blocks=8, block_size=4)
+    m.add_request("a", list(range(10)), cache_salt="s", lora_name="l", mm_items=[("img", 2, 5), ("aud", 6, 1)])
+    out = kvsim.run_ops("config blocks=8 block_size=4\n"
+                        "request a tokens=0:10 salt=s lora=l mm=img@2+5,aud@6+1\nhashes a\n")
+    assert out == ["hashes a [%s]" % ",".join(m.block_hashes("a"))]
+    m.add_request("b", list(range(10)))
+    assert not set(m.block_hashes("a")) & set(m.block_hashes("b"))
+    for items, why in (([("x", 3, 1), ("y", 2, 1)], "offset order"), ([("", 0, 1)], "identifier"),
+                       ([("x", 0, 0)], "length >= 1"), ([("x", -1, 2)], "offset >= 0")):
+        with pytest.raises(ValueError, match=why):
+            m.add_request("c", list(range(10)), mm_items=items)
+
+
 def test_run_ops_matches_the_golden_output():
     with open("tests/golden/01_prefill.ops") as f:
         out = kvsim.run_ops(f.read())

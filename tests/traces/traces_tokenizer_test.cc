@@ -1,6 +1,8 @@
 // BpeTokenizer on small hand-made tokenizer.json files: merge order, added tokens, the Rust
 // library's whitespace class, ignore_merges, byte fallback, and the errors of load/encode.
-// (Exactness on real tokenizers: tests/cli/tokenizer_exact_test.sh.)
+// Both tokenizers at their boundaries: empty text, unassigned and extreme code points, invalid
+// UTF-8, unknown characters, and a ShareGPT turn that exactly fills --max-model-len counted in
+// BPE tokens. (Exactness on real tokenizers: tests/cli/tokenizer_exact_test.sh.)
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 #include "traces/bpe_tokenizer.h"
 #include "traces/converters.h"
 #include "traces/text_tokenizer.h"
+#include "traces/tokenizer.h"
 #include "traces/trace_io.h"
 
 namespace kv::trace {
@@ -245,6 +248,177 @@ TEST(TextTokenizer, ShareGptConversionRecordsAndUsesTheTokenizer) {
   ASSERT_TRUE(got.ok() && *got);
   EXPECT_EQ(q.prompt, (std::vector<TokenId>{259, 300}));
   EXPECT_EQ(q.output_tokens, (std::vector<TokenId>{'h', 'i'}));
+}
+
+// ---- word-hash: the rules of traces/tokenizer.h, with the piece id computed here
+std::uint64_t fnv1a64(std::string_view bytes) {
+  std::uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+std::uint64_t mix(std::uint64_t x) {  // splitmix64: golden gamma, then its finalizer
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+std::vector<TokenId> pieces(std::initializer_list<std::string_view> list) {
+  std::vector<TokenId> ids;
+  for (std::string_view p : list) ids.push_back(static_cast<TokenId>(mix(fnv1a64(p)) % 128256));
+  return ids;
+}
+
+std::vector<TokenId> words(std::string_view text) {
+  std::vector<TokenId> out;
+  tokenize_words(text, out);
+  return out;
+}
+
+TEST(WordHashTokenizer, EmptyTextFourByteCutsAndCodePointsWithoutAnAssignment) {
+  EXPECT_EQ(words(""), (std::vector<TokenId>{}));
+  EXPECT_EQ(words("abcd"), pieces({"abcd"}));
+  EXPECT_EQ(words("abcde"), pieces({"abcd", "e"}));
+  EXPECT_EQ(words(" abc"), pieces({" abc"}));  // the leading space counts toward the 4 bytes
+  EXPECT_EQ(words(" abcd"), pieces({" abc", "d"}));
+  EXPECT_EQ(words("  a"), pieces({" ", " a"}));  // only the space right before the word joins it
+  EXPECT_EQ(words("     "), pieces({"    ", " "}));
+  EXPECT_EQ(words(std::string_view("\0\0!", 3)), pieces({std::string_view("\0\0", 2), "!"}));
+  // U+0378 (unassigned, CD B8), U+10FFFF (F4 8F BF BF), U+E0080 (unassigned, F3 A0 82 80):
+  // non-ASCII bytes, words cut every 4 bytes whatever the characters' boundaries.
+  EXPECT_EQ(words("\u0378"), pieces({"\xCD\xB8"}));
+  EXPECT_EQ(words("\U0010FFFF\U000E0080"), pieces({"\xF4\x8F\xBF\xBF", "\xF3\xA0\x82\x80"}));
+  EXPECT_EQ(words("\u0378\U0010FFFF"), pieces({"\xCD\xB8\xF4\x8F", "\xBF\xBF"}));
+  EXPECT_EQ(words("x\u0378 \u0378"), pieces({"x\xCD\xB8", " \xCD\xB8"}));  // ASCII and non-ASCII: one word
+  // Not UTF-8 at all: still bytes, never an error.
+  EXPECT_EQ(words("\xC3"), pieces({"\xC3"}));
+  EXPECT_EQ(words("a\xFF\xFE."), pieces({"a\xFF\xFE", "."}));
+  StatusOr<TextTokenizer> w = TextTokenizer::open("word-hash");
+  ASSERT_TRUE(w.ok());
+  std::vector<TokenId> ids;
+  EXPECT_TRUE(w->encode("\xED\xA0\x80", ids).ok());  // a UTF-16 surrogate's bytes
+  EXPECT_EQ(ids, pieces({"\xED\xA0\x80"}));
+}
+
+// ---- BPE at the edges of Unicode
+TEST(BpeTokenizer, UnassignedAndExtremeCodePointsAreTheirBytesAndInvalidUtf8IsAnError) {
+  StatusOr<BpeTokenizer> t = load(byte_level_tokenizer(kHelloMerges));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(encode(*t, "\u0378"), (std::vector<TokenId>{0xCD, 0xB8}));  // unassigned: byte letters
+  EXPECT_EQ(encode(*t, "hello\u0378"), (std::vector<TokenId>{259, 0xCD, 0xB8}));
+  EXPECT_EQ(encode(*t, "\U0010FFFF"), (std::vector<TokenId>{0xF4, 0x8F, 0xBF, 0xBF}));  // the last code point
+  EXPECT_EQ(encode(*t, "\uFFFE"), (std::vector<TokenId>{0xEF, 0xBF, 0xBE}));            // a noncharacter
+  EXPECT_EQ(encode(*t, std::string_view("\0", 1)), (std::vector<TokenId>{0}));
+  for (const auto& [text, where] :
+       std::vector<std::pair<std::string, int>>{{"a\xED\xA0\x80", 1},       // a surrogate (U+D800) spelled in UTF-8
+                                                {"ab\xF4\x90\x80\x80", 2},  // past U+10FFFF
+                                                {"\xC0\x80", 0},            // an overlong NUL
+                                                {"hello\xE2\x82", 5}}) {    // cut short at the end
+    std::vector<TokenId> out;
+    const Status s = t->encode(text, out);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_EQ(s.message(), "invalid UTF-8 at byte " + std::to_string(where));
+  }
+}
+
+json unknown_tokenizer(bool unk, bool fuse, bool byte_fallback) {
+  json vocab{{"a", 0}, {"b", 1}, {"<unk>", 2}, {"ab", 3}};
+  for (int b = 0; byte_fallback && b < 256; ++b) {
+    char name[8];
+    std::snprintf(name, sizeof name, "<0x%02X>", b);
+    vocab[name] = 10 + b;
+  }
+  json model{{"type", "BPE"}, {"vocab", vocab}, {"merges", json::array({"a b"})}};
+  if (unk) model["unk_token"] = "<unk>";
+  if (fuse) model["fuse_unk"] = true;
+  if (byte_fallback) model["byte_fallback"] = true;
+  return json{{"normalizer", nullptr}, {"pre_tokenizer", nullptr}, {"model", model}, {"added_tokens", json::array()}};
+}
+
+TEST(BpeTokenizer, CharactersOutsideTheVocabularyAreUnkFusedUnkBytesOrAnError) {
+  StatusOr<BpeTokenizer> unk = load(unknown_tokenizer(true, false, false));
+  ASSERT_TRUE(unk.ok()) << unk.status().message();
+  EXPECT_EQ(encode(*unk, "a\u0378\u0379b"), (std::vector<TokenId>{0, 2, 2, 1}));
+  EXPECT_EQ(encode(*unk, "\u0378ab\u0379"), (std::vector<TokenId>{2, 3, 2}));  // merges skip the unknowns
+  EXPECT_EQ(encode(*unk, ""), (std::vector<TokenId>{}));
+  StatusOr<BpeTokenizer> fused = load(unknown_tokenizer(true, true, false));
+  ASSERT_TRUE(fused.ok()) << fused.status().message();
+  EXPECT_EQ(encode(*fused, "a\u0378\u0379b"), (std::vector<TokenId>{0, 2, 1}));
+  EXPECT_EQ(encode(*fused, "\u0378a\u0379"), (std::vector<TokenId>{2, 0, 2}));  // only adjacent ones fuse
+  StatusOr<BpeTokenizer> bytes = load(unknown_tokenizer(true, false, true));
+  ASSERT_TRUE(bytes.ok()) << bytes.status().message();
+  EXPECT_EQ(encode(*bytes, "a\u0378"), (std::vector<TokenId>{0, 10 + 0xCD, 10 + 0xB8}));  // bytes before unk
+  StatusOr<BpeTokenizer> none = load(unknown_tokenizer(false, false, false));
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  std::vector<TokenId> out;
+  const Status s = none->encode("ab\u0378", out);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.message(), "no token for the character '\u0378' and no unk_token");
+}
+
+// ---- a converter's boundary counted in BPE tokens, not bytes or characters
+std::vector<TraceRequest> convert_sharegpt(const std::string& conversations, const TextTokenizer& t, int max_len,
+                                           ConvertStats* stats) {
+  static int n = 0;  // a fresh pair of files each call
+  const std::string in = scratch_path("chat" + std::to_string(++n) + ".json");
+  const std::string out = scratch_path("chat" + std::to_string(n) + ".kvtrace");
+  write_bytes(in, conversations);
+  ConvertOptions c;
+  c.tokenizer = &t;
+  c.max_model_len = max_len;
+  StatusOr<TraceWriter> w = TraceWriter::create(out, convert_header(SourceFormat::kShareGpt, in, c));
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  if (!w.ok()) return {};
+  StatusOr<ConvertStats> s = convert_trace(SourceFormat::kShareGpt, in, c, *w);
+  EXPECT_TRUE(s.ok()) << s.status().message();
+  if (s.ok()) *stats = *s;
+  EXPECT_TRUE(w->close().ok());
+  std::vector<TraceRequest> requests;
+  StatusOr<TraceReader> r = TraceReader::open(out);
+  EXPECT_TRUE(r.ok()) << r.status().message();
+  if (!r.ok()) return requests;
+  for (TraceRequest q;;) {
+    StatusOr<bool> got = r->next(&q);
+    EXPECT_TRUE(got.ok());
+    if (!got.ok() || !*got) break;
+    requests.push_back(q);
+  }
+  return requests;
+}
+
+TEST(TokenizerBoundaries, ShareGptTurnThatExactlyFillsMaxModelLenInBpeTokens) {
+  const std::string path = scratch_path("tokenizer.json");
+  write_bytes(path, byte_level_tokenizer(kHelloMerges).dump());
+  StatusOr<TextTokenizer> t = TextTokenizer::open(path);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  // Turn 1: "hello" + U+0378 is 3 tokens (7 bytes, 6 characters), the answer U+10FFFF 4 tokens
+  // (one character). Turn 2: an empty question after it (the prompt is the conversation so
+  // far: 7 tokens) and the answer "hello", 1 token: 8 in all.
+  const std::string chat = R"([{"id": "c", "conversations": [
+      {"from": "human", "value": "hello\u0378"}, {"from": "gpt", "value": "\udbff\udfff"},
+      {"from": "human", "value": ""}, {"from": "gpt", "value": "hello"}]}])";
+  ConvertStats stats;
+  std::vector<TraceRequest> r = convert_sharegpt(chat, *t, 8, &stats);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].prompt, (std::vector<TokenId>{259, 0xCD, 0xB8}));
+  EXPECT_EQ(r[0].output_tokens, (std::vector<TokenId>{0xF4, 0x8F, 0xBF, 0xBF}));
+  EXPECT_EQ(r[1].prompt, (std::vector<TokenId>{259, 0xCD, 0xB8, 0xF4, 0x8F, 0xBF, 0xBF}));
+  EXPECT_EQ(r[1].output_length, 1);
+  EXPECT_EQ(stats.skipped, 0);
+  r = convert_sharegpt(chat, *t, 7, &stats);  // one token short: the second turn goes
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(static_cast<std::int64_t>(r[0].prompt.size()) + r[0].output_length, 7);
+  EXPECT_EQ(stats.skipped, 1);
+  // An empty answer is skipped; its question stays in the conversation and opens the next turn.
+  const std::string empty_answer = R"([{"conversations": [
+      {"from": "gpt", "value": "hello"}, {"from": "human", "value": "\u0378"}, {"from": "gpt", "value": ""},
+      {"from": "human", "value": "hello"}, {"from": "gpt", "value": "hello"}]}])";
+  r = convert_sharegpt(empty_answer, *t, 4, &stats);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].prompt, (std::vector<TokenId>{0xCD, 0xB8, 259}));
+  EXPECT_EQ(r[0].output_length, 1);
+  EXPECT_EQ(stats.skipped, 2);  // the answer with nothing before it, the empty answer
 }
 
 }  // namespace
