@@ -295,6 +295,46 @@ TEST_F(CliReplayTest, EveryCommandRejectsAbsurdOptionValuesBeforeWorking) {
   }
 }
 
+// `kvsim fleet`: the fleet's folder, one folder per replica, the routes as its decision log.
+TEST_F(CliReplayTest, FleetWritesTheFleetAndEachReplica) {
+  const std::string sp = (dir_ / "sp.kvtrace").string();
+  ASSERT_EQ(run("gen shared-prefix -o " + sp +
+                " --groups 4 --users 2 --prefix-len 64 --question-len 32 "
+                "--output-len 4 --num-requests 40 --rate 50")
+                .status,
+            0);
+  const std::string out = (dir_ / "fleet").string();
+  kv::test::KvsimRun o = run("fleet --trace " + sp + " --model tiny --num-blocks 64 --replicas 3 --router dynamo " +
+                             "--router-param overlap_score_weight=2 --event-delay-ms 5 --out " + out);
+  ASSERT_EQ(o.status, 0) << o.output();
+  EXPECT_NE(o.output().find("requests done / rejected  40 / 0"), std::string::npos) << o.output();
+  EXPECT_NE(o.output().find("load imbalance"), std::string::npos) << o.output();
+  for (const char* f : {"summary.json", "requests.csv", "decisions.log", "replicas.csv", "result.json",
+                        "replica-0/summary.json", "replica-2/decisions.log", "replica-1/steps.csv"}) {
+    EXPECT_TRUE(fs::exists(fs::path(out) / f)) << f;
+  }
+  std::ifstream routes(fs::path(out) / "decisions.log");
+  std::string first;
+  std::getline(routes, first);
+  EXPECT_EQ(first.rfind("route g", 0), 0u) << first;
+}
+
+TEST_F(CliReplayTest, FleetRefusesBadOptionsByName) {
+  const std::string base = "fleet " + small_args() + "--out " + (dir_ / "f").string() + " ";
+  kv::test::KvsimRun o = run(base + "--router-param overlap_score_weight");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output().find("--router-param must be NAME=VALUE"), std::string::npos) << o.output();
+  o = run(base + "--router dynamo --router-param overlap_score_weight=-1");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output().find("overlap_score_weight"), std::string::npos) << o.output();
+  o = run(base + "--replicas 0");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output().find("--replicas"), std::string::npos) << o.output();
+  o = run(base + "--event-loss 1");
+  EXPECT_EQ(o.status, 2);
+  EXPECT_NE(o.output().find("--event-loss"), std::string::npos) << o.output();
+}
+
 }  // namespace
 
 // The overload warning is for an open-loop arrival process. An offline batch (every request at

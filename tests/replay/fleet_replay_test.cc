@@ -1,0 +1,185 @@
+// FleetReplay (replay/fleet_replay.h): one replica is kvsim replay; same inputs, same bytes;
+// KV-aware routers beat round-robin on the shared-prefix workload; stale events cost the
+// event-driven router its hits; sessions stay on their replica; bad options are refused.
+#include "replay/fleet_replay.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "replay/replay_builder.h"
+#include "traces/generators.h"
+#include "traces/trace_io.h"
+
+namespace kv::replay {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* kShareGpt = "traces/data/sharegpt_sample.kvtrace";
+
+// 16 groups of a 2048-token system prompt, 8 users each with a 256-token question; 1000
+// requests at 30/s. Written once per test binary.
+const std::string& shared_prefix_trace() {
+  static const std::string path = [] {
+    const fs::path p = fs::temp_directory_path() / ("kvsim-fleet-test-" + std::to_string(::getpid()) + ".kvtrace");
+    trace::SharedPrefixGenOptions o;
+    o.groups = 16;
+    o.users = 8;
+    o.prefix_len = 2048;
+    o.question_len = 256;
+    o.output_len = 64;
+    o.num_requests = 1000;
+    o.rate = 30;
+    auto writer = trace::TraceWriter::create(p.string(), trace::shared_prefix_gen_header(o), true);
+    KV_CHECK(writer.ok(), writer.status().message());
+    KV_CHECK(trace::generate_shared_prefix(o, *writer).ok());
+    KV_CHECK(writer->close().ok());
+    return p.string();
+  }();
+  return path;
+}
+
+ReplayConfig small_pool_config() {
+  ReplayConfig c;
+  c.device.kv_cache_tokens = 40000;  // a replica holds a few groups' prompts, not all 16
+  c.run.replay.keep_decision_text = false;
+  return c;
+}
+
+FleetSummary run_fleet(const ReplayConfig& c, const std::string& trace, FleetOptions o) {
+  auto fleet = FleetReplay::build(c, trace, o);
+  KV_CHECK(fleet.ok(), fleet.status().message());
+  auto s = (*fleet)->run();
+  KV_CHECK(s.ok(), s.status().message());
+  return std::move(s).value();
+}
+
+FleetSummary run_router(const std::string& router, std::int64_t delay_ms = 0) {
+  FleetOptions o;
+  o.replicas = 8;
+  o.router = router;
+  o.event_delay_ns = delay_ms * 1000000;
+  return run_fleet(small_pool_config(), shared_prefix_trace(), o);
+}
+
+TEST(FleetReplayTest, OneReplicaIsReplay) {
+  ReplayConfig c;
+  c.arrivals.request_rate = 20;  // rewritten once by the fleet, as by the replay
+  c.run.replay.keep_decision_text = false;
+  auto run = build_replay(c, kShareGpt);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  auto replayed = run->make_replayer(c)->run();
+  ASSERT_TRUE(replayed.ok()) << replayed.status().message();
+
+  const FleetSummary f = run_fleet(c, kShareGpt, FleetOptions{});
+  ASSERT_EQ(f.replicas.size(), 1u);
+  EXPECT_EQ(f.replicas[0].summary.digest, replayed->digest);
+  EXPECT_EQ(f.replicas[0].routed, replayed->requests_total);
+  const ReplaySummary& s = f.fleet;
+  EXPECT_EQ(s.requests_finished, replayed->requests_finished);
+  EXPECT_EQ(s.cache.hits, replayed->cache.hits);
+  EXPECT_EQ(s.sim_time_us, replayed->sim_time_us);
+  EXPECT_EQ(s.steps, replayed->steps);
+  EXPECT_EQ(s.ttft_us.p90, replayed->ttft_us.p90);
+  EXPECT_EQ(s.e2e_us.p99, replayed->e2e_us.p99);
+  EXPECT_EQ(s.serving.itl_ms.mean, replayed->serving.itl_ms.mean);
+  EXPECT_EQ(s.serving.tpot_ms.median, replayed->serving.tpot_ms.median);
+  EXPECT_EQ(s.serving.max_concurrent_requests, replayed->serving.max_concurrent_requests);
+  EXPECT_EQ(s.hit_rate, replayed->hit_rate);
+}
+
+TEST(FleetReplayTest, SameInputsSameDecisions) {
+  FleetOptions o;
+  o.replicas = 4;
+  o.router = "dynamo";
+  o.event_delay_ns = 50'000'000;
+  o.event_loss = 0.2;
+  const FleetSummary a = run_fleet(small_pool_config(), shared_prefix_trace(), o);
+  const FleetSummary b = run_fleet(small_pool_config(), shared_prefix_trace(), o);
+  EXPECT_EQ(a.fleet.digest, b.fleet.digest);
+  for (std::size_t r = 0; r < a.replicas.size(); ++r)
+    EXPECT_EQ(a.replicas[r].summary.digest, b.replicas[r].summary.digest);
+  EXPECT_GT(a.events_lost, 0);
+  EXPECT_EQ(a.events_lost, b.events_lost);
+  // Every request ended somewhere, and the replicas' counts add up to the fleet's.
+  std::int64_t routed = 0, finished = 0;
+  for (const ReplicaFigures& r : a.replicas) {
+    routed += r.routed;
+    finished += r.summary.requests_finished;
+  }
+  EXPECT_EQ(routed, 1000);
+  EXPECT_EQ(finished, a.fleet.requests_finished);
+  EXPECT_EQ(a.fleet.requests_finished, 1000);
+}
+
+// The shared-prefix workload on 8 replicas: routers that know where prefixes are cached hit
+// more, and wait less, than one that spreads requests blindly.
+TEST(FleetReplayTest, KvAwareRoutersBeatRoundRobinOnSharedPrefixes) {
+  const FleetSummary rr = run_router("round-robin");
+  for (const char* router : {"dynamo", "llm-d-precise", "llm-d-approx", "sglang"}) {
+    const FleetSummary f = run_router(router);
+    EXPECT_GT(f.fleet.hit_rate, rr.fleet.hit_rate + 0.05) << router;
+    EXPECT_LT(f.fleet.ttft_us.p90, rr.fleet.ttft_us.p90) << router;
+  }
+}
+
+// llm-d-precise scores prefixes from the replicas' events: as they arrive later its hits fall
+// (with events later than the run, every score ties and it picks at random); llm-d-approx
+// scores prefixes from its own routing history, which is never late (only its load scorers
+// read the delayed reports), so at the same delay it keeps its hits.
+TEST(FleetReplayTest, StaleEventsCostThePreciseRouterItsHits) {
+  const double fresh = run_router("llm-d-precise", 0).fleet.hit_rate;
+  const double late = run_router("llm-d-precise", 5000).fleet.hit_rate;
+  const double never = run_router("llm-d-precise", 3600000).fleet.hit_rate;
+  EXPECT_GT(fresh, late + 0.02);
+  EXPECT_GT(late, never + 0.05);
+  const double approx_late = run_router("llm-d-approx", 5000).fleet.hit_rate;
+  EXPECT_GT(approx_late, late + 0.02);
+  EXPECT_NEAR(approx_late, run_router("llm-d-approx", 0).fleet.hit_rate, 0.01);
+}
+
+TEST(FleetReplayTest, SessionsStayOnTheirReplica) {
+  FleetOptions o;
+  o.replicas = 4;
+  o.router = "session";
+  auto fleet = FleetReplay::build(small_pool_config(), shared_prefix_trace(), o);
+  ASSERT_TRUE(fleet.ok()) << fleet.status().message();
+  std::map<std::string, std::set<int>> replicas_of_session;
+  (*fleet)->on_route = [&](const std::string& id, int replica) {
+    replicas_of_session[id.substr(0, id.rfind("-r"))].insert(replica);  // id: g<G>-u<U>-r<i>
+  };
+  ASSERT_TRUE((*fleet)->run().ok());
+  ASSERT_EQ(replicas_of_session.size(), 128u);
+  std::set<int> used;
+  for (const auto& [session, replicas] : replicas_of_session) {
+    EXPECT_EQ(replicas.size(), 1u) << session;
+    used.insert(*replicas.begin());
+  }
+  EXPECT_EQ(used.size(), 4u);
+}
+
+TEST(FleetReplayTest, BadOptionsAreRefusedByName) {
+  auto error = [](FleetOptions o, ReplayConfig c = ReplayConfig{}) {
+    auto f = FleetReplay::build(c, kShareGpt, o);
+    return f.ok() ? std::string("ok") : f.status().message();
+  };
+  FleetOptions o;
+  o.replicas = 0;
+  EXPECT_NE(error(o).find("--replicas"), std::string::npos);
+  o = FleetOptions{};
+  o.event_loss = 1;
+  EXPECT_NE(error(o).find("--event-loss"), std::string::npos);
+  o = FleetOptions{};
+  o.router = "consistent-hash";
+  EXPECT_NE(error(o).find("unknown router 'consistent-hash'"), std::string::npos);
+  ReplayConfig with_events;
+  with_events.events.file = "/tmp/never-written.jsonl";
+  EXPECT_NE(error(FleetOptions{}, with_events).find("--kv-events"), std::string::npos);
+  EXPECT_NE(error(FleetOptions{}).find("ok"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kv::replay
