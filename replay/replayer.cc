@@ -34,6 +34,9 @@ struct Replayer::Run {
   std::int64_t measured_total = 0;
   bool any_measured = false;
   std::int64_t evictions_before = 0;
+  FrontendLanes frontend;
+  std::int64_t pending_frontend_us = 0;  // the front end's delay of `pending` (engine - client arrival)
+  std::int64_t last_client_ns = 0;       // the latest token the client received
 
   std::int64_t pending_arrival_ns() const { return pending.arrival_time_us * 1000; }
 };
@@ -84,6 +87,11 @@ Status Replayer::pull_next(Run& r) {
                          " us is before the previous request's " + std::to_string(r.last_arrival_us));
   } else {
     r.last_arrival_us = r.pending.arrival_time_us;
+    // The engine sees it once the front end is done (rounded up to the microsecond).
+    const std::int64_t engine_ns = r.frontend.engine_arrival_ns(options_.frontend, r.pending.arrival_time_us * 1000,
+                                                                r.pending.num_prompt_tokens());
+    r.pending_frontend_us = (engine_ns + 999) / 1000 - r.pending.arrival_time_us;
+    r.pending.arrival_time_us += r.pending_frontend_us;
   }
   return {};
 }
@@ -121,7 +129,7 @@ Status Replayer::admit_arrivals(Run& r) {
     }
     RequestMetrics m;
     m.id = r.pending.id;
-    m.arrival_us = r.pending.arrival_time_us;
+    m.arrival_us = r.pending.arrival_time_us - r.pending_frontend_us;  // the client's
     m.prompt_tokens = r.pending.num_prompt_tokens();
     ++r.sum.requests_total;
     const auto outputs = static_cast<std::int64_t>(r.pending.outputs.size());
@@ -214,7 +222,12 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
       for (int i = 0; i < accepted && static_cast<std::size_t>(i) < per_position.size(); ++i) ++per_position[i];
     }
   }
-  const std::int64_t now_us = r.now_ns / 1000;
+  // The client sees the step's tokens once the front end has them (the engine clock without one).
+  const std::int64_t client_ns =
+      events.empty() ? r.now_ns
+                     : r.frontend.client_time_ns(options_.frontend, r.now_ns, static_cast<std::int64_t>(events.size()));
+  r.last_client_ns = std::max(r.last_client_ns, client_ns);
+  const std::int64_t now_us = client_ns / 1000;
   const bool speculating = r.sum.spec.num_speculative_tokens > 0;
   for (const TokenEvent& ev : events) {
     auto it = r.live.find(ev.id);
@@ -300,7 +313,8 @@ void Replayer::serving_metrics(Run& r) {
   const std::vector<double>& p = options_.metric_percentiles;
   s.completed = r.sum.requests_finished;
   s.failed = r.sum.requests_rejected;
-  s.duration_s = static_cast<double>(r.sum.sim_time_us) / 1e6;
+  // Until the client has the last token (the engine's clock at the end without a front end).
+  s.duration_s = static_cast<double>(std::max(r.now_ns, r.last_client_ns) / 1000) / 1e6;
   s.total_input_tokens = r.sum.prompt_tokens;
   s.total_output_tokens = r.sum.output_tokens;
   const double d = s.duration_s > 0 ? s.duration_s : 1;
