@@ -61,6 +61,7 @@ void LatencyRecord::merge(const LatencyRecord& other) {
   append(arrival_ttft_, other.arrival_ttft_);
   itl_.merge(other.itl_);
   good_ += other.good_;
+  last_token_us_ = std::max(last_token_us_, other.last_token_us_);
   for (const auto& [sec, n] : other.tokens_per_second_) tokens_per_second_[sec] += n;
   for (const auto& [sec, change] : other.live_changes_) live_changes_[sec] += change;
 }
@@ -79,7 +80,7 @@ void LatencyRecord::serving_metrics(ReplaySummary& sum, const LatencyFigureOptio
   s.completed = sum.requests_finished;
   s.failed = sum.requests_rejected;
   s.good = good_;
-  s.duration_s = static_cast<double>(sum.sim_time_us) / 1e6;
+  s.duration_s = static_cast<double>(std::max(sum.sim_time_us, last_token_us_)) / 1e6;
   s.total_input_tokens = sum.prompt_tokens;
   s.total_output_tokens = sum.output_tokens;
   const double d = s.duration_s > 0 ? s.duration_s : 1;

@@ -33,13 +33,18 @@ class LatencyRecord {
   // A request that ran to its end (not a rejected one); `m` has its token times.
   void add_request(const RequestMetrics& m, const GoodputSlo& goodput);
   // An output token that reached the client at `now_us`.
-  void add_token(std::int64_t now_us) { ++tokens_per_second_[std::max<std::int64_t>(now_us / 1000000, 0)]; }
+  void add_token(std::int64_t now_us) {
+    ++tokens_per_second_[std::max<std::int64_t>(now_us / 1000000, 0)];
+    last_token_us_ = std::max(last_token_us_, now_us);
+  }
   // The gap since the request's previous output chunk (an inter-token latency).
   void add_itl(std::int64_t gap_us) { itl_.add(gap_us); }
   void merge(const LatencyRecord& other);
 
   // Fills sum.ttft_us, tpot_us, e2e_us, serving and overload; reads sum's counts
-  // (requests_finished, requests_rejected, prompt_tokens, output_tokens) and sim_time_us.
+  // (requests_finished, requests_rejected, prompt_tokens, output_tokens) and sim_time_us. The
+  // serving duration lasts until the client has the last token (a front end delays it past
+  // the engine's clock, replay/frontend.h).
   void summarize(ReplaySummary& sum, const LatencyFigureOptions& options) const;
 
  private:
@@ -50,6 +55,7 @@ class LatencyRecord {
   std::vector<double> tpot_ms_;                  // vLLM's per-request TPOT
   std::vector<std::pair<std::int64_t, std::int64_t>> arrival_ttft_;  // for the overload verdict
   std::int64_t good_ = 0;                                            // requests within --goodput
+  std::int64_t last_token_us_ = 0;                                   // the client's last token
   // By second of the clock; sparse, so a trace with years between arrivals costs nothing.
   std::map<std::int64_t, std::int64_t> tokens_per_second_;
   // Requests live in a second: +1 at a request's first second, -1 after its last (the running

@@ -403,6 +403,13 @@ void add_event_options(std::vector<ConfigOption>& t) {
                          KV_FIELD(events.zmq.startup_ms), 0, 3600 * 1000));
 }
 
+Status set_frontend(ReplayConfig& c, const std::string& t) {
+  auto model = parse_frontend(t);
+  if (!model.ok()) return model.status();
+  c.run.replay.frontend = *model;
+  return {};
+}
+
 // The rows of the "Load and results" group (replay/arrivals.h, replay/serving_metrics.h).
 void add_load_rows(std::vector<ConfigOption>& t) {
   using C = ReplayConfig;
@@ -422,6 +429,12 @@ void add_load_rows(std::vector<ConfigOption>& t) {
                check_percentiles});
   t.push_back({"goodput", load, "SLOs of goodput, e.g. 'ttft:500 tpot:50' (ms; ttft, tpot, e2el)", false, set_goodput,
                [](const C& c) { return goodput_text(c.run.replay.goodput); }, check_goodput});
+  t.push_back({"frontend", load,
+               "the serving front end before and after the engine: none, vllm-v1 (measured terms, "
+               "docs/fidelity.md), or REQUEST_NS,PROMPT_TOKEN_NS,OUTPUT_TOKEN_NS,STEP_NS: the engine sees a request "
+               "after REQUEST + PROMPT_TOKEN * prompt tokens, the client a step's tokens after STEP + OUTPUT_TOKEN * "
+               "tokens (one lane each, in order); TTFT, TPOT, ITL and E2EL include it",
+               false, set_frontend, [](const C& c) { return c.run.replay.frontend.name; }});
   t.push_back(positive_option("overload-ttft-ms", load, "a median TTFT above this marks the run overloaded",
                               KV_FIELD(run.replay.overload_ttft_ms), false, false, kMinMs, kMaxMs));
 }
@@ -880,6 +893,10 @@ Status validate_across_parts(const ReplayConfig& c) {
   if (c.events.writes() && !c.scheduler.cache.enable_caching) {
     return bad(c.events.file.empty() ? "kv-events-zmq" : "kv-events",
                "needs --prefix-caching on (no block is cached without it)");
+  }
+  if (c.run.replay.frontend.enabled() && c.run.replay.max_concurrency > 0) {
+    return bad("frontend",
+               "cannot be combined with --max-concurrency (a held request's front-end time is not modelled)");
   }
   if (Status s = validate_hybrid_groups(c); !s.ok()) return s;
   if (Status s = validate_tiers(c); !s.ok()) return s;

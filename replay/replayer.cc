@@ -23,6 +23,8 @@ struct Replayer::Run {
   std::int64_t measured_total = 0;
   bool any_measured = false;
   std::int64_t evictions_before = 0;
+  FrontendLanes frontend;
+  std::int64_t pending_frontend_us = 0;  // the front end's delay of `pending` (engine - client arrival)
 
   std::int64_t pending_arrival_ns() const { return pending.arrival_time_us * 1000; }
 };
@@ -62,6 +64,11 @@ Status Replayer::pull_next(Run& r) {
                          " us is before the previous request's " + std::to_string(r.last_arrival_us));
   } else {
     r.last_arrival_us = r.pending.arrival_time_us;
+    // The engine sees it once the front end is done (rounded up to the microsecond).
+    const std::int64_t engine_ns = r.frontend.engine_arrival_ns(options_.frontend, r.pending.arrival_time_us * 1000,
+                                                                r.pending.num_prompt_tokens());
+    r.pending_frontend_us = (engine_ns + 999) / 1000 - r.pending.arrival_time_us;
+    r.pending.arrival_time_us += r.pending_frontend_us;
   }
   return {};
 }
@@ -84,7 +91,7 @@ Status Replayer::admit_arrivals(Run& r) {
     }
     RequestMetrics m;
     m.id = r.pending.id;
-    m.arrival_us = r.pending.arrival_time_us;
+    m.arrival_us = r.pending.arrival_time_us - r.pending_frontend_us;  // the client's
     m.prompt_tokens = r.pending.num_prompt_tokens();
     ++r.sum.requests_total;
     const auto outputs = static_cast<std::int64_t>(r.pending.outputs.size());
@@ -177,7 +184,11 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
       for (int i = 0; i < accepted && static_cast<std::size_t>(i) < per_position.size(); ++i) ++per_position[i];
     }
   }
-  const std::int64_t now_us = r.now_ns / 1000;
+  // The client sees the step's tokens once the front end has them (the engine clock without one).
+  const std::int64_t client_ns =
+      events.empty() ? r.now_ns
+                     : r.frontend.client_time_ns(options_.frontend, r.now_ns, static_cast<std::int64_t>(events.size()));
+  const std::int64_t now_us = client_ns / 1000;
   const bool speculating = r.sum.spec.num_speculative_tokens > 0;
   for (const TokenEvent& ev : events) {
     auto it = r.live.find(ev.id);

@@ -31,6 +31,7 @@
 #include "model/tiers/kv_connector.h"
 #include "model/util/status.h"
 #include "replay/decision_log.h"
+#include "replay/frontend.h"
 #include "replay/kv_event_sink.h"
 #include "replay/latency_record.h"
 #include "replay/replay_summary.h"
@@ -53,6 +54,11 @@ struct ReplayOptions {
   // Encoder-decoder models: the encoder input every request brings (Whisper: its
   // max_source_positions, 1500, as vLLM pads every audio input to 30 s); 0: no encoder.
   std::int64_t encoder_tokens_per_request = 0;
+  // The serving front end (replay/frontend.h): the engine sees each request once the front end
+  // has tokenized it, and the client sees each token once the front end has detokenized it.
+  // Every figure of a request (RequestMetrics, ServingMetrics) is the client's; the clock and
+  // the decision log are the engine's. Not with max_concurrency (ReplayConfig refuses it).
+  FrontendModel frontend;
 };
 
 class Replayer {

@@ -4,6 +4,7 @@
 //   TPOT  (E2EL - TTFT) / (output tokens - 1), per request with more than one output token;
 //   ITL   every gap between two consecutive output tokens of a request, pooled over requests;
 //   E2EL  arrival (or send) to last token.
+// With a serving front end (replay/frontend.h) arrival and token times are the client's.
 // mean, median, std (population) and percentiles (model/util/percentile.h, numpy's linear method)
 // in milliseconds. Goodput: finished requests per second whose TTFT, TPOT and E2EL each meet
 // the SLOs that are set.

@@ -31,7 +31,8 @@ GpuSpec preset(const char* name, std::int64_t bf16, std::int64_t fp8, std::int64
   return g;
 }
 
-// Between GPUs: NVLink per direction (half the datasheet's bidirectional figure), or PCIe.
+// Between GPUs, per direction: the achieved figure where a public measurement gives one (l40s,
+// h100-sxm: cited at the preset), else half the datasheet's bidirectional figure.
 GpuSpec linked(GpuSpec g, std::int64_t bytes_per_s, std::int64_t latency_ns) {
   g.interconnect_bytes_per_s = bytes_per_s;
   g.interconnect_latency_ns = latency_ns;
@@ -52,7 +53,10 @@ std::vector<GpuSpec> make_presets() {
   // NVIDIA L40S datasheet: BF16 362.05 TFLOPS dense (733 sparse), FP8 733 TFLOPS dense (1,466
   // sparse), no FP4; 48GB GDDR6 at 864 GB/s (46,068 MiB visible with ECC on, as nvidia-smi
   // reports); PCIe Gen4 x16 64 GB/s both ways, no NVLink; 142 SMs, boost 2520 MHz.
-  GpuSpec l40s = linked(preset("l40s", 362'050'000'000'000, 733 * kT, 0, 864 * kG, 46068LL << 20, 142, 2520), 32 * kG,
+  // Between GPUs: 26 GB/s per direction, the achieved GPU-to-GPU copy over PCIe Gen4 x16 that
+  // nvbandwidth measured (device_to_device_memcpy_read_ce, 26.34 GB/s between A6000s on one
+  // switch, the same link; github.com/NVIDIA/nvbandwidth issue 50), not the link's 32 GB/s.
+  GpuSpec l40s = linked(preset("l40s", 362'050'000'000'000, 733 * kT, 0, 864 * kG, 46068LL << 20, 142, 2520), 26 * kG,
                         kPcieLatencyNs);
   l40s.h2d_bytes_per_s = 20 * kG;  // PCIe Gen4
   p.push_back(l40s);
@@ -63,8 +67,11 @@ std::vector<GpuSpec> make_presets() {
       linked(preset("h100-pcie", 756 * kT, 1513 * kT, 0, 2000 * kG, 80LL << 30, 114, 1755), 64 * kG, kPcieLatencyNs));
   // Same datasheet, H100 SXM: BF16 989 TFLOPS dense (1,979 sparse), FP8 1,979 dense (3,958
   // sparse); 80GB HBM3 at 3.35 TB/s; NVLink 4 900 GB/s; 132 SMs, boost 1980 MHz.
+  // Between GPUs: 380 GB/s per direction, the achieved unidirectional peer copy that CUDA's
+  // p2pBandwidthLatencyTest measured on an HGX H100 SXM (github.com/NVIDIA/nccl issue 1264,
+  // "Only ~783GByte/s out of theoretical 900GB/s HGX H100 SXM Nvlink4"), not the link's 450.
   p.push_back(
-      linked(preset("h100-sxm", 989 * kT, 1979 * kT, 0, 3350 * kG, 80LL << 30, 132, 1980), 450 * kG, kNvlinkLatencyNs));
+      linked(preset("h100-sxm", 989 * kT, 1979 * kT, 0, 3350 * kG, 80LL << 30, 132, 1980), 380 * kG, kNvlinkLatencyNs));
   // NVIDIA H200 Tensor Core GPU datasheet (SXM): the H100 SXM's compute; 141GB HBM3e at 4.8 TB/s.
   p.push_back(
       linked(preset("h200", 989 * kT, 1979 * kT, 0, 4800 * kG, 141 * kG, 132, 1980), 450 * kG, kNvlinkLatencyNs));

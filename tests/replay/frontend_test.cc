@@ -1,0 +1,94 @@
+// The serving front end (replay/frontend.h): the two lanes' exact times, the option's forms and
+// errors, and a replay with and without it (no front end: the same decisions, bit for bit).
+#include "replay/frontend.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "replay/replay_builder.h"
+
+namespace kv::replay {
+namespace {
+
+TEST(Frontend, RequestLaneServesInOrder) {
+  const FrontendModel m = parse_frontend("1000,10,0,0").value();
+  FrontendLanes lanes;
+  EXPECT_EQ(lanes.engine_arrival_ns(m, 0, 100), 2000);     // 1000 + 10 * 100
+  EXPECT_EQ(lanes.engine_arrival_ns(m, 500, 100), 4000);   // waits for the first: 2000 + 2000
+  EXPECT_EQ(lanes.engine_arrival_ns(m, 10000, 0), 11000);  // the lane was free
+}
+
+TEST(Frontend, OutputLaneDelaysEveryTokenOfAStep) {
+  const FrontendModel m = parse_frontend("0,0,20,100").value();
+  FrontendLanes lanes;
+  EXPECT_EQ(lanes.client_time_ns(m, 1000, 5), 1200);  // 1000 + 100 + 5 * 20
+  EXPECT_EQ(lanes.client_time_ns(m, 1100, 5), 1400);  // behind the previous step: 1200 + 200
+  EXPECT_EQ(lanes.client_time_ns(m, 5000, 1), 5120);
+}
+
+TEST(Frontend, NoneIsTheEngineClock) {
+  const FrontendModel m = parse_frontend("none").value();
+  EXPECT_FALSE(m.enabled());
+  FrontendLanes lanes;
+  EXPECT_EQ(lanes.engine_arrival_ns(m, 7000, 880), 7000);
+  EXPECT_EQ(lanes.client_time_ns(m, 9000, 64), 9000);
+}
+
+TEST(Frontend, PresetAndErrors) {
+  const FrontendModel v1 = parse_frontend("vllm-v1").value();
+  EXPECT_EQ(v1.request_ns, 13000);
+  EXPECT_EQ(v1.prompt_token_ns, 2070);
+  EXPECT_EQ(v1.output_token_ns, 20000);
+  EXPECT_EQ(v1.step_ns, 13000);
+  EXPECT_EQ(parse_frontend("1,2,3").status().message(),
+            "--frontend: must be none, vllm-v1 or REQUEST_NS,PROMPT_TOKEN_NS,OUTPUT_TOKEN_NS,STEP_NS, got '1,2,3'");
+  EXPECT_EQ(parse_frontend("1,2,x,4").status().message(), "--frontend: 'x' is not an integer");
+  EXPECT_EQ(parse_frontend("1,2,3,1000000001").status().message(),
+            "--frontend: must be in 0..1000000000 ns, got 1000000001");
+}
+
+ReplaySummary replay_with(const std::string& frontend) {
+  ReplayConfig c;
+  c.run.replay.keep_decision_text = false;
+  for (const auto& [name, value] : {std::pair<std::string, std::string>{"model", "llama3-8b"},
+                                    {"request-rate", "8"},
+                                    {"limit", "40"},
+                                    {"frontend", frontend}}) {
+    const Status s = set_option(c, name, value);
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  auto built = build_replay(c, "traces/data/sharegpt_sample.kvtrace");
+  EXPECT_TRUE(built.ok()) << built.status().message();
+  auto summary = built->make_replayer(c)->run();
+  EXPECT_TRUE(summary.ok()) << summary.status().message();
+  return *summary;
+}
+
+TEST(Frontend, ClientSeesItTheEngineOnlyLater) {
+  const ReplaySummary none = replay_with("none");
+  EXPECT_EQ(none.digest, replay_with("0,0,0,0").digest);
+  // 5 ms per request in one lane: every TTFT grows by 5 ms at least (more when two requests
+  // arrive less than 5 ms apart and the second waits for the lane), the engine sees the
+  // requests later, so its decisions may differ.
+  const ReplaySummary fixed = replay_with("5000000,0,0,0");
+  EXPECT_GE(fixed.serving.ttft_ms.median, none.serving.ttft_ms.median + 5.0);
+  EXPECT_EQ(fixed.serving.ttft_ms.count, none.serving.ttft_ms.count);
+  // 1 ms per step on the way back: the first token too, so TTFT grows by 1 ms at least.
+  const ReplaySummary back = replay_with("0,0,0,1000000");
+  EXPECT_EQ(back.digest, none.digest);  // the engine's side is untouched
+  EXPECT_GE(back.serving.ttft_ms.mean, none.serving.ttft_ms.mean + 1.0 - 1e-9);
+  const ReplaySummary v1 = replay_with("vllm-v1");
+  EXPECT_GT(v1.serving.ttft_ms.mean, none.serving.ttft_ms.mean);
+}
+
+TEST(Frontend, RefusedWithMaxConcurrency) {
+  ReplayConfig c;
+  ASSERT_TRUE(set_option(c, "frontend", "vllm-v1").ok());
+  ASSERT_TRUE(set_option(c, "max-concurrency", "4").ok());
+  EXPECT_EQ(c.validate().message(),
+            "--frontend: cannot be combined with --max-concurrency (a held request's front-end time is not modelled)");
+}
+
+}  // namespace
+}  // namespace kv::replay
