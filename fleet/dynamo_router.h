@@ -39,6 +39,8 @@ class DynamoRouter final : public Router {
  public:
   DynamoRouter(int num_replicas, const DynamoOptions& options, std::uint64_t seed);
   std::string_view name() const override { return "dynamo"; }
+  bool reads_block_hashes() const override { return true; }
+  bool reads_kv_events() const override { return options_.kv_events; }
 
   // The cost of every replica for `request` as choose() computes it (approximate mode: as of
   // the last expiry; route() expires first).

@@ -50,6 +50,8 @@ class LlmdRouter final : public Router {
  public:
   LlmdRouter(int num_replicas, const LlmdOptions& options, std::uint64_t seed);
   std::string_view name() const override { return options_.precise ? "llm-d-precise" : "llm-d-approx"; }
+  bool reads_block_hashes() const override { return true; }
+  bool reads_kv_events() const override { return options_.precise; }
 
   // The weighted total of every replica for `request`, as choose() computes it.
   std::vector<double> scores(const RouteRequest& request) const;

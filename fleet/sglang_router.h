@@ -35,6 +35,7 @@ class SglangRouter final : public Router {
  public:
   SglangRouter(int num_replicas, const SglangOptions& options);
   std::string_view name() const override { return "sglang"; }
+  bool reads_block_hashes() const override { return true; }
 
   bool imbalanced() const;
   std::int64_t tree_size(int replica) const { return trees_[static_cast<std::size_t>(replica)].size(); }

@@ -32,6 +32,23 @@ class QueueSource final : public RequestSource {
   std::deque<RequestSpec> queue_;
 };
 
+// The requests of `inner` whose ids are in a set, in their order.
+class IdFilterSource final : public RequestSource {
+ public:
+  IdFilterSource(std::unique_ptr<RequestSource> inner, std::set<std::string> ids)
+      : inner_(std::move(inner)), ids_(std::move(ids)) {}
+  StatusOr<bool> next(RequestSpec* out) override {
+    while (true) {
+      auto got = inner_->next(out);
+      if (!got.ok() || !*got || ids_.count(out->id)) return got;
+    }
+  }
+
+ private:
+  std::unique_ptr<RequestSource> inner_;
+  std::set<std::string> ids_;
+};
+
 double ratio(std::int64_t num, std::int64_t den) {
   return den > 0 ? static_cast<double>(num) / static_cast<double>(den) : 0.0;
 }
@@ -108,11 +125,39 @@ ReplayConfig engine_config(const ReplayConfig& config, int replica) {
   c.arrivals = ArrivalOptions{};  // rewritten once, before routing
   c.run.limit = 0;
   c.run.seed = config.run.seed + replica;
-  c.events.observed = true;  // the manager queues KV events; the fleet's sink drains them
   return c;
 }
 
 }  // namespace
+
+namespace {
+
+// The trace as the fleet reads it: config.run.limit requests, arrivals rewritten once.
+StatusOr<std::unique_ptr<RequestSource>> open_fleet_trace(const ReplayConfig& config, const std::string& trace_path,
+                                                          trace::TraceHeader* header) {
+  trace::ReplaySourceOptions so;
+  so.seed = config.run.seed;
+  so.limit = config.run.limit;
+  auto trace = trace::TraceRequestSource::open(trace_path, so);
+  if (!trace.ok()) return trace.status();
+  *header = (*trace)->header();
+  std::unique_ptr<RequestSource> source = std::move(trace).value();
+  ArrivalOptions arrivals = config.arrivals;
+  arrivals.seed = config.run.seed;
+  if (arrivals.rewrites()) source = std::make_unique<ArrivalSource>(std::move(source), arrivals);
+  return source;
+}
+
+}  // namespace
+
+StatusOr<ReplayRun> build_replica_alone(const ReplayConfig& config, const std::string& trace_path, int replica,
+                                        std::set<std::string> ids) {
+  trace::TraceHeader header;
+  auto source = open_fleet_trace(config, trace_path, &header);
+  if (!source.ok()) return source.status();
+  auto subset = std::make_unique<IdFilterSource>(std::move(source).value(), std::move(ids));
+  return build_replay(engine_config(config, replica), std::move(subset), header.hash_seed, header.source);
+}
 
 StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& config, const std::string& trace_path,
                                                           const FleetOptions& options) {
@@ -124,16 +169,10 @@ StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& co
   f->config_ = config;
   f->routes_ = std::make_unique<DecisionLog>(/*keep_text=*/true);
   f->options_ = options;
-  trace::ReplaySourceOptions so;
-  so.seed = config.run.seed;
-  so.limit = config.run.limit;
-  auto trace = trace::TraceRequestSource::open(trace_path, so);
+  trace::TraceHeader header;
+  auto trace = open_fleet_trace(config, trace_path, &header);
   if (!trace.ok()) return trace.status();
-  const trace::TraceHeader header = (*trace)->header();
   f->trace_ = std::move(trace).value();
-  ArrivalOptions arrivals = config.arrivals;
-  arrivals.seed = config.run.seed;
-  if (arrivals.rewrites()) f->trace_ = std::make_unique<ArrivalSource>(std::move(f->trace_), arrivals);
 
   auto router = fleet::make_router(options.router, options.router_params, options.replicas,
                                    static_cast<std::uint64_t>(config.run.seed));
@@ -142,7 +181,8 @@ StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& co
   f->notices_ = std::make_unique<Notices>(static_cast<std::uint64_t>(config.run.seed) ^ 0x9e3779b97f4a7c15ULL,
                                           options.event_loss);
   for (int r = 0; r < options.replicas; ++r) {
-    const ReplayConfig ec = engine_config(config, r);
+    ReplayConfig ec = engine_config(config, r);
+    ec.events.observed = f->router_->reads_kv_events();  // the managers queue events for the router
     auto queue = std::make_unique<QueueSource>();
     QueueSource* q = queue.get();
     auto run = build_replay(ec, std::move(queue), header.hash_seed, header.source);
@@ -182,7 +222,7 @@ void FleetReplay::observe(int replica) {
     Notices::Notice n{replica, Notices::Kind::kEvents, std::move(events), {}, {}};
     notices_->add_batch(replayer->now_ns() + delay, std::move(n));
   });
-  e.replayer->set_event_sink(e.sink.get());
+  if (router_->reads_kv_events()) e.replayer->set_event_sink(e.sink.get());
   e.replayer->on_step = [this, replica, replayer, delay](const StepRecord& rec) {
     Notices::Notice n{replica, Notices::Kind::kLoad, {}, {rec.running, rec.waiting, rec.kv_usage}, {}};
     notices_->add_batch(replayer->now_ns() + delay, std::move(n));
@@ -257,7 +297,7 @@ Status FleetReplay::route_arrival() {
   // An empty prompt is rejected by its engine; the router still needs a positive length.
   rr.prompt_tokens = static_cast<int>(std::clamp<std::int64_t>(arrival_.num_prompt_tokens(), 1, INT32_MAX));
   rr.block_size = block_size_;
-  rr.block_hashes = prompt_hashes(arrival_);
+  if (router_->reads_block_hashes()) rr.block_hashes = prompt_hashes(arrival_);
   rr.now_ns = at_ns;
   const int replica = router_->route(rr);
   routes_->record_route(arrival_.id, replica);

@@ -18,11 +18,15 @@
 //   3. Causal: the router never sees an effect stamped after the arrival it routes.
 //   4. Arrivals are rewritten (--request-rate, --rate-scale) once, for the whole fleet, before
 //      routing; every engine keeps each request's arrival time.
+//   5. Each engine is a replay: engine r makes exactly the decisions of a replay of the
+//      requests routed to it, alone, with seed + r (build_replica_alone); routing adds no
+//      state to an engine.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -30,6 +34,7 @@
 #include "model/block_hasher.h"
 #include "model/util/status.h"
 #include "replay/decision_log.h"
+#include "replay/replay_builder.h"
 #include "replay/replay_config.h"
 #include "replay/replay_summary.h"
 #include "replay/replayer.h"
@@ -56,6 +61,11 @@ struct FleetSummary {
   double load_imbalance = 0;                           // max / mean of the requests routed per replica
   std::int64_t events_delivered = 0, events_lost = 0;  // batches (events and load reports)
 };
+
+// Replica `replica`'s engine run alone over the requests of `trace_path` whose ids are in `ids`,
+// arrivals rewritten as the fleet rewrites them (invariant 5; tests and benchmarks).
+StatusOr<ReplayRun> build_replica_alone(const ReplayConfig& config, const std::string& trace_path, int replica,
+                                        std::set<std::string> ids);
 
 class FleetReplay {
  public:

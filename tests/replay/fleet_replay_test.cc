@@ -91,6 +91,32 @@ TEST(FleetReplayTest, OneReplicaIsReplay) {
   EXPECT_EQ(s.hit_rate, replayed->hit_rate);
 }
 
+// Invariant 5: engine r of a fleet decides exactly as a replay of the requests routed to it.
+TEST(FleetReplayTest, EachEngineIsTheReplayOfItsRequests) {
+  ReplayConfig c = small_pool_config();
+  c.arrivals.request_rate = 40;
+  FleetOptions o;
+  o.replicas = 3;
+  o.router = "llm-d-precise";
+  o.event_delay_ns = 20'000'000;
+  auto fleet = FleetReplay::build(c, shared_prefix_trace(), o);
+  ASSERT_TRUE(fleet.ok()) << fleet.status().message();
+  std::vector<std::set<std::string>> routed(3);
+  (*fleet)->on_route = [&](const std::string& id, int r) { routed[static_cast<std::size_t>(r)].insert(id); };
+  auto f = (*fleet)->run();
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  for (int r = 0; r < 3; ++r) {
+    const std::size_t n = routed[static_cast<std::size_t>(r)].size();
+    auto alone = build_replica_alone(c, shared_prefix_trace(), r, routed[static_cast<std::size_t>(r)]);
+    ASSERT_TRUE(alone.ok()) << alone.status().message();
+    auto s = alone->make_replayer(c)->run();
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(s->requests_total, static_cast<std::int64_t>(n));
+    EXPECT_EQ(s->digest, f->replicas[static_cast<std::size_t>(r)].summary.digest) << "replica " << r;
+    EXPECT_EQ(s->ttft_us.p90, f->replicas[static_cast<std::size_t>(r)].summary.ttft_us.p90) << "replica " << r;
+  }
+}
+
 TEST(FleetReplayTest, SameInputsSameDecisions) {
   FleetOptions o;
   o.replicas = 4;
