@@ -37,10 +37,11 @@ struct Row {
 };
 
 // The fleet, then each engine alone; exits on any error.
-Row measure(const kv::replay::ReplayConfig& config, const std::string& trace, kv::replay::FleetOptions options) {
+Row measure(const kv::replay::ReplayConfig& config, const std::string& trace) {
+  const kv::replay::FleetOptions& options = config.fleet;
   Row row;
   row.replicas = options.replicas;
-  auto fleet = kv::replay::FleetReplay::build(config, trace, options);
+  auto fleet = kv::replay::FleetReplay::build(config, trace);
   if (!fleet.ok()) throw std::runtime_error(fleet.status().message());
   std::vector<std::set<std::string>> routed(static_cast<std::size_t>(options.replicas));
   (*fleet)->on_route = [&routed](const std::string& id, int r) { routed[static_cast<std::size_t>(r)].insert(id); };
@@ -96,10 +97,9 @@ int main(int argc, char** argv) {
     std::printf("%-9s %12s %16s %8s %12s %s\n", "replicas", "fleet cpu s", "engines alone s", "ratio", "steps",
                 "digests");
     for (int n : parse_list(replicas)) {
-      kv::replay::FleetOptions o;
-      o.replicas = n;
-      o.router = router;
-      const Row row = measure(config, trace, o);
+      config.fleet.replicas = n;
+      config.fleet.router = router;
+      const Row row = measure(config, trace);
       std::printf("%-9d %12.2f %16.2f %8.3f %12lld %s\n", row.replicas, row.fleet_s, row.alone_s,
                   row.alone_s > 0 ? row.fleet_s / row.alone_s : 0.0, static_cast<long long>(row.steps),
                   row.digests_equal ? "equal" : "DIFFER");

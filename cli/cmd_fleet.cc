@@ -12,7 +12,6 @@
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
-#include "cli/number_options.h"
 #include "replay/fleet_replay.h"
 #include "replay/replayer.h"
 #include "reports/result_json.h"
@@ -29,9 +28,6 @@ constexpr std::string_view kCommand = "fleet";
 struct FleetArgs {
   std::string trace_path, out_dir;
   bool force = false;
-  double event_delay_ms = 0;
-  std::vector<std::string> router_params;
-  replay::FleetOptions fleet;
 };
 
 po::options_description fleet_options(FleetArgs& a) {
@@ -43,34 +39,15 @@ po::options_description fleet_options(FleetArgs& a) {
       "Writes a run folder: the fleet's summary.json, result.json (vllm bench serve's shape),\n"
       "requests.csv, decisions.log (the routes) and report.md; replicas.csv; replica-R/ per engine.\n"
       "Exit status: 0 ok, 1 verification failures, 2 bad input or configuration.\n\n"
-      "Fleet options");
+      "Options");
   opts.add_options()("help,h", "show this help")("trace", po::value(&a.trace_path), "trace file (.kvtrace)")(
       "out", po::value(&a.out_dir), "run folder to write (default: runs/<trace>-fleet-<router>-<N>)")(
-      "force", po::bool_switch(&a.force), "replace an existing non-empty run folder")(
-      "replicas", bounded("replicas", &a.fleet.replicas, 1, 4096), "engines behind the router")(
-      "router", po::value(&a.fleet.router)->default_value(a.fleet.router),
-      "round-robin | random | least-requests | least-kv | session | dynamo | llm-d-precise | llm-d-approx | sglang")(
-      "router-param", po::value(&a.router_params)->composing(),
-      "NAME=VALUE, a parameter of the router (repeatable; docs/fleet.md lists each router's)")(
-      "event-delay-ms", bounded("event-delay-ms", &a.event_delay_ms, 0.0, 3.6e6),
-      "KV events and load reports reach the router this many ms after the step that made them")(
-      "event-loss", bounded("event-loss", &a.fleet.event_loss, 0.0, 0.999999),
-      "probability that one batch of events (or one load report) never reaches the router");
+      "force", po::bool_switch(&a.force), "replace an existing non-empty run folder");
+  add_config_options(opts, replay::fleet_option_names());
   po::options_description engine("Engine options (each replica's, as kvsim replay takes them)");
-  add_config_options(engine);
+  add_config_options(engine, {}, replay::fleet_option_names());
   opts.add(engine);
   return opts;
-}
-
-Status parse_router_params(const std::vector<std::string>& given, fleet::RouterParams& out) {
-  for (const std::string& p : given) {
-    const std::size_t eq = p.find('=');
-    if (eq == std::string::npos || eq == 0) {
-      return Status::error("--router-param must be NAME=VALUE, got '" + p + "'");
-    }
-    out[p.substr(0, eq)] = p.substr(eq + 1);
-  }
-  return {};
 }
 
 std::string replicas_csv(const replay::FleetSummary& s) {
@@ -102,9 +79,9 @@ void print_replicas(const replay::FleetSummary& s) {
 }
 
 // Each engine streams its steps, requests and decisions into its own replica-R/ folder.
-StatusOr<std::vector<std::unique_ptr<reports::RunFolder>>> open_replica_folders(replay::FleetReplay& fleet,
-                                                                                reports::RunFolder& top, int n) {
-  std::vector<std::unique_ptr<reports::RunFolder>> folders;
+// `folders` must outlive the run (the observers hold it).
+Status open_replica_folders(replay::FleetReplay& fleet, reports::RunFolder& top, int n,
+                            std::vector<std::unique_ptr<reports::RunFolder>>& folders) {
   for (int r = 0; r < n; ++r) {
     auto f = top.child("replica-" + std::to_string(r));
     if (!f.ok()) return f.status();
@@ -120,31 +97,32 @@ StatusOr<std::vector<std::unique_ptr<reports::RunFolder>>> open_replica_folders(
     folders[static_cast<std::size_t>(r)]->add_request(m);
     top.add_request(m);
   };
-  return folders;
+  return {};
 }
 
-int run_into_folder(FleetArgs& a, replay::FleetReplay& fleet) {
+int run_into_folder(FleetArgs& a, const replay::FleetOptions& options, replay::FleetReplay& fleet) {
   if (a.out_dir.empty()) {
-    a.out_dir = "runs/" + std::filesystem::path(a.trace_path).stem().string() + "-fleet-" + a.fleet.router + "-" +
-                std::to_string(a.fleet.replicas);
+    a.out_dir = "runs/" + std::filesystem::path(a.trace_path).stem().string() + "-fleet-" + options.router + "-" +
+                std::to_string(options.replicas);
   }
   auto top = reports::RunFolder::create(a.out_dir, a.force);
   if (!top.ok()) return usage_error(kCommand, top.status().message());
   (*top)->set_result_date(reports::result_date_from_environment());
-  auto folders = open_replica_folders(fleet, **top, a.fleet.replicas);
-  if (!folders.ok()) return usage_error(kCommand, folders.status().message());
+  std::vector<std::unique_ptr<reports::RunFolder>> folders;
+  if (Status s = open_replica_folders(fleet, **top, options.replicas, folders); !s.ok())
+    return usage_error(kCommand, s.message());
   const auto t0 = std::chrono::steady_clock::now();
   auto summary = fleet.run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!summary.ok()) return usage_error(kCommand, summary.status().message());
-  std::cout << reports::format_summary("kvsim fleet: " + a.trace_path + ", " + std::to_string(a.fleet.replicas) +
-                                           " replicas of " + fleet.device_name() + ", router " + a.fleet.router,
+  std::cout << reports::format_summary("kvsim fleet: " + a.trace_path + ", " + std::to_string(options.replicas) +
+                                           " replicas of " + fleet.device_name() + ", router " + options.router,
                                        summary->fleet, wall);
   print_replicas(*summary);
-  for (int r = 0; r < a.fleet.replicas; ++r) {
+  for (int r = 0; r < options.replicas; ++r) {
     const auto& rep = summary->replicas[static_cast<std::size_t>(r)];
     Status s =
-        (*folders)[static_cast<std::size_t>(r)]->finish(fleet.description(), rep.summary, fleet.engine(r).log(), wall);
+        folders[static_cast<std::size_t>(r)]->finish(fleet.description(), rep.summary, fleet.engine(r).log(), wall);
     if (!s.ok()) return usage_error(kCommand, s.message());
   }
   if (Status s = (*top)->add_file("replicas.csv", replicas_csv(*summary)); !s.ok())
@@ -169,15 +147,12 @@ int run_fleet(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   if (a.trace_path.empty()) return usage_error(kCommand, "--trace is required (kvsim fleet --help)");
-  if (Status s = parse_router_params(a.router_params, a.fleet.router_params); !s.ok())
-    return usage_error(kCommand, s.message());
-  a.fleet.event_delay_ns = static_cast<std::int64_t>(a.event_delay_ms * 1e6);
   replay::ReplayConfig config;
   if (Status s = apply_config_options(vm, config); !s.ok()) return usage_error(kCommand, s.message());
   config.run.replay.keep_decision_text = false;  // each engine streams its decisions.log
-  auto fleet = replay::FleetReplay::build(config, a.trace_path, a.fleet);
+  auto fleet = replay::FleetReplay::build(config, a.trace_path);
   if (!fleet.ok()) return usage_error(kCommand, fleet.status().message());
-  return run_into_folder(a, **fleet);
+  return run_into_folder(a, config.fleet, **fleet);
 }
 
 }  // namespace kv::cli

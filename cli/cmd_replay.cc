@@ -90,7 +90,7 @@ po::options_description replay_options(ReplayArgs& a) {
       "dump-cache", po::value(&a.dump_cache),
       "at the end, write the hash of every cached block to FILE (hex, sorted, one a line; for a hybrid model \"HEX "
       "GROUP\")");
-  add_config_options(opts);
+  add_config_options(opts, {}, replay::fleet_option_names());  // a fleet runs with kvsim fleet
   return opts;
 }
 

@@ -9,13 +9,14 @@ namespace po = boost::program_options;
 
 namespace kv::cli {
 
-void add_config_options(po::options_description& opts, const std::set<std::string>& only) {
+void add_config_options(po::options_description& opts, const std::set<std::string>& only,
+                        const std::set<std::string>& except) {
   const replay::ReplayConfig defaults;
   std::vector<std::string> group_order;
   std::map<std::string, std::unique_ptr<po::options_description>> groups;
   for (const replay::ConfigOption& o : replay::config_options()) {
     const std::string name(o.name);
-    if (!only.empty() && !only.count(name)) continue;
+    if ((!only.empty() && !only.count(name)) || except.count(name)) continue;
     const std::string group(o.group);
     if (!groups.count(group)) {
       group_order.push_back(group);

@@ -13,8 +13,10 @@
 
 namespace kv::cli {
 
-// Adds the table's options to `opts`; `only` (if not empty) restricts them to those names.
-void add_config_options(boost::program_options::options_description& opts, const std::set<std::string>& only = {});
+// Adds the table's options to `opts`; `only` (if not empty) restricts them to those names, and
+// those in `except` are left out.
+void add_config_options(boost::program_options::options_description& opts, const std::set<std::string>& only = {},
+                        const std::set<std::string>& except = {});
 
 // Applies the options present in `vm` (of those named in `only`, if not empty) to `config`
 // (after setting its preset search path from $KVSIM_GPU_PRESET_PATH), then validates it.

@@ -616,7 +616,9 @@ void bind_replay(py::module_& m) {
       "options",
       [] {
         std::vector<std::string> names;
-        for (const replay::ConfigOption& o : replay::config_options()) names.emplace_back(o.name);
+        for (const replay::ConfigOption& o : replay::config_options()) {
+          if (!replay::fleet_option_names().count(std::string(o.name))) names.emplace_back(o.name);
+        }
         return names;
       },
       "the replay's option names, as on the command line");

@@ -17,9 +17,18 @@ bool is_number(const std::string& text) {
   return *end == '\0';
 }
 
-const replay::ConfigOption* find_option(const std::string& keyword) {
+// A replay's rows: the table's, without the fleet's (a Replay is one engine).
+std::vector<const replay::ConfigOption*> replay_rows() {
+  std::vector<const replay::ConfigOption*> rows;
   for (const replay::ConfigOption& o : replay::config_options()) {
-    if (python_name(o.name) == keyword) return &o;
+    if (!replay::fleet_option_names().count(std::string(o.name))) rows.push_back(&o);
+  }
+  return rows;
+}
+
+const replay::ConfigOption* find_option(const std::string& keyword) {
+  for (const replay::ConfigOption* o : replay_rows()) {
+    if (python_name(o->name) == keyword) return o;
   }
   return nullptr;
 }
@@ -93,8 +102,8 @@ void set_keyword(replay::ReplayConfig& config, const std::string& keyword, const
 
 std::string stub_keywords() {
   std::ostringstream out;
-  for (const replay::ConfigOption& o : replay::config_options()) {
-    out << "        " << python_name(o.name) << ": " << stub_type(option_kind(o)) << " = ...,\n";
+  for (const replay::ConfigOption* o : replay_rows()) {
+    out << "        " << python_name(o->name) << ": " << stub_type(option_kind(*o)) << " = ...,\n";
   }
   return out.str();
 }
@@ -102,9 +111,9 @@ std::string stub_keywords() {
 std::string keywords_doc() {
   std::ostringstream out;
   std::string_view group;
-  for (const replay::ConfigOption& o : replay::config_options()) {
-    if (o.group != group) out << "\n" << (group = o.group) << ":\n";
-    out << "  " << python_name(o.name) << " (" << type_names(option_kind(o)) << "): " << o.help << "\n";
+  for (const replay::ConfigOption* o : replay_rows()) {
+    if (o->group != group) out << "\n" << (group = o->group) << ":\n";
+    out << "  " << python_name(o->name) << " (" << type_names(option_kind(*o)) << "): " << o->help << "\n";
   }
   return out.str();
 }

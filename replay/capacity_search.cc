@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "model/util/parse_number.h"
+#include "replay/fleet_replay.h"
 #include "replay/replay_builder.h"
 #include "replay/run_options.h"
 
@@ -58,12 +59,7 @@ CapacityProbe probe(const ReplayConfig& base, const std::string& trace, const st
   }
   CapacityProbe p;
   p.rate = rate;
-  auto run = build_replay(c, trace);
-  if (!run.ok()) {
-    *error = run.status();
-    return p;
-  }
-  auto s = run->make_replayer(c)->run();
+  auto s = run_replay_or_fleet(c, trace);
   if (!s.ok()) {
     *error = s.status();
     return p;

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include "fleet/seeded_random.h"
 #include "model/request.h"
@@ -49,22 +50,17 @@ class IdFilterSource final : public RequestSource {
   std::set<std::string> ids_;
 };
 
+std::string describe_number(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
 double ratio(std::int64_t num, std::int64_t den) {
   return den > 0 ? static_cast<double>(num) / static_cast<double>(den) : 0.0;
 }
 
 }  // namespace
-
-Status FleetOptions::validate() const {
-  if (replicas < 1 || replicas > 4096) {
-    return Status::error("--replicas must be in [1, 4096], got " + std::to_string(replicas));
-  }
-  if (event_delay_ns < 0) return Status::error("--event-delay-ms must be >= 0");
-  if (!(event_loss >= 0 && event_loss < 1)) {
-    return Status::error("--event-loss must be in [0, 1), got " + std::to_string(event_loss));
-  }
-  return {};
-}
 
 // What reaches the router, stamped with the time it reaches it, in (time, creation) order.
 struct FleetReplay::Notices {
@@ -125,6 +121,7 @@ ReplayConfig engine_config(const ReplayConfig& config, int replica) {
   c.arrivals = ArrivalOptions{};  // rewritten once, before routing
   c.run.limit = 0;
   c.run.seed = config.run.seed + replica;
+  c.fleet = FleetOptions{};  // one engine
   return c;
 }
 
@@ -159,16 +156,15 @@ StatusOr<ReplayRun> build_replica_alone(const ReplayConfig& config, const std::s
   return build_replay(engine_config(config, replica), std::move(subset), header.hash_seed, header.source);
 }
 
-StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& config, const std::string& trace_path,
-                                                          const FleetOptions& options) {
-  if (Status s = options.validate(); !s.ok()) return s;
+StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& config, const std::string& trace_path) {
+  const FleetOptions& options = config.fleet;
+  if (Status s = config.validate(); !s.ok()) return s;
   if (config.events.writes()) {
     return Status::error("--kv-events and --kv-events-zmq are not available in a fleet (one stream per engine)");
   }
   std::unique_ptr<FleetReplay> f(new FleetReplay());
   f->config_ = config;
   f->routes_ = std::make_unique<DecisionLog>(/*keep_text=*/true);
-  f->options_ = options;
   trace::TraceHeader header;
   auto trace = open_fleet_trace(config, trace_path, &header);
   if (!trace.ok()) return trace.status();
@@ -201,9 +197,9 @@ StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& co
   f->description_ = f->engines_[0]->run.description;
   f->description_.emplace_back("replicas", std::to_string(options.replicas));
   f->description_.emplace_back("router", options.router);
-  for (const auto& [k, v] : options.router_params) f->description_.emplace_back("router " + k, v);
-  f->description_.emplace_back("event delay ms", std::to_string(static_cast<double>(options.event_delay_ns) / 1e6));
-  f->description_.emplace_back("event loss", std::to_string(options.event_loss));
+  f->description_.emplace_back("router_params", router_params_text(options.router_params));
+  f->description_.emplace_back("event_delay_ms", describe_number(options.event_delay_ms));
+  f->description_.emplace_back("event_loss", describe_number(options.event_loss));
   return f;
 }
 
@@ -217,7 +213,7 @@ std::string FleetReplay::device_name() const { return engines_[0]->run.device->n
 void FleetReplay::observe(int replica) {
   Engine& e = *engines_[static_cast<std::size_t>(replica)];
   const Replayer* replayer = e.replayer.get();
-  const std::int64_t delay = options_.event_delay_ns;
+  const std::int64_t delay = config_.fleet.event_delay_ns();
   e.sink = std::make_unique<NoticeSink>([this, replica, replayer, delay](std::vector<KvEvent> events) {
     Notices::Notice n{replica, Notices::Kind::kEvents, std::move(events), {}, {}};
     notices_->add_batch(replayer->now_ns() + delay, std::move(n));
@@ -285,6 +281,19 @@ std::vector<BlockHash> FleetReplay::prompt_hashes(const RequestSpec& spec) const
                             ? Request(spec.id, spec.deferred_prompt, spec.extras, hasher_.get(), block_size_)
                             : Request(spec.id, spec.prompt, spec.extras, hasher_.get(), block_size_);
   return probe.block_hashes();
+}
+
+StatusOr<ReplaySummary> run_replay_or_fleet(const ReplayConfig& config, const std::string& trace_path) {
+  if (config.fleet.single_engine()) {
+    auto run = build_replay(config, trace_path);
+    if (!run.ok()) return run.status();
+    return run->make_replayer(config)->run();
+  }
+  auto fleet = FleetReplay::build(config, trace_path);
+  if (!fleet.ok()) return fleet.status();
+  auto s = (*fleet)->run();
+  if (!s.ok()) return s.status();
+  return std::move(s->fleet);
 }
 
 // Routes the trace's next request: the router first learns what reached it by then.

@@ -2,8 +2,8 @@
 // Each engine is exactly a `kvsim replay` engine (scheduler, KV-cache manager, simulated device,
 // every option) fed from its own queue; the router (fleet/router.h) places each arrival of the
 // trace and learns about the engines only through what reaches it: their KV events and load
-// reports, `event_delay_ns` after the step that produced them (each batch lost with probability
-// `event_loss`), and each request's end at the moment it ends.
+// reports, --event-delay-ms after the step that produced them (each batch lost with probability
+// --event-loss), and each request's end at the moment it ends (config.fleet, fleet_options.h).
 //
 // The clock: an engine acts at its own time (Replayer::next_time_ns). The fleet routes every
 // arrival no later than the earliest engine's time before that engine steps (ties: the arrival
@@ -41,15 +41,6 @@
 
 namespace kv::replay {
 
-struct FleetOptions {
-  int replicas = 1;
-  std::string router = "round-robin";
-  fleet::RouterParams router_params;
-  std::int64_t event_delay_ns = 0;  // KV events and load reports reach the router this late
-  double event_loss = 0;            // probability that one batch (events, or a load report) is lost
-  Status validate() const;          // names the option at fault
-};
-
 struct ReplicaFigures {
   std::int64_t routed = 0;  // requests the router sent here
   ReplaySummary summary;    // the engine's own, as `kvsim replay` reports one
@@ -67,13 +58,16 @@ struct FleetSummary {
 StatusOr<ReplayRun> build_replica_alone(const ReplayConfig& config, const std::string& trace_path, int replica,
                                         std::set<std::string> ids);
 
+// One run of `config`: a fleet when config.fleet asks for one (its figures as one server), else
+// a replay. What `kvsim sweep --vary` and `kvsim capacity` run at each point.
+StatusOr<ReplaySummary> run_replay_or_fleet(const ReplayConfig& config, const std::string& trace_path);
+
 class FleetReplay {
  public:
   // Opens `trace_path` (config.run.limit requests, arrivals rewritten as config.arrivals says)
-  // and wires options.replicas engines and the router. Refuses what a fleet cannot carry yet
-  // (--kv-events files or sockets: one per engine would be needed).
-  static StatusOr<std::unique_ptr<FleetReplay>> build(const ReplayConfig& config, const std::string& trace_path,
-                                                      const FleetOptions& options);
+  // and wires config.fleet.replicas engines and its router. Refuses what a fleet cannot carry
+  // yet (--kv-events files or sockets: one per engine would be needed).
+  static StatusOr<std::unique_ptr<FleetReplay>> build(const ReplayConfig& config, const std::string& trace_path);
   ~FleetReplay();
 
   StatusOr<FleetSummary> run();
@@ -105,7 +99,6 @@ class FleetReplay {
   void observe(int replica);
 
   ReplayConfig config_;
-  FleetOptions options_;
   std::unique_ptr<RequestSource> trace_;
   std::unique_ptr<fleet::Router> router_;
   std::vector<std::unique_ptr<Engine>> engines_;

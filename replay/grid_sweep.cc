@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "replay/fleet_replay.h"
 #include "replay/parallel_indices.h"
 
 namespace kv::replay {
@@ -52,7 +53,23 @@ StatusOr<std::vector<GridPoint>> grid_points(const ReplayConfig& base, const std
 
 namespace {
 
+// A point whose configuration asks for a fleet: its figures as one server.
+StatusOr<ReplaySummary> run_fleet_point(const GridPoint& p, const std::string& trace, const GridHooks& hooks) {
+  auto fleet = FleetReplay::build(p.config, trace);
+  if (!fleet.ok()) return fleet.status();
+  if (hooks.fleet_before) {
+    if (Status s = hooks.fleet_before(p, **fleet); !s.ok()) return s;
+  }
+  auto summary = (*fleet)->run();
+  if (!summary.ok()) return summary.status();
+  if (hooks.fleet_after) {
+    if (Status s = hooks.fleet_after(p, **fleet, *summary); !s.ok()) return s;
+  }
+  return std::move(summary->fleet);
+}
+
 StatusOr<ReplaySummary> run_point(const GridPoint& p, const std::string& trace, const GridHooks& hooks) {
+  if (!p.config.fleet.single_engine()) return run_fleet_point(p, trace, hooks);
   auto run = build_replay(p.config, trace);
   if (!run.ok()) return run.status();
   auto replayer = run->make_replayer(p.config);

@@ -19,6 +19,9 @@
 
 namespace kv::replay {
 
+class FleetReplay;
+struct FleetSummary;
+
 struct GridAxis {
   std::string option;               // a name of config_options()
   std::vector<std::string> values;  // as the command line gives them
@@ -37,10 +40,14 @@ struct GridPoint {
 // Every point of the grid, in order.
 StatusOr<std::vector<GridPoint>> grid_points(const ReplayConfig& base, const std::vector<GridAxis>& axes);
 
-// Observers of one point's run (called from worker threads; each point has its own run).
+// Observers of one point's run (called from worker threads; each point has its own run). A point
+// whose configuration asks for a fleet (config.fleet) runs one (replay/fleet_replay.h) and is
+// observed by the fleet_ pair; its result is the fleet's figures as one server.
 struct GridHooks {
   std::function<Status(const GridPoint&, ReplayRun&, Replayer&)> before;  // attach observers
   std::function<Status(const GridPoint&, const ReplayRun&, const Replayer&, const ReplaySummary&)> after;
+  std::function<Status(const GridPoint&, FleetReplay&)> fleet_before;
+  std::function<Status(const GridPoint&, const FleetReplay&, const FleetSummary&)> fleet_after;
   std::function<void(std::size_t done, std::size_t total)> on_progress;  // serialized
 };
 

@@ -87,6 +87,7 @@ std::vector<std::pair<std::string, std::string>> describe_run(const ReplayConfig
                                                               const std::string& trace_source) {
   std::vector<std::pair<std::string, std::string>> out;
   for (auto [key, value] : describe(c)) {
+    if (c.fleet.single_engine() && fleet_option_names().count(key)) continue;  // a fleet describes itself
     if (key == "no-chunked-prefill") {
       key = "chunked_prefill";
       value = c.scheduler.enable_chunked_prefill ? "on" : "off";
@@ -236,6 +237,11 @@ std::unique_ptr<Replayer> ReplayRun::make_replayer(const ReplayConfig& config) {
 StatusOr<ReplayRun> build_replay(const ReplayConfig& config, std::unique_ptr<RequestSource> source,
                                  const std::string& hash_seed, const std::string& trace_source) {
   if (Status s = config.validate(); !s.ok()) return s;
+  if (!config.fleet.single_engine()) {
+    return Status::error(
+        "--replicas, --router, --router-params, --event-delay-ms and --event-loss describe a fleet: "
+        "run it with kvsim fleet (kvsim sweep and kvsim capacity run fleets too)");
+  }
   auto pool = pool_blocks(config);
   if (!pool.ok()) return pool.status();
   const auto [blocks, sizing] = *pool;

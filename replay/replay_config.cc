@@ -403,6 +403,38 @@ void add_event_options(std::vector<ConfigOption>& t) {
                          KV_FIELD(events.zmq.startup_ms), 0, 3600 * 1000));
 }
 
+// The "Fleet" rows (replay/fleet_options.h): kvsim fleet, and sweeps and capacity over fleets.
+void add_fleet_rows(std::vector<ConfigOption>& t) {
+  using C = ReplayConfig;
+  const std::string_view fl = "Fleet";
+  t.push_back(int_option("replicas", fl, "engines behind the router (kvsim fleet; sweep and capacity run fleets)",
+                         KV_FIELD(fleet.replicas), 1, 4096));
+  t.push_back({"router", fl,
+               "round-robin | random | least-requests | least-kv | session | dynamo | llm-d-precise | llm-d-approx | "
+               "sglang (docs/fleet.md)",
+               false,
+               [](C& c, const std::string& v) {
+                 c.fleet.router = v;
+                 return c.fleet.validate();
+               },
+               [](const C& c) { return c.fleet.router; }});
+  t.push_back({"router-params", fl, "the router's parameters, e.g. 'overlap_score_weight=2 router_temperature=0.5'",
+               false,
+               [](C& c, const std::string& v) {
+                 auto params = parse_router_params(v);
+                 if (!params.ok()) return params.status();
+                 c.fleet.router_params = std::move(*params);
+                 return Status();
+               },
+               [](const C& c) { return router_params_text(c.fleet.router_params); }});
+  t.push_back(positive_option("event-delay-ms", fl,
+                              "KV events and load reports reach the router this many ms after the step that made them",
+                              KV_FIELD(fleet.event_delay_ms), false, true, 1e-6, 3.6e6));
+  t.push_back(positive_option("event-loss", fl,
+                              "probability that one batch of events (or one load report) never reaches the router",
+                              KV_FIELD(fleet.event_loss), false, true, 1e-12, 0.999999));
+}
+
 Status set_frontend(ReplayConfig& c, const std::string& t) {
   auto model = parse_frontend(t);
   if (!model.ok()) return model.status();
@@ -718,6 +750,7 @@ std::vector<ConfigOption> make_table() {
   add_run_rows(t);
   add_load_rows(t);
   add_event_options(t);
+  add_fleet_rows(t);
   return t;
 }
 
@@ -812,6 +845,7 @@ Status validate_parts(const ReplayConfig& c) {
   }
   if (Status s = c.arrivals.validate(); !s.ok()) return s;
   if (Status s = c.events.validate(); !s.ok()) return s;
+  if (Status s = c.fleet.validate(); !s.ok()) return s;
   return c.tiers.validate();
 }
 

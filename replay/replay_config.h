@@ -32,6 +32,7 @@
 #include "model/util/status.h"
 #include "replay/arrivals.h"
 #include "replay/device_options.h"
+#include "replay/fleet_options.h"
 #include "replay/kv_event_sink.h"
 #include "replay/run_options.h"
 #include "replay/tier_options.h"
@@ -51,6 +52,7 @@ struct ReplayConfig {
   ArrivalOptions arrivals;
   KvEventOptions events;
   RunOptions run;
+  FleetOptions fleet;  // the "Fleet" rows: one engine unless kvsim fleet, sweep or capacity ask
 
   bool kv_events_enabled() const { return events.enabled(); }
   bool tiers_enabled() const { return tiers.enabled(); }

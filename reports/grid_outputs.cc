@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "files/output_file.h"
+#include "replay/fleet_replay.h"
 #include "reports/gnuplot.h"
 #include "reports/grid_report.h"
 #include "reports/result_json.h"
@@ -41,6 +42,20 @@ replay::GridHooks grid_folder_hooks(const std::string& staging, std::vector<std:
   h.after = [&folders](const replay::GridPoint& p, const replay::ReplayRun& run, const replay::Replayer& r,
                        const replay::ReplaySummary& s) {
     return folders[p.index]->finish(run.description, s, r.log(), 0, run.device->kernel_times());
+  };
+  // A fleet point: the fleet's folder (its requests, its routes as the decision log).
+  h.fleet_before = [&folders, staging](const replay::GridPoint& p, replay::FleetReplay& fleet) -> Status {
+    auto folder = RunFolder::create_inside(staging + "/points/" + folder_name(p));
+    if (!folder.ok()) return folder.status();
+    (*folder)->set_result_date(result_date_from_environment());
+    RunFolder* f = folder->get();
+    fleet.on_request_done = [f](int, const replay::RequestMetrics& m) { f->add_request(m); };
+    folders[p.index] = std::move(*folder);
+    return {};
+  };
+  h.fleet_after = [&folders](const replay::GridPoint& p, const replay::FleetReplay& fleet,
+                             const replay::FleetSummary& s) {
+    return folders[p.index]->finish(fleet.description(), s.fleet, fleet.routes(), 0);
   };
   return h;
 }

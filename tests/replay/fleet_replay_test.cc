@@ -9,7 +9,9 @@
 #include <map>
 #include <set>
 
+#include "replay/grid_sweep.h"
 #include "replay/replay_builder.h"
+#include "replay/sweep_run.h"
 #include "traces/generators.h"
 #include "traces/trace_io.h"
 
@@ -49,8 +51,9 @@ ReplayConfig small_pool_config() {
   return c;
 }
 
-FleetSummary run_fleet(const ReplayConfig& c, const std::string& trace, FleetOptions o) {
-  auto fleet = FleetReplay::build(c, trace, o);
+FleetSummary run_fleet(ReplayConfig c, const std::string& trace, const FleetOptions& o) {
+  c.fleet = o;
+  auto fleet = FleetReplay::build(c, trace);
   KV_CHECK(fleet.ok(), fleet.status().message());
   auto s = (*fleet)->run();
   KV_CHECK(s.ok(), s.status().message());
@@ -61,7 +64,7 @@ FleetSummary run_router(const std::string& router, std::int64_t delay_ms = 0) {
   FleetOptions o;
   o.replicas = 8;
   o.router = router;
-  o.event_delay_ns = delay_ms * 1000000;
+  o.event_delay_ms = static_cast<double>(delay_ms);
   return run_fleet(small_pool_config(), shared_prefix_trace(), o);
 }
 
@@ -98,8 +101,9 @@ TEST(FleetReplayTest, EachEngineIsTheReplayOfItsRequests) {
   FleetOptions o;
   o.replicas = 3;
   o.router = "llm-d-precise";
-  o.event_delay_ns = 20'000'000;
-  auto fleet = FleetReplay::build(c, shared_prefix_trace(), o);
+  o.event_delay_ms = 20;
+  c.fleet = o;
+  auto fleet = FleetReplay::build(c, shared_prefix_trace());
   ASSERT_TRUE(fleet.ok()) << fleet.status().message();
   std::vector<std::set<std::string>> routed(3);
   (*fleet)->on_route = [&](const std::string& id, int r) { routed[static_cast<std::size_t>(r)].insert(id); };
@@ -121,7 +125,7 @@ TEST(FleetReplayTest, SameInputsSameDecisions) {
   FleetOptions o;
   o.replicas = 4;
   o.router = "dynamo";
-  o.event_delay_ns = 50'000'000;
+  o.event_delay_ms = 50;
   o.event_loss = 0.2;
   const FleetSummary a = run_fleet(small_pool_config(), shared_prefix_trace(), o);
   const FleetSummary b = run_fleet(small_pool_config(), shared_prefix_trace(), o);
@@ -171,7 +175,9 @@ TEST(FleetReplayTest, SessionsStayOnTheirReplica) {
   FleetOptions o;
   o.replicas = 4;
   o.router = "session";
-  auto fleet = FleetReplay::build(small_pool_config(), shared_prefix_trace(), o);
+  ReplayConfig c = small_pool_config();
+  c.fleet = o;
+  auto fleet = FleetReplay::build(c, shared_prefix_trace());
   ASSERT_TRUE(fleet.ok()) << fleet.status().message();
   std::map<std::string, std::set<int>> replicas_of_session;
   (*fleet)->on_route = [&](const std::string& id, int replica) {
@@ -187,9 +193,37 @@ TEST(FleetReplayTest, SessionsStayOnTheirReplica) {
   EXPECT_EQ(used.size(), 4u);
 }
 
+// kvsim sweep --vary router=... runs a fleet at each point; its figures are the fleet's.
+TEST(FleetReplayTest, SweepPointsAndCapacityProbesRunFleets) {
+  ReplayConfig base = small_pool_config();
+  base.fleet.replicas = 8;
+  auto points = vary_grid_points(base, {"router=round-robin,llm-d-precise"});
+  ASSERT_TRUE(points.ok()) << points.status().message();
+  auto results = run_grid(*points, shared_prefix_trace(), 1, GridHooks{});
+  ASSERT_TRUE(results.ok()) << results.status().message();
+  ASSERT_EQ(results->size(), 2u);
+  EXPECT_EQ((*results)[0].digest, run_router("round-robin").fleet.digest);
+  EXPECT_EQ((*results)[1].digest, run_router("llm-d-precise").fleet.digest);
+  EXPECT_GT((*results)[1].hit_rate, (*results)[0].hit_rate);
+  base.fleet.router = "llm-d-precise";
+  auto one = run_replay_or_fleet(base, shared_prefix_trace());  // what a capacity probe runs
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  EXPECT_EQ(one->digest, (*results)[1].digest);
+}
+
+// A replay is one engine: fleet options there are refused, naming kvsim fleet.
+TEST(FleetReplayTest, AReplayRefusesFleetOptions) {
+  ReplayConfig c;
+  c.fleet.replicas = 2;
+  auto run = build_replay(c, kShareGpt);
+  ASSERT_FALSE(run.ok());
+  EXPECT_NE(run.status().message().find("kvsim fleet"), std::string::npos) << run.status().message();
+}
+
 TEST(FleetReplayTest, BadOptionsAreRefusedByName) {
   auto error = [](FleetOptions o, ReplayConfig c = ReplayConfig{}) {
-    auto f = FleetReplay::build(c, kShareGpt, o);
+    c.fleet = o;
+    auto f = FleetReplay::build(c, kShareGpt);
     return f.ok() ? std::string("ok") : f.status().message();
   };
   FleetOptions o;

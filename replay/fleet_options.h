@@ -1,0 +1,42 @@
+// FleetOptions: how many engines run behind which router, and how late the router learns
+// about them (replay/fleet_replay.h, docs/fleet.md). Part of ReplayConfig, so that `kvsim
+// fleet`, `kvsim sweep --vary replicas=...,router=...` and `kvsim capacity` share one option
+// table; a plain replay refuses anything but the defaults (one engine).
+// Invariants:
+//   1. single_engine() exactly when every field has its default.
+//   2. validate() accepts a router name and parameters exactly when make_router would.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <string_view>
+
+#include "fleet/router_factory.h"
+#include "model/util/status.h"
+
+namespace kv::replay {
+
+struct FleetOptions {
+  int replicas = 1;
+  std::string router = "round-robin";
+  fleet::RouterParams router_params;  // --router-params "NAME=VALUE NAME=VALUE"
+  double event_delay_ms = 0;          // KV events and load reports reach the router this late
+  double event_loss = 0;              // probability that one batch (events, or a load report) is lost
+
+  bool single_engine() const {
+    return replicas == 1 && router == "round-robin" && router_params.empty() && event_delay_ms == 0 &&
+           event_loss == 0;
+  }
+  std::int64_t event_delay_ns() const { return static_cast<std::int64_t>(event_delay_ms * 1e6); }
+  Status validate() const;  // names the option at fault
+};
+
+// The names of the option table's "Fleet" rows (kvsim replay leaves them out).
+const std::set<std::string>& fleet_option_names();
+
+// "NAME=VALUE NAME=VALUE" (spaces between pairs) to parameters; an error names --router-params.
+StatusOr<fleet::RouterParams> parse_router_params(std::string_view text);
+std::string router_params_text(const fleet::RouterParams& params);
+
+}  // namespace kv::replay
