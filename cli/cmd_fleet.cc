@@ -3,11 +3,14 @@
 // summary and one line per replica, and writes a run folder: the fleet's files (summary.json,
 // result.json, requests.csv, decisions.log of the routes, report.md), replicas.csv, and one
 // replica-R/ run folder per engine.
+#include <unistd.h>
+
 #include <boost/program_options.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <sstream>
 
 #include "cli/commands.h"
@@ -26,7 +29,7 @@ namespace {
 constexpr std::string_view kCommand = "fleet";
 
 struct FleetArgs {
-  std::string trace_path, out_dir;
+  std::string trace_path, out_dir, decision_log = "full", progress = "auto";
   bool force = false;
 };
 
@@ -42,7 +45,10 @@ po::options_description fleet_options(FleetArgs& a) {
       "Options");
   opts.add_options()("help,h", "show this help")("trace", po::value(&a.trace_path), "trace file (.kvtrace)")(
       "out", po::value(&a.out_dir), "run folder to write (default: runs/<trace>-fleet-<router>-<N>)")(
-      "force", po::bool_switch(&a.force), "replace an existing non-empty run folder");
+      "force", po::bool_switch(&a.force), "replace an existing non-empty run folder")(
+      "decision-log", po::value(&a.decision_log)->default_value(a.decision_log),
+      "full: each replica-R/ gets its decisions.log; digest: keep only their SHA-256 (long traces)")(
+      "progress", po::value(&a.progress)->default_value(a.progress), "auto (on a terminal) | on | off");
   add_config_options(opts, replay::fleet_option_names());
   po::options_description engine("Engine options (each replica's, as kvsim replay takes them)");
   add_config_options(engine, {}, replay::fleet_option_names());
@@ -80,14 +86,16 @@ void print_replicas(const replay::FleetSummary& s) {
 
 // Each engine streams its steps, requests and decisions into its own replica-R/ folder.
 // `folders` must outlive the run (the observers hold it).
-Status open_replica_folders(replay::FleetReplay& fleet, reports::RunFolder& top, int n,
+Status open_replica_folders(replay::FleetReplay& fleet, reports::RunFolder& top, int n, bool decisions,
                             std::vector<std::unique_ptr<reports::RunFolder>>& folders) {
   for (int r = 0; r < n; ++r) {
     auto f = top.child("replica-" + std::to_string(r));
     if (!f.ok()) return f.status();
-    if (Status s = (*f)->stream_decisions(); !s.ok()) return s;
-    reports::RunFolder* raw = f->get();
-    fleet.engine(r).set_decision_sink([raw](std::string_view line) { raw->add_decision(line); });
+    if (decisions) {
+      if (Status s = (*f)->stream_decisions(); !s.ok()) return s;
+      reports::RunFolder* raw = f->get();
+      fleet.engine(r).set_decision_sink([raw](std::string_view line) { raw->add_decision(line); });
+    }
     folders.push_back(std::move(*f));
   }
   fleet.on_step = [&folders](int r, const replay::StepRecord& rec) {
@@ -100,6 +108,24 @@ Status open_replica_folders(replay::FleetReplay& fleet, reports::RunFolder& top,
   return {};
 }
 
+// A progress line on standard error, five times a second at most (after the folders' observers).
+void show_progress(replay::FleetReplay& fleet) {
+  auto done = std::make_shared<std::int64_t>(0);
+  auto last = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
+  fleet.on_request_done = [done, inner = fleet.on_request_done](int r, const replay::RequestMetrics& m) {
+    if (inner) inner(r, m);
+    ++*done;
+  };
+  fleet.on_step = [done, last, inner = fleet.on_step](int r, const replay::StepRecord& rec) {
+    if (inner) inner(r, rec);
+    const auto now = std::chrono::steady_clock::now();
+    if (now - *last < std::chrono::milliseconds(200)) return;
+    *last = now;
+    std::fprintf(stderr, "\r  replica %d at t=%.2fs  requests done %lld   ", r, static_cast<double>(rec.start_us) / 1e6,
+                 static_cast<long long>(*done));
+  };
+}
+
 int run_into_folder(FleetArgs& a, const replay::FleetOptions& options, replay::FleetReplay& fleet) {
   if (a.out_dir.empty()) {
     a.out_dir = "runs/" + std::filesystem::path(a.trace_path).stem().string() + "-fleet-" + options.router + "-" +
@@ -109,11 +135,14 @@ int run_into_folder(FleetArgs& a, const replay::FleetOptions& options, replay::F
   if (!top.ok()) return usage_error(kCommand, top.status().message());
   (*top)->set_result_date(reports::result_date_from_environment());
   std::vector<std::unique_ptr<reports::RunFolder>> folders;
-  if (Status s = open_replica_folders(fleet, **top, options.replicas, folders); !s.ok())
+  if (Status s = open_replica_folders(fleet, **top, options.replicas, a.decision_log == "full", folders); !s.ok())
     return usage_error(kCommand, s.message());
+  const bool progress = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO));
+  if (progress) show_progress(fleet);
   const auto t0 = std::chrono::steady_clock::now();
   auto summary = fleet.run();
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (progress) std::fprintf(stderr, "\r%80s\r", "");
   if (!summary.ok()) return usage_error(kCommand, summary.status().message());
   std::cout << reports::format_summary("kvsim fleet: " + a.trace_path + ", " + std::to_string(options.replicas) +
                                            " replicas of " + fleet.device_name() + ", router " + options.router,
@@ -147,6 +176,12 @@ int run_fleet(int argc, char** argv) {
   po::variables_map vm;
   if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   if (a.trace_path.empty()) return usage_error(kCommand, "--trace is required (kvsim fleet --help)");
+  if (a.decision_log != "full" && a.decision_log != "digest") {
+    return usage_error(kCommand, "--decision-log must be full or digest, got '" + a.decision_log + "'");
+  }
+  if (a.progress != "auto" && a.progress != "on" && a.progress != "off") {
+    return usage_error(kCommand, "--progress must be auto, on or off, got '" + a.progress + "'");
+  }
   replay::ReplayConfig config;
   if (Status s = apply_config_options(vm, config); !s.ok()) return usage_error(kCommand, s.message());
   config.run.replay.keep_decision_text = false;  // each engine streams its decisions.log

@@ -22,6 +22,7 @@ struct GenArgs {
   trace::ShareGptGenOptions sg;
   trace::PrefixGenOptions px;
   trace::SharedPrefixGenOptions sp;
+  std::string stages;  // shared-prefix --stages
   std::string kind, out, seed_text = "0";
 };
 
@@ -78,11 +79,14 @@ po::options_description prefix_options(trace::PrefixGenOptions& px) {
   return prefix;
 }
 
-po::options_description shared_prefix_options(trace::SharedPrefixGenOptions& sp) {
+po::options_description shared_prefix_options(trace::SharedPrefixGenOptions& sp, std::string& stages) {
   po::options_description shared("shared-prefix options");
   shared.add_options()("groups", bounded("groups", &sp.groups, 1, 1 << 20), "groups (distinct system prompts)")(
       "users", bounded("users", &sp.users, 1, 1 << 20), "users per group (distinct questions)")(
-      "question-len", token_count("question-len", &sp.question_len), "tokens of each user's question");
+      "question-len", token_count("question-len", &sp.question_len), "tokens of each user's question")(
+      "stages", po::value(&stages),
+      "a load ladder instead of --rate and --num-requests: RATE:SECONDS,RATE:SECONDS,... (Poisson at each "
+      "rate for its seconds, in order)");
   return shared;
 }
 
@@ -103,6 +107,11 @@ StatusOr<trace::TraceHeader> gen_header(GenArgs& a, std::uint64_t seed) {
   }
   if (a.kind == "shared-prefix") {
     a.sp.seed = seed;
+    if (!a.stages.empty()) {
+      auto stages = trace::parse_stages(a.stages);
+      if (!stages.ok()) return stages.status();
+      a.sp.stages = std::move(*stages);
+    }
     if (Status s = trace::validate(a.sp); !s.ok()) return s;
     return trace::shared_prefix_gen_header(a.sp);
   }
@@ -132,7 +141,10 @@ int write_trace(GenArgs& a, const trace::TraceHeader& header, bool force) {
 int run_gen(int argc, char** argv) {
   GenArgs a;
   po::options_description all;
-  all.add(common_options(a)).add(sharegpt_options(a.sg)).add(prefix_options(a.px)).add(shared_prefix_options(a.sp));
+  all.add(common_options(a))
+      .add(sharegpt_options(a.sg))
+      .add(prefix_options(a.px))
+      .add(shared_prefix_options(a.sp, a.stages));
   po::positional_options_description pos;
   pos.add("kind", 1);
   po::variables_map vm;

@@ -25,8 +25,7 @@ struct FleetOptions {
   double event_loss = 0;              // probability that one batch (events, or a load report) is lost
 
   bool single_engine() const {
-    return replicas == 1 && router == "round-robin" && router_params.empty() && event_delay_ms == 0 &&
-           event_loss == 0;
+    return replicas == 1 && router == "round-robin" && router_params.empty() && event_delay_ms == 0 && event_loss == 0;
   }
   std::int64_t event_delay_ns() const { return static_cast<std::int64_t>(event_delay_ms * 1e6); }
   Status validate() const;  // names the option at fault

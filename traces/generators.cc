@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "model/util/check.h"
+#include "model/util/parse_number.h"
 #include "traces/block_tokens.h"
 #include "traces/sampling.h"
 
@@ -279,6 +280,27 @@ StatusOr<std::int64_t> generate_prefix(const PrefixGenOptions& o, TraceWriter& w
   return written;
 }
 
+StatusOr<std::vector<std::pair<double, double>>> parse_stages(std::string_view text) {
+  std::vector<std::pair<double, double>> out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string stage(text.substr(start, comma - start));
+    const std::size_t colon = stage.find(':');
+    const std::optional<double> rate =
+        colon == std::string::npos ? std::nullopt : parse_finite_double(stage.substr(0, colon));
+    const std::optional<double> seconds =
+        colon == std::string::npos ? std::nullopt : parse_finite_double(stage.substr(colon + 1));
+    if (!rate || !seconds || *rate <= 0 || *rate > 1e6 || *seconds <= 0 || *seconds > 1e7) {
+      return bad("--stages", "stage " + std::to_string(out.size() + 1) + " '" + stage +
+                                 "' is not RATE:SECONDS (rate in (0, 1e6] per second, seconds in (0, 1e7])");
+    }
+    out.emplace_back(*rate, *seconds);
+    start = comma + 1;
+  }
+  return out;
+}
+
 Status validate(const SharedPrefixGenOptions& o) {
   constexpr int kMaxPart = 1 << 20;  // one block reference (trace_io.cc)
   if (o.groups < 1 || o.users < 1) return bad("--groups and --users", "must be > 0");
@@ -294,14 +316,27 @@ Status validate(const SharedPrefixGenOptions& o) {
     return bad("--output-len", "must be from 0 to " + std::to_string(kMaxOutputTokens));
   }
   if (!(o.rate >= 0 && o.rate <= 1e9)) return bad("--rate", "must be from 0 to 1e9 arrivals per second");
+  double expected = 0;
+  for (const auto& [rate, seconds] : o.stages) expected += rate * seconds;
+  if (expected > static_cast<double>(kMaxGeneratedRequests) / 2) {
+    return bad("--stages", "would bring about " + std::to_string(static_cast<std::int64_t>(expected)) +
+                               " requests, more than " + std::to_string(kMaxGeneratedRequests / 2));
+  }
   return {};
 }
 
 TraceHeader shared_prefix_gen_header(const SharedPrefixGenOptions& o) {
   std::ostringstream src;
   src << "kvsim gen shared-prefix --groups " << o.groups << " --users " << o.users << " --prefix-len " << o.prefix_len
-      << " --question-len " << o.question_len << " --output-len " << o.output_len << " --num-requests "
-      << o.num_requests << " --rate " << o.rate << " --seed " << o.seed;
+      << " --question-len " << o.question_len << " --output-len " << o.output_len;
+  if (o.stages.empty()) {
+    src << " --num-requests " << o.num_requests << " --rate " << o.rate;
+  } else {
+    src << " --stages ";
+    for (std::size_t i = 0; i < o.stages.size(); ++i)
+      src << (i ? "," : "") << o.stages[i].first << ':' << o.stages[i].second;
+  }
+  src << " --seed " << o.seed;
   TraceHeader h;
   h.source = src.str();
   h.tokenizer = "synthetic: system prompts and questions are expansions of random block ids (traces/block_tokens.h)";
@@ -317,14 +352,32 @@ StatusOr<std::int64_t> generate_shared_prefix(const SharedPrefixGenOptions& o, T
   const std::uint64_t prefix_base = stream_seed(o.seed, 12);
   const std::uint64_t question_base = stream_seed(o.seed, 13);
   const auto users = static_cast<std::uint64_t>(o.users);
-  double now_s = 0.0;
-  for (std::int64_t i = 0; i < o.num_requests; ++i) {
+  // The arrival times: `rate` for num_requests requests, or each stage's rate for its seconds.
+  std::size_t stage = 0;
+  double now_s = 0.0, stage_end_s = o.stages.empty() ? 0.0 : o.stages[0].second;
+  const auto next_arrival = [&]() -> bool {
+    if (o.stages.empty()) {
+      if (o.rate > 0) now_s += clock.exponential(1.0 / o.rate);
+      return true;
+    }
+    while (stage < o.stages.size()) {
+      const double t = now_s + clock.exponential(1.0 / o.stages[stage].first);
+      if (t < stage_end_s) {
+        now_s = t;
+        return true;
+      }
+      now_s = stage_end_s;  // memoryless: the next stage starts afresh at its boundary
+      if (++stage < o.stages.size()) stage_end_s += o.stages[stage].second;
+    }
+    return false;
+  };
+  std::int64_t i = 0;
+  for (; (o.stages.empty() ? i < o.num_requests : true) && next_arrival(); ++i) {
     const std::uint64_t prompt = pick.below(static_cast<std::uint64_t>(o.groups) * users);
     const std::uint64_t group = prompt / users, user = prompt % users;
     TraceRequest r;
     r.session_id = "g" + std::to_string(group) + "-u" + std::to_string(user);
     r.id = r.session_id + "-r" + std::to_string(i);
-    if (o.rate > 0) now_s += clock.exponential(1.0 / o.rate);
     if (!(now_s * 1e6 <= static_cast<double>(kMaxArrivalTimeUs))) {
       return Status::error("arrival times pass " + std::to_string(kMaxArrivalTimeUs) + " us at request " +
                            std::to_string(i) + "; raise --rate");
@@ -338,7 +391,7 @@ StatusOr<std::int64_t> generate_shared_prefix(const SharedPrefixGenOptions& o, T
     r.output_length = o.output_len;
     if (Status s = writer.write(r); !s.ok()) return s;
   }
-  return o.num_requests;
+  return i;
 }
 
 }  // namespace kv::trace

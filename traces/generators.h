@@ -95,7 +95,9 @@ StatusOr<std::int64_t> generate_prefix(const PrefixGenOptions& options, TraceWri
 // llm-d's inference-perf shared_prefix data): `groups` system prompts of prefix_len tokens, each
 // with `users` questions of question_len tokens; each of num_requests requests sends one
 // (group, user) prompt drawn uniformly, so prompts repeat; Poisson arrivals at `rate` per
-// second (0 = all at time 0). A request's session id is its "g<group>-u<user>".
+// second (0 = all at time 0). With `stages` (a load ladder: rate, seconds), Poisson arrivals at
+// each stage's rate for its seconds, one stage after the other, and as many requests as they
+// bring (num_requests is then ignored). A request's session id is its "g<group>-u<user>".
 struct SharedPrefixGenOptions {
   int groups = 8;
   int users = 16;
@@ -104,8 +106,12 @@ struct SharedPrefixGenOptions {
   int output_len = 64;
   std::int64_t num_requests = 500;
   double rate = 4.0;
+  std::vector<std::pair<double, double>> stages;  // (requests per second, seconds); empty: `rate`
   std::uint64_t seed = 0;
 };
+
+// "RATE:SECONDS,RATE:SECONDS,..." (--stages); an error names the option and the stage.
+StatusOr<std::vector<std::pair<double, double>>> parse_stages(std::string_view text);
 
 Status validate(const SharedPrefixGenOptions& options);
 TraceHeader shared_prefix_gen_header(const SharedPrefixGenOptions& options);
