@@ -11,18 +11,15 @@ pods of Qwen3-32B on 2 H100 each, a shared-prefix workload (150 groups, 5 users 
 16 rates from 3 to 60 requests/s after a warm-up of 50 s at 15 requests/s, one continuous run per
 scheduler.
 
-Workload. `kvsim gen shared-prefix` writes one unit-rate Poisson trace (--rate 1); this script
-maps its arrival times through the inverse of the ladder's cumulative rate, which turns a
-unit-rate Poisson process into the ladder's piecewise-constant one (same prompts, same order, only
-arrival_time_us changes: the trace's frames are re-encoded, CRC-32C included, by the few lines
-below). The whole ladder runs, every stage and the warm-up, as one kvsim fleet run per scheduler:
-queues carry over from one stage to the next as they did in the published run. kvsim has no
-multi-rate generator; the remapping stands in for one.
+Workload. `kvsim gen shared-prefix --stages RATE:SECONDS,...` writes the ladder as one trace:
+Poisson arrivals at each stage's rate for its seconds, the warm-up first. The whole ladder runs,
+every stage and the warm-up, as one kvsim fleet run per scheduler: queues carry over from one
+stage to the next as they did in the published run.
 
 Output length. The published stage rows imply far fewer than the configured 1000 output tokens per
 completed request (output tokens/s over requests/s: about 430 at the lowest rates, falling with
 load). The ladder therefore runs twice: with 1000 output tokens, and with the mean the published
-low-rate stages imply (implied_output_len). 2 x 4 fleet runs of about 17,000 requests: about 3.5
+low-rate stages imply (implied_output_len). 2 x 4 fleet runs of about 17,000 requests: about 1.5
 minutes on one core.
 
 Engine: `--model-config qwen3-32b-config.json` (no Qwen3-32B preset; the file holds the model's
@@ -53,7 +50,6 @@ import json
 import math
 import os
 import statistics
-import struct
 import subprocess
 import sys
 
@@ -80,79 +76,7 @@ def run(cmd):
     return done.stdout
 
 
-# --- the trace: kvsim's frames (traces/trace.proto), arrival times remapped ---------------------
-
-def _crc32c_table():
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
-CRC_TABLE = _crc32c_table()
-
-
-def crc32c(data):
-    c = 0xFFFFFFFF
-    for b in data:
-        c = CRC_TABLE[(c ^ b) & 0xFF] ^ (c >> 8)
-    return c ^ 0xFFFFFFFF
-
-
-def read_varint(data, i):
-    value = shift = 0
-    while True:
-        b = data[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        shift += 7
-        if b < 0x80:
-            return value, i
-
-
-def varint(value):
-    out = bytearray()
-    while True:
-        b, value = value & 0x7F, value >> 7
-        if value:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
-
-
-def with_arrival(message, arrival_us):
-    """The Request message with field 2 (arrival_time_us, a varint) replaced or added."""
-    out, i, placed = bytearray(), 0, False
-    field2 = varint(2 << 3) + varint(arrival_us) if arrival_us > 0 else b""
-    while i < len(message):
-        start = i
-        key, i = read_varint(message, i)
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            _, i = read_varint(message, i)
-        elif wire == 2:
-            length, i = read_varint(message, i)
-            i += length
-        elif wire == 1:
-            i += 8
-        elif wire == 5:
-            i += 4
-        else:
-            sys.exit("unexpected wire type %d in the trace" % wire)
-        if number == 2:
-            continue
-        if number > 2 and not placed:
-            out += field2
-            placed = True
-        out += message[start:i]
-    if not placed:
-        out += field2
-    return bytes(out)
-
+# --- the trace: the ladder as `kvsim gen shared-prefix --stages` -------------------------------
 
 class Ladder:
     """The published load: a warm-up stage, then the ladder; Poisson within each stage."""
@@ -160,73 +84,30 @@ class Ladder:
     def __init__(self, published):
         setup = published["setup"]
         self.stages = [dict(setup["warmup"], name="warm-up")] + [dict(s, name="%g" % s["rate"]) for s in setup["ladder"]]
-        self.start_s, self.start_mass = [], []
-        t = mass = 0.0
+        self.start_s = []
+        t = 0.0
         for s in self.stages:
             self.start_s.append(t)
-            self.start_mass.append(mass)
             t += s["duration_s"]
-            mass += s["rate"] * s["duration_s"]
-        self.end_s, self.mass = t, mass
-
-    def time_of(self, unit_time):
-        """The ladder's time of the arrival a unit-rate process makes at `unit_time`."""
-        k = bisect.bisect_right(self.start_mass, unit_time) - 1
-        return self.start_s[k] + (unit_time - self.start_mass[k]) / self.stages[k]["rate"]
+        self.end_s = t
 
     def stage_of(self, t):
         return max(0, bisect.bisect_right(self.start_s, t) - 1)
 
 
-def gen_command(published, output_len):
+def gen_command(published, ladder, output_len):
     w = published["setup"]["workload"]
+    stages = ",".join("%g:%g" % (st["rate"], st["duration_s"]) for st in ladder.stages)
     return ["gen", "shared-prefix", "--groups", str(w["num_groups"]), "--users", str(w["num_prompts_per_group"]),
             "--prefix-len", str(w["system_prompt_len"]), "--question-len", str(w["question_len"]),
-            "--output-len", str(output_len), "--rate", "1", "--seed", str(SEED)]
+            "--output-len", str(output_len), "--stages", stages, "--seed", str(SEED)]
 
 
 def ladder_trace(kvsim, work, published, ladder, output_len):
-    """kvsim gen shared-prefix at rate 1, arrival times mapped onto the ladder; requests beyond
-    its end dropped. Returns (path, requests kept)."""
-    unit = os.path.join(work, "unit-rate-out%d.kvtrace" % output_len)
-    enough = int(ladder.mass + 6 * math.sqrt(ladder.mass)) + 1
-    run([kvsim] + gen_command(published, output_len) + ["-o", unit, "--force", "--num-requests", str(enough)])
-    with open(unit, "rb") as f:
-        data = f.read()
-    out = bytearray(data[:12])
-    i, first, kept = 12, True, 0
-    while i < len(data):
-        length, i = read_varint(data, i)
-        message = data[i:i + length]
-        i += length
-        if struct.unpack("<I", data[i:i + 4])[0] != crc32c(message):
-            sys.exit("CRC mismatch in " + unit)
-        i += 4
-        if not first:
-            arrival, j = None, 0
-            while j < len(message):  # find field 2
-                key, j = read_varint(message, j)
-                if key == (2 << 3):
-                    arrival, j = read_varint(message, j)
-                    break
-                if key & 7 == 0:
-                    _, j = read_varint(message, j)
-                elif key & 7 == 2:
-                    n, j = read_varint(message, j)
-                    j += n
-                else:
-                    j += 8 if key & 7 == 1 else 4
-            unit_s = (arrival or 0) / 1e6
-            if unit_s >= ladder.mass:
-                break
-            message = with_arrival(message, int(round(ladder.time_of(unit_s) * 1e6)))
-            kept += 1
-        first = False
-        out += varint(len(message)) + message + struct.pack("<I", crc32c(message))
+    """The ladder's trace: Poisson within each stage, the stages in order. Returns (path, requests)."""
     path = os.path.join(work, "ladder-out%d.kvtrace" % output_len)
-    with open(path, "wb") as f:
-        f.write(bytes(out))
-    return path, kept
+    out = run([kvsim] + gen_command(published, ladder, output_len) + ["-o", path, "--force"])
+    return path, int(out.split()[1])  # "wrote N requests (...) to PATH"
 
 
 # --- the runs ------------------------------------------------------------------------------------
@@ -237,11 +118,10 @@ def fleet(kvsim, work, trace, name, router, params, output_len, reuse=False):
         return out
     cmd = [kvsim, "fleet", "--trace", trace, "--replicas", str(REPLICAS), "--router", router, "--out", out,
            "--force"] + ENGINE
-    for p in params:
-        cmd += ["--router-param", p]
+    if params:
+        cmd += ["--router-params", " ".join(params)]
+    cmd += ["--decision-log", "digest", "--progress", "off"]
     run(cmd)
-    for r in range(REPLICAS):  # kvsim fleet writes every replica's full decision log (~80 MB); unused here
-        os.remove(os.path.join(out, "replica-%d" % r, "decisions.log"))
     return out
 
 
@@ -370,8 +250,8 @@ def configuration(published, ladder, kept, variants):
          "hop is not modelled |",
          "| KV events | ZMQ, delay not stated | delivered at once (`--event-delay-ms 0`), none lost |",
          "| workload | inference-perf shared_prefix: 150 groups x 5 prompts, 6000 + 1200 prompt tokens, output_len "
-         "1000, ignore_eos | `kvsim %s`, arrivals remapped onto the ladder (%s requests) |" % (
-             " ".join(gen_command(published, "N")), ", ".join("%d with N = %d" % (kept[o], o) for o in variants)),
+         "1000, ignore_eos | `kvsim %s` (%s requests) |" % (
+             " ".join(gen_command(published, ladder, "N")), ", ".join("%d with N = %d" % (kept[o], o) for o in variants)),
          "| load | Poisson: 15/s for 50 s, then 16 stages from 3 to 60/s, %g s in all | the same stages, one "
          "continuous run per scheduler |" % ladder.end_s,
          "| precise-scheduling | precise prefix scorer 3, kv-cache 2, queue 2 | `--router llm-d-precise` "
