@@ -119,6 +119,82 @@ TEST(GenPrefix, ShapeOfVllmPrefixBenchmark) {
   EXPECT_NE(reqs[0].id + reqs[1].id + reqs[2].id, "p0-r0p0-r1p0-r2");  // shuffled
 }
 
+std::vector<TraceRequest> gen_shared_prefix(const SharedPrefixGenOptions& o, const std::string& name) {
+  const std::string path = scratch_path(name);
+  StatusOr<TraceWriter> w = TraceWriter::create(path, shared_prefix_gen_header(o));
+  EXPECT_TRUE(w.ok()) << w.status().message();
+  StatusOr<std::int64_t> n = generate_shared_prefix(o, *w);
+  EXPECT_TRUE(n.ok()) << n.status().message();
+  EXPECT_TRUE(w->close().ok());
+  std::vector<TraceRequest> out = read_all(path);
+  EXPECT_EQ(static_cast<std::int64_t>(out.size()), *n);
+  return out;
+}
+
+TEST(GenSharedPrefix, GroupsShareTheirSystemPromptAndUsersTheirQuestion) {
+  SharedPrefixGenOptions o;
+  o.groups = 3;
+  o.users = 2;
+  o.prefix_len = 64;
+  o.question_len = 32;
+  o.output_len = 7;
+  o.num_requests = 200;
+  o.rate = 10;
+  const std::vector<TraceRequest> reqs = gen_shared_prefix(o, "sp.kvtrace");
+  ASSERT_EQ(reqs.size(), 200u);
+  std::map<std::string, std::vector<TokenId>> prompt_of_session, prefix_of_group;
+  std::int64_t last = 0;
+  for (const TraceRequest& r : reqs) {
+    ASSERT_EQ(r.prompt.size(), 96u);
+    EXPECT_EQ(r.output_length, 7);
+    EXPECT_GE(r.arrival_time_us, last);
+    last = r.arrival_time_us;
+    EXPECT_EQ(r.id.rfind(r.session_id + "-r", 0), 0u) << r.id;
+    auto [at, fresh] = prompt_of_session.emplace(r.session_id, r.prompt);
+    if (!fresh) EXPECT_EQ(at->second, r.prompt) << r.session_id;  // a user repeats the same prompt
+    const std::string group = r.session_id.substr(0, r.session_id.find('-'));
+    const std::vector<TokenId> prefix(r.prompt.begin(), r.prompt.begin() + 64);
+    auto [g, first] = prefix_of_group.emplace(group, prefix);
+    if (!first) EXPECT_EQ(g->second, prefix) << group;
+  }
+  EXPECT_EQ(prompt_of_session.size(), 6u);  // every (group, user) drawn in 200 requests
+  EXPECT_EQ(prefix_of_group.size(), 3u);
+  EXPECT_NE(prefix_of_group["g0"], prefix_of_group["g1"]);
+  EXPECT_NEAR(static_cast<double>(last) / 1e6, 20.0, 20.0 * 5 / std::sqrt(200.0));  // 200 at 10/s
+}
+
+// --stages: each stage brings Poisson arrivals at its rate for its seconds, in order.
+TEST(GenSharedPrefix, StagesBringTheirRatesInOrder) {
+  SharedPrefixGenOptions o;
+  o.prefix_len = 16;
+  o.question_len = 16;
+  auto stages = parse_stages("20:10,100:5,5:20");
+  ASSERT_TRUE(stages.ok()) << stages.status().message();
+  o.stages = *stages;
+  const std::vector<TraceRequest> reqs = gen_shared_prefix(o, "stages.kvtrace");
+  double counts[3] = {0, 0, 0};
+  for (const TraceRequest& r : reqs) {
+    const double t = static_cast<double>(r.arrival_time_us) / 1e6;
+    ASSERT_LT(t, 35.0);
+    ++counts[t < 10 ? 0 : t < 15 ? 1 : 2];
+  }
+  const double expected[3] = {200, 500, 100};
+  for (int k = 0; k < 3; ++k) EXPECT_NEAR(counts[k], expected[k], 5 * std::sqrt(expected[k])) << "stage " << k;
+  EXPECT_EQ(read_bytes(scratch_path("stages.kvtrace")),
+            (gen_shared_prefix(o, "stages2.kvtrace"), read_bytes(scratch_path("stages2.kvtrace"))));
+}
+
+TEST(GenSharedPrefix, BadStagesNameTheOptionAndTheStage) {
+  for (const char* text : {"10:5,x:2", "10:5,0:2", "10:5,3:-1", "10", "", "10:5,"}) {
+    auto s = parse_stages(text);
+    ASSERT_FALSE(s.ok()) << text;
+    EXPECT_NE(s.status().message().find("--stages: stage"), std::string::npos) << s.status().message();
+  }
+  SharedPrefixGenOptions o;
+  o.groups = 0;
+  EXPECT_NE(validate(o).message().find("--groups"), std::string::npos);
+}
+
 // traces/data/README.md: the command that regenerates the bundled sample.
 TEST(BundledTraces, SharegptSampleRegeneratesByteForByte) {
   ShareGptGenOptions o;
