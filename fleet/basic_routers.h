@@ -27,6 +27,7 @@ class RoundRobinRouter final : public Router {
  public:
   explicit RoundRobinRouter(int num_replicas) : Router(num_replicas) {}
   std::string_view name() const override { return "round-robin"; }
+  bool reads_load_reports() const override { return false; }
 
  protected:
   int choose(const RouteRequest& request) override;
@@ -39,6 +40,7 @@ class RandomRouter final : public Router {
  public:
   RandomRouter(int num_replicas, std::uint64_t seed) : Router(num_replicas), random_(seed) {}
   std::string_view name() const override { return "random"; }
+  bool reads_load_reports() const override { return false; }
 
  protected:
   int choose(const RouteRequest& request) override;

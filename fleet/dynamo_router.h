@@ -41,6 +41,7 @@ class DynamoRouter final : public Router {
   std::string_view name() const override { return "dynamo"; }
   bool reads_block_hashes() const override { return true; }
   bool reads_kv_events() const override { return options_.kv_events; }
+  bool reads_load_reports() const override { return false; }  // its own active blocks instead
 
   // The cost of every replica for `request` as choose() computes it (approximate mode: as of
   // the last expiry; route() expires first).

@@ -44,10 +44,11 @@ class Router {
   Router& operator=(const Router&) = delete;
 
   virtual std::string_view name() const = 0;
-  // What the router reads beyond load reports and its own decisions: the fleet hashes each
-  // prompt's blocks, and turns the engines' KV events on, only for a router that reads them.
+  // What the router reads beyond its own decisions: the fleet hashes each prompt's blocks, turns
+  // the engines' KV events on, and sends load reports, only for a router that reads them.
   virtual bool reads_block_hashes() const { return false; }
   virtual bool reads_kv_events() const { return false; }
+  virtual bool reads_load_reports() const { return true; }
   int num_replicas() const { return view_.num_replicas(); }
   const FleetView& view() const { return view_; }
 

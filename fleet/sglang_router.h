@@ -36,6 +36,7 @@ class SglangRouter final : public Router {
   SglangRouter(int num_replicas, const SglangOptions& options);
   std::string_view name() const override { return "sglang"; }
   bool reads_block_hashes() const override { return true; }
+  bool reads_load_reports() const override { return false; }  // its own request counts instead
 
   bool imbalanced() const;
   std::int64_t tree_size(int replica) const { return trees_[static_cast<std::size_t>(replica)].size(); }

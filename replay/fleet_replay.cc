@@ -219,9 +219,12 @@ void FleetReplay::observe(int replica) {
     notices_->add_batch(replayer->now_ns() + delay, std::move(n));
   });
   if (router_->reads_kv_events()) e.replayer->set_event_sink(e.sink.get());
-  e.replayer->on_step = [this, replica, replayer, delay](const StepRecord& rec) {
-    Notices::Notice n{replica, Notices::Kind::kLoad, {}, {rec.running, rec.waiting, rec.kv_usage}, {}};
-    notices_->add_batch(replayer->now_ns() + delay, std::move(n));
+  const bool loads = router_->reads_load_reports();
+  e.replayer->on_step = [this, replica, replayer, delay, loads](const StepRecord& rec) {
+    if (loads) {
+      Notices::Notice n{replica, Notices::Kind::kLoad, {}, {rec.running, rec.waiting, rec.kv_usage}, {}};
+      notices_->add_batch(replayer->now_ns() + delay, std::move(n));
+    }
     if (on_step) on_step(replica, rec);
   };
   e.replayer->on_request_done = [this, replica, replayer](const RequestMetrics& m) {
@@ -249,19 +252,16 @@ void FleetReplay::deliver_until(std::int64_t t_ns) {
   }
 }
 
-// The engine that acts first (lowest index on a tie), or -1 when none has anything to do.
-int FleetReplay::earliest_engine() const {
-  int best = -1;
-  std::int64_t best_t = 0;
-  for (int r = 0; r < static_cast<int>(engines_.size()); ++r) {
-    const std::optional<std::int64_t> t = engines_[static_cast<std::size_t>(r)]->replayer->next_time_ns();
-    if (t && (best < 0 || *t < best_t)) {
-      best = r;
-      best_t = *t;
-    }
-  }
-  return best;
+// Engine `replica` changed (it stepped, or got a request): its place in the agenda follows.
+void FleetReplay::reschedule(int replica) {
+  std::optional<std::int64_t>& at = agenda_at_[static_cast<std::size_t>(replica)];
+  if (at) agenda_.erase({*at, replica});
+  at = engines_[static_cast<std::size_t>(replica)]->replayer->next_time_ns();
+  if (at) agenda_.insert({*at, replica});
 }
+
+// The engine that acts first (lowest index on a tie), or -1 when none has anything to do.
+int FleetReplay::earliest_engine() const { return agenda_.empty() ? -1 : agenda_.begin()->second; }
 
 Status FleetReplay::pull_arrival() {
   auto got = trace_->next(&arrival_);
@@ -315,12 +315,15 @@ Status FleetReplay::route_arrival() {
   ++e.routed;
   e.queue->push(std::move(arrival_));
   if (Status s = e.replayer->source_grew(); !s.ok()) return s;
+  reschedule(replica);
   return pull_arrival();
 }
 
 StatusOr<FleetSummary> FleetReplay::run() {
-  for (auto& e : engines_) {
-    if (Status s = e->replayer->begin(); !s.ok()) return s;
+  agenda_at_.assign(engines_.size(), std::nullopt);
+  for (std::size_t r = 0; r < engines_.size(); ++r) {
+    if (Status s = engines_[r]->replayer->begin(); !s.ok()) return s;
+    reschedule(static_cast<int>(r));
   }
   if (Status s = pull_arrival(); !s.ok()) return s;
   while (true) {
@@ -332,6 +335,7 @@ StatusOr<FleetSummary> FleetReplay::run() {
     }
     if (next == nullptr) break;
     if (Status s = next->advance(); !s.ok()) return s.with_context("replica " + std::to_string(r) + ": ");
+    reschedule(r);
   }
   for (std::size_t r = 0; r < engines_.size(); ++r) {
     if (Status s = engines_[r]->replayer->stall_status(); !s.ok()) {

@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -95,6 +96,7 @@ class FleetReplay {
   std::vector<BlockHash> prompt_hashes(const RequestSpec& spec) const;
   void deliver_until(std::int64_t t_ns);
   int earliest_engine() const;
+  void reschedule(int replica);
   StatusOr<FleetSummary> summarize();
   void observe(int replica);
 
@@ -103,6 +105,8 @@ class FleetReplay {
   std::unique_ptr<fleet::Router> router_;
   std::vector<std::unique_ptr<Engine>> engines_;
   std::unique_ptr<Notices> notices_;
+  std::set<std::pair<std::int64_t, int>> agenda_;       // (next time, replica) of engines with work
+  std::vector<std::optional<std::int64_t>> agenda_at_;  // each engine's key in agenda_
   std::unique_ptr<BlockHasher> hasher_;
   std::unique_ptr<DecisionLog> routes_;  // routes, then each engine's digest: the fleet's digest
   RequestSpec arrival_;                  // the trace's next request, not yet routed
