@@ -150,8 +150,8 @@ int run_into_folder(FleetArgs& a, const replay::FleetOptions& options, replay::F
   print_replicas(*summary);
   for (int r = 0; r < options.replicas; ++r) {
     const auto& rep = summary->replicas[static_cast<std::size_t>(r)];
-    Status s =
-        folders[static_cast<std::size_t>(r)]->finish(fleet.description(), rep.summary, fleet.engine(r).log(), wall);
+    Status s = folders[static_cast<std::size_t>(r)]->finish(fleet.engine_description(r), rep.summary,
+                                                            fleet.engine(r).log(), wall);
     if (!s.ok()) return usage_error(kCommand, s.message());
   }
   if (Status s = (*top)->add_file("replicas.csv", replicas_csv(*summary)); !s.ok())

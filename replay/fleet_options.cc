@@ -1,6 +1,10 @@
 #include "replay/fleet_options.h"
 
+#include <algorithm>
+#include <optional>
 #include <sstream>
+
+#include "model/util/parse_number.h"
 
 namespace kv::replay {
 
@@ -16,12 +20,54 @@ Status FleetOptions::validate() const {
   }
   auto router_made = fleet::make_router(router, router_params, replicas, 0);
   if (!router_made.ok()) return router_made.status().with_context("--router: ");
-  return {};
+  return parse_replica_options(replica_options, replicas).status();
 }
 
 const std::set<std::string>& fleet_option_names() {
-  static const std::set<std::string> names = {"replicas", "router", "router-params", "event-delay-ms", "event-loss"};
+  static const std::set<std::string> names = {"replicas",       "router",     "router-params",
+                                              "event-delay-ms", "event-loss", "replica-options"};
   return names;
+}
+
+namespace {
+
+// "R" or "A-B" within [0, replicas).
+bool parse_range(const std::string& text, int replicas, int* first, int* last) {
+  const std::size_t dash = text.find('-');
+  const std::optional<std::int64_t> a = parse_int64(text.substr(0, dash));
+  const std::optional<std::int64_t> b = dash == std::string::npos ? a : parse_int64(text.substr(dash + 1));
+  if (!a || !b || *a < 0 || *b < *a || *b >= replicas) return false;
+  *first = static_cast<int>(*a);
+  *last = static_cast<int>(*b);
+  return true;
+}
+
+}  // namespace
+
+StatusOr<ReplicaOverrides> parse_replica_options(std::string_view text, int replicas) {
+  ReplicaOverrides out(static_cast<std::size_t>(std::max(replicas, 0)));
+  std::istringstream in{std::string(text)};
+  std::string entry;
+  while (in >> entry) {
+    const auto bad = [&](const std::string& why) {
+      return Status::error("--replica-options: '" + entry + "': " + why);
+    };
+    const std::size_t colon = entry.find(':');
+    int first = 0, last = 0;
+    if (colon == std::string::npos || !parse_range(entry.substr(0, colon), replicas, &first, &last)) {
+      return bad("expected R:OPTION=VALUE or A-B:OPTION=VALUE,... with replicas in [0, " + std::to_string(replicas) +
+                 ")");
+    }
+    std::istringstream pairs(entry.substr(colon + 1));
+    std::string pair;
+    while (std::getline(pairs, pair, ',')) {
+      const std::size_t eq = pair.find('=');
+      if (eq == std::string::npos || eq == 0) return bad("'" + pair + "' is not OPTION=VALUE");
+      for (int r = first; r <= last; ++r)
+        out[static_cast<std::size_t>(r)].emplace_back(pair.substr(0, eq), pair.substr(eq + 1));
+    }
+  }
+  return out;
 }
 
 StatusOr<fleet::RouterParams> parse_router_params(std::string_view text) {

@@ -11,6 +11,8 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "fleet/router_factory.h"
 #include "model/util/status.h"
@@ -23,9 +25,13 @@ struct FleetOptions {
   fleet::RouterParams router_params;  // --router-params "NAME=VALUE NAME=VALUE"
   double event_delay_ms = 0;          // KV events and load reports reach the router this late
   double event_loss = 0;              // probability that one batch (events, or a load report) is lost
+  // Heterogeneous fleets: "RANGE:OPTION=VALUE,OPTION=VALUE RANGE:..." (RANGE "R" or "A-B"), the
+  // engine options some replicas run with instead of the fleet's (--replica-options).
+  std::string replica_options;
 
   bool single_engine() const {
-    return replicas == 1 && router == "round-robin" && router_params.empty() && event_delay_ms == 0 && event_loss == 0;
+    return replicas == 1 && router == "round-robin" && router_params.empty() && event_delay_ms == 0 &&
+           event_loss == 0 && replica_options.empty();
   }
   std::int64_t event_delay_ns() const { return static_cast<std::int64_t>(event_delay_ms * 1e6); }
   Status validate() const;  // names the option at fault
@@ -33,6 +39,12 @@ struct FleetOptions {
 
 // The names of the option table's "Fleet" rows (kvsim replay leaves them out).
 const std::set<std::string>& fleet_option_names();
+
+// --replica-options parsed: per replica, the (option, value) pairs it overrides, in order. An
+// error names --replica-options and the entry (a replica out of [0, replicas), a malformed
+// range or pair); whether an option may differ per replica is the fleet's to check.
+using ReplicaOverrides = std::vector<std::vector<std::pair<std::string, std::string>>>;
+StatusOr<ReplicaOverrides> parse_replica_options(std::string_view text, int replicas);
 
 // "NAME=VALUE NAME=VALUE" (spaces between pairs) to parameters; an error names --router-params.
 StatusOr<fleet::RouterParams> parse_router_params(std::string_view text);

@@ -5,6 +5,7 @@
 #include <deque>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 
 #include "fleet/seeded_random.h"
@@ -115,13 +116,32 @@ class NoticeSink final : public KvEventSink {
   std::function<void(std::vector<KvEvent>)> deliver_;
 };
 
-// The configuration of one engine: the fleet's, without what the fleet does once for all.
-ReplayConfig engine_config(const ReplayConfig& config, int replica) {
+// Options a replica may not set for itself: what the fleet does once for all (arrivals, the
+// trace, the router), and what the router's prompt hashes must share with every engine.
+const std::set<std::string>& fleet_wide_options() {
+  static const std::set<std::string> names = {"seed",       "limit",      "request-rate", "burstiness",
+                                              "rate-scale", "block-size", "hash"};
+  return names;
+}
+
+// The configuration of one engine: the fleet's, without what the fleet does once for all, with
+// its --replica-options.
+StatusOr<ReplayConfig> engine_config(const ReplayConfig& config, int replica) {
+  auto overrides = parse_replica_options(config.fleet.replica_options, config.fleet.replicas);
+  if (!overrides.ok()) return overrides.status();
   ReplayConfig c = config;
   c.arrivals = ArrivalOptions{};  // rewritten once, before routing
   c.run.limit = 0;
   c.run.seed = config.run.seed + replica;
   c.fleet = FleetOptions{};  // one engine
+  const std::string where = "--replica-options: replica " + std::to_string(replica) + ": ";
+  for (const auto& [option, value] : (*overrides)[static_cast<std::size_t>(replica)]) {
+    if (fleet_option_names().count(option) || fleet_wide_options().count(option)) {
+      return Status::error(where + "--" + option + " is the whole fleet's, not one replica's");
+    }
+    if (Status s = set_option(c, option, value); !s.ok()) return s.with_context(where);
+  }
+  if (Status s = c.validate(); !s.ok()) return s.with_context(where);
   return c;
 }
 
@@ -153,7 +173,9 @@ StatusOr<ReplayRun> build_replica_alone(const ReplayConfig& config, const std::s
   auto source = open_fleet_trace(config, trace_path, &header);
   if (!source.ok()) return source.status();
   auto subset = std::make_unique<IdFilterSource>(std::move(source).value(), std::move(ids));
-  return build_replay(engine_config(config, replica), std::move(subset), header.hash_seed, header.source);
+  auto ec = engine_config(config, replica);
+  if (!ec.ok()) return ec.status();
+  return build_replay(*ec, std::move(subset), header.hash_seed, header.source);
 }
 
 StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& config, const std::string& trace_path) {
@@ -177,7 +199,9 @@ StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& co
   f->notices_ = std::make_unique<Notices>(static_cast<std::uint64_t>(config.run.seed) ^ 0x9e3779b97f4a7c15ULL,
                                           options.event_loss);
   for (int r = 0; r < options.replicas; ++r) {
-    ReplayConfig ec = engine_config(config, r);
+    auto engine_cfg = engine_config(config, r);
+    if (!engine_cfg.ok()) return engine_cfg.status();
+    ReplayConfig& ec = *engine_cfg;
     ec.events.observed = f->router_->reads_kv_events();  // the managers queue events for the router
     auto queue = std::make_unique<QueueSource>();
     QueueSource* q = queue.get();
@@ -200,6 +224,7 @@ StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& co
   f->description_.emplace_back("router_params", router_params_text(options.router_params));
   f->description_.emplace_back("event_delay_ms", describe_number(options.event_delay_ms));
   f->description_.emplace_back("event_loss", describe_number(options.event_loss));
+  f->description_.emplace_back("replica_options", options.replica_options);
   return f;
 }
 
@@ -207,7 +232,18 @@ FleetReplay::~FleetReplay() = default;
 
 Replayer& FleetReplay::engine(int replica) { return *engines_.at(static_cast<std::size_t>(replica))->replayer; }
 
-std::string FleetReplay::device_name() const { return engines_[0]->run.device->name(); }
+std::string FleetReplay::device_name() const {
+  std::string names;
+  for (const auto& e : engines_) {
+    const std::string n = e->run.device->name();
+    if (names.find(n) == std::string::npos) names += (names.empty() ? "" : " + ") + n;
+  }
+  return names;
+}
+
+const std::vector<std::pair<std::string, std::string>>& FleetReplay::engine_description(int replica) const {
+  return engines_.at(static_cast<std::size_t>(replica))->run.description;
+}
 
 // Wires engine `replica`'s observers: its steps, ends and events become the router's notices.
 void FleetReplay::observe(int replica) {

@@ -80,7 +80,9 @@ class FleetReplay {
 
   // Every setting of the run (the engines' shared description, then the fleet's own).
   const std::vector<std::pair<std::string, std::string>>& description() const { return description_; }
-  std::string device_name() const;
+  std::string device_name() const;  // the engines' devices, each named once
+  // Engine `replica`'s own settings (its --replica-options applied), as its replay lists them.
+  const std::vector<std::pair<std::string, std::string>>& engine_description(int replica) const;
   // Engine `replica`'s Replayer (to stream its decisions), and the fleet's log: every route,
   // then each engine's digest (its digest is the fleet's).
   Replayer& engine(int replica);

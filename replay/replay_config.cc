@@ -430,6 +430,10 @@ void add_fleet_rows(std::vector<ConfigOption>& t) {
   t.push_back(positive_option("event-delay-ms", fl,
                               "KV events and load reports reach the router this many ms after the step that made them",
                               KV_FIELD(fleet.event_delay_ms), false, true, 1e-6, 3.6e6));
+  t.push_back(text_option("replica-options", fl,
+                          "heterogeneous fleets: 'RANGE:OPTION=VALUE,... RANGE:...' (RANGE R or A-B), engine "
+                          "options those replicas run with, e.g. '0-3:gpu=h100-sxm 4-7:gpu=l40s,tp=2'",
+                          KV_FIELD(fleet.replica_options)));
   t.push_back(positive_option("event-loss", fl,
                               "probability that one batch of events (or one load report) never reaches the router",
                               KV_FIELD(fleet.event_loss), false, true, 1e-12, 0.999999));

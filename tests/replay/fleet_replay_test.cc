@@ -211,6 +211,43 @@ TEST(FleetReplayTest, SweepPointsAndCapacityProbesRunFleets) {
   EXPECT_EQ(one->digest, (*results)[1].digest);
 }
 
+// --replica-options: a heterogeneous fleet; each engine is still the replay of its requests,
+// with its own options.
+TEST(FleetReplayTest, ReplicasRunTheirOwnOptions) {
+  ReplayConfig c = small_pool_config();
+  c.fleet.replicas = 2;
+  c.fleet.replica_options = "1:gpu=l40s,max-num-seqs=8";
+  auto fleet = FleetReplay::build(c, shared_prefix_trace());
+  ASSERT_TRUE(fleet.ok()) << fleet.status().message();
+  std::vector<std::set<std::string>> routed(2);
+  (*fleet)->on_route = [&](const std::string& id, int r) { routed[static_cast<std::size_t>(r)].insert(id); };
+  auto f = (*fleet)->run();
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_NE((*fleet)->device_name().find("l40s"), std::string::npos) << (*fleet)->device_name();
+  EXPECT_NE((*fleet)->device_name().find("h100"), std::string::npos) << (*fleet)->device_name();
+  // Round-robin splits the requests evenly; the slower, narrower replica serves them later.
+  EXPECT_EQ(f->replicas[0].routed, f->replicas[1].routed);
+  EXPECT_GT(f->replicas[1].summary.e2e_us.p90, 2 * f->replicas[0].summary.e2e_us.p90);
+  auto alone = build_replica_alone(c, shared_prefix_trace(), 1, routed[1]);
+  ASSERT_TRUE(alone.ok()) << alone.status().message();
+  auto s = alone->make_replayer(c)->run();
+  ASSERT_TRUE(s.ok()) << s.status().message();
+  EXPECT_EQ(s->digest, f->replicas[1].summary.digest);
+
+  for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
+           {"1:block-size=32", "replica 1: --block-size is the whole fleet's"},
+           {"0:router=random", "replica 0: --router is the whole fleet's"},
+           {"2:gpu=l40s", "--replica-options: '2:gpu=l40s'"},
+           {"0:gpu", "'gpu' is not OPTION=VALUE"},
+           {"0:gpu=nonesuch", "replica 0: "},
+           {"0:no-such-option=1", "unknown option --no-such-option"}}) {
+    c.fleet.replica_options = text;
+    auto bad = FleetReplay::build(c, shared_prefix_trace());
+    ASSERT_FALSE(bad.ok()) << text;
+    EXPECT_NE(bad.status().message().find(expected), std::string::npos) << bad.status().message();
+  }
+}
+
 // A replay is one engine: fleet options there are refused, naming kvsim fleet.
 TEST(FleetReplayTest, AReplayRefusesFleetOptions) {
   ReplayConfig c;
