@@ -1,5 +1,5 @@
 // Fuzz target gen_options: any bytes as `kvsim gen` options, one "NAME VALUE" per line; the
-// first line is "sharegpt" or "prefix". Values are read as the command line reads them
+// first line is "sharegpt", "prefix" or "shared-prefix". Values are read as the command line reads them
 // (strtod/strtoll: nan, inf and 1e30 included); validate() decides, and options it accepts
 // generate a trace, capped at 64 requests so one input stays small.
 // Properties: validate() never lets through an option that makes the generator abort, overflow
@@ -56,17 +56,45 @@ void read_back(const std::string& path, std::int64_t n) {
   }
 }
 
+// shared-prefix: the options (--stages as its text) validated, then at most 64 requests written;
+// a rejected option is a Status.
+kv::StatusOr<std::int64_t> gen_shared_prefix(const Fields& f, const std::string& out) {
+  using namespace kv::trace;
+  SharedPrefixGenOptions o;
+  take(f, "groups", &o.groups), take(f, "users", &o.users), take(f, "prefix-len", &o.prefix_len);
+  take(f, "question-len", &o.question_len), take(f, "output-len", &o.output_len);
+  take(f, "num-requests", &o.num_requests), take(f, "rate", &o.rate), take(f, "seed", &o.seed);
+  if (auto it = f.find("stages"); it != f.end()) {
+    auto stages = parse_stages(it->second);
+    if (!stages.ok()) return stages.status();
+    o.stages = *stages;
+  }
+  if (kv::Status s = validate(o); !s.ok()) return s;
+  double expected = 0;
+  for (const auto& [rate, seconds] : o.stages) expected += rate * seconds;
+  if (expected > 64) return kv::Status::error("too many requests for one input");
+  o.num_requests = std::min<std::int64_t>(o.num_requests, 64);
+  auto writer = TraceWriter::create(out, shared_prefix_gen_header(o), true);
+  FUZZ_CHECK(writer.ok(), writer.status().message());
+  auto n = generate_shared_prefix(o, *writer);
+  FUZZ_CHECK(writer->close().ok(), "close");
+  return n;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace kv::trace;
   const std::string_view text = kv::fuzz::as_text(data, size);
-  const bool prefix = text.rfind("prefix", 0) == 0;
-  if (!prefix && text.rfind("sharegpt", 0) != 0) return 0;
+  const bool prefix = text.rfind("prefix", 0) == 0, shared = text.rfind("shared-prefix", 0) == 0;
+  if (!prefix && !shared && text.rfind("sharegpt", 0) != 0) return 0;
   const Fields f = read_fields(text);
   const std::string out = kv::fuzz::scratch_dir() + "/gen.kvtrace";
   kv::StatusOr<std::int64_t> n = std::int64_t{0};
-  if (prefix) {
+  if (shared) {
+    n = gen_shared_prefix(f, out);
+    if (!n.ok()) return 0;
+  } else if (prefix) {
     PrefixGenOptions o;
     take(f, "num-prompts", &o.num_prompts), take(f, "num-prefixes", &o.num_prefixes);
     take(f, "prefix-len", &o.prefix_len), take(f, "suffix-len", &o.suffix_len), take(f, "repeat", &o.repeat);

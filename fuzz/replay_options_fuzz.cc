@@ -1,7 +1,8 @@
 // Fuzz target replay_options: any bytes as `kvsim replay` options, one per line ("NAME VALUE",
 // or "NAME" alone for a switch), set through the option table (replay/replay_config.h), then
 // validate() and, when it passes, a short replay of the bundled ShareGPT sample on the
-// simulator. Options that name files to write (--kv-events*, --gpu-profile-out) or read
+// simulator -- or, when the fleet rows ask for one, a fleet of at most 4 such engines. Options that name files to write
+// (--kv-events*, --gpu-profile-out) or read
 // (--profile, --gpu-preset-file) are skipped; the pool is capped so one input stays small
 // (sizing memory blow-ups is not this target's business).
 // Properties: setting and validating never crash; a config validate() accepts builds and runs
@@ -10,7 +11,7 @@
 #include <string>
 
 #include "fuzz/fuzz_target.h"
-#include "replay/replay_builder.h"
+#include "replay/fleet_replay.h"
 #include "replay/replay_config.h"
 
 #ifndef KVSIM_SOURCE_DIR
@@ -32,6 +33,7 @@ void cap(kv::replay::ReplayConfig& c) {
   c.scheduler.cache.num_blocks = std::min(c.scheduler.cache.num_blocks, 4096);
   c.device.kv_cache_tokens = std::min<std::int64_t>(c.device.kv_cache_tokens, 65536);
   c.run.replay.keep_decision_text = false;
+  c.fleet.replicas = std::min(c.fleet.replicas, 4);
 }
 
 }  // namespace
@@ -54,9 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (!c.validate().ok()) return 0;
   cap(c);
   if (!c.validate().ok()) return 0;  // a cap can make a pool too small for the model
-  auto run = build_replay(c, trace);
-  if (!run.ok()) return 0;
-  auto summary = run->make_replayer(c)->run();
+  auto summary = run_replay_or_fleet(c, trace);
   if (summary.ok()) FUZZ_CHECK(summary->sim_time_us >= 0, std::to_string(summary->sim_time_us));
   return 0;
 }
