@@ -82,6 +82,14 @@ void print_replicas(const replay::FleetSummary& s) {
   std::printf("  load imbalance (max/mean routed)  %.3f\n", s.load_imbalance);
   std::printf("  router notices delivered / lost   %lld / %lld\n", static_cast<long long>(s.events_delivered),
               static_cast<long long>(s.events_lost));
+  if (s.pd.requests + s.pd.prefill_rejected == 0) return;
+  std::printf("  disaggregated: handed off        %lld (%lld refused by prefill)\n",
+              static_cast<long long>(s.pd.requests), static_cast<long long>(s.pd.prefill_rejected));
+  std::printf(
+      "  KV sent / loaded blocks           %lld / %lld (%.2f GB over the link, %.1f ms mean transfer)\n",
+      static_cast<long long>(s.pd.blocks_sent), static_cast<long long>(s.pd.blocks_loaded),
+      static_cast<double>(s.pd.bytes_sent) / 1e9,
+      s.pd.requests > 0 ? static_cast<double>(s.pd.transfer_ns) / 1e6 / static_cast<double>(s.pd.requests) : 0.0);
 }
 
 // Each engine streams its steps, requests and decisions into its own replica-R/ folder.
@@ -101,9 +109,9 @@ Status open_replica_folders(replay::FleetReplay& fleet, reports::RunFolder& top,
   fleet.on_step = [&folders](int r, const replay::StepRecord& rec) {
     folders[static_cast<std::size_t>(r)]->add_step(rec);
   };
-  fleet.on_request_done = [&folders, &top](int r, const replay::RequestMetrics& m) {
+  fleet.on_request_done = [&folders, &top, &fleet](int r, const replay::RequestMetrics& m) {
     folders[static_cast<std::size_t>(r)]->add_request(m);
-    top.add_request(m);
+    if (!fleet.is_prefill(r) || m.status == "rejected") top.add_request(m);  // the client's requests
   };
   return {};
 }

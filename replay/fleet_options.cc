@@ -20,12 +20,18 @@ Status FleetOptions::validate() const {
   }
   auto router_made = fleet::make_router(router, router_params, replicas, 0);
   if (!router_made.ok()) return router_made.status().with_context("--router: ");
+  if (prefill_replicas < 0 || (prefill_replicas > 0 && prefill_replicas >= replicas)) {
+    return Status::error("--prefill-replicas must leave at least one of the " + std::to_string(replicas) +
+                         " --replicas to decode, got " + std::to_string(prefill_replicas));
+  }
+  if (pd_threshold < 0) return Status::error("--pd-threshold must be >= 0");
   return parse_replica_options(replica_options, replicas).status();
 }
 
 const std::set<std::string>& fleet_option_names() {
-  static const std::set<std::string> names = {"replicas",       "router",     "router-params",
-                                              "event-delay-ms", "event-loss", "replica-options"};
+  static const std::set<std::string> names = {"replicas",         "router",           "router-params",
+                                              "event-delay-ms",   "event-loss",       "replica-options",
+                                              "prefill-replicas", "kv-transfer-link", "pd-threshold"};
   return names;
 }
 

@@ -28,10 +28,19 @@ struct FleetOptions {
   // Heterogeneous fleets: "RANGE:OPTION=VALUE,OPTION=VALUE RANGE:..." (RANGE "R" or "A-B"), the
   // engine options some replicas run with instead of the fleet's (--replica-options).
   std::string replica_options;
+  // Disaggregated prefill and decode: replicas [0, prefill_replicas) prefill, the rest decode
+  // (0: every replica does both). A request of at least pd_threshold prompt tokens is prefilled
+  // on the prefill pool, then decoded on the decode pool after its KV crossed kv_transfer_link
+  // (replay/kv_transfer.h); a shorter one goes straight to the decode pool.
+  int prefill_replicas = 0;
+  std::string kv_transfer_link = "ib-ndr";
+  std::int64_t pd_threshold = 0;
+  bool disaggregated() const { return prefill_replicas > 0; }
 
   bool single_engine() const {
     return replicas == 1 && router == "round-robin" && router_params.empty() && event_delay_ms == 0 &&
-           event_loss == 0 && replica_options.empty();
+           event_loss == 0 && replica_options.empty() && prefill_replicas == 0 && kv_transfer_link == "ib-ndr" &&
+           pd_threshold == 0;
   }
   std::int64_t event_delay_ns() const { return static_cast<std::int64_t>(event_delay_ms * 1e6); }
   Status validate() const;  // names the option at fault

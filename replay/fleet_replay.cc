@@ -7,10 +7,13 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <unordered_map>
 
 #include "fleet/seeded_random.h"
 #include "model/request.h"
+#include "model/tiers/remote_prefill_connector.h"
 #include "replay/arrivals.h"
+#include "replay/kv_transfer.h"
 #include "replay/replay_builder.h"
 #include "replay/replayer.h"
 #include "traces/replay_source.h"
@@ -98,6 +101,27 @@ struct FleetReplay::Engine {
   std::unique_ptr<Replayer> replayer;
   std::unique_ptr<KvEventSink> sink;
   std::int64_t routed = 0;
+  RemotePrefillConnector* remote = nullptr;  // a decode engine of a disaggregated fleet
+};
+
+// Disaggregation's own events, in (time, creation) order: a prefill engine finished a request
+// (the handoff: the decode pool's router places it, its KV crosses the link), and the request
+// reaching its decode engine.
+struct FleetReplay::Timeline {
+  enum class Kind { kHandoff, kDecodeArrival };
+  struct Event {
+    Kind kind = Kind::kHandoff;
+    int replica = 0;  // the prefill engine (handoff), the decode engine (arrival)
+    RequestSpec spec;
+    std::vector<BlockHash> hashes;  // handoff: the prompt's blocks within the lookup bound
+  };
+  void add(std::int64_t at_ns, Event e) { events.emplace(std::make_pair(at_ns, next_seq++), std::move(e)); }
+  std::optional<std::int64_t> next_ns() const {
+    return events.empty() ? std::nullopt : std::optional<std::int64_t>(events.begin()->first.first);
+  }
+  std::map<std::pair<std::int64_t, std::int64_t>, Event> events;
+  std::int64_t next_seq = 0;
+  std::unordered_map<RequestId, RequestSpec> awaiting_prefill;  // whole requests, by id (lookup only)
 };
 
 namespace {
@@ -115,6 +139,18 @@ class NoticeSink final : public KvEventSink {
  private:
   std::function<void(std::vector<KvEvent>)> deliver_;
 };
+
+// What disaggregated prefill needs of every engine (the blocks a prefill engine computed stay in
+// its prefix cache for the handoff; one full-attention group, as vLLM runs connectors).
+Status check_disaggregation(const ReplayConfig& c) {
+  if (!c.fleet.disaggregated()) return {};
+  const std::string why = "--prefill-replicas needs ";
+  if (!c.scheduler.cache.enable_caching) return Status::error(why + "--prefix-caching on");
+  if (c.tiers_enabled()) return Status::error(why + "no second tier (--host-cache-bytes)");
+  if (c.effective_model().is_hybrid()) return Status::error(why + "a model with one KV-cache group (full attention)");
+  if (c.device.kind != DeviceKind::kSim) return Status::error(why + "--device sim");
+  return {};
+}
 
 // Options a replica may not set for itself: what the fleet does once for all (arrivals, the
 // trace, the router), and what the router's prompt hashes must share with every engine.
@@ -192,10 +228,19 @@ StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& co
   if (!trace.ok()) return trace.status();
   f->trace_ = std::move(trace).value();
 
-  auto router = fleet::make_router(options.router, options.router_params, options.replicas,
+  if (Status s = check_disaggregation(config); !s.ok()) return s;
+  const int prefill = options.prefill_replicas;
+  auto router = fleet::make_router(options.router, options.router_params, prefill > 0 ? prefill : options.replicas,
                                    static_cast<std::uint64_t>(config.run.seed));
   if (!router.ok()) return router.status();
   f->router_ = std::move(router).value();
+  if (prefill > 0) {
+    auto decode = fleet::make_router(options.router, options.router_params, options.replicas - prefill,
+                                     static_cast<std::uint64_t>(config.run.seed) + 1);
+    if (!decode.ok()) return decode.status();
+    f->decode_router_ = std::move(decode).value();
+  }
+  f->timeline_ = std::make_unique<Timeline>();
   f->notices_ = std::make_unique<Notices>(static_cast<std::uint64_t>(config.run.seed) ^ 0x9e3779b97f4a7c15ULL,
                                           options.event_loss);
   for (int r = 0; r < options.replicas; ++r) {
@@ -212,6 +257,13 @@ StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& co
     engine->queue = q;
     engine->replayer = engine->run.make_replayer(ec);
     engine->replayer->keep_source_open();
+    if (prefill > 0 && r >= prefill) {  // a decode engine loads what its prefill engine computed
+      const std::int64_t block_bytes = ec.device.model.kv_bytes_per_token() * ec.block_size();
+      auto remote = std::make_unique<RemotePrefillConnector>(ec.block_size(), block_bytes);
+      engine->remote = remote.get();
+      engine->run.scheduler->set_connector(std::move(remote));
+      f->block_bytes_ = block_bytes;
+    }
     f->engines_.push_back(std::move(engine));
     f->observe(r);
   }
@@ -231,6 +283,7 @@ StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& co
 FleetReplay::~FleetReplay() = default;
 
 Replayer& FleetReplay::engine(int replica) { return *engines_.at(static_cast<std::size_t>(replica))->replayer; }
+ReplayRun& FleetReplay::engine_run(int replica) { return engines_.at(static_cast<std::size_t>(replica))->run; }
 
 std::string FleetReplay::device_name() const {
   std::string names;
@@ -265,6 +318,7 @@ void FleetReplay::observe(int replica) {
   };
   e.replayer->on_request_done = [this, replica, replayer](const RequestMetrics& m) {
     notices_->add(replayer->now_ns(), {replica, Notices::Kind::kFinished, {}, {}, m.id});
+    if (is_prefill(replica)) prefilled(replica, m);
     if (on_request_done) on_request_done(replica, m);
   };
 }
@@ -275,13 +329,13 @@ void FleetReplay::deliver_until(std::int64_t t_ns) {
     Notices::Notice& n = q.begin()->second;
     switch (n.kind) {
       case Notices::Kind::kEvents:
-        router_->on_events(n.replica, n.events);
+        router_of(n.replica).on_events(local_index(n.replica), n.events);
         break;
       case Notices::Kind::kLoad:
-        router_->on_load(n.replica, n.load);
+        router_of(n.replica).on_load(local_index(n.replica), n.load);
         break;
       case Notices::Kind::kFinished:
-        router_->on_finished(n.request_id, n.replica);
+        router_of(n.replica).on_finished(n.request_id, local_index(n.replica));
         break;
     }
     q.erase(q.begin());
@@ -332,27 +386,107 @@ StatusOr<ReplaySummary> run_replay_or_fleet(const ReplayConfig& config, const st
   return std::move(s->fleet);
 }
 
-// Routes the trace's next request: the router first learns what reached it by then.
+fleet::RouteRequest FleetReplay::route_request(const RequestSpec& spec, std::int64_t at_ns) const {
+  fleet::RouteRequest rr;
+  rr.id = spec.id;
+  rr.session_id = spec.session_id;
+  // An empty prompt is rejected by its engine; the router still needs a positive length.
+  rr.prompt_tokens = static_cast<int>(std::clamp<std::int64_t>(spec.num_prompt_tokens(), 1, INT32_MAX));
+  rr.block_size = block_size_;
+  if (router_->reads_block_hashes()) rr.block_hashes = prompt_hashes(spec);
+  rr.now_ns = at_ns;
+  return rr;
+}
+
+fleet::Router& FleetReplay::router_of(int replica) const {
+  return decode_router_ && !is_prefill(replica) ? *decode_router_ : *router_;
+}
+
+int FleetReplay::local_index(int replica) const {
+  return decode_router_ && !is_prefill(replica) ? replica - config_.fleet.prefill_replicas : replica;
+}
+
+// Hands `spec` to engine `replica` (its arrival time is when the engine may see it).
+Status FleetReplay::deliver_to(int replica, RequestSpec spec) {
+  Engine& e = *engines_[static_cast<std::size_t>(replica)];
+  ++e.routed;
+  e.queue->push(std::move(spec));
+  if (Status s = e.replayer->source_grew(); !s.ok()) return s;
+  reschedule(replica);
+  return {};
+}
+
+// Routes the trace's next request: the router first learns what reached it by then. In a
+// disaggregated fleet a long enough prompt goes to the prefill pool for its first token.
 Status FleetReplay::route_arrival() {
   const std::int64_t at_ns = arrival_.arrival_time_us * 1000;
   deliver_until(at_ns);
-  fleet::RouteRequest rr;
-  rr.id = arrival_.id;
-  rr.session_id = arrival_.session_id;
-  // An empty prompt is rejected by its engine; the router still needs a positive length.
-  rr.prompt_tokens = static_cast<int>(std::clamp<std::int64_t>(arrival_.num_prompt_tokens(), 1, INT32_MAX));
-  rr.block_size = block_size_;
-  if (router_->reads_block_hashes()) rr.block_hashes = prompt_hashes(arrival_);
-  rr.now_ns = at_ns;
-  const int replica = router_->route(rr);
+  const bool prefill = decode_router_ && arrival_.num_prompt_tokens() >= config_.fleet.pd_threshold;
+  fleet::Router& router = prefill || !decode_router_ ? *router_ : *decode_router_;
+  const int local = router.route(route_request(arrival_, at_ns));
+  const int replica = &router == decode_router_.get() ? local + config_.fleet.prefill_replicas : local;
   routes_->record_route(arrival_.id, replica);
   if (on_route) on_route(arrival_.id, replica);
-  Engine& e = *engines_[static_cast<std::size_t>(replica)];
-  ++e.routed;
-  e.queue->push(std::move(arrival_));
-  if (Status s = e.replayer->source_grew(); !s.ok()) return s;
-  reschedule(replica);
+  RequestSpec spec = std::move(arrival_);
+  if (prefill) {
+    RequestSpec first = spec;  // the prefill engine computes the prompt and one token
+    first.outputs = spec.outputs.empty() ? OutputTokens{} : OutputTokens(std::vector<TokenId>{spec.outputs[0]});
+    timeline_->awaiting_prefill.emplace(spec.id, std::move(spec));
+    spec = std::move(first);
+  }
+  if (Status s = deliver_to(replica, std::move(spec)); !s.ok()) return s;
   return pull_arrival();
+}
+
+// A prefill engine ended `m`: a finished one is handed off now; a refused one ends there.
+void FleetReplay::prefilled(int replica, const RequestMetrics& m) {
+  auto it = timeline_->awaiting_prefill.find(m.id);
+  if (it == timeline_->awaiting_prefill.end()) return;
+  RequestSpec spec = std::move(it->second);
+  timeline_->awaiting_prefill.erase(it);
+  if (m.status == "rejected") {
+    ++pd_.prefill_rejected;
+    return;
+  }
+  std::vector<BlockHash> hashes = prompt_hashes(spec);
+  const auto bound = static_cast<std::size_t>(std::max<std::int64_t>(spec.num_prompt_tokens() - 1, 0) / block_size_);
+  if (hashes.size() > bound) hashes.resize(bound);
+  const std::int64_t now = engines_[static_cast<std::size_t>(replica)]->replayer->now_ns();
+  timeline_->add(now, {Timeline::Kind::kHandoff, replica, std::move(spec), std::move(hashes)});
+}
+
+// The decode pool's router places a prefilled request; its KV crosses the link; it reaches the
+// decode engine when the transfer is done.
+Status FleetReplay::hand_off(int prefill_replica, RequestSpec spec, std::vector<BlockHash> hashes, std::int64_t at_ns) {
+  deliver_until(at_ns);
+  const int replica = decode_router_->route(route_request(spec, at_ns)) + config_.fleet.prefill_replicas;
+  routes_->record_route(spec.id, replica);
+  if (on_route) on_route(spec.id, replica);
+  Engine& decode = *engines_[static_cast<std::size_t>(replica)];
+  const std::int64_t lacking =
+      hand_off_blocks(engines_[static_cast<std::size_t>(prefill_replica)]->run, decode.run, hashes);
+  const std::int64_t bytes = lacking * block_bytes_;
+  auto link = find_kv_transfer_link(config_.fleet.kv_transfer_link);
+  KV_CHECK(link.ok(), link.status().message());  // validate() checked it
+  const std::int64_t ns = link->transfer_ns(bytes);
+  ++pd_.requests;
+  pd_.blocks_sent += lacking;
+  pd_.bytes_sent += bytes;
+  pd_.transfer_ns += ns;
+  decode.remote->expect(spec.id, std::move(hashes));
+  spec.sent_at_us = spec.arrival_time_us;            // the client's
+  spec.arrival_time_us = (at_ns + ns + 999) / 1000;  // the decode engine's
+  timeline_->add(spec.arrival_time_us * 1000, {Timeline::Kind::kDecodeArrival, replica, std::move(spec), {}});
+  return {};
+}
+
+Status FleetReplay::run_timeline() {
+  auto first = timeline_->events.begin();
+  const std::int64_t at_ns = first->first.first;
+  Timeline::Event e = std::move(first->second);
+  timeline_->events.erase(first);
+  if (e.kind == Timeline::Kind::kHandoff) return hand_off(e.replica, std::move(e.spec), std::move(e.hashes), at_ns);
+  return deliver_to(e.replica, std::move(e.spec));
 }
 
 StatusOr<FleetSummary> FleetReplay::run() {
@@ -365,8 +499,17 @@ StatusOr<FleetSummary> FleetReplay::run() {
   while (true) {
     const int r = earliest_engine();
     Replayer* next = r >= 0 ? engines_[static_cast<std::size_t>(r)]->replayer.get() : nullptr;
-    if (have_arrival_ && (next == nullptr || arrival_.arrival_time_us * 1000 <= *next->next_time_ns())) {
+    const std::optional<std::int64_t> t_engine =
+        r >= 0 ? std::optional<std::int64_t>(agenda_.begin()->first) : std::nullopt;
+    const std::optional<std::int64_t> t_timeline = timeline_->next_ns();
+    const auto before = [](std::int64_t t, const std::optional<std::int64_t>& other) { return !other || t <= *other; };
+    const std::int64_t t_arrival = arrival_.arrival_time_us * 1000;
+    if (have_arrival_ && before(t_arrival, t_timeline) && before(t_arrival, t_engine)) {
       if (Status s = route_arrival(); !s.ok()) return s;
+      continue;
+    }
+    if (t_timeline && before(*t_timeline, t_engine)) {
+      if (Status s = run_timeline(); !s.ok()) return s;
       continue;
     }
     if (next == nullptr) break;
@@ -383,13 +526,8 @@ StatusOr<FleetSummary> FleetReplay::run() {
 
 namespace {
 
-// Adds one engine's counts into the fleet's; ratios and latencies are computed after.
-void add_counts(ReplaySummary& f, const ReplaySummary& s, int replica) {
-  f.requests_total += s.requests_total;
-  f.requests_finished += s.requests_finished;
-  f.requests_rejected += s.requests_rejected;
-  f.prompt_tokens += s.prompt_tokens;
-  f.output_tokens += s.output_tokens;
+// Adds one engine's work into the fleet's: steps, the cache's counters, what was computed.
+void add_work(ReplaySummary& f, const ReplaySummary& s, int replica) {
   f.steps += s.steps;
   f.preemptions += s.preemptions;
   f.recomputed_tokens += s.recomputed_tokens;
@@ -402,9 +540,6 @@ void add_counts(ReplaySummary& f, const ReplaySummary& s, int replica) {
   f.cache.preempted_lookups += s.cache.preempted_lookups;
   f.cache.preempted_queries += s.cache.preempted_queries;
   f.cache.preempted_hits += s.cache.preempted_hits;
-  f.admitted_prompt_tokens += s.admitted_prompt_tokens;
-  f.admitted_hit_tokens += s.admitted_hit_tokens;
-  f.admitted_tier_tokens += s.admitted_tier_tokens;
   f.sim_time_us = std::max(f.sim_time_us, s.sim_time_us);
   f.measured_total_ns = s.measured_total_ns < 0 ? f.measured_total_ns
                                                 : std::max<std::int64_t>(f.measured_total_ns, 0) + s.measured_total_ns;
@@ -421,6 +556,18 @@ void add_counts(ReplaySummary& f, const ReplaySummary& s, int replica) {
     f.spec.accepted_per_position[i] += s.spec.accepted_per_position[i];
 }
 
+// Adds one engine's requests, as the client sees them, into the fleet's.
+void add_requests(ReplaySummary& f, const ReplaySummary& s) {
+  f.requests_total += s.requests_total;
+  f.requests_finished += s.requests_finished;
+  f.requests_rejected += s.requests_rejected;
+  f.prompt_tokens += s.prompt_tokens;
+  f.output_tokens += s.output_tokens;
+  f.admitted_prompt_tokens += s.admitted_prompt_tokens;
+  f.admitted_hit_tokens += s.admitted_hit_tokens;
+  f.admitted_tier_tokens += s.admitted_tier_tokens;
+}
+
 }  // namespace
 
 StatusOr<FleetSummary> FleetReplay::summarize() {
@@ -433,15 +580,25 @@ StatusOr<FleetSummary> FleetReplay::summarize() {
     Engine& e = *engines_[r];
     auto s = e.replayer->end();
     if (!s.ok()) return s.status().with_context("replica " + std::to_string(r) + ": ");
-    add_counts(f, *s, static_cast<int>(r));
-    latency.merge(e.replayer->latency_record());
+    add_work(f, *s, static_cast<int>(r));
+    if (!is_prefill(static_cast<int>(r))) {  // a prefill engine's requests go on to decode
+      add_requests(f, *s);
+      latency.merge(e.replayer->latency_record());
+    }
+    if (e.remote != nullptr) {
+      pd_.blocks_loaded += s->tiers.empty() ? 0 : s->tiers[0].loaded_blocks;
+      pd_.blocks_registered += e.remote->registered_blocks();
+    }
     routes_->record_replica_digest(static_cast<int>(r), s->digest);
     out.replicas.push_back({e.routed, std::move(*s)});
     max_routed = std::max(max_routed, e.routed);
     all_routed += e.routed;
   }
+  f.requests_total += pd_.prefill_rejected;  // they never reached a decode engine
+  f.requests_rejected += pd_.prefill_rejected;
   f.hit_rate = ratio(f.cache.hits, f.cache.queries);
   f.request_hit_rate = ratio(f.admitted_hit_tokens, f.admitted_prompt_tokens);
+  out.pd = pd_;
   const ReplayOptions& o = config_.run.replay;
   latency.summarize(f, {o.metric_percentiles, o.goodput, o.overload_ttft_ms});
   f.digest = routes_->digest_hex();

@@ -47,11 +47,23 @@ struct ReplicaFigures {
   ReplaySummary summary;    // the engine's own, as `kvsim replay` reports one
 };
 
+// Disaggregated prefill and decode over the run (--prefill-replicas).
+struct DisaggFigures {
+  std::int64_t requests = 0;          // prefilled on the prefill pool, then handed off
+  std::int64_t prefill_rejected = 0;  // refused by their prefill engine (the client sees a rejection)
+  std::int64_t blocks_sent = 0;       // prompt blocks the decode engine lacked at the handoff
+  std::int64_t bytes_sent = 0;
+  std::int64_t transfer_ns = 0;        // summed over handoffs
+  std::int64_t blocks_loaded = 0;      // loaded by decode engines instead of computed
+  std::int64_t blocks_registered = 0;  // handed to decode engines as loadable (what prefill stored)
+};
+
 struct FleetSummary {
   ReplaySummary fleet;  // the whole fleet: counts summed, latencies over every request, clock max
   std::vector<ReplicaFigures> replicas;
   double load_imbalance = 0;                           // max / mean of the requests routed per replica
   std::int64_t events_delivered = 0, events_lost = 0;  // batches (events and load reports)
+  DisaggFigures pd;
 };
 
 // Replica `replica`'s engine run alone over the requests of `trace_path` whose ids are in `ids`,
@@ -83,18 +95,29 @@ class FleetReplay {
   std::string device_name() const;  // the engines' devices, each named once
   // Engine `replica`'s own settings (its --replica-options applied), as its replay lists them.
   const std::vector<std::pair<std::string, std::string>>& engine_description(int replica) const;
+  // A replica of the prefill pool (its requests are not the client's: each goes on to decode).
+  bool is_prefill(int replica) const { return replica < config_.fleet.prefill_replicas; }
   // Engine `replica`'s Replayer (to stream its decisions), and the fleet's log: every route,
   // then each engine's digest (its digest is the fleet's).
   Replayer& engine(int replica);
+  ReplayRun& engine_run(int replica);  // its scheduler and device (tests, tools)
   const DecisionLog& routes() const { return *routes_; }
 
  private:
   struct Engine;
   struct Notices;
+  struct Timeline;
   FleetReplay() = default;
 
   Status pull_arrival();
   Status route_arrival();
+  Status run_timeline();
+  Status deliver_to(int replica, RequestSpec spec);
+  void prefilled(int replica, const RequestMetrics& m);
+  Status hand_off(int prefill_replica, RequestSpec spec, std::vector<BlockHash> hashes, std::int64_t at_ns);
+  fleet::Router& router_of(int replica) const;
+  int local_index(int replica) const;
+  fleet::RouteRequest route_request(const RequestSpec& spec, std::int64_t at_ns) const;
   std::vector<BlockHash> prompt_hashes(const RequestSpec& spec) const;
   void deliver_until(std::int64_t t_ns);
   int earliest_engine() const;
@@ -104,7 +127,11 @@ class FleetReplay {
 
   ReplayConfig config_;
   std::unique_ptr<RequestSource> trace_;
-  std::unique_ptr<fleet::Router> router_;
+  std::unique_ptr<fleet::Router> router_;         // every replica; the prefill pool's when disaggregated
+  std::unique_ptr<fleet::Router> decode_router_;  // the decode pool's (disaggregated only)
+  std::unique_ptr<Timeline> timeline_;            // handoffs and decode arrivals, by time
+  std::int64_t block_bytes_ = 0;
+  DisaggFigures pd_;
   std::vector<std::unique_ptr<Engine>> engines_;
   std::unique_ptr<Notices> notices_;
   std::set<std::pair<std::int64_t, int>> agenda_;       // (next time, replica) of engines with work

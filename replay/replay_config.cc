@@ -12,6 +12,7 @@
 #include "model/util/check.h"
 #include "model/util/parse_number.h"
 #include "model/util/parse_size.h"
+#include "replay/kv_transfer.h"
 #include "replay/model_config.h"
 
 namespace kv::replay {
@@ -434,6 +435,21 @@ void add_fleet_rows(std::vector<ConfigOption>& t) {
                           "heterogeneous fleets: 'RANGE:OPTION=VALUE,... RANGE:...' (RANGE R or A-B), engine "
                           "options those replicas run with, e.g. '0-3:gpu=h100-sxm 4-7:gpu=l40s,tp=2'",
                           KV_FIELD(fleet.replica_options)));
+  t.push_back(int_option("prefill-replicas", fl,
+                         "disaggregated prefill: replicas 0..N-1 prefill, the others decode (0: none)",
+                         KV_FIELD(fleet.prefill_replicas), 0, 4095));
+  t.push_back({"kv-transfer-link", fl,
+               "prefill-to-decode KV link: ib-ndr | roce-200 | nvlink-h100 | pcie4 (docs/fleet.md) or GB/s", false,
+               [](C& c, const std::string& v) {
+                 auto link = find_kv_transfer_link(v);
+                 if (!link.ok()) return link.status();
+                 c.fleet.kv_transfer_link = v;
+                 return Status();
+               },
+               [](const C& c) { return c.fleet.kv_transfer_link; }});
+  t.push_back(int_option("pd-threshold", fl,
+                         "with --prefill-replicas: prompts of fewer tokens skip the prefill pool (0: none do)",
+                         KV_FIELD(fleet.pd_threshold), 0, 1LL << 40));
   t.push_back(positive_option("event-loss", fl,
                               "probability that one batch of events (or one load report) never reaches the router",
                               KV_FIELD(fleet.event_loss), false, true, 1e-12, 0.999999));

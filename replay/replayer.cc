@@ -91,7 +91,8 @@ Status Replayer::admit_arrivals(Run& r) {
     }
     RequestMetrics m;
     m.id = r.pending.id;
-    m.arrival_us = r.pending.arrival_time_us - r.pending_frontend_us;  // the client's
+    m.arrival_us = r.pending.sent_at_us >= 0 ? r.pending.sent_at_us  // the client's
+                                             : r.pending.arrival_time_us - r.pending_frontend_us;
     m.prompt_tokens = r.pending.num_prompt_tokens();
     ++r.sum.requests_total;
     const auto outputs = static_cast<std::int64_t>(r.pending.outputs.size());

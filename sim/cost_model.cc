@@ -70,7 +70,9 @@ StepShape summarize(const StepPlan& plan, std::int64_t window) {
     s.encoder_tokens += r.num_encoder_tokens;
     s.encoder_pairs += r.num_encoder_tokens * r.num_encoder_tokens;
   }
-  for (const TierTransfer& t : plan.tier_loads) (t.tier == 0 ? s.tier_host_loads : s.tier_disk_loads) += 1;
+  for (const TierTransfer& t : plan.tier_loads) {
+    if (t.tier != kRemoteTier) (t.tier == 0 ? s.tier_host_loads : s.tier_disk_loads) += 1;  // remote: timed before
+  }
   s.tier_stores_before = static_cast<std::int64_t>(plan.tier_stores_before.size());
   s.uniform_decode = uniform;
   s.cascade = plan.num_common_prefix_blocks > 0;

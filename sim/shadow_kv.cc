@@ -639,6 +639,19 @@ void ShadowKv::tier_store(const std::vector<TierTransfer>& stores) {
   }
 }
 
+std::vector<std::uint64_t> ShadowKv::block_fingerprints(BlockId block) const {
+  const auto bs = static_cast<std::size_t>(block_size_);
+  const std::size_t first = static_cast<std::size_t>(block) * bs;
+  std::vector<std::uint64_t> out(bs, 0);
+  for (std::size_t j = 0; j < bs && first + j < slots_.size(); ++j) out[j] = slots_[first + j];
+  return out;
+}
+
+void ShadowKv::keep_tier_copy(const BlockHash& hash, std::vector<std::uint64_t> fingerprints) {
+  if (mode_ == VerifyMode::kOff) return;
+  tier_[hash] = std::move(fingerprints);
+}
+
 void ShadowKv::tier_load(const std::vector<TierTransfer>& loads, std::vector<Violation>* out) {
   for (const TierTransfer& t : loads) tier_load_one(t, out);
 }

@@ -133,6 +133,10 @@ class ShadowKv {
   std::span<const BlockId> table(const RequestId& id) const;     // empty if not live
   std::int64_t num_computed(const RequestId& id) const;          // -1 if not live
   void arm(CacheWriteFault fault) { write_faults_.push_back(std::move(fault)); }
+  // Disaggregated prefill (invariant 6 across two devices): the fingerprints a block holds, on
+  // the prefill side, kept under its hash on the decode side as a tier copy its load checks.
+  std::vector<std::uint64_t> block_fingerprints(BlockId block) const;
+  void keep_tier_copy(const BlockHash& hash, std::vector<std::uint64_t> fingerprints);
   void arm(TableSwapFault fault) { swap_faults_.push_back(std::move(fault)); }
 
  private:

@@ -118,6 +118,9 @@ struct RequestSpec {
   std::vector<TokenId> stop_token_ids;  // appending one of these finishes it (reason: stop)
   std::int64_t num_encoder_tokens = 0;  // encoder-decoder models: its encoder input positions
   std::string session_id;               // a fleet router's affinity key; the scheduler ignores it
+  // When the client sent it, if before arrival_time_us (a disaggregated request reaching its
+  // decode engine after its prefill); -1: at arrival_time_us. The scheduler ignores it.
+  std::int64_t sent_at_us = -1;
 
   std::int64_t num_prompt_tokens() const {
     return deferred_prompt.deferred() ? deferred_prompt.size : static_cast<std::int64_t>(prompt.size());

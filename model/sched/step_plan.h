@@ -63,11 +63,17 @@ struct ScheduledRequest {
   std::int64_t num_encoder_tokens = 0;
 };
 
-// One block copied between GPU memory and a second KV-cache tier (host memory, disk).
+// A block a disaggregated prefill engine computed and the decode engine received before the
+// request reached it (replay/fleet_replay.h): loaded into the decode engine's GPU block with no
+// copy in the step (the fleet timed the transfer).
+constexpr int kRemoteTier = 2;
+
+// One block copied between GPU memory and a second KV-cache tier (host memory, disk), or
+// received from a remote engine (kRemoteTier, loads only).
 struct TierTransfer {
   BlockId block = kNoBlock;  // the GPU block
   BlockHash hash;            // the tier entry's key: the block's prefix-cache hash
-  int tier = 0;              // 0: host memory, 1: disk
+  int tier = 0;              // 0: host memory, 1: disk, kRemoteTier: a remote engine
   RequestId request;         // loads: the request whose table holds `block`
   std::int64_t index = -1;   // loads: `block`'s index in that table
 };

@@ -12,6 +12,7 @@
 #include "replay/grid_sweep.h"
 #include "replay/replay_builder.h"
 #include "replay/sweep_run.h"
+#include "sim/sim_device.h"
 #include "traces/generators.h"
 #include "traces/trace_io.h"
 
@@ -246,6 +247,73 @@ TEST(FleetReplayTest, ReplicasRunTheirOwnOptions) {
     ASSERT_FALSE(bad.ok()) << text;
     EXPECT_NE(bad.status().message().find(expected), std::string::npos) << bad.status().message();
   }
+}
+
+// Disaggregated prefill: every request of at least --pd-threshold tokens is prefilled on the
+// prefill pool and decoded on the decode pool; the decode side loads only blocks the prefill side
+// stored (registered), nothing is freed twice (the pools' invariants after every step), and the
+// shadow memory finds that every loaded block holds what the prefill side wrote.
+TEST(FleetReplayTest, DisaggregatedBlocksAreConservedAndChecked) {
+  ReplayConfig c = small_pool_config();
+  c.device.verify = sim::VerifyMode::kFull;
+  c.run.replay.check_invariants_every_step = true;
+  c.run.limit = 300;
+  c.fleet.replicas = 4;
+  c.fleet.prefill_replicas = 2;
+  c.fleet.router = "llm-d-precise";
+  c.fleet.pd_threshold = 1;
+  auto fleet = FleetReplay::build(c, shared_prefix_trace());
+  ASSERT_TRUE(fleet.ok()) << fleet.status().message();
+  std::map<std::string, std::vector<int>> replicas_of;
+  (*fleet)->on_route = [&](const std::string& id, int r) { replicas_of[id].push_back(r); };
+  auto f = (*fleet)->run();
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  EXPECT_TRUE(f->fleet.violations.empty()) << f->fleet.violations.front();
+  EXPECT_EQ(f->fleet.requests_finished, 300);
+  EXPECT_EQ(f->pd.requests, 300);
+  for (const auto& [id, rs] : replicas_of) {  // routed twice: to a prefill, then to a decode engine
+    ASSERT_EQ(rs.size(), 2u) << id;
+    EXPECT_LT(rs[0], 2) << id;
+    EXPECT_GE(rs[1], 2) << id;
+  }
+  EXPECT_GT(f->pd.blocks_loaded, 0);
+  EXPECT_LE(f->pd.blocks_loaded, f->pd.blocks_registered);
+  EXPECT_GT(f->pd.blocks_sent, 0);
+  EXPECT_EQ(f->pd.bytes_sent, f->pd.blocks_sent * 16 * 131072);  // Llama-3-8B bf16: 128 KiB a token
+  EXPECT_EQ(f->replicas[0].summary.output_tokens + f->replicas[1].summary.output_tokens, 300);  // 1 each
+}
+
+// The decode side checks what it loads: a stray store into the first prompt block of the first
+// prefilled request, on the prefill engine before the handoff, is found by the decode engine's
+// load of that block (the prefill engine finds it too, when it releases the block).
+TEST(FleetReplayTest, DisaggregatedCorruptionIsFoundOnTheDecodeSide) {
+  ReplayConfig c = small_pool_config();
+  c.run.limit = 20;
+  c.run.replay.stop_on_violation = false;
+  c.fleet.replicas = 2;
+  c.fleet.prefill_replicas = 1;
+  auto fleet = FleetReplay::build(c, shared_prefix_trace());
+  ASSERT_TRUE(fleet.ok()) << fleet.status().message();
+  std::string corrupted;
+  (*fleet)->on_request_done = [&](int r, const RequestMetrics& m) {
+    if (r != 0 || !corrupted.empty()) return;
+    auto& device = dynamic_cast<sim::SimDevice&>(*(*fleet)->engine_run(0).device);
+    const std::span<const BlockId> table = device.shadow().table(m.id);
+    ASSERT_FALSE(table.empty());
+    device.shadow().store_raw(table[0] * 16, 0xbadc0ffee);  // position 0 of its first block
+    corrupted = m.id;
+  };
+  auto f = (*fleet)->run();
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_FALSE(corrupted.empty());
+  bool decode_found = false;
+  std::string all;
+  for (const std::string& v : f->fleet.violations) {
+    decode_found = decode_found || (v.rfind("replica 1: ", 0) == 0 && v.find("tier load") != std::string::npos &&
+                                    v.find(corrupted) != std::string::npos);
+    all += v + "\n";
+  }
+  EXPECT_TRUE(decode_found) << all;
 }
 
 // A replay is one engine: fleet options there are refused, naming kvsim fleet.
