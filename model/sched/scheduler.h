@@ -251,9 +251,9 @@ class Scheduler {
   std::unique_ptr<KvConnector> connector_;  // null: no second tier (vLLM's default)
   // Live requests, found by id only (never iterated: its order affects nothing).
   std::unordered_map<RequestId, Entry> entries_;
-  std::deque<Request*> waiting_;            // FCFS: arrival order (preempted at the front);
-                                            // priority: sorted by (priority, arrival, id)
-  std::vector<Request*> running_;           // admission order
+  std::deque<Request*> waiting_;   // FCFS: arrival order (preempted at the front);
+                                   // priority: sorted by (priority, arrival, id)
+  std::vector<Request*> running_;  // admission order
   std::vector<RequestId> finished_since_last_step_;
   std::int64_t next_step_ = 0;
   SchedulerStats stats_;
