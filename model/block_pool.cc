@@ -65,14 +65,14 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
   const std::size_t popped = scratch_.size();
   if (caching_) {
     for (std::size_t i = 0; i < std::min(kPrefetchDistance, popped); ++i) {
-      if (!scratch_[i]->hash.empty()) index_.prefetch(scratch_[i]->hash);
+      if (!scratch_[i]->hash.empty()) index_.prefetch(scratch_[i]->hash, scratch_[i]->group);
     }
   }
   for (std::size_t i = 0; i < popped; ++i) {
     Block* b = scratch_[i];
     if (caching_ && i + kPrefetchDistance < popped) {
       const Block* ahead = scratch_[i + kPrefetchDistance];
-      if (!ahead->hash.empty()) index_.prefetch(ahead->hash);
+      if (!ahead->hash.empty()) index_.prefetch(ahead->hash, ahead->group);
     }
     if (caching_) evict_for_reuse(*b);
     KV_CHECK(b->ref_cnt == 0, "popped block " << b->id << " has ref_cnt " << b->ref_cnt);
@@ -134,11 +134,11 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
                     << hashes.size() << " hashes");
   BlockStored* stored = begin_stored_event(hashes, num_cached, num_full, block_size, tokens, extras, group);
   for (std::size_t i = num_cached; i < std::min(num_cached + kPrefetchDistance, num_full); ++i) {
-    index_.prefetch(hashes[i]);
+    index_.prefetch(hashes[i], group);
   }
   if (hooks_) scratch_.clear();
   for (std::size_t i = num_cached; i < num_full; ++i) {
-    if (i + kPrefetchDistance < num_full) index_.prefetch(hashes[i + kPrefetchDistance]);
+    if (i + kPrefetchDistance < num_full) index_.prefetch(hashes[i + kPrefetchDistance], group);
     Block& b = mut(blocks[i]);
     if (b.is_null) continue;
     KV_CHECK(b.hash.empty(), "block " << b.id << " cached twice (group " << group << ")");

@@ -3,6 +3,7 @@
 #include <openssl/evp.h>
 
 #include <algorithm>
+#include <charconv>
 
 #include "model/block_hash.h"
 #include "model/util/check.h"
@@ -41,13 +42,21 @@ std::string DecisionLog::digest_hex() const {
 }
 
 namespace {
+// Appends an integer's decimal digits (as std::to_string, without a temporary string).
+template <typename T>
+void put_int(std::string& s, T value) {
+  char digits[24];
+  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
+  s.append(digits, static_cast<std::size_t>(end - digits));
+}
+
 template <typename T>
 void put_list(std::string& s, const std::vector<T>& items) {
   s += '[';
   for (std::size_t i = 0; i < items.size(); ++i) {
     if (i) s += ',';
     if constexpr (std::is_integral_v<T>)
-      s += std::to_string(items[i]);
+      put_int(s, items[i]);
     else
       s += items[i];
   }

@@ -42,11 +42,14 @@ inline void expand_block_tokens(std::uint64_t block_id, int num_tokens, std::vec
   const std::uint64_t base = splitmix64(block_id);
   // Grows geometrically: a prompt of many blocks is expanded block by block, and an exact
   // reserve per block would copy the whole prompt each time.
-  const std::size_t needed = out.size() + static_cast<std::size_t>(num_tokens);
+  const std::size_t start = out.size();
+  const std::size_t needed = start + static_cast<std::size_t>(num_tokens);
   if (needed > out.capacity()) out.reserve(std::max(needed, 2 * out.capacity()));
+  out.resize(needed);
+  TokenId* const p = out.data() + start;  // a plain loop: no capacity check per token
   for (int i = 0; i < num_tokens; ++i) {
-    out.push_back(static_cast<TokenId>(splitmix64(base ^ static_cast<std::uint64_t>(i)) %
-                                       static_cast<std::uint64_t>(kBlockTokenVocab)));
+    p[i] = static_cast<TokenId>(splitmix64(base ^ static_cast<std::uint64_t>(i)) %
+                                static_cast<std::uint64_t>(kBlockTokenVocab));
   }
 }
 

@@ -31,7 +31,8 @@
 //   8. Encoder-decoder: a step's encoder tokens (the admitted requests' num_encoder_tokens)
 //      never exceed max_num_encoder_input_tokens; a request whose encoder input does not fit
 //      stops admission, as a request whose blocks do not fit. Decoder-only: no encoder tokens.
-// Deterministic: plain vectors and ordered containers only; no clock, no randomness.
+// Deterministic: no clock, no randomness; the one hash map (live requests by id) is looked up,
+// never iterated.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "model/block_hasher.h"
@@ -250,10 +252,11 @@ class Scheduler {
   int num_spec_tokens_;
   int align_block_;
   std::unique_ptr<KvConnector> connector_;  // null: no second tier (vLLM's default)
-  std::map<RequestId, Entry> entries_;      // live requests
-  std::deque<Request*> waiting_;            // FCFS: arrival order (preempted at the front);
-                                            // priority: sorted by (priority, arrival, id)
-  std::vector<Request*> running_;           // admission order
+  // Live requests, found by id only (never iterated: its order affects nothing).
+  std::unordered_map<RequestId, Entry> entries_;
+  std::deque<Request*> waiting_;   // FCFS: arrival order (preempted at the front);
+                                   // priority: sorted by (priority, arrival, id)
+  std::vector<Request*> running_;  // admission order
   std::vector<RequestId> finished_since_last_step_;
   std::int64_t next_step_ = 0;
   SchedulerStats stats_;
