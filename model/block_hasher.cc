@@ -115,40 +115,6 @@ BlockHasher::BlockHasher(HashAlgo algo, std::string seed) : algo_(algo), seed_(s
   none_hash_ = digest(buf.data(), static_cast<std::size_t>(end - buf.data()));
 }
 
-namespace {
-
-// SHA-256's padding (FIPS 180-4 §5.1.1) of the `size` message bytes at `buf`, in place: 0x80,
-// zeros, the bit length. Returns the padded length, a multiple of 64; buf must hold it
-// (size + kShaPadding bytes).
-constexpr std::size_t kShaBlock = 64, kShaPadding = kShaBlock + 8;
-
-std::size_t sha256_pad(std::uint8_t* buf, std::size_t size) {
-  const std::size_t padded = (size + 8) / kShaBlock * kShaBlock + kShaBlock;
-  buf[size] = 0x80;
-  std::memset(buf + size + 1, 0, padded - 8 - size - 1);
-  const std::uint64_t bits = __builtin_bswap64(static_cast<std::uint64_t>(size) * 8);
-  std::memcpy(buf + padded - 8, &bits, 8);
-  return padded;
-}
-
-// SHA-256 of a message already padded by sha256_pad: one SHA256_Update over whole blocks runs
-// OpenSSL's block function on `buf` in place (no copy into the context, no SHA256_Final with its
-// own padding and cleansing); the digest is the state words, big-endian.
-BlockHash sha256_of_padded(const std::uint8_t* buf, std::size_t padded) {
-  SHA256_CTX ctx;
-  const bool ok = SHA256_Init(&ctx) == 1 && SHA256_Update(&ctx, buf, padded) == 1;
-  KV_CHECK(ok && ctx.num == 0, "SHA-256 failed");
-  BlockHash h;
-  for (std::size_t i = 0; i < 8; ++i) {
-    const std::uint32_t be = __builtin_bswap32(static_cast<std::uint32_t>(ctx.h[i]));
-    std::memcpy(h.bytes.data() + 4 * i, &be, 4);
-  }
-  h.size = 32;
-  return h;
-}
-
-}  // namespace
-
 BlockHash BlockHasher::digest(const std::uint8_t* data, std::size_t size) const {
   BlockHash h;
   if (algo_ == HashAlgo::kSha256Cbor) {
@@ -169,7 +135,7 @@ BlockHash BlockHasher::digest(const std::uint8_t* data, std::size_t size) const 
 
 std::size_t BlockHasher::encode_block(std::vector<std::uint8_t>& buf, const BlockHash& parent,
                                       std::span<const TokenId> block_tokens, const HashExtras& extras,
-                                      std::int64_t block_start, std::size_t slack) const {
+                                      std::int64_t block_start) const {
   // Extra keys (model/block_extra_keys.h): first counted and bounded, then encoded.
   const std::int64_t block_end = block_start + static_cast<std::int64_t>(block_tokens.size());
   std::size_t n_extra = 0;
@@ -181,7 +147,7 @@ std::size_t BlockHasher::encode_block(std::vector<std::uint8_t>& buf, const Bloc
     void operator()(const MultiModalItem& mm, std::int64_t) const { ++n, bound += 3 * kMaxHead + mm.identifier.size(); }
   };
   for_each_extra_key(extras, block_start, block_end, Measure{n_extra, bound});
-  if (buf.size() < bound + slack) buf.resize(bound + slack);
+  if (buf.size() < bound) buf.resize(bound);
 
   std::uint8_t* const begin = buf.data();
   std::uint8_t* p = put_head(begin, 4, 3);
@@ -218,9 +184,8 @@ std::vector<std::uint8_t> BlockHasher::cbor_block(const BlockHash& parent, std::
 BlockHash BlockHasher::hash_block(const BlockHash& parent, std::span<const TokenId> block_tokens,
                                   const HashExtras& extras, std::int64_t block_start) const {
   thread_local std::vector<std::uint8_t> buf;
-  const std::size_t size = encode_block(buf, parent, block_tokens, extras, block_start, kShaPadding);
-  if (algo_ != HashAlgo::kSha256Cbor) return digest(buf.data(), size);
-  return sha256_of_padded(buf.data(), sha256_pad(buf.data(), size));
+  const std::size_t size = encode_block(buf, parent, block_tokens, extras, block_start);
+  return digest(buf.data(), size);
 }
 
 void BlockHasher::extend(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens, int block_size,

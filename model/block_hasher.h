@@ -69,11 +69,10 @@ class BlockHasher {
 
  private:
   BlockHash digest(const std::uint8_t* data, std::size_t size) const;
-  // Encodes into buf (grown as needed, never shrunk, with `slack` bytes to spare after the
-  // encoding: the SHA-256 padding); returns the encoded length.
+  // Encodes into buf (grown as needed, never shrunk); returns the encoded length.
   std::size_t encode_block(std::vector<std::uint8_t>& buf, const BlockHash& parent,
-                           std::span<const TokenId> block_tokens, const HashExtras& extras, std::int64_t block_start,
-                           std::size_t slack = 0) const;
+                           std::span<const TokenId> block_tokens, const HashExtras& extras,
+                           std::int64_t block_start) const;
 
   HashAlgo algo_;
   std::string seed_;
