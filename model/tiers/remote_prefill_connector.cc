@@ -16,7 +16,8 @@ void RemotePrefillConnector::expect(const RequestId& id, std::vector<BlockHash> 
   expected_[id] = std::move(prompt_hashes);
 }
 
-std::int64_t RemotePrefillConnector::get_num_new_matched_tokens(const Request& request, std::int64_t num_local_computed) {
+std::int64_t RemotePrefillConnector::get_num_new_matched_tokens(const Request& request,
+                                                                std::int64_t num_local_computed) {
   const auto it = expected_.find(request.id());
   if (it == expected_.end()) return 0;
   const std::int64_t bs = block_size_;
