@@ -102,6 +102,7 @@ struct FleetReplay::Engine {
   std::unique_ptr<KvEventSink> sink;
   std::int64_t routed = 0;
   RemotePrefillConnector* remote = nullptr;  // a decode engine of a disaggregated fleet
+  std::int64_t block_bytes = 0;              // its KV bytes per block (decode engines)
 };
 
 // Disaggregation's own events, in (time, creation) order: a prefill engine finished a request
@@ -215,69 +216,89 @@ StatusOr<ReplayRun> build_replica_alone(const ReplayConfig& config, const std::s
 }
 
 StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& config, const std::string& trace_path) {
-  const FleetOptions& options = config.fleet;
   if (Status s = config.validate(); !s.ok()) return s;
   if (config.events.writes()) {
     return Status::error("--kv-events and --kv-events-zmq are not available in a fleet (one stream per engine)");
   }
+  if (Status s = check_disaggregation(config); !s.ok()) return s;
   std::unique_ptr<FleetReplay> f(new FleetReplay());
   f->config_ = config;
   f->routes_ = std::make_unique<DecisionLog>(/*keep_text=*/true);
+  f->timeline_ = std::make_unique<Timeline>();
+  f->notices_ = std::make_unique<Notices>(static_cast<std::uint64_t>(config.run.seed) ^ 0x9e3779b97f4a7c15ULL,
+                                          config.fleet.event_loss);
   trace::TraceHeader header;
   auto trace = open_fleet_trace(config, trace_path, &header);
   if (!trace.ok()) return trace.status();
   f->trace_ = std::move(trace).value();
-
-  if (Status s = check_disaggregation(config); !s.ok()) return s;
-  const int prefill = options.prefill_replicas;
-  auto router = fleet::make_router(options.router, options.router_params, prefill > 0 ? prefill : options.replicas,
-                                   static_cast<std::uint64_t>(config.run.seed));
-  if (!router.ok()) return router.status();
-  f->router_ = std::move(router).value();
-  if (prefill > 0) {
-    auto decode = fleet::make_router(options.router, options.router_params, options.replicas - prefill,
-                                     static_cast<std::uint64_t>(config.run.seed) + 1);
-    if (!decode.ok()) return decode.status();
-    f->decode_router_ = std::move(decode).value();
-  }
-  f->timeline_ = std::make_unique<Timeline>();
-  f->notices_ = std::make_unique<Notices>(static_cast<std::uint64_t>(config.run.seed) ^ 0x9e3779b97f4a7c15ULL,
-                                          options.event_loss);
-  for (int r = 0; r < options.replicas; ++r) {
-    auto engine_cfg = engine_config(config, r);
-    if (!engine_cfg.ok()) return engine_cfg.status();
-    ReplayConfig& ec = *engine_cfg;
-    ec.events.observed = f->router_->reads_kv_events();  // the managers queue events for the router
-    auto queue = std::make_unique<QueueSource>();
-    QueueSource* q = queue.get();
-    auto run = build_replay(ec, std::move(queue), header.hash_seed, header.source);
-    if (!run.ok()) return run.status();
-    auto engine = std::make_unique<Engine>();
-    engine->run = std::move(run).value();
-    engine->queue = q;
-    engine->replayer = engine->run.make_replayer(ec);
-    engine->replayer->keep_source_open();
-    if (prefill > 0 && r >= prefill) {  // a decode engine loads what its prefill engine computed
-      const std::int64_t block_bytes = ec.device.model.kv_bytes_per_token() * ec.block_size();
-      auto remote = std::make_unique<RemotePrefillConnector>(ec.block_size(), block_bytes);
-      engine->remote = remote.get();
-      engine->run.scheduler->set_connector(std::move(remote));
-      f->block_bytes_ = block_bytes;
-    }
-    f->engines_.push_back(std::move(engine));
-    f->observe(r);
+  if (Status s = f->make_routers(); !s.ok()) return s;
+  for (int r = 0; r < config.fleet.replicas; ++r) {
+    if (Status s = f->add_engine(r, header); !s.ok()) return s;
   }
   const SchedulerConfig& sc = f->engines_[0]->run.scheduler->config();
   f->hasher_ = std::make_unique<BlockHasher>(sc.hash_algo, sc.hash_seed);
   f->block_size_ = sc.cache.block_size;
-  f->description_ = f->engines_[0]->run.description;
-  f->description_.emplace_back("replicas", std::to_string(options.replicas));
-  f->description_.emplace_back("router", options.router);
-  f->description_.emplace_back("router_params", router_params_text(options.router_params));
-  f->description_.emplace_back("event_delay_ms", describe_number(options.event_delay_ms));
-  f->description_.emplace_back("event_loss", describe_number(options.event_loss));
-  f->description_.emplace_back("replica_options", options.replica_options);
+  f->describe();
   return f;
+}
+
+// The router of the whole fleet, or of each pool when disaggregated (same kind, own seeds).
+Status FleetReplay::make_routers() {
+  const FleetOptions& o = config_.fleet;
+  const auto seed = static_cast<std::uint64_t>(config_.run.seed);
+  auto router =
+      fleet::make_router(o.router, o.router_params, o.disaggregated() ? o.prefill_replicas : o.replicas, seed);
+  if (!router.ok()) return router.status();
+  router_ = std::move(router).value();
+  if (!o.disaggregated()) return {};
+  auto decode = fleet::make_router(o.router, o.router_params, o.replicas - o.prefill_replicas, seed + 1);
+  if (!decode.ok()) return decode.status();
+  decode_router_ = std::move(decode).value();
+  return {};
+}
+
+// Engine `replica`: a replay engine over its own queue, observed by the fleet; a decode engine
+// of a disaggregated fleet loads what its prefill engine computed.
+Status FleetReplay::add_engine(int replica, const trace::TraceHeader& header) {
+  auto engine_cfg = engine_config(config_, replica);
+  if (!engine_cfg.ok()) return engine_cfg.status();
+  ReplayConfig& ec = *engine_cfg;
+  ec.events.observed = router_->reads_kv_events();  // the managers queue events for the router
+  auto queue = std::make_unique<QueueSource>();
+  QueueSource* q = queue.get();
+  auto run = build_replay(ec, std::move(queue), header.hash_seed, header.source);
+  if (!run.ok()) return run.status();
+  auto engine = std::make_unique<Engine>();
+  engine->run = std::move(run).value();
+  engine->queue = q;
+  engine->replayer = engine->run.make_replayer(ec);
+  engine->replayer->keep_source_open();
+  if (config_.fleet.disaggregated() && !is_prefill(replica)) {
+    engine->block_bytes = ec.device.model.kv_bytes_per_token() * ec.block_size();
+    auto remote = std::make_unique<RemotePrefillConnector>(ec.block_size(), engine->block_bytes);
+    engine->remote = remote.get();
+    engine->run.scheduler->set_connector(std::move(remote));
+  }
+  engines_.push_back(std::move(engine));
+  observe(replica);
+  return {};
+}
+
+// The fleet's settings: the first engine's, then the fleet's own.
+void FleetReplay::describe() {
+  const FleetOptions& o = config_.fleet;
+  description_ = engines_[0]->run.description;
+  description_.emplace_back("replicas", std::to_string(o.replicas));
+  description_.emplace_back("router", o.router);
+  description_.emplace_back("router_params", router_params_text(o.router_params));
+  description_.emplace_back("event_delay_ms", describe_number(o.event_delay_ms));
+  description_.emplace_back("event_loss", describe_number(o.event_loss));
+  description_.emplace_back("replica_options", o.replica_options);
+  description_.emplace_back("prefill_replicas", std::to_string(o.prefill_replicas));
+  if (o.disaggregated()) {
+    description_.emplace_back("kv_transfer_link", o.kv_transfer_link);
+    description_.emplace_back("pd_threshold", std::to_string(o.pd_threshold));
+  }
 }
 
 FleetReplay::~FleetReplay() = default;
@@ -465,7 +486,7 @@ Status FleetReplay::hand_off(int prefill_replica, RequestSpec spec, std::vector<
   Engine& decode = *engines_[static_cast<std::size_t>(replica)];
   const std::int64_t lacking =
       hand_off_blocks(engines_[static_cast<std::size_t>(prefill_replica)]->run, decode.run, hashes);
-  const std::int64_t bytes = lacking * block_bytes_;
+  const std::int64_t bytes = lacking * decode.block_bytes;
   auto link = find_kv_transfer_link(config_.fleet.kv_transfer_link);
   KV_CHECK(link.ok(), link.status().message());  // validate() checked it
   const std::int64_t ns = link->transfer_ns(bytes);

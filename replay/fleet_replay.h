@@ -20,7 +20,16 @@
 //      routing; every engine keeps each request's arrival time.
 //   5. Each engine is a replay: engine r makes exactly the decisions of a replay of the
 //      requests routed to it, alone, with seed + r (build_replica_alone); routing adds no
-//      state to an engine.
+//      state to an engine. (Not so for a disaggregated fleet's decode engines, whose KV
+//      connector loads what the prefill pool computed.)
+//
+// Disaggregated (--prefill-replicas P): replicas [0, P) prefill, the rest decode, each pool
+// behind its own router. A request of at least --pd-threshold prompt tokens is prefilled (the
+// prompt and one token) on the prefill pool; when that ends, the decode pool's router places
+// it, the prompt blocks its decode engine lacks cross --kv-transfer-link (replay/kv_transfer.h),
+// and it reaches the decode engine when the transfer is done, which loads them through its KV
+// connector (model/tiers/remote_prefill_connector.h). The client's figures are the decode
+// side's, from the request's arrival at the fleet; a request counts once in the fleet's figures.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +48,10 @@
 #include "replay/replay_config.h"
 #include "replay/replay_summary.h"
 #include "replay/replayer.h"
+
+namespace kv::trace {
+struct TraceHeader;
+}
 
 namespace kv::replay {
 
@@ -124,13 +137,15 @@ class FleetReplay {
   void reschedule(int replica);
   StatusOr<FleetSummary> summarize();
   void observe(int replica);
+  Status make_routers();
+  Status add_engine(int replica, const trace::TraceHeader& header);
+  void describe();
 
   ReplayConfig config_;
   std::unique_ptr<RequestSource> trace_;
   std::unique_ptr<fleet::Router> router_;         // every replica; the prefill pool's when disaggregated
   std::unique_ptr<fleet::Router> decode_router_;  // the decode pool's (disaggregated only)
   std::unique_ptr<Timeline> timeline_;            // handoffs and decode arrivals, by time
-  std::int64_t block_bytes_ = 0;
   DisaggFigures pd_;
   std::vector<std::unique_ptr<Engine>> engines_;
   std::unique_ptr<Notices> notices_;
