@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -518,18 +519,18 @@ StatusOr<FleetSummary> FleetReplay::run() {
   }
   if (Status s = pull_arrival(); !s.ok()) return s;
   while (true) {
+    // The next thing to happen: an arrival, then a timeline event, then an engine's step.
+    constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
     const int r = earliest_engine();
     Replayer* next = r >= 0 ? engines_[static_cast<std::size_t>(r)]->replayer.get() : nullptr;
-    const std::optional<std::int64_t> t_engine =
-        r >= 0 ? std::optional<std::int64_t>(agenda_.begin()->first) : std::nullopt;
-    const std::optional<std::int64_t> t_timeline = timeline_->next_ns();
-    const auto before = [](std::int64_t t, const std::optional<std::int64_t>& other) { return !other || t <= *other; };
-    const std::int64_t t_arrival = arrival_.arrival_time_us * 1000;
-    if (have_arrival_ && before(t_arrival, t_timeline) && before(t_arrival, t_engine)) {
+    const std::int64_t t_engine = r >= 0 ? agenda_.begin()->first : kNever;
+    const std::int64_t t_timeline = timeline_->next_ns().value_or(kNever);
+    const std::int64_t t_arrival = have_arrival_ ? arrival_.arrival_time_us * 1000 : kNever;
+    if (have_arrival_ && t_arrival <= t_timeline && t_arrival <= t_engine) {
       if (Status s = route_arrival(); !s.ok()) return s;
       continue;
     }
-    if (t_timeline && before(*t_timeline, t_engine)) {
+    if (t_timeline != kNever && t_timeline <= t_engine) {
       if (Status s = run_timeline(); !s.ok()) return s;
       continue;
     }

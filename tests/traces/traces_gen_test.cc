@@ -151,11 +151,15 @@ TEST(GenSharedPrefix, GroupsShareTheirSystemPromptAndUsersTheirQuestion) {
     last = r.arrival_time_us;
     EXPECT_EQ(r.id.rfind(r.session_id + "-r", 0), 0u) << r.id;
     auto [at, fresh] = prompt_of_session.emplace(r.session_id, r.prompt);
-    if (!fresh) EXPECT_EQ(at->second, r.prompt) << r.session_id;  // a user repeats the same prompt
+    if (!fresh) {
+      EXPECT_EQ(at->second, r.prompt) << r.session_id;  // a user repeats the same prompt
+    }
     const std::string group = r.session_id.substr(0, r.session_id.find('-'));
     const std::vector<TokenId> prefix(r.prompt.begin(), r.prompt.begin() + 64);
     auto [g, first] = prefix_of_group.emplace(group, prefix);
-    if (!first) EXPECT_EQ(g->second, prefix) << group;
+    if (!first) {
+      EXPECT_EQ(g->second, prefix) << group;
+    }
   }
   EXPECT_EQ(prompt_of_session.size(), 6u);  // every (group, user) drawn in 200 requests
   EXPECT_EQ(prefix_of_group.size(), 3u);
