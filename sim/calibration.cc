@@ -35,6 +35,7 @@ constexpr std::int64_t kMinFitNs = 100;
 struct RowWork {
   double compute_ns = 0, memory_ns = 0, measured_ns = 0;
   KernelClass cls = KernelClass::kElementwise;
+  bool fp8_weights = false;
 };
 
 std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const ModelShape& model, const GpuSpec& gpu,
@@ -47,7 +48,7 @@ std::vector<RowWork> row_work(const std::vector<ProfileRow>& rows, const ModelSh
     const KernelWork w = cost.work(r.kernel, q, attention_pairs(r.num_tokens, r.num_seqs, r.context_tokens));
     out.push_back(RowWork{static_cast<double>(w.flops) / static_cast<double>(w.peak_flops) * 1e9,
                           static_cast<double>(w.bytes) / static_cast<double>(gpu.hbm_bytes_per_s) * 1e9,
-                          static_cast<double>(r.time_ns), w.cls});
+                          static_cast<double>(r.time_ns), w.cls, w.fp8_weights});
   }
   return out;
 }
@@ -174,6 +175,7 @@ void set_class_terms(GpuSpec& g, KernelClass cls, const EfficiencyFit& f) {
       g.gemm_compute_efficiency_pct = f.compute_pct;
       g.gemm_bandwidth_efficiency_pct = f.bandwidth_pct;
       g.gemm_latency_ns = f.latency_ns;
+      g.gemm_fp8_compute_efficiency_pct = g.gemm_fp8_bandwidth_efficiency_pct = 0;  // the fit covers them
       break;
     case KernelClass::kAttention:
       g.attention_compute_efficiency_pct = f.compute_pct;
@@ -196,7 +198,7 @@ EfficiencyFit base_errors(const GpuSpec& base, const std::vector<RowWork>& work)
   f.bandwidth_pct = base.bandwidth_efficiency_pct;
   std::vector<double> e;
   for (const RowWork& w : work) {
-    const RooflineTerms t = base.terms_for(w.cls);
+    const RooflineTerms t = base.terms_for(w.cls, w.fp8_weights);
     const double p =
         static_cast<double>(t.latency_ns) + roofline_ns(w, t.compute_efficiency_pct, t.bandwidth_efficiency_pct);
     e.push_back(std::fabs(p / w.measured_ns - 1));
@@ -347,7 +349,7 @@ std::string synthetic_profile_csv(const ModelShape& model, const GpuSpec& truth,
   std::ostringstream out;
   out << "kernel,num_tokens,num_seqs,context_tokens,time_ns\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    const RooflineTerms terms = truth.terms_for(unit[i].cls);
+    const RooflineTerms terms = truth.terms_for(unit[i].cls, unit[i].fp8_weights);
     const double t = (static_cast<double>(terms.latency_ns) +
                       roofline_ns(unit[i], terms.compute_efficiency_pct, terms.bandwidth_efficiency_pct)) *
                      std::exp(noise_sigma * normal());

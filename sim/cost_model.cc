@@ -30,7 +30,7 @@ int id(StepNode n) { return static_cast<int>(n); }
 // FLOPs; reads both operands once, writes a 16-bit output.
 KernelWork gemm(std::int64_t m, std::int64_t k, std::int64_t n, int in_bits, int weight_bits, std::int64_t peak) {
   const std::int64_t bits = m * k * in_bits + k * n * weight_bits + m * n * 16;
-  return {2 * m * k * n, (bits + 7) / 8, peak, KernelClass::kGemm};
+  return {2 * m * k * n, (bits + 7) / 8, peak, KernelClass::kGemm, weight_bits == 8};
 }
 
 // Sum over n' = 1..n of min(n', w): the keys a causal window-w layer reads for the first n
@@ -259,7 +259,7 @@ KernelWork CostModel::unclassed_work(Kernel k, const KernelQuery& q, std::int64_
 
 std::int64_t CostModel::roofline_cycles(const KernelWork& w) const {
   // cycles = work * clock_hz / (peak * efficiency); clock in MHz, efficiency in percent.
-  const RooflineTerms terms = gpu_.terms_for(w.cls);
+  const RooflineTerms terms = gpu_.terms_for(w.cls, w.fp8_weights);
   Int128 clock_x100 = static_cast<Int128>(gpu_.clock_mhz) * 1'000'000 * 100;
   std::int64_t compute =
       ceil_div(static_cast<Int128>(w.flops) * clock_x100,

@@ -112,6 +112,7 @@ struct KernelWork {
   std::int64_t bytes = 0;
   std::int64_t peak_flops = 0;  // FLOP/s of the format its math runs in (GpuSpec::peak_flops_for)
   KernelClass cls = KernelClass::kElementwise;
+  bool fp8_weights = false;  // a GEMM whose weights are fp8 (GpuSpec::terms_for)
 };
 
 // The nodes of the step DAG, in id order.

@@ -39,6 +39,24 @@ GpuSpec linked(GpuSpec g, std::int64_t bytes_per_s, std::int64_t latency_ns) {
   return g;
 }
 
+// The achieved fractions of a GPU's kernels, where a public measurement gives them (cited at the
+// preset); presets without one keep GpuSpec's global pair, an assumption (docs/fidelity.md).
+struct MeasuredKernels {
+  int gemm_compute_pct, gemm_bandwidth_pct;          // 16-bit GEMMs
+  int gemm_fp8_compute_pct, gemm_fp8_bandwidth_pct;  // GEMMs with fp8 weights
+  int attention_bandwidth_pct;                       // paged decode attention
+  std::int64_t attention_latency_ns;                 // fixed time per attention launch
+};
+
+void measured_kernels(GpuSpec& g, const MeasuredKernels& m) {
+  g.gemm_compute_efficiency_pct = m.gemm_compute_pct;
+  g.gemm_bandwidth_efficiency_pct = m.gemm_bandwidth_pct;
+  g.gemm_fp8_compute_efficiency_pct = m.gemm_fp8_compute_pct;
+  g.gemm_fp8_bandwidth_efficiency_pct = m.gemm_fp8_bandwidth_pct;
+  g.attention_bandwidth_efficiency_pct = m.attention_bandwidth_pct;
+  g.attention_latency_ns = m.attention_latency_ns;
+}
+
 constexpr std::int64_t kNvlinkLatencyNs = 2000;  // per ring step (assumed; see docs/fidelity.md)
 constexpr std::int64_t kPcieLatencyNs = 6000;
 
@@ -59,6 +77,14 @@ std::vector<GpuSpec> make_presets() {
   GpuSpec l40s = linked(preset("l40s", 362'050'000'000'000, 733 * kT, 0, 864 * kG, 46068LL << 20, 142, 2520), 26 * kG,
                         kPcieLatencyNs);
   l40s.h2d_bytes_per_s = 20 * kG;  // PCIe Gen4
+  // Kernel efficiencies: achieved fractions measured on an L40S, from the per-kernel latencies
+  // NVIDIA's aiconfigurator collected under vLLM 0.24.0 (github.com/ai-dynamo/aiconfigurator at
+  // 095f58a5, systems/data/l40s/{gemm,attention}/vllm/0.24.0), over shapes far larger than the
+  // 96 MB L2. 16-bit GEMMs (cuBLAS): 68-85% of 864 GB/s with 1-256 rows, 70-75% of the bf16 peak
+  // with 512-4096 rows. FP8 GEMMs (vLLM's CUTLASS scaled_mm): 60-70% of the bandwidth, 52-59% of
+  // the fp8 peak. Decode attention (FlashAttention-2, bf16 KV): 70-83% of the bandwidth, and
+  // 13.3 us for one sequence of 1,024 keys, about 7 us more than those bytes take.
+  measured_kernels(l40s, {70, 75, 55, 65, 75, 7000});
   p.push_back(l40s);
   // NVIDIA H100 Tensor Core GPU datasheet, H100 PCIe: BF16 756 TFLOPS dense (1,513 sparse),
   // FP8 1,513 dense (3,026 sparse); 80GB HBM2e at 2 TB/s; PCIe Gen5 x16 128 GB/s both ways
@@ -70,11 +96,24 @@ std::vector<GpuSpec> make_presets() {
   // Between GPUs: 380 GB/s per direction, the achieved unidirectional peer copy that CUDA's
   // p2pBandwidthLatencyTest measured on an HGX H100 SXM (github.com/NVIDIA/nccl issue 1264,
   // "Only ~783GByte/s out of theoretical 900GB/s HGX H100 SXM Nvlink4"), not the link's 450.
-  p.push_back(
-      linked(preset("h100-sxm", 989 * kT, 1979 * kT, 0, 3350 * kG, 80LL << 30, 132, 1980), 380 * kG, kNvlinkLatencyNs));
+  // Kernel efficiencies: measured on an H100 SXM (aiconfigurator as for l40s,
+  // systems/data/h100_sxm, "NVIDIA H100 80GB HBM3"). 16-bit GEMMs: 77-91% of 3.35 TB/s with 1-128
+  // rows (vLLM PR 49363's H100 table: 82-92%), 78-88% of the bf16 peak with 512-8192 rows. FP8
+  // GEMMs (CUTLASS): 75-87% of the bandwidth on shapes of 268 MB and more, 52-63% on a 50 MB one;
+  // 56-79% of the fp8 peak. Decode attention (FlashAttention-3, bf16 KV): 87-93% of the bandwidth
+  // once the cache read is large, and 13.6 us for one sequence of 1,024 keys, about 12 us more
+  // than those bytes take.
+  constexpr MeasuredKernels kH100Kernels{80, 85, 65, 75, 90, 12000};
+  GpuSpec h100 =
+      linked(preset("h100-sxm", 989 * kT, 1979 * kT, 0, 3350 * kG, 80LL << 30, 132, 1980), 380 * kG, kNvlinkLatencyNs);
+  measured_kernels(h100, kH100Kernels);
+  p.push_back(h100);
   // NVIDIA H200 Tensor Core GPU datasheet (SXM): the H100 SXM's compute; 141GB HBM3e at 4.8 TB/s.
-  p.push_back(
-      linked(preset("h200", 989 * kT, 1979 * kT, 0, 4800 * kG, 141 * kG, 132, 1980), 450 * kG, kNvlinkLatencyNs));
+  // Kernel efficiencies: the H100 SXM's (the same GH100 die and kernels; not measured on an H200).
+  GpuSpec h200 =
+      linked(preset("h200", 989 * kT, 1979 * kT, 0, 4800 * kG, 141 * kG, 132, 1980), 450 * kG, kNvlinkLatencyNs);
+  measured_kernels(h200, kH100Kernels);
+  p.push_back(h200);
   // NVIDIA HGX B200 datasheet, per GPU: FP4 9 PFLOPS dense (18 sparse), FP8 4.5 PFLOPS dense
   // (9 sparse), BF16 2.25 PFLOPS dense (4.5 sparse); 180GB HBM3e at 8 TB/s; NVLink 5 1.8 TB/s;
   // 148 SMs, about 1965 MHz boost (not in the datasheet).
@@ -150,6 +189,8 @@ const std::vector<GpuField>& gpu_fields() {
       {"gemm_compute_efficiency_pct", nullptr, &GpuSpec::gemm_compute_efficiency_pct, 100, "percent", true},
       {"gemm_bandwidth_efficiency_pct", nullptr, &GpuSpec::gemm_bandwidth_efficiency_pct, 100, "percent", true},
       {"gemm_latency_ns", &GpuSpec::gemm_latency_ns, nullptr, kMaxNs, "ns", true},
+      {"gemm_fp8_compute_efficiency_pct", nullptr, &GpuSpec::gemm_fp8_compute_efficiency_pct, 100, "percent", true},
+      {"gemm_fp8_bandwidth_efficiency_pct", nullptr, &GpuSpec::gemm_fp8_bandwidth_efficiency_pct, 100, "percent", true},
       {"attention_compute_efficiency_pct", nullptr, &GpuSpec::attention_compute_efficiency_pct, 100, "percent", true},
       {"attention_bandwidth_efficiency_pct", nullptr, &GpuSpec::attention_bandwidth_efficiency_pct, 100, "percent",
        true},
@@ -265,9 +306,15 @@ std::string gpu_spec_to_text(const GpuSpec& spec, const std::string& base, const
     start = end + 1;
   }
   out += "name = " + spec.name + "\nbase = " + base + "\n";
+  const StatusOr<GpuSpec> base_spec = find_gpu_spec(base);
   for (const GpuField& f : gpu_fields()) {
     const std::int64_t v = f.wide != nullptr ? spec.*f.wide : spec.*f.narrow;
-    if (f.per_class && v == 0) continue;  // absent: the global terms
+    // A per-class 0 is left out (the global terms) unless the base preset's value is not 0:
+    // then reading the file back would take the base's.
+    const std::int64_t inherited = !base_spec.ok()     ? 0
+                                   : f.wide != nullptr ? (*base_spec).*f.wide
+                                                       : (*base_spec).*f.narrow;
+    if (f.per_class && v == 0 && inherited == 0) continue;
     out += std::string(f.key) + " = " + std::to_string(v) + "\n";
   }
   return out;

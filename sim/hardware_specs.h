@@ -3,9 +3,10 @@
 // units (bytes, FLOP/s, ns, MHz, percent) so the cost model can stay in integer arithmetic and give the same number on
 // every machine. Invariants of a preset: every field > 0, heads % kv_heads == 0, efficiencies in (0, 100]. Lookup by
 // name returns a Status listing the valid names when the name is unknown. Per kernel class
-// (sim/kernel_class.h) a preset may give its own efficiencies and a fixed device time per launch;
-// a per-class efficiency of 0 means "the global one", so a preset without them prices every
-// kernel with the global pair and no fixed time, exactly as before they existed.
+// (sim/kernel_class.h) a preset may give its own efficiencies and a fixed device time per launch,
+// and GEMMs with fp8 weights efficiencies of their own; a per-class efficiency of 0 means "the
+// global one", so a preset without them prices every kernel with the global pair and no fixed
+// time. The l40s, h100-sxm and h200 presets carry measured ones (cited in hardware_specs.cc).
 #pragma once
 
 #include <cstdint>
@@ -56,9 +57,14 @@ struct GpuSpec {
   int attention_compute_efficiency_pct = 0, attention_bandwidth_efficiency_pct = 0;
   int elementwise_compute_efficiency_pct = 0, elementwise_bandwidth_efficiency_pct = 0;
   std::int64_t gemm_latency_ns = 0, attention_latency_ns = 0, elementwise_latency_ns = 0;
+  // GEMMs with fp8 weights (vLLM's FP8 checkpoints run other kernels than 16-bit ones): their
+  // efficiencies in percent (0: the gemm class's). `kvsim calibrate` fitting the gemm class
+  // clears them, since its fit covers every GEMM of the profiled model.
+  int gemm_fp8_compute_efficiency_pct = 0, gemm_fp8_bandwidth_efficiency_pct = 0;
 
-  // The terms a kernel of class `c` is priced with: its class's where given, else the global pair.
-  RooflineTerms terms_for(KernelClass c) const {
+  // The terms a kernel of class `c` is priced with: its class's where given, else the global pair;
+  // a GEMM with fp8 weights takes the fp8 GEMM efficiencies where given.
+  RooflineTerms terms_for(KernelClass c, bool fp8_weights = false) const {
     RooflineTerms t;
     switch (c) {
       case KernelClass::kGemm:
@@ -70,6 +76,10 @@ struct GpuSpec {
       case KernelClass::kElementwise:
         t = {elementwise_compute_efficiency_pct, elementwise_bandwidth_efficiency_pct, elementwise_latency_ns};
         break;
+    }
+    if (c == KernelClass::kGemm && fp8_weights) {
+      if (gemm_fp8_compute_efficiency_pct > 0) t.compute_efficiency_pct = gemm_fp8_compute_efficiency_pct;
+      if (gemm_fp8_bandwidth_efficiency_pct > 0) t.bandwidth_efficiency_pct = gemm_fp8_bandwidth_efficiency_pct;
     }
     if (t.compute_efficiency_pct == 0) t.compute_efficiency_pct = compute_efficiency_pct;
     if (t.bandwidth_efficiency_pct == 0) t.bandwidth_efficiency_pct = bandwidth_efficiency_pct;
@@ -108,13 +118,15 @@ StatusOr<GpuSpec> find_gpu_spec(std::string_view name);
 // interconnect_latency_ns). Optional per kernel class (gemm, attention, elementwise; absent or
 // 0: the global efficiency, no fixed time): gemm_compute_efficiency_pct,
 // gemm_bandwidth_efficiency_pct, gemm_latency_ns, and the same three keys with the attention_
-// and elementwise_ prefixes. Values are whole numbers from 0 up to a bound far above any real
-// GPU: 10^18 FLOP/s, 10^15 bytes/s, 2^50 bytes of memory, 10^6 SMs, 10^5 MHz, 100 percent,
-// 10^12 ns. Errors name the file, line and key.
+// and elementwise_ prefixes; gemm_fp8_compute_efficiency_pct and gemm_fp8_bandwidth_efficiency_pct
+// for GEMMs with fp8 weights (absent or 0: the gemm class's). Values are whole numbers from 0 up to a bound far above
+// any real GPU: 10^18 FLOP/s, 10^15 bytes/s, 2^50 bytes of memory, 10^6 SMs, 10^5 MHz, 100 percent, 10^12 ns. Errors
+// name the file, line and key.
 StatusOr<GpuSpec> parse_gpu_spec_text(const std::string& file_name, std::string_view text);
 StatusOr<GpuSpec> load_gpu_spec_file(const std::string& path);
 // The preset file text of `spec` (every field, so it reads back equal; the per-class keys only
-// where they are not 0, so a preset without them prints as before); `comment` lines first.
+// where they or the base preset's are not 0, so a preset without them over a base without them
+// prints as before); `comment` lines first.
 std::string gpu_spec_to_text(const GpuSpec& spec, const std::string& base, const std::string& comment);
 
 }  // namespace kv::sim

@@ -70,7 +70,7 @@ def test_run_ops_matches_the_golden_output():
 def test_replay_matches_the_command_digest():
     r = kvsim.Replay(TRACE, {"prefix-caching": True, "gpu": "h100-sxm", "model": "llama3-8b"})
     s = r.run()
-    assert s["digest"] == "7ef6641f8a5f1a0ad99008a927d0c8d0ab01fdae0f9892e509fb6c5774ac2b35"
+    assert s["digest"] == "ced7dc72353a834473166db0a3907edf97afbc7eda18bdba853be534eb60aab7"
     m = r.metrics
     assert len(m["id"]) == s["requests_total"]
     assert isinstance(m["prompt_tokens"], np.ndarray) and m["prompt_tokens"].dtype == np.int64

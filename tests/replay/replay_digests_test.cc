@@ -37,19 +37,19 @@ const char* kMooncake = "traces/data/mooncake_conversation.kvtrace";
 
 TEST(ReplayDigests, DemoWithPrefixCachingOnAndOff) {
   EXPECT_EQ(digest_of(kShareGpt, {{"model", "llama3-8b"}, {"prefix-caching", "on"}}),
-            "7ef6641f8a5f1a0ad99008a927d0c8d0ab01fdae0f9892e509fb6c5774ac2b35");
+            "ced7dc72353a834473166db0a3907edf97afbc7eda18bdba853be534eb60aab7");
   EXPECT_EQ(digest_of(kShareGpt, {{"model", "llama3-8b"}, {"prefix-caching", "off"}}),
-            "1a881a6b65804e37bba97972c648f65b1f0dcdd81881c1b25a3f060ca3b798e6");
+            "91104f37f1f30d10f1ee183346a186799103c2a7698f18fb9d4b7abfb3521957");
 }
 
 TEST(ReplayDigests, HybridModelOverTwoGroups) {
   EXPECT_EQ(digest_of(kShareGpt, {{"model", "gpt-oss-20b"}}),
-            "34c0a02b773c3bbbbc37922862cd6989caa025bad595fd979519cf3520c71d41");
+            "63ee7982f75184270c9cc13f174091379407a43aca3f141df94a6a1c321c4fe8");
 }
 
 TEST(ReplayDigests, FirstThousandMooncakeRequests) {
   EXPECT_EQ(digest_of(kMooncake, {{"model", "llama3-8b"}, {"kv-cache-tokens", "1000000"}, {"limit", "1000"}}),
-            "a0f8b15efbde7808cd50d6358acda1cc05a7d8c015dc5018bcbb4ac0f1f99435");
+            "30f0a5ee95c0e1580ff1f84d0abf18a21e59244f1de65ce26ab52e35965d7984");
 }
 
 }  // namespace

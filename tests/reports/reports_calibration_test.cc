@@ -25,8 +25,20 @@ std::string scratch(const std::string& name) {
   return (dir / name).string();
 }
 
+// The h100-sxm preset priced with its global pair only (its measured per-class terms cleared),
+// so that a truth built from it differs from it by the global efficiencies alone.
+sim::GpuSpec h100_global_pair() {
+  sim::GpuSpec g = *sim::find_gpu_spec("h100-sxm");
+  g.gemm_compute_efficiency_pct = g.gemm_bandwidth_efficiency_pct = 0;
+  g.gemm_fp8_compute_efficiency_pct = g.gemm_fp8_bandwidth_efficiency_pct = 0;
+  g.attention_compute_efficiency_pct = g.attention_bandwidth_efficiency_pct = 0;
+  g.elementwise_compute_efficiency_pct = g.elementwise_bandwidth_efficiency_pct = 0;
+  g.gemm_latency_ns = g.attention_latency_ns = g.elementwise_latency_ns = 0;
+  return g;
+}
+
 sim::GpuSpec truth_spec() {
-  sim::GpuSpec t = *sim::find_gpu_spec("h100-sxm");
+  sim::GpuSpec t = h100_global_pair();
   t.name = "test-truth";
   t.compute_efficiency_pct = 58;
   t.bandwidth_efficiency_pct = 73;
@@ -40,7 +52,7 @@ TEST(Calibration, RecoversKnownEfficienciesFromANoisyProfile) {
   auto rows = read_profile(path);
   ASSERT_TRUE(rows.ok()) << rows.status().message();
   EXPECT_EQ(rows->size(), 245u);
-  auto cal = calibrate(*rows, model, *sim::find_gpu_spec("h100-sxm"), "fitted");
+  auto cal = calibrate(*rows, model, h100_global_pair(), "fitted");
   ASSERT_TRUE(cal.ok()) << cal.status().message();
   EXPECT_NEAR(cal->all.compute_pct, 58, 2);
   EXPECT_NEAR(cal->all.bandwidth_pct, 73, 2);
@@ -57,7 +69,7 @@ TEST(Calibration, RecoversKnownEfficienciesFromANoisyProfile) {
 
   // Noise-free, the fit is exact.
   std::ofstream(path, std::ios::binary) << synthetic_profile_csv(model, truth_spec(), 0.0, 7);
-  auto exact = calibrate(*read_profile(path), model, *sim::find_gpu_spec("h100-sxm"), "fitted");
+  auto exact = calibrate(*read_profile(path), model, h100_global_pair(), "fitted");
   ASSERT_TRUE(exact.ok());
   EXPECT_EQ(exact->all.compute_pct, 58);
   EXPECT_EQ(exact->all.bandwidth_pct, 73);
@@ -100,7 +112,7 @@ TEST(Calibration, HeldOutStepTimesMeetTheTargetOnlyWhenCalibrated) {
   EXPECT_LE(good->median_ape, 0.05);
   EXPECT_LE(good->p90_ape, 0.10);
   auto base = replay::held_out_error("traces/data/sharegpt_sample.kvtrace", 40, *find_model_shape("llama3-8b"),
-                                     truth_spec(), *sim::find_gpu_spec("h100-sxm"), 0.02, 1);
+                                     truth_spec(), h100_global_pair(), 0.02, 1);
   ASSERT_TRUE(base.ok());
   EXPECT_GT(base->median_ape, good->median_ape);
 }

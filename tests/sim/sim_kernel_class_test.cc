@@ -33,10 +33,20 @@ TEST(PerClassPresetFile, KeysAreOptionalAndBounded) {
   auto over = parse_gpu_spec_text("x.gpu", "name = x\ngemm_bandwidth_efficiency_pct = 101\n");
   ASSERT_FALSE(over.ok());
   EXPECT_EQ(over.status().message(), "x.gpu:2: gemm_bandwidth_efficiency_pct: 101 is above the bound 100 percent");
-  // A preset without per-class keys prints none of them.
-  GpuSpec plain = *find_gpu_spec("h200");
+  // A preset without per-class keys over a base without them prints none of them.
+  GpuSpec plain = *find_gpu_spec("a100-80gb");
   plain.name = "plain";
-  EXPECT_EQ(gpu_spec_to_text(plain, "h200", "").find("gemm_"), std::string::npos);
+  EXPECT_EQ(gpu_spec_to_text(plain, "a100-80gb", "").find("gemm_"), std::string::npos);
+  // Over a base with measured kernels, a per-class 0 is written, so it reads back as 0.
+  GpuSpec cleared = *find_gpu_spec("h200");
+  cleared.name = "cleared";
+  cleared.gemm_fp8_compute_efficiency_pct = 0;
+  const std::string text = gpu_spec_to_text(cleared, "h200", "");
+  EXPECT_NE(text.find("\ngemm_fp8_compute_efficiency_pct = 0\n"), std::string::npos) << text;
+  auto back = parse_gpu_spec_text("cleared.gpu", text);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(back->gemm_fp8_compute_efficiency_pct, 0);
+  EXPECT_EQ(back->terms_for(KernelClass::kGemm, true).compute_efficiency_pct, cleared.gemm_compute_efficiency_pct);
 }
 
 // Steps of every kind the cost model prices.
@@ -73,10 +83,10 @@ std::vector<std::int64_t> durations(const char* model, const GpuSpec& g, CudaGra
 TEST(PerClassPricing, WithoutClassKeysEveryStepPricesAsTheGlobalPair) {
   for (const char* model : {"llama3-8b", "gpt-oss-20b", "nemotron-h-8b"}) {
     for (CudaGraphMode mode : {CudaGraphMode::kNone, CudaGraphMode::kFullAndPiecewise}) {
-      const GpuSpec builtin = *find_gpu_spec("h200");
+      const GpuSpec builtin = *find_gpu_spec("b200");  // a preset without measured kernels
       GpuSpec copy = builtin;
-      copy.name = "h200-file";
-      auto file = parse_gpu_spec_text("h200-file.gpu", gpu_spec_to_text(copy, "h200", ""));
+      copy.name = "b200-file";
+      auto file = parse_gpu_spec_text("b200-file.gpu", gpu_spec_to_text(copy, "b200", ""));
       ASSERT_TRUE(file.ok());
       // The same pair spelled out per class, with no latency, is the same price too.
       GpuSpec spelled = builtin;
@@ -91,11 +101,11 @@ TEST(PerClassPricing, WithoutClassKeysEveryStepPricesAsTheGlobalPair) {
   }
   // The shipped figure of one qkv_proj launch (sim_cost_model_test's) is unchanged.
   CostModel cm(llama(), *find_gpu_spec("h100-sxm"), CudaGraphConfig{}, nullptr);
-  EXPECT_EQ(cm.roofline_cycles(cm.work(Kernel::kQkvProj, {1, 1, 0}, 0)), 37201);
+  EXPECT_EQ(cm.roofline_cycles(cm.work(Kernel::kQkvProj, {1, 1, 0}, 0)), 35013);
 }
 
 TEST(PerClassPricing, EachKernelIsPricedWithItsClassTerms) {
-  GpuSpec g = *find_gpu_spec("h200");
+  GpuSpec g = *find_gpu_spec("b200");  // a preset without measured kernels
   CostModel plain(llama(), g, CudaGraphConfig{}, nullptr);
   g.attention_latency_ns = 50'000;
   g.gemm_bandwidth_efficiency_pct = 40;
@@ -107,6 +117,24 @@ TEST(PerClassPricing, EachKernelIsPricedWithItsClassTerms) {
   EXPECT_NEAR(static_cast<double>(classed.kernel_cycles(Kernel::kQkvProj, one, 0)),
               2.0 * static_cast<double>(plain.kernel_cycles(Kernel::kQkvProj, one, 0)), 2.0);
   EXPECT_EQ(classed.kernel_cycles(Kernel::kRmsnorm, one, 0), plain.kernel_cycles(Kernel::kRmsnorm, one, 0));
+}
+
+TEST(PerClassPricing, Fp8GemmTermsPriceGemmsWithFp8WeightsOnly) {
+  GpuSpec g = *find_gpu_spec("b200");
+  ModelShape fp8 = llama();
+  fp8.dtype = DType::kFp8;
+  const KernelQuery one{1, 1, 1000};
+  CostModel plain(fp8, g, CudaGraphConfig{}, nullptr);
+  g.gemm_fp8_bandwidth_efficiency_pct = g.bandwidth_efficiency_pct / 2;
+  CostModel classed(fp8, g, CudaGraphConfig{}, nullptr);
+  CostModel bf16(llama(), g, CudaGraphConfig{}, nullptr);
+  CostModel bf16_plain(llama(), *find_gpu_spec("b200"), CudaGraphConfig{}, nullptr);
+  // The fp8 projection is memory-bound: half the bandwidth, twice the cycles (rounded up).
+  EXPECT_NEAR(static_cast<double>(classed.kernel_cycles(Kernel::kQkvProj, one, 0)),
+              2.0 * static_cast<double>(plain.kernel_cycles(Kernel::kQkvProj, one, 0)), 2.0);
+  // The LM head stays 16-bit, and a bf16 model's projections ignore the fp8 terms.
+  EXPECT_EQ(classed.kernel_cycles(Kernel::kLmHead, one, 0), plain.kernel_cycles(Kernel::kLmHead, one, 0));
+  EXPECT_EQ(bf16.kernel_cycles(Kernel::kQkvProj, one, 0), bf16_plain.kernel_cycles(Kernel::kQkvProj, one, 0));
 }
 
 }  // namespace
