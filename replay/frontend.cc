@@ -50,11 +50,11 @@ StatusOr<FrontendModel> parse_frontend(const std::string& text) {
     else
       parts.back() += ch;
   }
-  if (parts.size() != 4) {
-    return bad_frontend("must be none, vllm-v1 or REQUEST_NS,PROMPT_TOKEN_NS,OUTPUT_TOKEN_NS,STEP_NS, got '" + text +
-                        "'");
+  if (parts.size() != 4 && parts.size() != 5) {
+    return bad_frontend(
+        "must be none, vllm-v1 or REQUEST_NS,PROMPT_TOKEN_NS,OUTPUT_TOKEN_NS,STEP_NS[,LATENCY_NS], got '" + text + "'");
   }
-  std::int64_t terms[4] = {};
+  std::int64_t terms[5] = {};
   for (std::size_t i = 0; i < parts.size(); ++i) {
     const std::optional<std::int64_t> v = parse_int64(parts[i]);
     if (!v) return bad_frontend("'" + parts[i] + "' is not an integer");
@@ -69,13 +69,14 @@ StatusOr<FrontendModel> parse_frontend(const std::string& text) {
   m.prompt_token_ns = terms[1];
   m.output_token_ns = terms[2];
   m.step_ns = terms[3];
+  m.request_latency_ns = terms[4];
   return m;
 }
 
 std::int64_t FrontendLanes::engine_arrival_ns(const FrontendModel& m, std::int64_t client_ns,
                                               std::int64_t prompt_tokens) {
   request_free_ns_ = std::max(request_free_ns_, client_ns) + m.request_ns + m.prompt_token_ns * prompt_tokens;
-  return request_free_ns_;
+  return request_free_ns_ + m.request_latency_ns;
 }
 
 std::int64_t FrontendLanes::client_time_ns(const FrontendModel& m, std::int64_t step_end_ns, std::int64_t tokens) {

@@ -11,7 +11,10 @@
 //      reaches the client when the output lane is done with that step. Both are never earlier
 //      than the engine's own times, and equal to them when every term is 0 (`none`), so a run
 //      without a front end makes the same decisions, bit for bit.
-//   3. Integer nanoseconds throughout: the same inputs give the same times on every machine.
+//   3. A request's fixed latency (`request_latency_ns`) delays the engine's arrival after the
+//      request lane and occupies no lane: it is time a request waits, not work a thread does, so
+//      arrivals stay in the clients' order.
+//   4. Integer nanoseconds throughout: the same inputs give the same times on every machine.
 #pragma once
 
 #include <cstdint>
@@ -24,15 +27,18 @@ namespace kv::replay {
 // The terms of a front end, in ns; `name` is the preset or the text it was read from.
 struct FrontendModel {
   std::string name = "none";
-  std::int64_t request_ns = 0;       // per request: hand-off to the engine core
-  std::int64_t prompt_token_ns = 0;  // per prompt token: tokenization
-  std::int64_t output_token_ns = 0;  // per output token: detokenization and the output object
-  std::int64_t step_ns = 0;          // per engine step with outputs: the hop back to the API server
-  bool enabled() const { return request_ns > 0 || prompt_token_ns > 0 || output_token_ns > 0 || step_ns > 0; }
+  std::int64_t request_ns = 0;          // per request: hand-off to the engine core
+  std::int64_t prompt_token_ns = 0;     // per prompt token: tokenization
+  std::int64_t output_token_ns = 0;     // per output token: detokenization and the output object
+  std::int64_t step_ns = 0;             // per engine step with outputs: the hop back to the API server
+  std::int64_t request_latency_ns = 0;  // per request, outside the lanes (invariant 3)
+  bool enabled() const {
+    return request_ns > 0 || prompt_token_ns > 0 || output_token_ns > 0 || step_ns > 0 || request_latency_ns > 0;
+  }
 };
 
-// none | vllm-v1 | REQUEST_NS,PROMPT_TOKEN_NS,OUTPUT_TOKEN_NS,STEP_NS (each 0..10^9); errors
-// name --frontend.
+// none | vllm-v1 | REQUEST_NS,PROMPT_TOKEN_NS,OUTPUT_TOKEN_NS,STEP_NS[,LATENCY_NS] (each
+// 0..10^9; LATENCY_NS is request_latency_ns, default 0); errors name --frontend.
 StatusOr<FrontendModel> parse_frontend(const std::string& text);
 
 // The two lanes of invariant 1 over one run, priced with `m` (the same model at every call).

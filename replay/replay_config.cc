@@ -483,9 +483,10 @@ void add_load_rows(std::vector<ConfigOption>& t) {
                [](const C& c) { return goodput_text(c.run.replay.goodput); }, check_goodput});
   t.push_back({"frontend", load,
                "the serving front end before and after the engine: none, vllm-v1 (measured terms, "
-               "docs/fidelity.md), or REQUEST_NS,PROMPT_TOKEN_NS,OUTPUT_TOKEN_NS,STEP_NS: the engine sees a request "
-               "after REQUEST + PROMPT_TOKEN * prompt tokens, the client a step's tokens after STEP + OUTPUT_TOKEN * "
-               "tokens (one lane each, in order); TTFT, TPOT, ITL and E2EL include it",
+               "docs/fidelity.md), or REQUEST_NS,PROMPT_TOKEN_NS,OUTPUT_TOKEN_NS,STEP_NS[,LATENCY_NS]: the engine sees "
+               "a request after REQUEST + PROMPT_TOKEN * prompt tokens (one lane, in order) plus LATENCY (no lane), "
+               "the client a step's tokens after STEP + OUTPUT_TOKEN * tokens (one lane, in order); TTFT, TPOT, ITL "
+               "and E2EL include it",
                false, set_frontend, [](const C& c) { return c.run.replay.frontend.name; }});
   t.push_back(positive_option("overload-ttft-ms", load, "a median TTFT above this marks the run overloaded",
                               KV_FIELD(run.replay.overload_ttft_ms), false, false, kMinMs, kMaxMs));

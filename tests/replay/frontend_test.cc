@@ -19,6 +19,16 @@ TEST(Frontend, RequestLaneServesInOrder) {
   EXPECT_EQ(lanes.engine_arrival_ns(m, 10000, 0), 11000);  // the lane was free
 }
 
+TEST(Frontend, RequestLatencyDelaysArrivalWithoutHoldingTheLane) {
+  const FrontendModel m = parse_frontend("1000,0,0,0,50000").value();
+  EXPECT_EQ(m.request_latency_ns, 50000);
+  EXPECT_TRUE(m.enabled());
+  FrontendLanes lanes;
+  EXPECT_EQ(lanes.engine_arrival_ns(m, 0, 10), 51000);     // lane 1000, then the latency
+  EXPECT_EQ(lanes.engine_arrival_ns(m, 1500, 10), 52500);  // the lane was free at 1000, not 51000
+  EXPECT_EQ(lanes.engine_arrival_ns(m, 1600, 10), 53500);  // queued behind the second in the lane
+}
+
 TEST(Frontend, OutputLaneDelaysEveryTokenOfAStep) {
   const FrontendModel m = parse_frontend("0,0,20,100").value();
   FrontendLanes lanes;
@@ -42,7 +52,10 @@ TEST(Frontend, PresetAndErrors) {
   EXPECT_EQ(v1.output_token_ns, 20000);
   EXPECT_EQ(v1.step_ns, 13000);
   EXPECT_EQ(parse_frontend("1,2,3").status().message(),
-            "--frontend: must be none, vllm-v1 or REQUEST_NS,PROMPT_TOKEN_NS,OUTPUT_TOKEN_NS,STEP_NS, got '1,2,3'");
+            "--frontend: must be none, vllm-v1 or REQUEST_NS,PROMPT_TOKEN_NS,OUTPUT_TOKEN_NS,STEP_NS[,LATENCY_NS], got "
+            "'1,2,3'");
+  EXPECT_FALSE(parse_frontend("1,2,3,4,5,6").ok());
+  EXPECT_EQ(parse_frontend("1,2,3,4").value().request_latency_ns, 0);
   EXPECT_EQ(parse_frontend("1,2,x,4").status().message(), "--frontend: 'x' is not an integer");
   EXPECT_EQ(parse_frontend("1,2,3,1000000001").status().message(),
             "--frontend: must be in 0..1000000000 ns, got 1000000001");
