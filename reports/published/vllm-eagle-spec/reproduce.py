@@ -273,6 +273,30 @@ def fidelity_lines():
             "  (75 tokens assumed).", ""]
 
 
+def causes(k, published):
+    """Three measured terms: the vanilla step, the cost per extra draft, the fixed cost of a
+    speculative step beyond the vanilla one (published: the K=2..7 line at K=0)."""
+    step = decode_step_ms(k, "none", 0)
+    _, rows = collect(k, published)
+    data = spec_step_rows(k, published, rows)
+    lines = ["In short:", "",
+             "1. kvsim's vanilla decode step is %+.1f%% off the published vanilla TPOT (section 1)."
+             % pct_error(step, published["vanilla_tpot_ms"])]
+    for number, (method, label) in enumerate(METHODS, 2):
+        mine = [d for d in data if d[0]["method"] == method]
+        first, last = mine[0], mine[-1]
+        dk = last[0]["k"] - first[0]["k"]
+        slope_pub, slope_sim = (last[5] - first[5]) / dk, (last[1] - first[1]) / dk
+        fixed_pub = first[5] - slope_pub * first[0]["k"] - published["vanilla_tpot_ms"]
+        fixed_sim = first[1] - slope_sim * first[0]["k"] - step
+        lines.append("%d. %s: each extra draft costs %.2f ms published (TPOT x AL), %.2f ms in kvsim (%+.0f%%); a"
+                     % (number, label, slope_pub, slope_sim, pct_error(slope_sim, slope_pub)))
+        lines.append("   speculative step's fixed cost beyond the vanilla step (the K=2..7 line at K=0)")
+        lines.append("   is %.2f ms published, %.2f ms in kvsim (section 2)."
+                     % (fixed_pub, fixed_sim))
+    return lines
+
+
 def report(k, published):
     vanilla, rows = collect(k, published)
     lines = ["# vLLM issue #20780 (EAGLE-1 vs EAGLE-3) compared with kvsim", "",
@@ -291,6 +315,7 @@ def report(k, published):
              "## As shipped, no fitting", ""]
     lines += headline(published, vanilla, rows) + [""] + summary(published, vanilla, rows)
     lines += ["## Where the error comes from", "", "Each figure below is measured from this script's kvsim runs.", ""]
+    lines += causes(k, published) + [""]
     lines += vanilla_section(k, published) + spec_section(k, published, rows) + fidelity_lines()
     lines += ["## Regenerate", "", "    cmake --build --preset default --target kvsim",
               "    reports/published/vllm-eagle-spec/reproduce.py", ""]
