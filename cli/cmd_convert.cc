@@ -73,9 +73,7 @@ Status check_convert_args(ConvertArgs& a, const std::optional<trace::SourceForma
   if (!seed) return Status::error("--seed: '" + a.seed_text + "' is not an integer from 0 to 2^64-1");
   a.c.seed = *seed;
   if (Status s = trace::validate(a.c); !s.ok()) return s;
-  if (a.progress != "auto" && a.progress != "on" && a.progress != "off") {
-    return Status::error("--progress must be auto, on or off, got '" + a.progress + "'");
-  }
+  if (Status s = check_progress_mode(a.progress); !s.ok()) return s;
   if (!a.tokenizer.empty() && *format != trace::SourceFormat::kShareGpt) {
     return Status::error("--tokenizer applies to --from sharegpt only (the other formats carry no text)");
   }

@@ -3,7 +3,6 @@
 // summary and one line per replica, and writes a run folder: the fleet's files (summary.json,
 // result.json, requests.csv, decisions.log of the routes, report.md), replicas.csv, and one
 // replica-R/ run folder per engine.
-#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -15,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
+#include "cli/progress.h"
 #include "replay/fleet_replay.h"
 #include "replay/replayer.h"
 #include "reports/result_json.h"
@@ -145,7 +145,7 @@ int run_into_folder(FleetArgs& a, const replay::FleetOptions& options, replay::F
   std::vector<std::unique_ptr<reports::RunFolder>> folders;
   if (Status s = open_replica_folders(fleet, **top, options.replicas, a.decision_log == "full", folders); !s.ok())
     return usage_error(kCommand, s.message());
-  const bool progress = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO));
+  const bool progress = progress_shown(a.progress);
   if (progress) show_progress(fleet);
   const auto t0 = std::chrono::steady_clock::now();
   auto summary = fleet.run();
@@ -187,9 +187,7 @@ int run_fleet(int argc, char** argv) {
   if (a.decision_log != "full" && a.decision_log != "digest") {
     return usage_error(kCommand, "--decision-log must be full or digest, got '" + a.decision_log + "'");
   }
-  if (a.progress != "auto" && a.progress != "on" && a.progress != "off") {
-    return usage_error(kCommand, "--progress must be auto, on or off, got '" + a.progress + "'");
-  }
+  if (Status s = check_progress_mode(a.progress); !s.ok()) return usage_error(kCommand, s.message());
   replay::ReplayConfig config;
   if (Status s = apply_config_options(vm, config); !s.ok()) return usage_error(kCommand, s.message());
   config.run.replay.keep_decision_text = false;  // each engine streams its decisions.log

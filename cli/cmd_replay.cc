@@ -1,6 +1,5 @@
 // kvsim replay: the main job. Streams a trace through the vLLM-v1 scheduler onto a device
 // (the simulator, or the CUDA backend when built), prints a summary and writes a run folder.
-#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -11,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
+#include "cli/progress.h"
 #include "files/output_file.h"
 #include "replay/replay_builder.h"
 #include "reports/result_json.h"
@@ -100,9 +100,7 @@ Status check_replay_args(const ReplayArgs& a) {
   if (a.decision_log != "full" && a.decision_log != "digest") {
     return Status::error("--decision-log must be full or digest, got '" + a.decision_log + "'");
   }
-  if (a.progress != "auto" && a.progress != "on" && a.progress != "off") {
-    return Status::error("--progress must be auto, on or off, got '" + a.progress + "'");
-  }
+  if (Status s = check_progress_mode(a.progress); !s.ok()) return s;
   std::error_code ec;
   if (!a.dump_cache.empty() && !a.force && std::filesystem::exists(a.dump_cache, ec)) {  // before the run, not after
     return Status::error("--dump-cache: " + a.dump_cache + " exists (use --force to replace it)");
@@ -146,7 +144,7 @@ int replay_into_folder(ReplayArgs& a, const replay::ReplayConfig& config, replay
     reports::RunFolder* f = folder->get();
     replayer->set_decision_sink([f](std::string_view line) { f->add_decision(line); });
   }
-  const bool show_progress = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO));
+  const bool show_progress = progress_shown(a.progress);
   observe(*replayer, **folder, show_progress);
 
   const auto t0 = std::chrono::steady_clock::now();

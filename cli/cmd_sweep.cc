@@ -2,7 +2,6 @@
 // trace, eviction policy and block size; configurations run in parallel on a thread pool.
 // Writes sweep.csv and, when gnuplot is installed, hit_rate.png/.svg (reports/sweep.h). This
 // file parses and prints; the run and its folder are replay/sweep_run.h's.
-#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <chrono>
@@ -13,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/config_options.h"
 #include "cli/number_options.h"
+#include "cli/progress.h"
 #include "replay/sweep.h"
 #include "replay/sweep_run.h"
 #include "reports/gnuplot.h"
@@ -114,9 +114,7 @@ Status check_sweep_args(const SweepArgs& a) {
   if (a.mode != "sequence" && a.mode != "serving") {
     return Status::error("--mode must be sequence or serving, got '" + a.mode + "'");
   }
-  if (a.progress != "auto" && a.progress != "on" && a.progress != "off") {
-    return Status::error("--progress must be auto, on or off, got '" + a.progress + "'");
-  }
+  if (Status s = check_progress_mode(a.progress); !s.ok()) return s;
   if (a.jobs < 0 || a.jobs > kMaxJobs) return Status::error("--jobs: must be from 0 to " + std::to_string(kMaxJobs));
   for (const std::string& t : a.traces) {
     if (!std::filesystem::is_regular_file(t)) return Status::error("trace " + t + " does not exist or is not a file");
@@ -159,7 +157,7 @@ void print_points(const std::vector<replay::SweepPoint>& points) {
 // Runs the sweep into its folder, with a progress line, the table, the wall time and the plots.
 int run_and_print(SweepArgs& a, replay::SweepOptions& so) {
   if (a.out_dir.empty()) a.out_dir = replay::default_sweep_dir(a.traces);
-  const bool show = a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO));
+  const bool show = progress_shown(a.progress);
   std::chrono::steady_clock::time_point t0;
   std::size_t total = 0;
   double wall = 0;

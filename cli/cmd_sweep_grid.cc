@@ -1,7 +1,6 @@
 // kvsim sweep --vary OPTION=V1,V2 ...: replays of one trace over the cross product of any replay
 // options (replay/grid_sweep.h); one run folder per point, a merged sweep.csv and plots
 // (reports/grid_outputs.h). This file parses, prints and spreads the points over MPI ranks.
-#include <unistd.h>
 
 #include <boost/program_options.hpp>
 #include <cstdio>
@@ -13,6 +12,7 @@
 #include "cli/config_options.h"
 #include "cli/mpi_ranks.h"
 #include "cli/number_options.h"
+#include "cli/progress.h"
 #include "files/output_folder.h"
 #include "replay/grid_sweep.h"
 #include "replay/sweep_run.h"
@@ -92,7 +92,7 @@ int run_on_ranks(const GridArgs& a, const std::vector<replay::GridPoint>& points
       replay::points_of_rank(points, [&mpi](std::size_t index) { return mpi.mine(index); });
   std::vector<std::unique_ptr<reports::RunFolder>> folders(points.size());
   replay::GridHooks hooks = reports::grid_folder_hooks(staging, folders);
-  const bool show = mpi.rank() == 0 && (a.progress == "on" || (a.progress == "auto" && isatty(STDERR_FILENO)));
+  const bool show = mpi.rank() == 0 && progress_shown(a.progress);
   if (show)
     hooks.on_progress = [](std::size_t d, std::size_t n) { std::fprintf(stderr, "\r  %zu / %zu points ", d, n); };
   const int threads = replay::sweep_threads(a.jobs);
@@ -120,9 +120,7 @@ int run_grid_sweep(int argc, char** argv) {
   if (!parse_options(argc, argv, opts, nullptr, vm)) return 0;  // --help
   if (a.trace.empty()) return usage_error(kCommand, "--trace is required (kvsim sweep --help)");
   if (a.jobs < 0 || a.jobs > 1024) return usage_error(kCommand, "--jobs: must be from 0 to 1024");
-  if (a.progress != "auto" && a.progress != "on" && a.progress != "off") {
-    return usage_error(kCommand, "--progress must be auto, on or off, got '" + a.progress + "'");
-  }
+  if (Status s = check_progress_mode(a.progress); !s.ok()) return usage_error(kCommand, s.message());
   replay::ReplayConfig base;
   base.device.verify = sim::VerifyMode::kOff;
   if (Status s = apply_config_options(vm, base); !s.ok()) return usage_error(kCommand, s.message());

@@ -47,9 +47,7 @@ int run_trace(int argc, char** argv) {
   if (path.empty()) return usage_error(kCommand, "missing TRACE");
   if (a.block_size <= 0) return usage_error(kCommand, "--block-size must be > 0");
   if (a.top_k < 0 || a.dot_max_nodes < 0) return usage_error(kCommand, "--top and --dot-nodes must be >= 0");
-  if (progress != "auto" && progress != "on" && progress != "off") {
-    return usage_error(kCommand, "--progress must be auto, on or off, got '" + progress + "'");
-  }
+  if (Status s = check_progress_mode(progress); !s.ok()) return usage_error(kCommand, s.message());
   ProgressLine progress_line("requests", progress);
   a.on_progress = [&progress_line](std::int64_t n) { progress_line.update(n); };
   StatusOr<trace::TraceAnalysis> result = trace::analyze_trace(path, a);

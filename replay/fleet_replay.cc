@@ -7,12 +7,12 @@
 #include <map>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include "fleet/seeded_random.h"
 #include "model/request.h"
 #include "model/tiers/remote_prefill_connector.h"
+#include "model/util/format_number.h"
 #include "replay/arrivals.h"
 #include "replay/kv_transfer.h"
 #include "replay/replay_builder.h"
@@ -54,16 +54,6 @@ class IdFilterSource final : public RequestSource {
   std::unique_ptr<RequestSource> inner_;
   std::set<std::string> ids_;
 };
-
-std::string describe_number(double v) {
-  std::ostringstream o;
-  o << v;
-  return o.str();
-}
-
-double ratio(std::int64_t num, std::int64_t den) {
-  return den > 0 ? static_cast<double>(num) / static_cast<double>(den) : 0.0;
-}
 
 }  // namespace
 
@@ -292,8 +282,8 @@ void FleetReplay::describe() {
   description_.emplace_back("replicas", std::to_string(o.replicas));
   description_.emplace_back("router", o.router);
   description_.emplace_back("router_params", router_params_text(o.router_params));
-  description_.emplace_back("event_delay_ms", describe_number(o.event_delay_ms));
-  description_.emplace_back("event_loss", describe_number(o.event_loss));
+  description_.emplace_back("event_delay_ms", shortest_number(o.event_delay_ms));
+  description_.emplace_back("event_loss", shortest_number(o.event_loss));
   description_.emplace_back("replica_options", o.replica_options);
   description_.emplace_back("prefill_replicas", std::to_string(o.prefill_replicas));
   if (o.disaggregated()) {
@@ -618,8 +608,8 @@ StatusOr<FleetSummary> FleetReplay::summarize() {
   }
   f.requests_total += pd_.prefill_rejected;  // they never reached a decode engine
   f.requests_rejected += pd_.prefill_rejected;
-  f.hit_rate = ratio(f.cache.hits, f.cache.queries);
-  f.request_hit_rate = ratio(f.admitted_hit_tokens, f.admitted_prompt_tokens);
+  f.hit_rate = rate_or_zero(f.cache.hits, f.cache.queries);
+  f.request_hit_rate = rate_or_zero(f.admitted_hit_tokens, f.admitted_prompt_tokens);
   out.pd = pd_;
   const ReplayOptions& o = config_.run.replay;
   latency.summarize(f, {o.metric_percentiles, o.goodput, o.overload_ttft_ms});

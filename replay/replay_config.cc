@@ -10,6 +10,7 @@
 
 #include "model/mamba_cache_mode.h"
 #include "model/util/check.h"
+#include "model/util/format_number.h"
 #include "model/util/parse_number.h"
 #include "model/util/parse_size.h"
 #include "replay/kv_transfer.h"
@@ -46,15 +47,7 @@ Status read_on_off(std::string_view option, const std::string& text, bool* out) 
 
 std::string on_off(bool b) { return b ? "on" : "off"; }
 
-// Shortest text that reads back to the same double (0.9, not 0.90000000000000002).
-std::string shortest(double v) {
-  char buf[32];
-  for (int precision = 1; precision <= 17; ++precision) {
-    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
-    if (std::strtod(buf, nullptr) == v) break;
-  }
-  return buf;
-}
+std::string shortest(double v) { return shortest_number(v); }
 
 // A bound in a message: 0.0001, 1000, 1e+09.
 std::string bound(double v) {

@@ -16,6 +16,11 @@
 #include "replay/serving_metrics.h"
 
 namespace kv::replay {
+// num / den, or 0 when den is 0 (a rate over nothing, e.g. a hit rate without lookups).
+inline double rate_or_zero(std::int64_t num, std::int64_t den) {
+  return den > 0 ? static_cast<double>(num) / static_cast<double>(den) : 0.0;
+}
+
 struct RequestMetrics {
   RequestId id;
   std::int64_t arrival_us = 0;

@@ -29,14 +29,6 @@ struct Replayer::Run {
   std::int64_t pending_arrival_ns() const { return pending.arrival_time_us * 1000; }
 };
 
-namespace {
-
-double ratio(std::int64_t num, std::int64_t den) {
-  return den > 0 ? static_cast<double>(num) / static_cast<double>(den) : 0.0;
-}
-
-}  // namespace
-
 Replayer::Replayer(Scheduler& scheduler, Device& device, RequestSource& source, ReplayOptions options,
                    StepTimePredictor* predictor)
     : scheduler_(scheduler),
@@ -243,12 +235,13 @@ void Replayer::finish(Run& r) {
   sum.spec.num_draft_tokens = st.spec_num_draft_tokens;
   sum.spec.num_accepted_tokens = st.spec_num_accepted_tokens;
   sum.cache = scheduler_.kv_cache().stats();
-  sum.hit_rate = ratio(sum.cache.hits, sum.cache.queries);
-  sum.request_hit_rate = ratio(sum.admitted_hit_tokens, sum.admitted_prompt_tokens);
+  sum.hit_rate = rate_or_zero(sum.cache.hits, sum.cache.queries);
+  sum.request_hit_rate = rate_or_zero(sum.admitted_hit_tokens, sum.admitted_prompt_tokens);
   if (const KvConnector* connector = scheduler_.connector()) {
     sum.tiers = connector->figures();
-    sum.tier_hit_rate = ratio(sum.admitted_tier_tokens, sum.admitted_prompt_tokens);
-    sum.combined_hit_rate = ratio(sum.admitted_hit_tokens + sum.admitted_tier_tokens, sum.admitted_prompt_tokens);
+    sum.tier_hit_rate = rate_or_zero(sum.admitted_tier_tokens, sum.admitted_prompt_tokens);
+    sum.combined_hit_rate =
+        rate_or_zero(sum.admitted_hit_tokens + sum.admitted_tier_tokens, sum.admitted_prompt_tokens);
   }
   sum.sim_time_us = r.now_ns / 1000;
   sum.measured_total_ns = r.any_measured ? r.measured_total : -1;

@@ -1,10 +1,13 @@
 // format_number: one number as printf formats it ("%.2f", "%.6g", "%.1f%%"), the one number
-// formatter of reports, summaries and CSV files. Locale-independent as long as the process
-// keeps the "C" locale (kvsim never changes it), so the same value prints the same bytes.
+// formatter of reports, summaries and CSV files; shortest_number: the shortest text that reads
+// back to the same double (0.9, not 0.90000000000000002), for options echoed back to the user.
+// Locale-independent as long as the process keeps the "C" locale (kvsim never changes it), so
+// the same value prints the same bytes.
 // Invariant: the whole formatted text is returned, however long.
 #pragma once
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace kv {
@@ -27,5 +30,14 @@ inline std::string format_number(const char* format, double value) {
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
+
+inline std::string shortest_number(double v) {
+  char buf[32];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
 
 }  // namespace kv
