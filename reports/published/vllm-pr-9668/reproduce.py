@@ -377,6 +377,30 @@ def fitted_error_section(k, published, p):
     return lines
 
 
+def spread_section(k, published, p):
+    """The PR's two published runs of the serving benchmark (24 and 28 October) against each
+    other and against kvsim at the fit: how far the published figures themselves move."""
+    second = published["second_run"]
+    lines = ["## The published figures' own spread", "",
+             "The PR published the serving benchmark twice, four days apart, with the same commands",
+             "(" + second["source"] + "). Mean TTFT and TPOT of both runs, their difference, and",
+             "kvsim at the fit against each:", "",
+             "| row | figure | first run | second run | second vs first | kvsim (fit) | vs first | vs second |",
+             "|---|---|---:|---:|---:|---:|---:|---:|"]
+    for row in second["rows"]:
+        sim = k.replay("serving", row["prefix_caching"], p) if "prefix_caching" in row else None
+        for key in ("mean_ttft_ms", "mean_tpot_ms"):
+            a, b = row["first"][key], row["second"][key]
+            cells = ("%.2f | %+.1f%% | %+.1f%%" % (sim[key], pct_error(sim[key], a), pct_error(sim[key], b))
+                     if sim else "- | - | -")
+            lines.append("| %s | %s | %.2f | %.2f | %+.1f%% | %s |" % (row["name"], key, a, b, pct_error(b, a), cells))
+    moved = max(abs(pct_error(r["second"][key], r["first"][key])) for r in second["rows"]
+                for key in ("mean_ttft_ms", "mean_tpot_ms"))
+    lines += ["", "Between the two runs the published means moved by up to %.1f%%: a bound on how closely" % moved,
+              "any model can be judged against one of them.", ""]
+    return lines
+
+
 def fit_tables(k, published, p):
     lines = []
     for workload in ("offline", "serving"):
@@ -423,6 +447,7 @@ def report(k, published, p):
               "Caching-on rows below are predictions with the same three parameters.", ""]
     lines += fit_tables(k, published, p)
     lines += fitted_error_section(k, published, p)
+    lines += spread_section(k, published, p)
     lines += ["## Regenerate", "", "    cmake --build --preset default --target kvsim",
               "    reports/published/vllm-pr-9668/reproduce.py", ""]
     return "\n".join(lines)
