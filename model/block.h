@@ -19,6 +19,9 @@ namespace kv {
 // A KV-cache group's index (vLLM's kv_cache_group_id); 0 for a model with one group.
 using KvCacheGroupId = std::uint16_t;
 
+// Block::free_slot of a block that is not in a free queue.
+inline constexpr std::uint32_t kNoFreeSlot = UINT32_MAX;
+
 // One cache line per block: a pool walk (free-queue pops, evictions) touches one line per block.
 struct alignas(64) Block {
   BlockId id = kNoBlock;
@@ -31,9 +34,9 @@ struct alignas(64) Block {
   // The group the block is cached for: the map key is (hash, group). 0 while uncached.
   KvCacheGroupId group = 0;
 
-  // Free-queue links, touched only by FreeBlockQueue: both non-null exactly while queued.
-  Block* prev_free = nullptr;
-  Block* next_free = nullptr;
+  // The block's slot in the FreeBlockQueue's ring, touched only by that class: kNoFreeSlot
+  // exactly while the block is not queued.
+  std::uint32_t free_slot = kNoFreeSlot;
 };
 
 static_assert(sizeof(Block) == 64, "a block's metadata must stay within one 64-byte cache line");

@@ -1,111 +1,166 @@
 #include "model/free_block_queue.h"
 
+#include <algorithm>
+#include <bit>
 #include <unordered_set>
+#include <utility>
 
 #include "model/util/check.h"
 
 namespace kv {
+namespace {
+
+// How many slots ahead of the head popleft_n prefetches: enough to cover a miss to memory.
+constexpr std::size_t kPrefetchAhead = 16;
+constexpr std::size_t kMinCapacity = 16;
+
+bool fail(std::string* why, const std::string& msg) {
+  *why = "free queue: " + msg;
+  return false;
+}
+
+std::string block_at(const Block* b, std::size_t slot) {
+  return "block " + std::to_string(b->id) + " at slot " + std::to_string(slot);
+}
+
+}  // namespace
 
 FreeBlockQueue::FreeBlockQueue(std::span<Block> blocks) {
-  head_.next_free = &tail_;
-  tail_.prev_free = &head_;
+  reserve_slots(blocks.size());
   for (Block& b : blocks) append(&b);
 }
 
-void FreeBlockQueue::link_after(Block* pos, Block* b) {
+void FreeBlockQueue::place(std::size_t slot, Block* b) {
   KV_CHECK(!contains(b), "block " << b->id << " is already in the free queue");
-  Block* next = pos->next_free;
-  b->prev_free = pos;
-  b->next_free = next;
-  pos->next_free = b;
-  next->prev_free = b;
+  slots_[slot] = b;
+  b->free_slot = static_cast<std::uint32_t>(slot);
   ++size_;
+}
+
+// Makes room for n more slots at either end.
+void FreeBlockQueue::reserve_slots(std::size_t n) {
+  if (used_ + n <= slots_.size()) return;
+  rebuild(std::bit_ceil(std::max(kMinCapacity, 2 * (size_ + n))));
+}
+
+// Moves the live blocks, in order, to the start of a fresh ring of `capacity` slots.
+void FreeBlockQueue::rebuild(std::size_t capacity) {
+  KV_CHECK(capacity < kNoFreeSlot, "free queue of " << capacity << " slots");
+  std::vector<Block*> next(capacity, nullptr);
+  std::size_t w = 0;
+  for (std::size_t i = 0; i < used_; ++i) {
+    Block* b = slots_[at(i)];
+    if (b == nullptr) continue;
+    b->free_slot = static_cast<std::uint32_t>(w);
+    next[w++] = b;
+  }
+  slots_.swap(next);
+  head_ = 0;
+  used_ = w;
+}
+
+// Drops the tombstones at both ends, so that the head and the tail are live.
+void FreeBlockQueue::trim() {
+  while (used_ > 0 && slots_[head_] == nullptr) {
+    head_ = (head_ + 1) & mask();
+    --used_;
+  }
+  while (used_ > 0 && slots_[at(used_ - 1)] == nullptr) --used_;
+}
+
+void FreeBlockQueue::compact_if_sparse() {
+  if (used_ - size_ > size_) rebuild(slots_.size());
 }
 
 Block* FreeBlockQueue::popleft() {
   if (empty()) return nullptr;
-  Block* b = head_.next_free;
+  Block* b = slots_[head_];
   remove(b);
   return b;
 }
 
 void FreeBlockQueue::popleft_n(std::size_t n, std::vector<Block*>& out) {
   KV_CHECK(n <= size_, "popping " << n << " blocks from a queue of " << size_);
-  if (n == 0) return;
-  Block* cur = head_.next_free;
-  for (std::size_t i = 0; i < n; ++i) {
-    Block* next = cur->next_free;
-    cur->prev_free = nullptr;
-    cur->next_free = nullptr;
-    out.push_back(cur);
-    cur = next;
+  out.reserve(out.size() + n);
+  for (std::size_t taken = 0; taken < n;) {
+    __builtin_prefetch(slots_[at(kPrefetchAhead)], 1);
+    Block* b = std::exchange(slots_[head_], nullptr);
+    head_ = (head_ + 1) & mask();
+    --used_;
+    if (b == nullptr) continue;  // a tombstone
+    b->free_slot = kNoFreeSlot;
+    out.push_back(b);
+    ++taken;
   }
-  head_.next_free = cur;
-  cur->prev_free = &head_;
   size_ -= n;
+  trim();
+  compact_if_sparse();
 }
 
 void FreeBlockQueue::remove(Block* b) {
   KV_CHECK(contains(b), "block " << b->id << " is not in the free queue");
-  b->prev_free->next_free = b->next_free;
-  b->next_free->prev_free = b->prev_free;
-  b->prev_free = nullptr;
-  b->next_free = nullptr;
+  slots_[b->free_slot] = nullptr;
+  b->free_slot = kNoFreeSlot;
   --size_;
+  trim();
+  compact_if_sparse();
 }
 
-void FreeBlockQueue::append(Block* b) { link_after(tail_.prev_free, b); }
+void FreeBlockQueue::append(Block* b) {
+  reserve_slots(1);
+  place(at(used_), b);
+  ++used_;
+}
 
 void FreeBlockQueue::append_n(std::span<Block* const> blocks) {
-  for (Block* b : blocks) link_after(tail_.prev_free, b);
+  reserve_slots(blocks.size());
+  for (Block* b : blocks) {
+    place(at(used_), b);
+    ++used_;
+  }
 }
 
 void FreeBlockQueue::prepend_n(std::span<Block* const> blocks) {
-  Block* pos = &head_;
-  for (Block* b : blocks) {
-    link_after(pos, b);
-    pos = b;
+  reserve_slots(blocks.size());
+  for (std::size_t i = blocks.size(); i-- > 0;) {
+    head_ = (head_ - 1) & mask();
+    ++used_;
+    place(head_, blocks[i]);
   }
 }
 
 std::vector<BlockId> FreeBlockQueue::ids() const {
   std::vector<BlockId> out;
   out.reserve(size_);
-  for (const Block* b = head_.next_free; b != &tail_; b = b->next_free) out.push_back(b->id);
+  for (std::size_t i = 0; i < used_; ++i) {
+    if (const Block* b = slots_[at(i)]) out.push_back(b->id);
+  }
   return out;
 }
 
 bool FreeBlockQueue::check(std::string* why) const {
+  if (!slots_.empty() && !std::has_single_bit(slots_.size())) return fail(why, "capacity is not a power of two");
+  if (used_ > slots_.size() || size_ > used_ || head_ >= std::max<std::size_t>(slots_.size(), 1)) {
+    return fail(why, "head, used slots, size and capacity disagree");
+  }
   std::unordered_set<const Block*> seen;
-  std::size_t n = 0;
-  const Block* prev = &head_;
-  for (const Block* b = head_.next_free; b != &tail_; b = b->next_free) {
-    if (b == nullptr) {
-      *why = "free queue: broken forward link after " + std::to_string(n) + " blocks";
-      return false;
+  for (std::size_t i = 0; i < slots_.size(); ++i) {
+    const std::size_t slot = at(i);
+    const Block* b = slots_[slot];
+    if (b == nullptr) continue;
+    if (i >= used_) return fail(why, block_at(b, slot) + " is outside the used slots");
+    if (b->free_slot != slot) {
+      return fail(why, block_at(b, slot) + " records slot " + std::to_string(b->free_slot));
     }
-    if (b->prev_free != prev) {
-      *why = "free queue: block " + std::to_string(b->id) + " has a wrong backward link";
-      return false;
-    }
-    if (!seen.insert(b).second) {
-      *why = "free queue: block " + std::to_string(b->id) + " appears twice";
-      return false;
-    }
-    if (++n > size_) {
-      *why = "free queue: walk exceeds size " + std::to_string(size_);
-      return false;
-    }
-    prev = b;
+    if (!seen.insert(b).second) return fail(why, "block " + std::to_string(b->id) + " is live twice");
   }
-  if (tail_.prev_free != prev) {
-    *why = "free queue: tail sentinel's backward link is wrong";
-    return false;
+  if (seen.size() != size_) {
+    return fail(why, "size " + std::to_string(size_) + " but " + std::to_string(seen.size()) + " live slots");
   }
-  if (n != size_) {
-    *why = "free queue: size " + std::to_string(size_) + " but walk found " + std::to_string(n);
-    return false;
+  if (used_ > 0 && (slots_[head_] == nullptr || slots_[at(used_ - 1)] == nullptr)) {
+    return fail(why, "a tombstone at the head or the tail");
   }
+  if (used_ - size_ > size_) return fail(why, "tombstones outnumber the live slots");
   return true;
 }
 

@@ -1,15 +1,20 @@
-// FreeBlockQueue: the doubly linked list of free blocks, in eviction order (head = next victim).
-// The links live inside the blocks (Block::prev_free/next_free) and only this class touches
-// them; two sentinel blocks owned by the queue remove every empty-list special case. Every
-// operation is O(1) per block, including removal from the middle (a prefix-cache hit on a free
-// block). The queue never owns the blocks it links.
+// FreeBlockQueue: the free blocks in eviction order (head = next victim), as a ring buffer of
+// block pointers with lazy deletion. Each queued block records its slot (Block::free_slot,
+// touched only by this class); removal from the middle (a prefix-cache hit on a free block)
+// clears that slot to a tombstone in O(1), and pops skip tombstones. The buffer is rebuilt
+// without tombstones when they outnumber the queued blocks, so every operation stays amortized
+// O(1) per block. Because the order is an array, popleft_n prefetches the blocks it is about to
+// return instead of chasing links. The queue never owns the blocks it lists.
 // Invariants (check()):
-//   1. Walking from the head reaches the tail sentinel after exactly size() blocks, and the
-//      backward links mirror the forward ones.
-//   2. A block is linked (both links non-null) exactly when it is in the queue; never twice.
+//   1. The ring holds used_ slots from head_ (capacity a power of two); every slot outside them
+//      is empty, and the first and last used slots are live when used_ > 0.
+//   2. Every live (non-null) slot's block records that slot; size() equals the number of live
+//      slots; no block is live twice. A block is queued (free_slot set) exactly when it is live.
+//   3. Tombstones (used_ - size()) never outnumber the live slots.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -20,15 +25,15 @@ namespace kv {
 
 class FreeBlockQueue {
  public:
-  // Links `blocks` in the given order.
+  // Queues `blocks` in the given order.
   explicit FreeBlockQueue(std::span<Block> blocks);
   FreeBlockQueue(const FreeBlockQueue&) = delete;
   FreeBlockQueue& operator=(const FreeBlockQueue&) = delete;
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  static bool contains(const Block* b) { return b->prev_free != nullptr; }
-  Block* front() const { return empty() ? nullptr : head_.next_free; }
+  static bool contains(const Block* b) { return b->free_slot != kNoFreeSlot; }
+  Block* front() const { return empty() ? nullptr : slots_[head_]; }
 
   Block* popleft();                                         // nullptr when empty
   void popleft_n(std::size_t n, std::vector<Block*>& out);  // requires n <= size()
@@ -42,11 +47,18 @@ class FreeBlockQueue {
   bool check(std::string* why) const;
 
  private:
-  void link_after(Block* pos, Block* b);
+  std::size_t mask() const { return slots_.size() - 1; }
+  std::size_t at(std::size_t offset) const { return (head_ + offset) & mask(); }
+  void place(std::size_t slot, Block* b);
+  void reserve_slots(std::size_t n);
+  void rebuild(std::size_t capacity);
+  void trim();
+  void compact_if_sparse();
 
-  Block head_;  // sentinel: head_.next_free is the first queued block
-  Block tail_;  // sentinel: tail_.prev_free is the last queued block
-  std::size_t size_ = 0;
+  std::vector<Block*> slots_;  // the ring; nullptr: empty or tombstone
+  std::size_t head_ = 0;       // slot of the head
+  std::size_t used_ = 0;       // slots from head_ in use, live or tombstones
+  std::size_t size_ = 0;       // live slots
 };
 
 }  // namespace kv

@@ -1,9 +1,11 @@
-// FreeBlockQueue: every operation checked at the level of the intrusive links.
+// FreeBlockQueue: every operation checked against the expected order, membership and check().
 #include "model/free_block_queue.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -13,10 +15,7 @@ namespace {
 class FreeBlockQueueTest : public ::testing::Test {
  protected:
   // Six blocks, ids 0..5, all queued in id order.
-  FreeBlockQueueTest() : blocks_(make_blocks(6)), queue_(blocks_) {
-    head_ = blocks_[0].prev_free;
-    tail_ = blocks_[5].next_free;
-  }
+  FreeBlockQueueTest() : blocks_(make_blocks(6)), queue_(blocks_) {}
 
   static std::vector<Block> make_blocks(int n) {
     std::vector<Block> blocks(static_cast<std::size_t>(n));
@@ -26,28 +25,15 @@ class FreeBlockQueueTest : public ::testing::Test {
 
   Block* b(int id) { return &blocks_[static_cast<std::size_t>(id)]; }
 
-  // Checks the links block by block, both ways, sentinels included, and the queue's own check.
-  void expect_links(const std::vector<int>& ids) {
+  // Checks the order, the size, every block's membership, the front and the queue's own check.
+  void expect_order(const std::vector<int>& ids) {
     EXPECT_EQ(queue_.ids(), std::vector<BlockId>(ids.begin(), ids.end()));
     EXPECT_EQ(queue_.size(), ids.size());
-    Block* prev = head_;
-    for (int id : ids) {
-      EXPECT_EQ(prev->next_free, b(id)) << "forward link into block " << id;
-      EXPECT_EQ(b(id)->prev_free, prev) << "backward link of block " << id;
-      EXPECT_TRUE(FreeBlockQueue::contains(b(id)));
-      prev = b(id);
-    }
-    EXPECT_EQ(prev->next_free, tail_);
-    EXPECT_EQ(tail_->prev_free, prev);
-    // The sentinels never link outward.
-    EXPECT_EQ(head_->prev_free, nullptr);
-    EXPECT_EQ(tail_->next_free, nullptr);
+    EXPECT_EQ(queue_.empty(), ids.empty());
     for (Block& blk : blocks_) {
       const bool listed = std::find(ids.begin(), ids.end(), blk.id) != ids.end();
-      if (!listed) {
-        EXPECT_EQ(blk.prev_free, nullptr) << "unqueued block " << blk.id;
-        EXPECT_EQ(blk.next_free, nullptr) << "unqueued block " << blk.id;
-      }
+      EXPECT_EQ(FreeBlockQueue::contains(&blk), listed) << "block " << blk.id;
+      if (!listed) EXPECT_EQ(blk.free_slot, kNoFreeSlot) << "unqueued block " << blk.id;
     }
     EXPECT_EQ(queue_.front(), ids.empty() ? nullptr : b(ids.front()));
     std::string why;
@@ -56,84 +42,78 @@ class FreeBlockQueueTest : public ::testing::Test {
 
   std::vector<Block> blocks_;
   FreeBlockQueue queue_;
-  Block* head_ = nullptr;  // the head sentinel
-  Block* tail_ = nullptr;  // the tail sentinel
 };
 
-TEST_F(FreeBlockQueueTest, StartsInIdOrderBetweenTwoSentinels) {
-  ASSERT_NE(head_, nullptr);
-  ASSERT_NE(tail_, nullptr);
-  EXPECT_NE(head_, tail_);
-  for (Block& blk : blocks_) {
-    EXPECT_NE(head_, &blk);
-    EXPECT_NE(tail_, &blk);
-  }
-  expect_links({0, 1, 2, 3, 4, 5});
+TEST_F(FreeBlockQueueTest, StartsInIdOrder) {
+  for (Block& blk : blocks_) EXPECT_NE(blk.free_slot, kNoFreeSlot) << "block " << blk.id;
+  expect_order({0, 1, 2, 3, 4, 5});
 }
 
-TEST_F(FreeBlockQueueTest, EmptyQueueLinksTheSentinelsToEachOther) {
+TEST_F(FreeBlockQueueTest, EmptyQueue) {
   std::vector<Block> none;
   FreeBlockQueue empty(none);
   EXPECT_TRUE(empty.empty());
   EXPECT_EQ(empty.front(), nullptr);
   EXPECT_EQ(empty.popleft(), nullptr);
   EXPECT_TRUE(empty.ids().empty());
+  std::vector<Block*> out;
+  empty.popleft_n(0, out);
+  EXPECT_TRUE(out.empty());
   std::string why;
   EXPECT_TRUE(empty.check(&why)) << why;
 }
 
 TEST_F(FreeBlockQueueTest, PopleftTakesTheHead) {
   EXPECT_EQ(queue_.popleft(), b(0));
-  expect_links({1, 2, 3, 4, 5});
+  expect_order({1, 2, 3, 4, 5});
   EXPECT_EQ(queue_.popleft(), b(1));
-  expect_links({2, 3, 4, 5});
+  expect_order({2, 3, 4, 5});
 }
 
 TEST_F(FreeBlockQueueTest, PopleftNTakesTheFirstNInOrder) {
   std::vector<Block*> out{b(5)};  // appended to, never cleared
   queue_.popleft_n(3, out);
   EXPECT_EQ(out, (std::vector<Block*>{b(5), b(0), b(1), b(2)}));
-  expect_links({3, 4, 5});
+  expect_order({3, 4, 5});
 
   out.clear();
   queue_.popleft_n(0, out);
   EXPECT_TRUE(out.empty());
-  expect_links({3, 4, 5});
+  expect_order({3, 4, 5});
 
   queue_.popleft_n(3, out);
   EXPECT_EQ(out, (std::vector<Block*>{b(3), b(4), b(5)}));
-  expect_links({});
-  EXPECT_EQ(head_->next_free, tail_);
+  expect_order({});
 }
 
 TEST_F(FreeBlockQueueTest, RemoveFromMiddleHeadAndTail) {
   queue_.remove(b(3));
-  expect_links({0, 1, 2, 4, 5});
+  expect_order({0, 1, 2, 4, 5});
   queue_.remove(b(0));
-  expect_links({1, 2, 4, 5});
+  expect_order({1, 2, 4, 5});
   queue_.remove(b(5));
-  expect_links({1, 2, 4});
+  expect_order({1, 2, 4});
   queue_.remove(b(2));
   queue_.remove(b(1));
   queue_.remove(b(4));
-  expect_links({});
+  expect_order({});
 }
 
 TEST_F(FreeBlockQueueTest, AppendGoesToTheTail) {
   Block* first = queue_.popleft();
   queue_.append(first);
-  expect_links({1, 2, 3, 4, 5, 0});
+  expect_order({1, 2, 3, 4, 5, 0});
 }
 
 TEST_F(FreeBlockQueueTest, AppendNKeepsTheGivenOrder) {
   std::vector<Block*> taken;
   queue_.popleft_n(4, taken);  // 0 1 2 3
-  expect_links({4, 5});
+  expect_order({4, 5});
   queue_.append(b(2));
-  expect_links({4, 5, 2});
+  expect_order({4, 5, 2});
   const std::vector<Block*> more{b(3), b(0), b(1)};
   queue_.append_n(more);
-  expect_links({4, 5, 2, 3, 0, 1});
+  expect_order({4, 5, 2, 3, 0, 1});
 }
 
 TEST_F(FreeBlockQueueTest, PrependNPutsTheFirstGivenBlockAtTheHead) {
@@ -141,54 +121,97 @@ TEST_F(FreeBlockQueueTest, PrependNPutsTheFirstGivenBlockAtTheHead) {
   queue_.popleft_n(3, taken);  // 0 1 2
   const std::vector<Block*> front{b(2), b(0), b(1)};
   queue_.prepend_n(front);
-  expect_links({2, 0, 1, 3, 4, 5});
+  expect_order({2, 0, 1, 3, 4, 5});
   // Into an empty queue, too.
   taken.clear();
   queue_.popleft_n(6, taken);
-  expect_links({});
+  expect_order({});
   const std::vector<Block*> again{b(4), b(5)};
   queue_.prepend_n(again);
-  expect_links({4, 5});
+  expect_order({4, 5});
 }
 
 TEST_F(FreeBlockQueueTest, RemovedBlockCanBeQueuedAgainAnywhere) {
   queue_.remove(b(2));
   queue_.append(b(2));
-  expect_links({0, 1, 3, 4, 5, 2});
+  expect_order({0, 1, 3, 4, 5, 2});
   queue_.remove(b(4));
   const std::vector<Block*> one{b(4)};
   queue_.prepend_n(one);
-  expect_links({4, 0, 1, 3, 5, 2});
+  expect_order({4, 0, 1, 3, 5, 2});
 }
 
-TEST_F(FreeBlockQueueTest, CheckCatchesAWrongBackwardLink) {
-  b(3)->prev_free = b(1);  // should be block 2
-  std::string why;
-  EXPECT_FALSE(queue_.check(&why));
-  EXPECT_EQ(why, "free queue: block 3 has a wrong backward link");
+TEST_F(FreeBlockQueueTest, RemovalsFromTheMiddleLeaveTombstonesThatPopsSkip) {
+  queue_.remove(b(1));
+  queue_.remove(b(3));
+  expect_order({0, 2, 4, 5});
+  std::vector<Block*> out;
+  queue_.popleft_n(3, out);
+  EXPECT_EQ(out, (std::vector<Block*>{b(0), b(2), b(4)}));
+  expect_order({5});
 }
 
-TEST_F(FreeBlockQueueTest, CheckCatchesABrokenForwardLink) {
-  b(2)->next_free = nullptr;
-  std::string why;
-  EXPECT_FALSE(queue_.check(&why));
-  EXPECT_EQ(why, "free queue: broken forward link after 3 blocks");
+// Every kind of operation, many times over a ring that wraps, grows and compacts, against a
+// plain vector.
+TEST(FreeBlockQueueRing, MatchesAVectorThroughWrapsGrowthAndCompaction) {
+  std::vector<Block> blocks(200);
+  for (int i = 0; i < 200; ++i) blocks[static_cast<std::size_t>(i)].id = i;
+  FreeBlockQueue queue(std::span<Block>(blocks).first(50));
+  std::vector<Block*> model;
+  for (int i = 0; i < 50; ++i) model.push_back(&blocks[static_cast<std::size_t>(i)]);
+  std::uint32_t rng = 12345;
+  auto next = [&rng](std::size_t bound) {
+    rng = rng * 1664525u + 1013904223u;
+    return static_cast<std::size_t>(rng >> 8) % bound;
+  };
+  for (int step = 0; step < 4000; ++step) {
+    std::vector<Block*> outside;
+    for (Block& blk : blocks) {
+      if (!FreeBlockQueue::contains(&blk)) outside.push_back(&blk);
+    }
+    const std::size_t op = next(4);
+    if (op == 0 && !model.empty()) {  // remove a random queued block
+      const std::size_t i = next(model.size());
+      queue.remove(model[i]);
+      model.erase(model.begin() + static_cast<std::ptrdiff_t>(i));
+    } else if (op == 1 && !model.empty()) {  // pop a few
+      const std::size_t n = next(std::min<std::size_t>(model.size(), 8) + 1);
+      std::vector<Block*> out;
+      queue.popleft_n(n, out);
+      ASSERT_EQ(out, std::vector<Block*>(model.begin(), model.begin() + static_cast<std::ptrdiff_t>(n)));
+      model.erase(model.begin(), model.begin() + static_cast<std::ptrdiff_t>(n));
+    } else if (!outside.empty()) {  // append or prepend a few
+      const std::size_t n = next(std::min<std::size_t>(outside.size(), 8)) + 1;
+      const std::span<Block* const> some(outside.data(), n);
+      if (op == 2) {
+        queue.append_n(some);
+        model.insert(model.end(), some.begin(), some.end());
+      } else {
+        queue.prepend_n(some);
+        model.insert(model.begin(), some.begin(), some.end());
+      }
+    }
+    std::vector<BlockId> want;
+    for (Block* blk : model) want.push_back(blk->id);
+    ASSERT_EQ(queue.ids(), want) << "step " << step;
+    ASSERT_EQ(queue.front(), model.empty() ? nullptr : model.front());
+    std::string why;
+    ASSERT_TRUE(queue.check(&why)) << "step " << step << ": " << why;
+  }
 }
 
-TEST_F(FreeBlockQueueTest, CheckCatchesAShortcutThatDropsBlocks) {
-  // 1 -> 4 both ways: blocks 2 and 3 fall out of the walk, the size no longer matches.
-  b(1)->next_free = b(4);
-  b(4)->prev_free = b(1);
+TEST_F(FreeBlockQueueTest, CheckCatchesABlockThatRecordsAnotherSlot) {
+  b(3)->free_slot = b(1)->free_slot;
   std::string why;
   EXPECT_FALSE(queue_.check(&why));
-  EXPECT_EQ(why, "free queue: size 6 but walk found 4");
+  EXPECT_EQ(why, "free queue: block 3 at slot 3 records slot 1");
 }
 
-TEST_F(FreeBlockQueueTest, CheckCatchesAWrongTailLink) {
-  tail_->prev_free = b(4);
+TEST_F(FreeBlockQueueTest, CheckCatchesABlockThatThinksItIsNotQueued) {
+  b(2)->free_slot = kNoFreeSlot;
   std::string why;
   EXPECT_FALSE(queue_.check(&why));
-  EXPECT_EQ(why, "free queue: tail sentinel's backward link is wrong");
+  EXPECT_EQ(why, "free queue: block 2 at slot 2 records slot " + std::to_string(kNoFreeSlot));
 }
 
 TEST_F(FreeBlockQueueTest, QueuingAQueuedBlockAborts) {
