@@ -10,8 +10,8 @@
 // the timed region, with manual timing in thread CPU time).
 //
 // Counters: prompt_tokens_per_s, hit_rate (hit tokens / queried tokens), block_bytes
-// (sizeof(Block): all the per-block state the pool keeps outside the hash map; the free queue is
-// intrusive), table_bytes_per_held_block (a live request's block-table entry) and
+// (sizeof(Block): all the per-block state the pool keeps outside the hash map besides the free
+// queue's ring of block pointers), table_bytes_per_held_block (a live request's block-table entry) and
 // index_bytes_per_block (the prefix-cache hash map, allocated once for the whole pool).
 // A short summary follows the benchmark table.
 //
@@ -266,7 +266,7 @@ void print_summary() {
   }
   const auto& any = g_summary.rbegin()->second;  // "one group, ..." (the hybrid has no index figure)
   std::printf(
-      "  metadata per block: %zu bytes (sizeof(Block), free-queue links included; "
+      "  metadata per block: %zu bytes (sizeof(Block), free-queue slot included; "
       "nothing else per block outside the hash map)\n"
       "  hash map: %.1f bytes per block (fixed, allocated with the pool); a live "
       "request's block table: %zu bytes per held block\n",

@@ -1,6 +1,6 @@
 // KeyedPolicy: the shared frame of the non-LRU eviction policies (lfu, slru, leaf-lru,
 // priority). Free blocks without a hash hold nothing a later request can hit, so they are
-// reused first, oldest release first, from an intrusive FreeBlockQueue. Every free block with
+// reused first, oldest release first, from a FreeBlockQueue. Every free block with
 // a hash carries a key (rank, stamp): the policy computes the rank when the block is released
 // (and may change it while the block stays free, keeping the stamp); the stamp is the release
 // clock, so ties in rank go to the least recently released block. The next victim is the
