@@ -33,7 +33,9 @@ class FreeBlockQueueTest : public ::testing::Test {
     for (Block& blk : blocks_) {
       const bool listed = std::find(ids.begin(), ids.end(), blk.id) != ids.end();
       EXPECT_EQ(FreeBlockQueue::contains(&blk), listed) << "block " << blk.id;
-      if (!listed) EXPECT_EQ(blk.free_slot, kNoFreeSlot) << "unqueued block " << blk.id;
+      if (!listed) {
+        EXPECT_EQ(blk.free_slot, kNoFreeSlot) << "unqueued block " << blk.id;
+      }
     }
     EXPECT_EQ(queue_.front(), ids.empty() ? nullptr : b(ids.front()));
     std::string why;
