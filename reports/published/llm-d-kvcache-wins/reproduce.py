@@ -43,18 +43,18 @@ the mean of the 16 stage figures (it reproduces the published summary from the p
 
 Deterministic: the same kvsim gives the same report bytes (wall times are not printed).
 """
-import argparse
 import bisect
 import csv
 import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.dirname(HERE))
+from published_common import arguments, load_published, pct_error, run  # noqa: E402
+
 CONFIG = os.path.join(HERE, "qwen3-32b-config.json")
 ENGINE = ["--model-config", CONFIG, "--tp", "2", "--gpu", "h100-sxm", "--kv-cache-tokens", "307328",
           "--block-size", "64", "--frontend", "vllm-v1", "--verify", "off", "--seed", "0"]
@@ -68,12 +68,6 @@ SCHEDULERS = [
 REPLICAS = 8
 SEED = 0
 
-
-def run(cmd):
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if done.returncode != 0:
-        sys.exit("failed: " + " ".join(cmd) + "\n" + done.stderr)
-    return done.stdout
 
 
 # --- the trace: the ladder as `kvsim gen shared-prefix --stages` -------------------------------
@@ -200,8 +194,6 @@ IMPLIED_FROM = ("3", "10")  # stages whose TTFT shows no backlog for the KV-awar
 KNEE_S = 5.0                # TTFT p90 that marks a stage as past the knee
 
 
-def err(sim, pub):
-    return 100.0 * (sim - pub) / pub
 
 
 def implied_output_len(published):
@@ -302,7 +294,7 @@ def summary_section(published, results, variants):
     for n in NAMES:
         for key in ("output_tok_s", "ttft_p90_s", "ttft_mean_s"):
             label, fmt = UNITS[key]
-            cells = " | ".join("%s | %+.1f%%" % (fmt % results[o][n].summary[key], err(results[o][n].summary[key],
+            cells = " | ".join("%s | %+.1f%%" % (fmt % results[o][n].summary[key], pct_error(results[o][n].summary[key],
                                                                                       pub[n][key])) for o in variants)
             L.append("| %s | %s | %s | %s |" % (n, label, fmt % pub[n][key], cells))
     L += ["", published["summary"]["note"], "",
@@ -331,7 +323,7 @@ def stage_sections(published, ladder, results, output_len):
               "|---:|" + "---:|---:|---:|" * len(NAMES)]
         for q in rates:
             L.append("| %s | %s |" % (q, " | ".join("%s | %s | %+.0f%%" % (
-                fmt % pub[q][n][key], fmt % results[n].stages[q][key], err(results[n].stages[q][key], pub[q][n][key]))
+                fmt % pub[q][n][key], fmt % results[n].stages[q][key], pct_error(results[n].stages[q][key], pub[q][n][key]))
                 for n in NAMES)))
         L.append("")
     L += ["### kvsim prefix-cache hit rate (tokens), %d output tokens" % output_len, "",
@@ -461,15 +453,13 @@ def report(published, ladder, results, kept, variants, implied):
     return "\n".join(L)
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kvsim", default=os.path.join(ROOT, "build", "default", "cli", "kvsim"))
-    ap.add_argument("--work", default="/tmp/kvsim-llm-d-kvcache-wins")
-    ap.add_argument("--out", default=os.path.join(HERE, "report.md"))
+def reuse_option(ap):
     ap.add_argument("--reuse", action="store_true", help="keep the run folders already in --work (report edits)")
-    args = ap.parse_args()
-    with open(os.path.join(HERE, "published.json")) as f:
-        published = json.load(f)
+
+
+def main():
+    args = arguments(__doc__, HERE, "/tmp/kvsim-llm-d-kvcache-wins", reuse_option)
+    published = load_published(HERE)
     os.makedirs(args.work, exist_ok=True)
     ladder = Ladder(published)
     implied = implied_output_len(published)

@@ -20,16 +20,16 @@ realised. TPOT and the speed-up over vanilla are then kvsim's predictions, compa
 
 Deterministic: the same kvsim gives the same report bytes.
 """
-import argparse
 import csv
 import json
 import os
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.dirname(HERE))
+from published_common import arguments, load_published, pct_error, run  # noqa: E402
+
 COMMON = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--dtype", "bf16", "--max-concurrency", "1",
           "--verify", "off", "--progress", "off", "--decision-log", "digest"]
 GEN = ["--num-prompts", "80", "--num-prefixes", "1", "--prefix-len", "0", "--suffix-len", "75",
@@ -37,12 +37,6 @@ GEN = ["--num-prompts", "80", "--num-prefixes", "1", "--prefix-len", "0", "--suf
 METHODS = [("eagle", "EAGLE-1"), ("eagle3", "EAGLE-3")]
 WITHIN = 20.0  # percent: the band the summary counts
 
-
-def run(cmd):
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if done.returncode != 0:
-        sys.exit("failed: " + " ".join(cmd) + "\n" + done.stderr)
-    return done.stdout
 
 
 def acceptance_length(r, k):
@@ -96,9 +90,6 @@ class Kvsim:
         with open(os.path.join(self.run_dir(method, k), "kernels.csv")) as f:
             return {r["kernel"]: (int(r["launches"]), int(r["total_ns"])) for r in csv.DictReader(f)}
 
-
-def pct_error(kvsim, published):
-    return 100.0 * (kvsim - published) / published
 
 
 def realised_al(result):
@@ -323,13 +314,8 @@ def report(k, published):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kvsim", default=os.path.join(ROOT, "build", "default", "cli", "kvsim"))
-    ap.add_argument("--work", default="/tmp/kvsim-vllm-eagle-spec")
-    ap.add_argument("--out", default=os.path.join(HERE, "report.md"))
-    args = ap.parse_args()
-    with open(os.path.join(HERE, "published.json")) as f:
-        published = json.load(f)
+    args = arguments(__doc__, HERE, "/tmp/kvsim-vllm-eagle-spec")
+    published = load_published(HERE)
     text = report(Kvsim(args.kvsim, args.work), published)
     with open(args.out, "w") as f:
         f.write(text)

@@ -29,17 +29,17 @@ TTFT), alternated until none moves. The caching-on rows are predictions.
 
 Deterministic: the same kvsim gives the same report bytes.
 """
-import argparse
 import csv
 import json
 import math
 import os
 import statistics
-import subprocess
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
+sys.path.insert(0, os.path.dirname(HERE))
+from published_common import arguments, load_published, pct_error, run  # noqa: E402
+
 COMMON = ["--model", "llama3-8b", "--dtype", "fp8", "--kv-cache-dtype", "bf16", "--verify", "off",
           "--progress", "off", "--decision-log", "digest", "--gpu", "l40s"]
 OFFLINE_GEN = ["--num-prompts", "200", "--num-prefixes", "1", "--prefix-len", "0", "--suffix-len", "369",
@@ -48,12 +48,6 @@ SERVING_GEN = ["--num-prompts", "500", "--num-prefixes", "1", "--prefix-len", "3
                "--repeat", "1", "--output-len", "150", "--prefix-rate", "0", "--seed", "0"]
 SERVING_LOAD = ["--request-rate", "8", "--seed", "0"]
 
-
-def run(cmd):
-    done = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if done.returncode != 0:
-        sys.exit("failed: " + " ".join(cmd) + "\n" + done.stderr)
-    return done.stdout
 
 
 def engine_args(published, workload):
@@ -199,9 +193,6 @@ def fit(k, published):
         p = Params(c, h, lat)
     return p
 
-
-def pct_error(kvsim, published):
-    return 100.0 * (kvsim - published) / published
 
 
 def table(rows):
@@ -464,13 +455,8 @@ def check_shipped_compute(k):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--kvsim", default=os.path.join(ROOT, "build", "default", "cli", "kvsim"))
-    ap.add_argument("--work", default="/tmp/kvsim-vllm-pr-9668")
-    ap.add_argument("--out", default=os.path.join(HERE, "report.md"))
-    args = ap.parse_args()
-    with open(os.path.join(HERE, "published.json")) as f:
-        published = json.load(f)
+    args = arguments(__doc__, HERE, "/tmp/kvsim-vllm-pr-9668")
+    published = load_published(HERE)
     k = Kvsim(args.kvsim, args.work, published)
     check_shipped_compute(k)
     p = fit(k, published)
