@@ -361,7 +361,11 @@ def fitted_error_section(k, published, p):
               "of %.2f ms against the published %.2f ms (%+.1f%%): one constant per request, not one that"
               % (r_on["mean_ttft_ms"], row_on["mean_ttft_ms"], pct_error(r_on["mean_ttft_ms"], row_on["mean_ttft_ms"])),
               "grows with the prompt tokens computed. kvsim cannot say what it is made of (HTTP, the",
-              "prototype's process hand-offs, the benchmark client): the PR published no breakdown.",
+              "prototype's process hand-offs, the benchmark client): the PR published no breakdown. One",
+              "public measurement bears on the client: `benchmark_serving.py` itself added about 40 ms to",
+              "the mean TTFT of 32 concurrent requests, against other clients on the same server",
+              "(github.com/tenstorrent/tt-inference-server issue 259, May 2025; another vLLM build and",
+              "host, so it is context here, not a preset).",
               "Caching off, mean TPOT is %+.1f%% at the fit and p99 TPOT %+.1f%%." % (
                   pct_error(r_off["mean_tpot_ms"], row_off["mean_tpot_ms"]),
                   pct_error(r_off["p99_tpot_ms"], row_off["p99_tpot_ms"])), ""]
