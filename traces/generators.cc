@@ -139,8 +139,9 @@ Status validate(const PrefixGenOptions& o) {
     return bad("--num-prompts",
                "times --repeat must be at most " + std::to_string(kMaxGeneratedRequests) + " requests");
   }
-  if (o.prefix_len < 0 || o.suffix_len < 0 || o.prefix_len + o.suffix_len <= 0 || o.prefix_len > kMaxPart ||
-      o.suffix_len > kMaxPart) {
+  // The bounds before the sum, which could overflow otherwise.
+  if (o.prefix_len < 0 || o.suffix_len < 0 || o.prefix_len > kMaxPart || o.suffix_len > kMaxPart ||
+      o.prefix_len + o.suffix_len <= 0) {
     return bad("--prefix-len and --suffix-len",
                "must be from 0 to " + std::to_string(kMaxPart) + " with a positive sum");
   }

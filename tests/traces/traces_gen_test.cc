@@ -264,6 +264,10 @@ TEST(GenOptions, OutOfRangeOptionsNameTheOption) {
   p = PrefixGenOptions();
   p.prefix_len = (1 << 20) + 1;
   EXPECT_FALSE(validate(p).ok());
+  p = PrefixGenOptions();  // the bounds hold before the sum is taken (it would overflow)
+  p.prefix_len = std::numeric_limits<int>::max();
+  p.suffix_len = 256;
+  EXPECT_EQ(validate(p).message().rfind("--prefix-len and --suffix-len:", 0), 0u);
 }
 
 TEST(GenSessions, ArrivalsBeyondTheFormatsLimitAreAnError) {
