@@ -49,7 +49,8 @@ struct CalibrateArgs {
 
 constexpr const char* kUsage =
     "kvsim calibrate PROFILE.csv --name NAME [options]\n"
-    "kvsim calibrate --synthesize OUT.csv --truth-preset-file TRUTH.gpu [options]\n\n"
+    "kvsim calibrate --synthesize OUT.csv --truth-preset-file TRUTH.gpu [options]\n"
+    "kvsim calibrate --serve-result RESULT.json --trace TRACE [replay options] (its own --help)\n\n"
     "Fits the simulator's roofline efficiencies (compute and bandwidth, in whole percent) to a\n"
     "per-kernel profile CSV (sim/profile_format.md) by least squares on relative errors, over all\n"
     "rows and per kernel class, and writes a GPU preset file (default presets/NAME.gpu) that\n"
@@ -164,6 +165,10 @@ int fit_preset(CalibrateArgs& a, const ModelShape& model_spec, const std::option
 }  // namespace
 
 int run_calibrate(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--serve-result" || arg.starts_with("--serve-result=")) return run_calibrate_serving(argc, argv);
+  }
   CalibrateArgs a;
   po::options_description opts(kUsage);
   add_calibrate_options(opts, a);

@@ -40,6 +40,7 @@ int run_grid_sweep(int argc, char** argv);  // kvsim sweep --vary ...
 int run_capacity(int argc, char** argv);
 int run_report(int argc, char** argv);
 int run_calibrate(int argc, char** argv);
+int run_calibrate_serving(int argc, char** argv);  // kvsim calibrate --serve-result ...
 int run_fuzz(int argc, char** argv);
 
 }  // namespace kv::cli

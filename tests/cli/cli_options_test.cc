@@ -110,6 +110,38 @@ TEST(CliNumberOptions, CalibrateNamesTheOption) {
   EXPECT_TRUE(has(r.err, "kvsim calibrate: --profile: /nonexistent/profile.csv")) << r.err;
 }
 
+TEST_F(CliOptionsTest, CalibrateFitsTheServingTermsToABenchResult) {
+  // A replay's own result.json is a vllm bench serve result: fitting to it from the same
+  // options reproduces every figure.
+  const std::string load = " --request-rate 20 --seed 3";
+  kv::test::KvsimRun r = run(replay_args() + load + " --out " + (dir_ / "run").string());
+  ASSERT_EQ(r.status, 0) << r.output();
+  const std::string fit_json = (dir_ / "fit.json").string();
+  r = run("calibrate --serve-result " + (dir_ / "run" / "result.json").string() + " --trace " + trace_ +
+          " --model tiny --num-blocks 64" + load + " --out " + fit_json);
+  ASSERT_EQ(r.status, 0) << r.output();
+  EXPECT_TRUE(has(r.out, "host time per step")) << r.out;
+  EXPECT_TRUE(has(r.out, "--frontend 0,0,0,0,")) << r.out;
+  EXPECT_TRUE(has(r.out, "mean_ttft_ms")) << r.out;
+  EXPECT_TRUE(has(read_file(fit_json), "\"fitted\"")) << read_file(fit_json);
+  r = run("calibrate --serve-result " + (dir_ / "run" / "result.json").string() + " --trace " + trace_ +
+          " --model tiny --num-blocks 64 --out " + fit_json);
+  EXPECT_EQ(r.status, 2);  // the fit's file exists
+  EXPECT_TRUE(has(r.err, "kvsim calibrate: --out: ")) << r.err;
+}
+
+TEST(CliNumberOptions, CalibrateServeResultErrorsNameTheirOption) {
+  kv::test::KvsimRun r = run("calibrate --serve-result /nonexistent/r.json --trace t.kvtrace");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.err, "kvsim calibrate: --serve-result: /nonexistent/r.json: cannot open")) << r.err;
+  r = run("calibrate --serve-result r.json");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.err, "kvsim calibrate: --trace is required")) << r.err;
+  r = run("calibrate --serve-result r.json --trace t.kvtrace --block-size 0");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_TRUE(has(r.err, "--block-size")) << r.err;
+}
+
 TEST(CliNumberOptions, IntegersOutOfTheirTypeAreRefusedByName) {
   kv::test::KvsimRun r = run("gen prefix --repeat 9223372036854775808 -o /nonexistent/x.kvtrace");
   EXPECT_EQ(r.status, 2);
