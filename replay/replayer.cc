@@ -1,7 +1,9 @@
 #include "replay/replayer.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <queue>
 
 #include "model/util/check.h"
 #include "traces/trace.h"
@@ -25,6 +27,12 @@ struct Replayer::Run {
   std::int64_t evictions_before = 0;
   FrontendLanes frontend;
   std::int64_t pending_frontend_us = 0;  // the front end's delay of `pending` (engine - client arrival)
+  // --max-concurrency through a front end (send_through_frontend): when the last tokens of
+  // finished requests reach the client (each holds a slot until then), the last send, and
+  // whether `pending` has been sent (its arrival is then the engine's).
+  std::priority_queue<std::int64_t, std::vector<std::int64_t>, std::greater<>> client_done_ns;
+  std::int64_t last_send_ns = 0;
+  bool pending_sent = false;
 
   std::int64_t pending_arrival_ns() const { return pending.arrival_time_us * 1000; }
 };
@@ -54,6 +62,10 @@ Status Replayer::pull_next(Run& r) {
   } else if (r.pending.arrival_time_us < r.last_arrival_us) {
     return Status::error("request " + r.pending.id + ": arrival time " + std::to_string(r.pending.arrival_time_us) +
                          " us is before the previous request's " + std::to_string(r.last_arrival_us));
+  } else if (options_.max_concurrency > 0 && options_.frontend.enabled()) {
+    r.last_arrival_us = r.pending.arrival_time_us;
+    r.pending_frontend_us = 0;  // sent, and passed through the front end, when a slot frees
+    r.pending_sent = false;
   } else {
     r.last_arrival_us = r.pending.arrival_time_us;
     // The engine sees it once the front end is done (rounded up to the microsecond).
@@ -74,10 +86,37 @@ void Replayer::request_done(Run& r, const RequestMetrics& m) {
   r.latency.add_request(m, options_.goodput);
 }
 
+// --max-concurrency with a front end: sends `pending` once the client has a free slot, at the
+// latest of its own arrival, the previous send (the client sends in order) and, when every
+// slot is held, the moment the first held one is released (a finished request's last token
+// reaching the client: no request still in the engine can release one earlier, since the
+// output lane delivers in order). The engine sees it after the request lane and the latency.
+// False when every slot is held by a request still in the engine.
+bool Replayer::send_through_frontend(Run& r) {
+  const std::int64_t wanted = std::max(r.pending_arrival_ns(), r.last_send_ns);
+  while (!r.client_done_ns.empty() && r.client_done_ns.top() <= wanted) r.client_done_ns.pop();
+  std::int64_t send_ns = wanted;
+  if (static_cast<std::int64_t>(r.live.size() + r.client_done_ns.size()) >= options_.max_concurrency) {
+    if (r.client_done_ns.empty()) return false;
+    send_ns = r.client_done_ns.top();
+    r.client_done_ns.pop();
+  }
+  r.last_send_ns = send_ns;
+  const std::int64_t engine_ns =
+      r.frontend.engine_arrival_ns(options_.frontend, send_ns, r.pending.num_prompt_tokens());
+  r.pending.arrival_time_us = (engine_ns + 999) / 1000;
+  r.pending_frontend_us = r.pending.arrival_time_us - send_ns / 1000;
+  r.pending_sent = true;
+  return true;
+}
+
 // Admits every arrival the clock has reached, in source order.
 Status Replayer::admit_arrivals(Run& r) {
   while (r.have_pending && r.pending_arrival_ns() <= r.now_ns) {
-    if (options_.max_concurrency > 0) {
+    if (options_.max_concurrency > 0 && options_.frontend.enabled()) {
+      if (!r.pending_sent && !send_through_frontend(r)) break;
+      if (r.pending_arrival_ns() > r.now_ns) break;  // on its way through the front end
+    } else if (options_.max_concurrency > 0) {
       if (static_cast<std::int64_t>(r.live.size()) >= options_.max_concurrency) break;
       r.pending.arrival_time_us = std::max(r.pending.arrival_time_us, r.now_ns / 1000);  // sent now
     }
@@ -202,6 +241,7 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
     r.sum.prompt_tokens += m.prompt_tokens;
     request_done(r, m);
     r.live.erase(it);
+    if (options_.max_concurrency > 0 && options_.frontend.enabled()) r.client_done_ns.push(client_ns);
     ++rec.finished;
   }
 }

@@ -57,7 +57,9 @@ struct ReplayOptions {
   // The serving front end (replay/frontend.h): the engine sees each request once the front end
   // has tokenized it, and the client sees each token once the front end has detokenized it.
   // Every figure of a request (RequestMetrics, ServingMetrics) is the client's; the clock and
-  // the decision log are the engine's. Not with max_concurrency (ReplayConfig refuses it).
+  // the decision log are the engine's. With max_concurrency the client is a closed loop: a
+  // request holds its slot until its last token reaches the client, and the next request is
+  // sent then (in source order), reaching the engine after the front end's request lane.
   FrontendModel frontend;
 };
 
@@ -108,6 +110,7 @@ class Replayer {
 
   Status pull_next(Run& r);
   Status admit_arrivals(Run& r);
+  bool send_through_frontend(Run& r);
   void request_done(Run& r, const RequestMetrics& m);
   Status no_progress(Run& r, const StepPlan& plan);
   void note_first_schedule(Run& r, const StepPlan& plan);

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "replay/replay_builder.h"
 
@@ -95,12 +97,74 @@ TEST(Frontend, ClientSeesItTheEngineOnlyLater) {
   EXPECT_GT(v1.serving.ttft_ms.mean, none.serving.ttft_ms.mean);
 }
 
-TEST(Frontend, RefusedWithMaxConcurrency) {
+struct ClosedLoopRun {
+  ReplaySummary summary;
+  std::vector<RequestMetrics> requests;
+};
+
+// A closed-loop client: every request wants to be sent at 0, at most `max_concurrency` in flight.
+ClosedLoopRun closed_loop(const std::string& frontend, const std::string& max_concurrency) {
   ReplayConfig c;
-  ASSERT_TRUE(set_option(c, "frontend", "vllm-v1").ok());
-  ASSERT_TRUE(set_option(c, "max-concurrency", "4").ok());
-  EXPECT_EQ(c.validate().message(),
-            "--frontend: cannot be combined with --max-concurrency (a held request's front-end time is not modelled)");
+  c.run.replay.keep_decision_text = false;
+  for (const auto& [name, value] : {std::pair<std::string, std::string>{"model", "llama3-8b"},
+                                    {"request-rate", "inf"},
+                                    {"limit", "24"},
+                                    {"max-concurrency", max_concurrency},
+                                    {"frontend", frontend}}) {
+    const Status s = set_option(c, name, value);
+    EXPECT_TRUE(s.ok()) << s.message();
+  }
+  EXPECT_TRUE(c.validate().ok()) << c.validate().message();
+  auto built = build_replay(c, "traces/data/sharegpt_sample.kvtrace");
+  EXPECT_TRUE(built.ok()) << built.status().message();
+  ClosedLoopRun out;
+  auto replayer = built->make_replayer(c);
+  replayer->on_request_done = [&](const RequestMetrics& m) { out.requests.push_back(m); };
+  auto summary = replayer->run();
+  EXPECT_TRUE(summary.ok()) << summary.status().message();
+  out.summary = *summary;
+  return out;
+}
+
+// The most requests the client has in flight at any send: sent at or before it, and their last
+// token not yet received.
+std::size_t most_in_flight(const std::vector<RequestMetrics>& requests) {
+  std::size_t most = 0;
+  for (const RequestMetrics& a : requests) {
+    std::size_t n = 0;
+    for (const RequestMetrics& b : requests) n += b.arrival_us <= a.arrival_us && a.arrival_us < b.finish_us;
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+TEST(Frontend, ClosedLoopLatencyDelaysEverySend) {
+  // One request at a time: each is sent when the previous one's last token arrives and reaches
+  // the engine its latency later, so the engine makes the same decisions, and each TTFT (timed
+  // from the send) and the run grow by the latency per request. Arrivals are whole
+  // microseconds: the engine sees each request up to 1 us later than send + latency.
+  const ClosedLoopRun none = closed_loop("none", "1");
+  const ClosedLoopRun late = closed_loop("0,0,0,0,7000000", "1");
+  EXPECT_EQ(late.summary.digest, none.summary.digest);
+  ASSERT_EQ(late.requests.size(), 24u);
+  EXPECT_NEAR(late.summary.serving.ttft_ms.mean, none.summary.serving.ttft_ms.mean + 7.0, 1e-3);
+  EXPECT_NEAR(late.summary.serving.tpot_ms.mean, none.summary.serving.tpot_ms.mean, 1e-3);
+  EXPECT_GE(late.summary.sim_time_us, none.summary.sim_time_us + 24 * 7000);
+  EXPECT_LE(late.summary.sim_time_us, none.summary.sim_time_us + 24 * 7000 + 24);
+  EXPECT_EQ(most_in_flight(late.requests), 1u);
+}
+
+TEST(Frontend, ClosedLoopSlotsAreHeldUntilTheClientHasTheLastToken) {
+  // 2 ms per step on the way back: a request's slot frees only when its last token reaches the
+  // client, so the client never has more than 4 in flight, and does reach 4.
+  for (const std::string& frontend : {std::string("0,0,0,2000000"), std::string("vllm-v1"), std::string("none")}) {
+    const ClosedLoopRun run = closed_loop(frontend, "4");
+    ASSERT_EQ(run.requests.size(), 24u) << frontend;
+    EXPECT_EQ(most_in_flight(run.requests), 4u) << frontend;
+  }
+  // The slow way back holds slots longer than the engine holds the requests: the run is longer.
+  EXPECT_GT(closed_loop("0,0,0,2000000", "4").summary.serving.duration_s,
+            closed_loop("none", "4").summary.serving.duration_s);
 }
 
 }  // namespace
