@@ -80,6 +80,23 @@ StatusOr<FittedTerm> bisect(const std::function<StatusOr<double>(std::int64_t)>&
   return FittedTerm{target - f_lo <= f_hi - target ? lo : hi, true};
 }
 
+// Fits `term` of `t` to `target_ms`, the mean of `metric`, with the other term held; `t` takes
+// the fitted value.
+StatusOr<FittedTerm> fit_term(FitRuns& runs, Terms& t, std::int64_t Terms::*term, LatencyStats ServingMetrics::*metric,
+                              double target_ms) {
+  auto fitted = bisect(
+      [&](std::int64_t ns) -> StatusOr<double> {
+        Terms trial = t;
+        trial.*term = ns;
+        auto m = runs.run(trial);
+        if (!m.ok()) return m.status();
+        return ((*m).*metric).mean;
+      },
+      target_ms);
+  if (fitted.ok()) t.*term = fitted->ns;
+  return fitted;
+}
+
 }  // namespace
 
 StatusOr<ServingFit> fit_serving(const ReplayConfig& config, const std::string& trace_path, double mean_ttft_ms,
@@ -92,26 +109,12 @@ StatusOr<ServingFit> fit_serving(const ReplayConfig& config, const std::string& 
   Terms t{runs.host_step_given(), runs.latency_given()};
   for (fit.rounds = 1; fit.rounds <= kMaxRounds; ++fit.rounds) {
     const Terms previous = t;
-    auto host = bisect(
-        [&](std::int64_t ns) -> StatusOr<double> {
-          auto m = runs.run({ns, t.latency_ns});
-          if (!m.ok()) return m.status();
-          return m->tpot_ms.mean;
-        },
-        mean_tpot_ms);
+    auto host = fit_term(runs, t, &Terms::host_step_ns, &ServingMetrics::tpot_ms, mean_tpot_ms);
     if (!host.ok()) return host.status();
-    fit.host_step = *host;
-    t.host_step_ns = host->ns;
-    auto latency = bisect(
-        [&](std::int64_t ns) -> StatusOr<double> {
-          auto m = runs.run({t.host_step_ns, ns});
-          if (!m.ok()) return m.status();
-          return m->ttft_ms.mean;
-        },
-        mean_ttft_ms);
+    auto latency = fit_term(runs, t, &Terms::latency_ns, &ServingMetrics::ttft_ms, mean_ttft_ms);
     if (!latency.ok()) return latency.status();
+    fit.host_step = *host;
     fit.latency = *latency;
-    t.latency_ns = latency->ns;
     if (std::llabs(t.host_step_ns - previous.host_step_ns) <= kResolutionNs &&
         std::llabs(t.latency_ns - previous.latency_ns) <= kResolutionNs) {
       break;
