@@ -32,7 +32,9 @@ const Command kCommands[] = {
     {"capacity", "the highest request rate that meets a latency SLO (bisection over full replays)",
      kv::cli::run_capacity},
     {"report", "Markdown and HTML report with plots from one or more run folders", kv::cli::run_report},
-    {"calibrate", "fit the simulator's cost model to a GPU kernel profile; save a GPU preset file",
+    {"calibrate",
+     "fit the cost model to a GPU kernel profile (a GPU preset file), or the host and front-end terms to a vllm bench "
+     "serve result",
      kv::cli::run_calibrate},
     {"fuzz", "run the stateful property tests for a time budget; prints a shrunk ops script on failure",
      kv::cli::run_fuzz},
