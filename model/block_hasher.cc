@@ -89,6 +89,30 @@ inline std::uint8_t* put_bytes(std::uint8_t* p, const std::uint8_t* data, std::s
 
 constexpr std::uint8_t kCborNull = 0xf6;
 
+// SHA-256 of buf[0, size) straight through OpenSSL's block function: the message is padded in
+// place (FIPS 180-4, 5.1.1: 0x80, zeros, the length in bits big-endian), so a ~100-byte block
+// message costs two block calls and no copy into a context (SHA256_Update and SHA256_Final
+// cost about 15% more on such messages).
+BlockHash sha256_in_place(std::vector<std::uint8_t>& buf, std::size_t size) {
+  const std::size_t padded = (size + 9 + 63) / 64 * 64;
+  if (buf.size() < padded) buf.resize(padded);
+  std::uint8_t* const p = buf.data();
+  p[size] = 0x80;
+  std::memset(p + size + 1, 0, padded - size - 9);
+  const std::uint64_t bits = __builtin_bswap64(static_cast<std::uint64_t>(size) * 8);
+  std::memcpy(p + padded - 8, &bits, sizeof bits);
+  SHA256_CTX ctx;
+  KV_CHECK(SHA256_Init(&ctx) == 1, "SHA-256 failed");
+  for (std::size_t off = 0; off < padded; off += 64) SHA256_Transform(&ctx, p + off);
+  BlockHash h;
+  for (std::size_t i = 0; i < 8; ++i) {
+    const std::uint32_t word = __builtin_bswap32(static_cast<std::uint32_t>(ctx.h[i]));
+    std::memcpy(h.bytes.data() + 4 * i, &word, sizeof word);
+  }
+  h.size = 32;
+  return h;
+}
+
 }  // namespace
 
 const char* to_string(HashAlgo algo) { return algo == HashAlgo::kSha256Cbor ? "sha256_cbor" : "xxhash_cbor"; }
@@ -185,6 +209,7 @@ BlockHash BlockHasher::hash_block(const BlockHash& parent, std::span<const Token
                                   const HashExtras& extras, std::int64_t block_start) const {
   thread_local std::vector<std::uint8_t> buf;
   const std::size_t size = encode_block(buf, parent, block_tokens, extras, block_start);
+  if (algo_ == HashAlgo::kSha256Cbor) return sha256_in_place(buf, size);
   return digest(buf.data(), size);
 }
 
