@@ -942,6 +942,9 @@ Status validate_across_parts(const ReplayConfig& c) {
     return bad(c.events.file.empty() ? "kv-events-zmq" : "kv-events",
                "needs --prefix-caching on (no block is cached without it)");
   }
+  if (c.run.replay.frontend.enabled() && c.run.replay.max_concurrency > 0 && !c.fleet.single_engine()) {
+    return bad("frontend", "with --max-concurrency needs one engine (the closed-loop client is one engine's)");
+  }
   if (Status s = validate_hybrid_groups(c); !s.ok()) return s;
   if (Status s = validate_tiers(c); !s.ok()) return s;
   if (c.scheduler.speculative.enabled() && c.device.kind != DeviceKind::kSim) {

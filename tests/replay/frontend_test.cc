@@ -138,6 +138,16 @@ std::size_t most_in_flight(const std::vector<RequestMetrics>& requests) {
   return most;
 }
 
+TEST(Frontend, ClosedLoopNeedsOneEngine) {
+  ReplayConfig c;
+  ASSERT_TRUE(set_option(c, "frontend", "vllm-v1").ok());
+  ASSERT_TRUE(set_option(c, "max-concurrency", "4").ok());
+  EXPECT_TRUE(c.validate().ok()) << c.validate().message();
+  ASSERT_TRUE(set_option(c, "replicas", "2").ok());
+  EXPECT_EQ(c.validate().message(),
+            "--frontend: with --max-concurrency needs one engine (the closed-loop client is one engine's)");
+}
+
 TEST(Frontend, ClosedLoopLatencyDelaysEverySend) {
   // One request at a time: each is sent when the previous one's last token arrives and reaches
   // the engine its latency later, so the engine makes the same decisions, and each TTFT (timed
