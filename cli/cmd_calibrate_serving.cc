@@ -6,6 +6,8 @@
 #include <cstdio>
 #include <iostream>
 #include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "cli/config_options.h"
@@ -50,6 +52,22 @@ std::string term_note(const replay::FittedTerm& t) {
   return t.ns == 0 ? "  (not reached: the replay is above the target with 0)" : "  (not reached: below it at 1 s)";
 }
 
+// One figure of the result beside the replay's, as given and as fitted.
+struct Compared {
+  std::string key;
+  double published, before, after;
+};
+
+// The figures the result and both replays have, in bench_result_keys() order.
+std::vector<Compared> compared(const replay::BenchResult& r, const replay::ServingFit& fit) {
+  std::vector<Compared> out;
+  for (const std::string& key : replay::bench_result_keys()) {
+    const auto before = replay::serving_figure(fit.before, key), after = replay::serving_figure(fit.after, key);
+    if (r.has(key) && before && after) out.push_back({key, r.figure(key), *before, *after});
+  }
+  return out;
+}
+
 void print_fit(const replay::BenchResult& r, const ServingArgs& a, const replay::ServingFit& fit) {
   std::cout << "kvsim calibrate: " << a.result << " against " << fit.after.completed << " requests of " << a.trace
             << " (" << fit.replays << " replays, " << fit.rounds << " rounds)\n";
@@ -58,12 +76,9 @@ void print_fit(const replay::BenchResult& r, const ServingArgs& a, const replay:
   std::printf("  latency per request    %12lld ns   --frontend %s%s\n", static_cast<long long>(fit.latency.ns),
               fit.frontend.c_str(), term_note(fit.latency).c_str());
   std::printf("  %-16s %11s %11s %9s %11s %9s\n", "figure", "published", "as given", "error", "fitted", "error");
-  for (const std::string& key : replay::bench_result_keys()) {
-    const auto before = replay::serving_figure(fit.before, key), after = replay::serving_figure(fit.after, key);
-    if (!r.has(key) || !before || !after) continue;
-    const double published = r.figure(key);
-    std::printf("  %-16s %11.2f %11.2f %9s %11.2f %9s\n", key.c_str(), published, *before,
-                error_pct(*before, published).c_str(), *after, error_pct(*after, published).c_str());
+  for (const Compared& c : compared(r, fit)) {
+    std::printf("  %-16s %11.2f %11.2f %9s %11.2f %9s\n", c.key.c_str(), c.published, c.before,
+                error_pct(c.before, c.published).c_str(), c.after, error_pct(c.after, c.published).c_str());
   }
   if (r.completed && *r.completed != static_cast<double>(fit.after.completed)) {
     std::printf("  note: the result completed %.0f requests, the replay %lld: is TRACE the benchmark's workload?\n",
@@ -81,10 +96,8 @@ std::string fit_json(const replay::BenchResult& r, const replay::ServingFit& fit
   j["latency_ns"] = fit.latency.ns;
   j["latency_reached"] = fit.latency.reached;
   j["replays"] = fit.replays;
-  for (const std::string& key : replay::bench_result_keys()) {
-    const auto before = replay::serving_figure(fit.before, key), after = replay::serving_figure(fit.after, key);
-    if (!r.has(key) || !before || !after) continue;
-    j["figures"][key] = {{"published", r.figure(key)}, {"as_given", *before}, {"fitted", *after}};
+  for (const Compared& c : compared(r, fit)) {
+    j["figures"][c.key] = {{"published", c.published}, {"as_given", c.before}, {"fitted", c.after}};
   }
   return j.dump(2) + "\n";
 }

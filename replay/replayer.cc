@@ -62,7 +62,7 @@ Status Replayer::pull_next(Run& r) {
   } else if (r.pending.arrival_time_us < r.last_arrival_us) {
     return Status::error("request " + r.pending.id + ": arrival time " + std::to_string(r.pending.arrival_time_us) +
                          " us is before the previous request's " + std::to_string(r.last_arrival_us));
-  } else if (options_.max_concurrency > 0 && options_.frontend.enabled()) {
+  } else if (closed_loop_frontend()) {
     r.last_arrival_us = r.pending.arrival_time_us;
     r.pending_frontend_us = 0;  // sent, and passed through the front end, when a slot frees
     r.pending_sent = false;
@@ -113,7 +113,7 @@ bool Replayer::send_through_frontend(Run& r) {
 // Admits every arrival the clock has reached, in source order.
 Status Replayer::admit_arrivals(Run& r) {
   while (r.have_pending && r.pending_arrival_ns() <= r.now_ns) {
-    if (options_.max_concurrency > 0 && options_.frontend.enabled()) {
+    if (closed_loop_frontend()) {
       if (!r.pending_sent && !send_through_frontend(r)) break;
       if (r.pending_arrival_ns() > r.now_ns) break;  // on its way through the front end
     } else if (options_.max_concurrency > 0) {
@@ -241,7 +241,7 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
     r.sum.prompt_tokens += m.prompt_tokens;
     request_done(r, m);
     r.live.erase(it);
-    if (options_.max_concurrency > 0 && options_.frontend.enabled()) r.client_done_ns.push(client_ns);
+    if (closed_loop_frontend()) r.client_done_ns.push(client_ns);
     ++rec.finished;
   }
 }

@@ -111,6 +111,8 @@ class Replayer {
   Status pull_next(Run& r);
   Status admit_arrivals(Run& r);
   bool send_through_frontend(Run& r);
+  // --max-concurrency through a front end: the client is a closed loop (send_through_frontend).
+  bool closed_loop_frontend() const { return options_.max_concurrency > 0 && options_.frontend.enabled(); }
   void request_done(Run& r, const RequestMetrics& m);
   Status no_progress(Run& r, const StepPlan& plan);
   void note_first_schedule(Run& r, const StepPlan& plan);

@@ -69,7 +69,6 @@ REPLICAS = 8
 SEED = 0
 
 
-
 # --- the trace: the ladder as `kvsim gen shared-prefix --stages` -------------------------------
 
 class Ladder:
@@ -192,8 +191,6 @@ NAMES = [s[0] for s in SCHEDULERS]
 AWARE, BLIND = ("precise-scheduling", "estimated-scheduling"), ("load-scheduling", "random-scheduling")
 IMPLIED_FROM = ("3", "10")  # stages whose TTFT shows no backlog for the KV-aware schedulers
 KNEE_S = 5.0                # TTFT p90 that marks a stage as past the knee
-
-
 
 
 def implied_output_len(published):

@@ -38,7 +38,6 @@ METHODS = [("eagle", "EAGLE-1"), ("eagle3", "EAGLE-3")]
 WITHIN = 20.0  # percent: the band the summary counts
 
 
-
 def acceptance_length(r, k):
     return sum(r ** i for i in range(k + 1))
 
@@ -89,7 +88,6 @@ class Kvsim:
     def kernels(self, method, k):
         with open(os.path.join(self.run_dir(method, k), "kernels.csv")) as f:
             return {r["kernel"]: (int(r["launches"]), int(r["total_ns"])) for r in csv.DictReader(f)}
-
 
 
 def realised_al(result):

@@ -40,14 +40,13 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from published_common import arguments, load_published, pct_error, run  # noqa: E402
 
-COMMON = ["--model", "llama3-8b", "--dtype", "fp8", "--kv-cache-dtype", "bf16", "--verify", "off",
-          "--progress", "off", "--decision-log", "digest", "--gpu", "l40s"]
+ENGINE = ["--model", "llama3-8b", "--dtype", "fp8", "--kv-cache-dtype", "bf16", "--verify", "off", "--gpu", "l40s"]
+COMMON = ENGINE + ["--progress", "off", "--decision-log", "digest"]  # a replay's outputs too
 OFFLINE_GEN = ["--num-prompts", "200", "--num-prefixes", "1", "--prefix-len", "0", "--suffix-len", "369",
                "--repeat", "2", "--output-len", "10", "--prefix-rate", "0", "--seed", "0"]
 SERVING_GEN = ["--num-prompts", "500", "--num-prefixes", "1", "--prefix-len", "330", "--suffix-len", "550",
                "--repeat", "1", "--output-len", "150", "--prefix-rate", "0", "--seed", "0"]
 SERVING_LOAD = ["--request-rate", "8", "--seed", "0"]
-
 
 
 def engine_args(published, workload):
@@ -192,7 +191,6 @@ def fit(k, published):
             break
         p = Params(c, h, lat)
     return p
-
 
 
 def table(rows):
@@ -406,17 +404,15 @@ def calibrate_serving(k, published):
     path = os.path.join(k.work, "serving-off-result.json")
     with open(path, "w") as f:
         json.dump(result, f)
-    pairs = list(zip(COMMON[::2], COMMON[1::2]))  # calibrate takes the replay's options, not its outputs
-    replay_args = [a for name, value in pairs if name not in ("--progress", "--decision-log") for a in (name, value)]
-    engine = SERVING_LOAD + engine_args(published, "serving")
+    serving = SERVING_LOAD + engine_args(published, "serving")
     fit_path = os.path.join(k.work, "serving-fit.json")
     run([k.binary, "calibrate", "--serve-result", path, "--trace", k.serving, "--out", fit_path, "--force",
-         "--prefix-caching", "off"] + replay_args + engine)
+         "--prefix-caching", "off"] + ENGINE + serving)
     with open(fit_path) as f:
         fitted = json.load(f)
     out = os.path.join(k.work, "run-serving-on-calibrated")
     run([k.binary, "replay", "--trace", k.serving, "--out", out, "--force", "--prefix-caching", "on",
-         "--host-overhead", fitted["host_overhead"], "--frontend", fitted["frontend"]] + COMMON + engine)
+         "--host-overhead", fitted["host_overhead"], "--frontend", fitted["frontend"]] + COMMON + serving)
     with open(os.path.join(out, "result.json")) as f:
         on = json.load(f)
     return fitted, on
