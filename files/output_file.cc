@@ -143,6 +143,9 @@ StatusOr<AtomicFile> AtomicFile::create(const std::string& path, bool overwrite)
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
   if (fs::is_directory(st)) return Status::error(path + " is a directory");
+  // A rename would put a regular file in place of a device, pipe or socket (/dev/null, say).
+  if (fs::exists(st) && !fs::is_regular_file(st))
+    return Status::error(path + " is not a regular file (only regular files are replaced)");
   if (fs::exists(st) && !overwrite) return Status::error(path + " exists (use --force to replace it)");
   const std::string temp = temporary_name(path);
   StatusOr<OutputFile> out = OutputFile::create(temp);

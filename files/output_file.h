@@ -12,6 +12,8 @@
 //   2. AtomicFile never truncates or removes PATH: before commit() returns ok, PATH holds its
 //      previous bytes (or does not exist); after, it holds exactly the bytes written.
 //   3. Without overwrite, commit() refuses (and never replaces) a PATH that appeared meanwhile.
+//      An existing PATH that is not a regular file (a device such as /dev/null, a pipe) is
+//      refused by create(), overwrite or not: a rename would replace it.
 //   4. An AtomicFile destroyed or abandoned without commit() removes its temporary file.
 // The process must ignore SIGXFSZ (kvsim's main does) so that a file-size limit makes writes
 // fail with EFBIG instead of killing the process.

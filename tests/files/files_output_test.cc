@@ -2,6 +2,7 @@
 // stages and swaps a folder in as a unit. Also model/sched/output_tokens.h (lazy outputs).
 #include <gtest/gtest.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <csignal>
@@ -55,6 +56,17 @@ TEST(AtomicFile, AppearsOnlyOnCommitAndKeepsTheOldFileUntilThen) {
   f->out().write("new bytes");
   ASSERT_TRUE(f->commit().ok());
   EXPECT_EQ(read(p), "new bytes");
+  EXPECT_EQ(entries(d), 1u);
+}
+
+TEST(AtomicFile, RefusesToReplaceWhatIsNotARegularFile) {
+  const fs::path d = scratch();
+  const fs::path p = d / "pipe";
+  ASSERT_EQ(::mkfifo(p.c_str(), 0600), 0);
+  StatusOr<AtomicFile> f = AtomicFile::create(p.string(), /*overwrite=*/true);
+  ASSERT_FALSE(f.ok());
+  EXPECT_NE(f.status().message().find("not a regular file"), std::string::npos) << f.status().message();
+  EXPECT_TRUE(fs::is_fifo(p));
   EXPECT_EQ(entries(d), 1u);
 }
 
