@@ -12,6 +12,8 @@
 #include "cli/commands.h"
 #include "cli/number_options.h"
 #include "files/output_file.h"
+#include "model/catalog/dtype.h"
+#include "model/util/format_number.h"
 #include "replay/held_out.h"
 #include "sim/calibration.h"
 #include "sim/hardware_specs.h"
@@ -40,7 +42,8 @@ std::string pct(double v) {
 
 // The command line of `kvsim calibrate`, with its defaults.
 struct CalibrateArgs {
-  std::string profile, name, base_gpu = "h100-sxm", model = "llama3-8b", out, synthesize, truth_file, held_out;
+  std::string profile, name, base_gpu = "h100-sxm", model = "llama3-8b", dtype = "bf16", out, synthesize, truth_file,
+                             held_out;
   double noise_sigma = 0.03, step_noise_sigma = 0.02;
   std::uint64_t seed = 1;
   std::int64_t held_out_limit = 300;
@@ -67,8 +70,10 @@ void add_calibrate_options(po::options_description& opts, CalibrateArgs& a) {
                                                                po::value(&a.base_gpu)->default_value(a.base_gpu),
                                                                "built-in preset whose peaks and overheads are kept")(
       "model", po::value(&a.model)->default_value(a.model), "model preset the profile was measured with")(
-      "out", po::value(&a.out), "preset file to write (default: presets/NAME.gpu)")("force", po::bool_switch(&a.force),
-                                                                                    "replace an existing output file")(
+      "dtype", po::value(&a.dtype)->default_value(a.dtype),
+      "format of the model's linear-layer weights in the profile (bf16, fp16, fp8, fp4); fp8 GEMMs are fitted to the "
+      "preset's gemm_fp8_* efficiencies")("out", po::value(&a.out), "preset file to write (default: presets/NAME.gpu)")(
+      "force", po::bool_switch(&a.force), "replace an existing output file")(
       "synthesize", po::value(&a.synthesize), "write a synthetic profile CSV to this file instead of fitting")(
       "truth-preset-file", po::value(&a.truth_file), "the known preset of --synthesize and --held-out-trace")(
       "noise-sigma", bounded("noise-sigma", &a.noise_sigma, 0.0, kMaxSigma),
@@ -98,8 +103,8 @@ int write_synthetic(const CalibrateArgs& a, const ModelShape& model_spec, const 
 
 // The fit's table: efficiencies and errors over all rows, per class, and of the base preset.
 void print_fit(const CalibrateArgs& a, const sim::Calibration& cal, std::size_t num_rows) {
-  std::cout << "kvsim calibrate: " << a.profile << " (" << num_rows << " rows), model " << a.model << ", base "
-            << a.base_gpu << "\n";
+  std::cout << "kvsim calibrate: " << a.profile << " (" << num_rows << " rows), model " << a.model
+            << (a.dtype == "bf16" ? "" : " (" + a.dtype + " weights)") << ", base " << a.base_gpu << "\n";
   std::printf("  %-12s %6s %9s %10s %11s %9s %9s %9s\n", "scope", "rows", "compute", "bandwidth", "latency ns",
               "median", "p90", "max");
   auto line = [](const sim::EfficiencyFit& f) {
@@ -141,7 +146,39 @@ int check_held_out(const CalibrateArgs& a, const ModelShape& model_spec, const s
   return 0;
 }
 
-// The fit of PROFILE.csv, written as a preset file, then the held-out check if asked for.
+// The profile's decode_step rows against the fitted and the base preset, row by row.
+// Columns: the fitted preset, the base preset, and the profile's own kernel times summed (what
+// the step costs beyond its kernels measured one by one: gaps in the graph, other launches).
+void print_step_check(const CalibrateArgs& a, const std::vector<sim::StepRow>& rows, const ModelShape& model,
+                      const sim::GpuSpec& fitted, const sim::GpuSpec& base, const sim::ProfileTable& profile) {
+  const sim::StepCheck checks[] = {sim::check_decode_steps(rows, model, fitted),
+                                   sim::check_decode_steps(rows, model, base),
+                                   sim::check_decode_steps(rows, model, fitted, &profile)};
+  const std::string names[] = {a.name, a.base_gpu, "kernels"};
+  std::cout << "  decode steps (" << rows.size() << " decode_step rows, one CUDA graph each, GPU time in us;\n"
+            << "  kernels: the profile's kernel times summed):\n";
+  std::printf("    %6s %9s %10s", "seqs", "context", "measured");
+  for (const std::string& n : names) std::printf(" %12s %8s", n.c_str(), "error");
+  std::printf("\n");
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const double m = static_cast<double>(rows[i].time_ns);
+    std::printf("    %6lld %9lld %10.1f", static_cast<long long>(rows[i].num_seqs),
+                static_cast<long long>(rows[i].context_tokens), m / 1e3);
+    for (const sim::StepCheck& c : checks) {
+      const double p = static_cast<double>(c.predicted_ns[i]);
+      const std::string err = m > 0 ? format_number("%+.1f%%", 100 * (p / m - 1)) : std::string("-");
+      std::printf(" %12.1f %8s", p / 1e3, err.c_str());
+    }
+    std::printf("\n");
+  }
+  for (std::size_t k = 0; k < std::size(checks); ++k) {
+    std::printf("    %-12s median %8s  p90 %8s  max %8s\n", names[k].c_str(), pct(checks[k].median_ape).c_str(),
+                pct(checks[k].p90_ape).c_str(), pct(checks[k].max_ape).c_str());
+  }
+}
+
+// The fit of PROFILE.csv, written as a preset file, then the held-out checks: the profile's
+// decode_step rows, and a trace if asked for.
 int fit_preset(CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth) {
   if (a.profile.empty()) return usage_error(kCommand, "--profile: give a profile CSV (kvsim calibrate --help)");
   if (a.name.empty()) return usage_error(kCommand, "--name is required");
@@ -151,6 +188,8 @@ int fit_preset(CalibrateArgs& a, const ModelShape& model_spec, const std::option
   if (!rows.ok()) return usage_error(kCommand, "--profile: " + rows.status().message());
   auto host_rows = sim::read_host_rows(a.profile);
   if (!host_rows.ok()) return usage_error(kCommand, "--profile: " + host_rows.status().message());
+  auto table = sim::ProfileTable::load(a.profile);
+  if (!table.ok()) return usage_error(kCommand, "--profile: " + table.status().message());
   auto cal = sim::calibrate(*rows, model_spec, *base, a.name, *host_rows);
   if (!cal.ok()) return usage_error(kCommand, "--profile: " + cal.status().message());
   if (a.out.empty()) a.out = "presets/" + a.name + ".gpu";
@@ -158,6 +197,7 @@ int fit_preset(CalibrateArgs& a, const ModelShape& model_spec, const std::option
   if (Status s = write_new(a.out, sim::calibration_preset_text(*cal, a.profile), a.force); !s.ok())
     return usage_error(kCommand, "--out: " + s.message());
   std::cout << "  wrote preset '" << a.name << "' to " << a.out << "\n";
+  if (!table->step_rows().empty()) print_step_check(a, table->step_rows(), model_spec, cal->spec, *base, *table);
   if (!a.held_out.empty()) return check_held_out(a, model_spec, truth, *cal, *base);
   return 0;
 }
@@ -178,6 +218,9 @@ int run_calibrate(int argc, char** argv) {
   if (!parse_options(argc, argv, opts, &pos, vm)) return 0;  // --help
   auto model_spec = find_model_shape(a.model);
   if (!model_spec.ok()) return usage_error(kCommand, "--model: " + model_spec.status().message());
+  auto dtype = parse_dtype(a.dtype);
+  if (!dtype.ok()) return usage_error(kCommand, "--dtype: " + dtype.status().message());
+  model_spec->dtype = *dtype;
   std::optional<sim::GpuSpec> truth;
   if (!a.truth_file.empty()) {
     auto t = sim::load_gpu_spec_file(a.truth_file);

@@ -3,7 +3,8 @@
 // Properties: the parser never crashes; a profile it accepts prints back (all_rows) to a CSV
 // that parses to the same rows; the cost model prices steps of every size with it (no abort in
 // the step DAG, durations >= 0); calibrate() on its rows returns a preset or an error, and a
-// fitted preset prices the same steps.
+// fitted preset prices the same steps; its decode_step rows are priced, one time each, never
+// negative.
 #include <string>
 #include <vector>
 
@@ -37,6 +38,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const kv::ModelShape model = kv::find_model_shape("llama3-8b").value();
   static const GpuSpec gpu = find_gpu_spec("h100-sxm").value();
   kv::fuzz::price_steps(model, gpu, &*table);
+  const std::vector<StepRow>& steps = table->step_rows();
+  if (steps.size() <= 64) {  // decode_step rows: priced by the preset and by the profile, never negative
+    for (const StepCheck& c : {check_decode_steps(steps, model, gpu), check_decode_steps(steps, model, gpu, &*table)}) {
+      FUZZ_CHECK(c.predicted_ns.size() == steps.size(), "one prediction per decode_step row");
+      for (std::int64_t ns : c.predicted_ns) FUZZ_CHECK(ns >= 0, "a negative decode-step time");
+    }
+  }
   if (rows.empty() || rows.size() > 512) return 0;  // calibrate's fit is slower per row
   auto fit = calibrate(rows, model, gpu, "fuzz-fit");
   if (fit.ok()) kv::fuzz::price_steps(model, fit->spec);

@@ -79,10 +79,14 @@ void fill_errors(EfficiencyFit& f, const std::vector<const RowWork*>& rows) {
   f.max_ape = e.empty() ? 0 : e.back();
 }
 
-// The loss (sum of squared relative errors) at (c, b), and with `latency` the fixed time L >= 0
-// that minimizes it: with a = 1 / measured and r = roofline / measured - 1 per row, the loss
-// sum (L a + r)^2 is least at L = -sum(a r) / sum(a a), clamped at 0 (exact least squares).
-double loss_at(const std::vector<const RowWork*>& rows, int c, int b, bool latency, double* fixed_ns) {
+// A fixed time per launch that fit() and loss_at() choose themselves.
+constexpr double kFittedLatency = -1;
+
+// The loss (sum of squared relative errors) at (c, b) with the fixed time L: `fixed` where
+// >= 0, else (kFittedLatency) the L >= 0 that minimizes it. With a = 1 / measured and r = roofline / measured - 1
+// per row, the loss sum (L a + r)^2 is least at L = -sum(a r) / sum(a a), clamped at 0 (exact
+// least squares).
+double loss_at(const std::vector<const RowWork*>& rows, int c, int b, double fixed, double* fixed_ns) {
   double s_ar = 0, s_aa = 0, s_rr = 0;
   for (const RowWork* w : rows) {
     const double a = 1 / w->measured_ns, r = roofline_ns(*w, c, b) * a - 1;
@@ -90,7 +94,7 @@ double loss_at(const std::vector<const RowWork*>& rows, int c, int b, bool laten
     s_aa += a * a;
     s_rr += r * r;
   }
-  const double l = latency && s_aa > 0 ? std::max(0.0, -s_ar / s_aa) : 0.0;
+  const double l = fixed >= 0 ? fixed : s_aa > 0 ? std::max(0.0, -s_ar / s_aa) : 0.0;
   *fixed_ns = l;
   return l * l * s_aa + 2 * l * s_ar + s_rr;
 }
@@ -111,15 +115,16 @@ void keep_unidentified(EfficiencyFit& best, const std::vector<const RowWork*>& r
   }
 }
 
+// The efficiencies (and, with kFittedLatency, the fixed time per launch) that fit `rows` best.
 EfficiencyFit fit(const std::string& scope, const std::vector<const RowWork*>& rows, const RooflineTerms& base,
-                  bool latency) {
+                  double fixed_latency) {
   EfficiencyFit best;
   best.scope = scope;
   double best_loss = INFINITY;
   for (int c = 1; c <= 100; ++c) {
     for (int b = 1; b <= 100; ++b) {
       double fixed_ns = 0;
-      const double loss = loss_at(rows, c, b, latency, &fixed_ns);
+      const double loss = loss_at(rows, c, b, fixed_latency, &fixed_ns);
       // Ties (a factor no row is bound by) go to the larger efficiency.
       if (loss <= best_loss * (1 + 1e-12)) {
         best_loss = loss;
@@ -169,13 +174,19 @@ std::array<double, 3> solve_host(const std::vector<HostRow>& rows, std::array<bo
   return x;
 }
 
-void set_class_terms(GpuSpec& g, KernelClass cls, const EfficiencyFit& f) {
+// GEMMs with fp8 weights set only their own efficiencies (their latency is the gemm class's).
+void set_class_terms(GpuSpec& g, KernelClass cls, bool fp8_weights, const EfficiencyFit& f) {
+  if (cls == KernelClass::kGemm && fp8_weights) {
+    g.gemm_fp8_compute_efficiency_pct = f.compute_pct;
+    g.gemm_fp8_bandwidth_efficiency_pct = f.bandwidth_pct;
+    return;
+  }
   switch (cls) {
     case KernelClass::kGemm:
       g.gemm_compute_efficiency_pct = f.compute_pct;
       g.gemm_bandwidth_efficiency_pct = f.bandwidth_pct;
       g.gemm_latency_ns = f.latency_ns;
-      g.gemm_fp8_compute_efficiency_pct = g.gemm_fp8_bandwidth_efficiency_pct = 0;  // the fit covers them
+      g.gemm_fp8_compute_efficiency_pct = g.gemm_fp8_bandwidth_efficiency_pct = 0;  // 16-bit rows: the fit covers them
       break;
     case KernelClass::kAttention:
       g.attention_compute_efficiency_pct = f.compute_pct;
@@ -258,6 +269,38 @@ StatusOr<std::vector<HostRow>> read_host_rows(const std::string& path) {
   return table->host_rows();
 }
 
+StepCheck check_decode_steps(const std::vector<StepRow>& rows, const ModelShape& model, const GpuSpec& spec,
+                             const ProfileTable* profile) {
+  CudaGraphConfig graphs;
+  graphs.mode = CudaGraphMode::kFullDecodeOnly;
+  CostModel cost(model, spec, graphs, profile);
+  StepCheck check;
+  std::vector<double> errors;
+  for (const StepRow& r : rows) {
+    StepShape shape;
+    shape.num_tokens = shape.num_seqs = shape.num_sampled = r.num_seqs;
+    shape.kv_tokens_read = shape.attended_pairs = r.context_tokens;
+    shape.uniform_decode = true;
+    const StepCost c = cost.cost(shape);
+    // The nodes of the forward, from the first norm to the final one, then lm_head's kernel
+    // without the eager launch the cost model gives it (the rows' lm_head runs in the graph).
+    std::int64_t cycles = 0;
+    for (int n = static_cast<int>(StepNode::kInputNorm); n <= static_cast<int>(StepNode::kFinalNorm); ++n)
+      cycles += c.node_cycles[static_cast<std::size_t>(n)];
+    cycles += cost.kernel_cycles(Kernel::kLmHead, {r.num_seqs, r.num_seqs, 0}, 0);
+    const std::int64_t ns = cost.cycles_to_ns(cycles);
+    check.predicted_ns.push_back(ns);
+    if (r.time_ns > 0) errors.push_back(std::fabs(static_cast<double>(ns) / static_cast<double>(r.time_ns) - 1));
+  }
+  std::sort(errors.begin(), errors.end());
+  if (!errors.empty()) {
+    check.median_ape = percentile_of_sorted(errors, 50);
+    check.p90_ape = percentile_of_sorted(errors, 90);
+    check.max_ape = errors.back();
+  }
+  return check;
+}
+
 StatusOr<std::vector<ProfileRow>> read_profile(const std::string& path) {
   auto table = ProfileTable::load(path);
   if (!table.ok()) return table.status();
@@ -275,20 +318,26 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const Model
   c.base = base.name;
   std::vector<const RowWork*> all;
   for (const RowWork& w : work) all.push_back(&w);
-  c.all = fit("all", all, {base.compute_efficiency_pct, base.bandwidth_efficiency_pct, 0}, false);
+  c.all = fit("all", all, {base.compute_efficiency_pct, base.bandwidth_efficiency_pct, 0}, 0.0);
   c.spec = base;
   c.spec.name = name;
   c.spec.compute_efficiency_pct = c.all.compute_pct;
   c.spec.bandwidth_efficiency_pct = c.all.bandwidth_pct;
+  // Per class, and GEMMs with fp8 weights apart (fitted at the gemm class's fixed time) after
+  // the 16-bit ones, so that a 16-bit fit, which clears the fp8 terms, cannot undo theirs.
   for (int k = 0; k < kNumKernelClasses; ++k) {
     const auto cls = static_cast<KernelClass>(k);
-    std::vector<const RowWork*> sub;
-    for (const RowWork& w : work) {
-      if (w.cls == cls) sub.push_back(&w);
+    for (bool fp8 : {false, true}) {
+      std::vector<const RowWork*> sub;
+      for (const RowWork& w : work) {
+        if (w.cls == cls && w.fp8_weights == fp8) sub.push_back(&w);
+      }
+      if (sub.empty()) continue;  // the class keeps the global terms
+      const std::string scope = std::string(kernel_class_name(cls)) + (fp8 ? "_fp8" : "");
+      const double latency = fp8 ? static_cast<double>(c.spec.terms_for(cls).latency_ns) : kFittedLatency;
+      c.classes.push_back(fit(scope, sub, base.terms_for(cls, fp8), latency));
+      set_class_terms(c.spec, cls, fp8, c.classes.back());
     }
-    if (sub.empty()) continue;  // the class keeps the global terms
-    c.classes.push_back(fit(std::string(kernel_class_name(cls)), sub, base.terms_for(cls), true));
-    set_class_terms(c.spec, cls, c.classes.back());
   }
   c.base_errors = base_errors(base, work);
   if (!host_rows.empty()) {

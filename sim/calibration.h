@@ -11,6 +11,9 @@
 // compute_efficiency_pct / bandwidth_efficiency_pct), and per kernel class (sim/kernel_class.h:
 // gemm, attention, elementwise; the same classification the cost model prices with) its own
 // (c, b, L): 2 + 3 x 3 = 11 numbers, plus the 3 host terms when the profile has host_step rows.
+// GEMMs with fp8 weights (a model whose dtype is fp8 on a GPU with fp8 tensor cores) are fitted
+// apart, scope "gemm_fp8", to the preset's gemm_fp8_* efficiencies, at the gemm class's fixed
+// time (the preset has one latency per class).
 // A class without rows keeps the global terms (its keys are absent from the preset). A factor
 // that no row of its scope is bound by cannot be identified: it keeps the base preset's value.
 // Rows under 100 ns (below CUDA-event resolution) are left out of the fit.
@@ -73,6 +76,17 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const Model
                                 const std::string& name, const std::vector<HostRow>& host_rows = {});
 // The host_step rows of a profile file.
 StatusOr<std::vector<HostRow>> read_host_rows(const std::string& path);
+
+// Whole decode steps (decode_step rows) priced by `spec`: each row's GPU time of the forward and
+// lm_head of a uniform decode step under a FULL_DECODE_ONLY CUDA graph (no host work, copies or
+// launches, which the rows do not measure), against the measured time.
+struct StepCheck {
+  std::vector<std::int64_t> predicted_ns;  // per row, in row order
+  double median_ape = 0, p90_ape = 0, max_ape = 0;
+};
+// With `profile`, its measured kernel times price the kernels it has (the roofline the rest).
+StepCheck check_decode_steps(const std::vector<StepRow>& rows, const ModelShape& model, const GpuSpec& spec,
+                             const ProfileTable* profile = nullptr);
 
 // The preset file: the fitted GpuSpec (global pair and per-class keys), with the fit's errors
 // as comments.

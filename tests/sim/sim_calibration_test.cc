@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
+#include "sim/cost_model.h"
 #include "sim/hardware_specs.h"
 #include "sim/kernel_class.h"
 #include "sim/profile_table.h"
@@ -33,9 +35,9 @@ GpuSpec per_class_truth() {
   return t;
 }
 
-// The rows of a synthetic profile of `truth`.
-std::vector<ProfileRow> synthetic_rows(const GpuSpec& truth, double sigma) {
-  auto table = ProfileTable::parse("synthetic.csv", synthetic_profile_csv(llama(), truth, sigma, 11));
+// The rows of a synthetic profile of `truth` running `model`.
+std::vector<ProfileRow> synthetic_rows(const GpuSpec& truth, double sigma, const ModelShape& model = llama()) {
+  auto table = ProfileTable::parse("synthetic.csv", synthetic_profile_csv(model, truth, sigma, 11));
   EXPECT_TRUE(table.ok()) << table.status().message();
   return table->all_rows();
 }
@@ -83,6 +85,63 @@ TEST(PerClassCalibration, NoisyProfileIsFittedBackClosely) {
   EXPECT_NEAR(static_cast<double>(cal->spec.attention_latency_ns), 35'000, 2'000);
   EXPECT_NEAR(static_cast<double>(cal->spec.elementwise_latency_ns), 4'000, 400);
   EXPECT_LT(class_fit(*cal, KernelClass::kAttention).median_ape, 0.04);
+}
+
+TEST(PerClassCalibration, Fp8WeightsAreFittedToTheirOwnTermsAndKeepThe16BitOnes) {
+  GpuSpec truth = per_class_truth();
+  truth.gemm_fp8_compute_efficiency_pct = 63;
+  truth.gemm_fp8_bandwidth_efficiency_pct = 71;
+  ModelShape fp8 = llama();
+  fp8.dtype = DType::kFp8;  // lm_head stays 16-bit: the gemm class gets rows of both kinds
+  auto cal = calibrate(synthetic_rows(truth, 0.0, fp8), fp8, *find_gpu_spec("h200"), "fitted");
+  ASSERT_TRUE(cal.ok()) << cal.status().message();
+  const EfficiencyFit* fp8_fit = nullptr;
+  for (const EfficiencyFit& f : cal->classes) {
+    if (f.scope == "gemm_fp8") fp8_fit = &f;
+  }
+  ASSERT_NE(fp8_fit, nullptr);
+  EXPECT_LT(fp8_fit->max_ape, 0.001);
+  EXPECT_EQ(cal->spec.gemm_fp8_compute_efficiency_pct, 63);
+  EXPECT_EQ(cal->spec.gemm_fp8_bandwidth_efficiency_pct, 71);
+  // The lm_head rows alone fit the 16-bit terms, which the fp8 fit leaves as they are.
+  EXPECT_EQ(cal->spec.gemm_compute_efficiency_pct, 91);
+  EXPECT_EQ(cal->spec.gemm_bandwidth_efficiency_pct, 84);
+  EXPECT_EQ(fp8_fit->latency_ns, cal->spec.gemm_latency_ns);
+}
+
+// A decode step's GPU time is its forward and lm_head: the step's duration less the host's
+// work, the copies and the launches around the graph.
+TEST(DecodeStepCheck, PricesTheForwardOfAFullGraphStep) {
+  const GpuSpec h100 = *find_gpu_spec("h100-sxm");
+  const std::vector<StepRow> rows = {{1, 1001, 5'600'000}, {64, 64 * 2049, 0}};
+  const StepCheck check = check_decode_steps(rows, llama(), h100);
+  ASSERT_EQ(check.predicted_ns.size(), 2u);
+  CudaGraphConfig graphs;
+  graphs.mode = CudaGraphMode::kFullDecodeOnly;
+  CostModel cost(llama(), h100, graphs, nullptr);
+  StepShape one;
+  one.num_tokens = one.num_seqs = one.num_sampled = 1;
+  one.kv_tokens_read = one.attended_pairs = 1001;
+  one.uniform_decode = true;
+  const std::int64_t whole = cost.cost(one).duration_ns;
+  // About 5.7 ms in all (CostModelTest.DecodeOnLlama3_8bH100IsBandwidthBound), of which the
+  // host, copies and launches are under 0.1 ms; lm_head alone reads 1.05 GB (0.37 ms).
+  EXPECT_LT(check.predicted_ns[0], whole);
+  EXPECT_GT(check.predicted_ns[0], whole - 100'000);
+  EXPECT_GT(check.predicted_ns[1], check.predicted_ns[0]);  // 64 sequences read more KV
+  // The error is over the rows with a time: |5.6 ms - predicted| / 5.6 ms.
+  const double want = std::fabs(static_cast<double>(check.predicted_ns[0]) / 5'600'000 - 1);
+  EXPECT_DOUBLE_EQ(check.median_ape, want);
+  EXPECT_DOUBLE_EQ(check.max_ape, want);
+  // A profile's measured kernel times replace the roofline where it has the kernel.
+  auto profile = ProfileTable::parse("p.csv",
+                                     "kernel,num_tokens,num_seqs,context_tokens,time_ns\n"
+                                     "gate_up_proj,1,0,0,1000000\n");
+  ASSERT_TRUE(profile.ok()) << profile.status().message();
+  const StepCheck slow = check_decode_steps(rows, llama(), h100, &*profile);
+  const std::int64_t roofline_ns = cost.cycles_to_ns(cost.kernel_cycles(Kernel::kGateUpProj, {1, 1, 0}, 0));
+  EXPECT_NEAR(static_cast<double>(slow.predicted_ns[0] - check.predicted_ns[0]),
+              32.0 * static_cast<double>(1'000'000 - roofline_ns), 100.0);  // each of 32 layers
 }
 
 TEST(PerClassCalibration, PresetTextCarriesTheClassKeysAndRoundTrips) {

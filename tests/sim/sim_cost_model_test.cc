@@ -483,7 +483,14 @@ TEST(ProfileTableTest, BadCsvNamesFileLineAndColumn) {
   EXPECT_EQ(error_of(header + "mlp,1,0,0,5\n"),
             "bad.csv:2: column 1 (kernel): unknown kernel 'mlp' (valid: slot_mapping, rmsnorm, "
             "qkv_proj, rotary, cache_write, attention, o_proj, gate_up_proj, silu_mul, "
-            "down_proj, lm_head, host_step)");
+            "down_proj, lm_head, host_step, decode_step)");
+  EXPECT_EQ(error_of(header + "decode_step,4,4,4096,5000000\n"), "ok");
+  EXPECT_EQ(error_of(header + "decode_step,4,2,4096,5000000\n"),
+            "bad.csv:2: column 2 (num_tokens): a decode_step row needs num_seqs == num_tokens and context_tokens >= "
+            "num_seqs");
+  EXPECT_EQ(error_of(header + "decode_step,4,4,3,5000000\n"),
+            "bad.csv:2: column 2 (num_tokens): a decode_step row needs num_seqs == num_tokens and context_tokens >= "
+            "num_seqs");
   EXPECT_EQ(error_of(header + "rotary,0,0,0,5\n"), "bad.csv:2: column 2 (num_tokens): num_tokens must be >= 1, got 0");
   EXPECT_EQ(error_of(header + "rotary,1,0,0,-5\n"), "bad.csv:2: column 5 (time_ns): must be >= 0, got -5");
   EXPECT_EQ(error_of(header + "rotary,4,0,0,5\nrotary,8,0,0,6\nrotary,4,3,0,7\n"),
