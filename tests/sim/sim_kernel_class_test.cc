@@ -25,7 +25,7 @@ TEST(KernelClass, EveryKernelHasOneClass) {
 }
 
 TEST(PerClassPresetFile, KeysAreOptionalAndBounded) {
-  auto one = parse_gpu_spec_text("x.gpu", "name = x\nbase = h200\nattention_latency_ns = 54000\n");
+  auto one = parse_gpu_spec_text("x.gpu", "name = x\nbase = h100-sxm\nattention_latency_ns = 54000\n");
   ASSERT_TRUE(one.ok()) << one.status().message();
   EXPECT_EQ(one->terms_for(KernelClass::kAttention).latency_ns, 54'000);
   EXPECT_EQ(one->terms_for(KernelClass::kAttention).compute_efficiency_pct, 70);  // the global one
