@@ -336,7 +336,27 @@ Status read_jamba(const Fields& f, ModelShape& m) {
   return {};
 }
 
+// Falcon-H1: attention and a Mamba2 mixer side by side in every block, then one MLP. kvsim's
+// layers are the mixers: 2 * num_hidden_layers of them, attention and Mamba alternating, each
+// with half the block's MLP (the same weights and FLOPs; one more pair of norms per block).
+// vLLM keeps the same caches: an attention layer and a Mamba layer per block.
+Status read_parallel_hybrid(const Fields& f, ModelShape& m) {
+  if (2LL * m.layers > kMaxLayers) {
+    return f.error("num_hidden_layers", "makes " + std::to_string(2LL * m.layers) + " mixer layers, above the bound " +
+                                            std::to_string(kMaxLayers));
+  }
+  m.layer_types.clear();
+  for (int i = 0; i < m.layers; ++i) {
+    m.layer_types.push_back(AttentionType::kFullAttention);
+    m.layer_types.push_back(AttentionType::kMamba);
+  }
+  m.layers *= 2;
+  m.intermediate = std::max(1, m.intermediate / 2);
+  return read_mamba2(f, m, "mamba_n_heads", "mamba_d_head", "mamba_n_groups", "mamba_d_state", "mamba_d_conv");
+}
+
 Status read_layer_pattern(const Fields& f, ModelShape& m) {
+  if (text_of(f, "model_type") == "falcon_h1") return read_parallel_hybrid(f, m);
   if (f.find("hybrid_override_pattern") != nullptr) return read_hybrid_override_pattern(f, m);
   if (f.find("layer_types") != nullptr) return read_layer_types(f, m);
   if (f.find("full_attention_interval") != nullptr) return read_full_attention_interval(f, m);

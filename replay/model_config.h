@@ -24,7 +24,9 @@
 //   linear_num_key_heads, linear_num_value_heads, mamba_ssm_dtype) or "mamba" / "attention"
 //   (Granite-4.0-H: mamba_n_heads, mamba_d_head, mamba_n_groups, mamba_d_state, mamba_d_conv);
 //   full_attention_interval (Qwen3-Next without layer_types); attn_layer_period and
-//   attn_layer_offset (Jamba: mamba_d_state, mamba_d_conv, mamba_expand). Refused, naming the
+//   attn_layer_offset (Jamba: mamba_d_state, mamba_d_conv, mamba_expand); model_type
+//   "falcon_h1" (attention and Mamba2 side by side in every block: 2 * num_hidden_layers mixer
+//   layers, alternating, each with half the MLP; the Granite-4.0-H Mamba fields). Refused, naming the
 //   field: is_encoder_decoder (use --model whisper-large-v3) and MoE blocks "E" in
 //   hybrid_override_pattern.
 // Invariants:

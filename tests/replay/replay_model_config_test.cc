@@ -95,6 +95,32 @@ TEST(ModelConfigTest, PublishedHybridConfigsAreThePresets) {
   EXPECT_EQ(wide_heads->head_dim, 128);
 }
 
+// Falcon-H1 runs attention and Mamba2 side by side in every block: kvsim's layers are the
+// mixers, alternating, and the block's MLP spreads over its two (the 7B's shape).
+TEST(ModelConfigTest, FalconH1ParallelBlocksAreTwoMixerLayersEach) {
+  auto m = parse_model_config("falcon.json", R"({"model_type": "falcon_h1", "hidden_size": 3072,
+      "num_hidden_layers": 44, "num_attention_heads": 12, "num_key_value_heads": 2, "head_dim": 128,
+      "intermediate_size": 12288, "vocab_size": 130048, "mamba_d_state": 256, "mamba_n_groups": 1,
+      "mamba_n_heads": 24, "mamba_d_head": 128, "mamba_d_ssm": 3072, "mamba_d_conv": 4})");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->layers, 88);
+  EXPECT_EQ(m->num_layers_of(AttentionType::kMamba), 44);
+  EXPECT_EQ(m->num_layers_of(AttentionType::kFullAttention), 44);
+  EXPECT_EQ(m->layer_types[0], AttentionType::kFullAttention);
+  EXPECT_EQ(m->layer_types[1], AttentionType::kMamba);
+  EXPECT_EQ(std::int64_t{m->layers} * m->intermediate, 44LL * 12288);  // the same MLP weights
+  // conv (24 * 128 + 2 * 1 * 256) * 3 + SSM 24 * 128 * 256, 16-bit.
+  EXPECT_EQ(m->mamba_state_bytes, (3584LL * 3 + 24 * 128 * 256) * 2);
+  EXPECT_EQ(m->mamba_inner, 3072);
+  // The KV cache: 44 attention layers of 2 KV heads of 128.
+  EXPECT_EQ(m->kv_bytes_per_token(), 44LL * 2 * 2 * 128 * 2);
+  auto huge = parse_model_config("falcon.json", R"({"model_type": "falcon_h1", "hidden_size": 64,
+      "num_hidden_layers": 600, "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
+      "mamba_d_state": 16, "mamba_n_heads": 4, "mamba_d_head": 16})");
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.status().message(), "falcon.json: num_hidden_layers: makes 1200 mixer layers, above the bound 1024");
+}
+
 TEST(ModelConfigTest, GptOssLayerTypesAndExperts) {
   std::string types;
   for (int i = 0; i < 24; ++i)
