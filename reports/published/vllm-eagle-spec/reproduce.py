@@ -256,8 +256,8 @@ def fidelity_lines():
             "  the target plus the target's LM head, with no host work of the drafter's own.",
             "- Acceptance: drafts are accepted by kvsim's synthetic per-position model with the rates above,",
             "  not by a real draft and target; the acceptance length is an input here.",
-            "- The serving front end (detokenizing and streaming each step's tokens): kvsim's `--frontend`",
-            "  cannot be combined with `--max-concurrency`, so these TPOTs are the engine's alone.",
+            "- The serving front end (detokenizing and streaming each step's tokens): these runs leave it",
+            "  out (`--frontend none`), so their TPOTs are the engine's alone.",
             "- EOS before 256 tokens (vLLM's benchmark does not ignore EOS) and the real prompt lengths",
             "  (75 tokens assumed).", ""]
 
