@@ -40,3 +40,16 @@ def arguments(doc, here, work, extra=None):
 def load_published(here):
     with open(os.path.join(here, "published.json")) as f:
         return json.load(f)
+
+
+def regenerate_lines(folder):
+    """The report's closing section: how to regenerate it."""
+    return ["## Regenerate", "", "    cmake --build --preset default --target kvsim",
+            "    reports/published/%s/reproduce.py" % folder, ""]
+
+
+def write_report(path, text):
+    """Writes the report and prints it."""
+    with open(path, "w") as f:
+        f.write(text)
+    print(text)

@@ -26,7 +26,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from published_common import arguments, load_published, pct_error, run  # noqa: E402
+from published_common import (arguments, load_published, pct_error, regenerate_lines, run,  # noqa: E402
+                              write_report)
 
 CONFIG = os.path.join(HERE, "falcon-h1r-7b-config.json")
 PRECISIONS = {"bf16": ["--dtype", "bf16"], "fp8": ["--dtype", "fp8", "--kv-cache-dtype", "fp8"]}
@@ -232,8 +233,7 @@ def report(k, published, work):
     lines += headline(rows) + summary(rows)
     lines += ["## Where the error comes from", "", "Each figure below is measured from this script's kvsim runs.", ""]
     lines += in_short(k, published) + itl_section(k, published, work) + ttft_section(k, published)
-    lines += ["## Regenerate", "", "    cmake --build --preset default --target kvsim",
-              "    reports/published/falcon-h1r-h200/reproduce.py", ""]
+    lines += regenerate_lines("falcon-h1r-h200")
     return "\n".join(lines)
 
 
@@ -241,9 +241,7 @@ def main():
     args = arguments(__doc__, HERE, "/tmp/kvsim-falcon-h1r-h200")
     published = load_published(HERE)
     text = report(Kvsim(args.kvsim, args.work, max(published["concurrency"])), published, args.work)
-    with open(args.out, "w") as f:
-        f.write(text)
-    print(text)
+    write_report(args.out, text)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
-from published_common import arguments, load_published, pct_error, run  # noqa: E402
+from published_common import (arguments, load_published, pct_error, regenerate_lines, run,  # noqa: E402
+                              write_report)
 
 COMMON = ["--model", "llama3-8b", "--gpu", "h100-sxm", "--dtype", "bf16", "--max-concurrency", "1",
           "--verify", "off", "--progress", "off", "--decision-log", "digest"]
@@ -306,8 +307,7 @@ def report(k, published):
     lines += ["## Where the error comes from", "", "Each figure below is measured from this script's kvsim runs.", ""]
     lines += causes(k, published) + [""]
     lines += vanilla_section(k, published) + spec_section(k, published, rows) + fidelity_lines()
-    lines += ["## Regenerate", "", "    cmake --build --preset default --target kvsim",
-              "    reports/published/vllm-eagle-spec/reproduce.py", ""]
+    lines += regenerate_lines("vllm-eagle-spec")
     return "\n".join(lines)
 
 
@@ -315,9 +315,7 @@ def main():
     args = arguments(__doc__, HERE, "/tmp/kvsim-vllm-eagle-spec")
     published = load_published(HERE)
     text = report(Kvsim(args.kvsim, args.work), published)
-    with open(args.out, "w") as f:
-        f.write(text)
-    print(text)
+    write_report(args.out, text)
 
 
 if __name__ == "__main__":
