@@ -146,23 +146,23 @@ int check_held_out(const CalibrateArgs& a, const ModelShape& model_spec, const s
   return 0;
 }
 
-// The profile's decode_step rows against the fitted and the base preset, row by row.
+// The profile's decode_step and prefill_step rows against the fitted and the base preset.
 // Columns: the fitted preset, the base preset, and the profile's own kernel times summed (what
 // the step costs beyond its kernels measured one by one: gaps in the graph, other launches).
 void print_step_check(const CalibrateArgs& a, const std::vector<sim::StepRow>& rows, const ModelShape& model,
                       const sim::GpuSpec& fitted, const sim::GpuSpec& base, const sim::ProfileTable& profile) {
-  const sim::StepCheck checks[] = {sim::check_decode_steps(rows, model, fitted),
-                                   sim::check_decode_steps(rows, model, base),
-                                   sim::check_decode_steps(rows, model, fitted, &profile)};
+  const sim::StepCheck checks[] = {sim::check_steps(rows, model, fitted), sim::check_steps(rows, model, base),
+                                   sim::check_steps(rows, model, fitted, &profile)};
   const std::string names[] = {a.name, a.base_gpu, "kernels"};
-  std::cout << "  decode steps (" << rows.size() << " decode_step rows, one CUDA graph each, GPU time in us;\n"
-            << "  kernels: the profile's kernel times summed):\n";
-  std::printf("    %6s %9s %10s", "seqs", "context", "measured");
+  std::cout << "  whole steps (" << rows.size() << " decode_step and prefill_step rows, one CUDA graph each, GPU "
+            << "time in us;\n  kernels: the profile's kernel times summed):\n";
+  std::printf("    %-7s %6s %6s %9s %10s", "step", "tokens", "seqs", "context", "measured");
   for (const std::string& n : names) std::printf(" %12s %8s", n.c_str(), "error");
   std::printf("\n");
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const double m = static_cast<double>(rows[i].time_ns);
-    std::printf("    %6lld %9lld %10.1f", static_cast<long long>(rows[i].num_seqs),
+    std::printf("    %-7s %6lld %6lld %9lld %10.1f", rows[i].decode ? "decode" : "prefill",
+                static_cast<long long>(rows[i].num_tokens), static_cast<long long>(rows[i].num_seqs),
                 static_cast<long long>(rows[i].context_tokens), m / 1e3);
     for (const sim::StepCheck& c : checks) {
       const double p = static_cast<double>(c.predicted_ns[i]);
@@ -178,7 +178,7 @@ void print_step_check(const CalibrateArgs& a, const std::vector<sim::StepRow>& r
 }
 
 // The fit of PROFILE.csv, written as a preset file, then the held-out checks: the profile's
-// decode_step rows, and a trace if asked for.
+// decode_step and prefill_step rows, and a trace if asked for.
 int fit_preset(CalibrateArgs& a, const ModelShape& model_spec, const std::optional<sim::GpuSpec>& truth) {
   if (a.profile.empty()) return usage_error(kCommand, "--profile: give a profile CSV (kvsim calibrate --help)");
   if (a.name.empty()) return usage_error(kCommand, "--name is required");

@@ -3,8 +3,8 @@
 // Properties: the parser never crashes; a profile it accepts prints back (all_rows) to a CSV
 // that parses to the same rows; the cost model prices steps of every size with it (no abort in
 // the step DAG, durations >= 0); calibrate() on its rows returns a preset or an error, and a
-// fitted preset prices the same steps; its decode_step rows are priced, one time each, never
-// negative.
+// fitted preset prices the same steps; its decode_step and prefill_step rows are priced, one
+// time each, never negative.
 #include <string>
 #include <vector>
 
@@ -39,9 +39,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const GpuSpec gpu = find_gpu_spec("h100-sxm").value();
   kv::fuzz::price_steps(model, gpu, &*table);
   const std::vector<StepRow>& steps = table->step_rows();
-  if (steps.size() <= 64) {  // decode_step rows: priced by the preset and by the profile, never negative
-    for (const StepCheck& c : {check_decode_steps(steps, model, gpu), check_decode_steps(steps, model, gpu, &*table)}) {
-      FUZZ_CHECK(c.predicted_ns.size() == steps.size(), "one prediction per decode_step row");
+  if (steps.size() <= 64) {  // step rows: priced by the preset and by the profile, never negative
+    for (const StepCheck& c : {check_steps(steps, model, gpu), check_steps(steps, model, gpu, &*table)}) {
+      FUZZ_CHECK(c.predicted_ns.size() == steps.size(), "one prediction per step row");
       for (std::int64_t ns : c.predicted_ns) FUZZ_CHECK(ns >= 0, "a negative decode-step time");
     }
   }

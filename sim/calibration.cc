@@ -269,18 +269,23 @@ StatusOr<std::vector<HostRow>> read_host_rows(const std::string& path) {
   return table->host_rows();
 }
 
-StepCheck check_decode_steps(const std::vector<StepRow>& rows, const ModelShape& model, const GpuSpec& spec,
-                             const ProfileTable* profile) {
-  CudaGraphConfig graphs;
-  graphs.mode = CudaGraphMode::kFullDecodeOnly;
-  CostModel cost(model, spec, graphs, profile);
+StepCheck check_steps(const std::vector<StepRow>& rows, const ModelShape& model, const GpuSpec& spec,
+                      const ProfileTable* profile) {
   StepCheck check;
   std::vector<double> errors;
   for (const StepRow& r : rows) {
+    CudaGraphConfig graphs;  // one FULL graph of exactly the step's tokens
+    graphs.mode = CudaGraphMode::kFull;
+    graphs.max_num_seqs = static_cast<int>(std::min<std::int64_t>(r.num_seqs, 1 << 30));
+    graphs.capture_sizes = {r.num_tokens};
+    graphs.max_capture_size = r.num_tokens;
+    CostModel cost(model, spec, graphs, profile);
     StepShape shape;
-    shape.num_tokens = shape.num_seqs = shape.num_sampled = r.num_seqs;
-    shape.kv_tokens_read = shape.attended_pairs = r.context_tokens;
-    shape.uniform_decode = true;
+    shape.num_tokens = r.num_tokens;
+    shape.num_seqs = shape.num_sampled = r.num_seqs;
+    shape.kv_tokens_read = r.context_tokens;
+    shape.attended_pairs = attention_pairs(r.num_tokens, r.num_seqs, r.context_tokens);
+    shape.uniform_decode = r.decode;
     const StepCost c = cost.cost(shape);
     // The nodes of the forward, from the first norm to the final one, then lm_head's kernel
     // without the eager launch the cost model gives it (the rows' lm_head runs in the graph).

@@ -77,16 +77,16 @@ StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const Model
 // The host_step rows of a profile file.
 StatusOr<std::vector<HostRow>> read_host_rows(const std::string& path);
 
-// Whole decode steps (decode_step rows) priced by `spec`: each row's GPU time of the forward and
-// lm_head of a uniform decode step under a FULL_DECODE_ONLY CUDA graph (no host work, copies or
-// launches, which the rows do not measure), against the measured time.
+// Whole steps (decode_step and prefill_step rows) priced by `spec`: each row's GPU time of the
+// forward and lm_head of its step as one FULL CUDA graph of its exact size (no host work,
+// copies, launches or padding, which the rows do not measure), against the measured time.
 struct StepCheck {
   std::vector<std::int64_t> predicted_ns;  // per row, in row order
   double median_ape = 0, p90_ape = 0, max_ape = 0;
 };
 // With `profile`, its measured kernel times price the kernels it has (the roofline the rest).
-StepCheck check_decode_steps(const std::vector<StepRow>& rows, const ModelShape& model, const GpuSpec& spec,
-                             const ProfileTable* profile = nullptr);
+StepCheck check_steps(const std::vector<StepRow>& rows, const ModelShape& model, const GpuSpec& spec,
+                      const ProfileTable* profile = nullptr);
 
 // The preset file: the fitted GpuSpec (global pair and per-class keys), with the fit's errors
 // as comments.

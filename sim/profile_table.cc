@@ -66,7 +66,7 @@ struct ParsedRows {
   std::array<std::vector<ProfileTable::Row>, kNumKernels> rows;  // kernel rows, in file order
   std::array<std::vector<int>, kNumKernels> lines;               // source line of each row, parallel to rows
   std::vector<HostRow> host_rows;                                // host_step rows, in file order
-  std::vector<StepRow> step_rows;                                // decode_step rows, in file order
+  std::vector<StepRow> step_rows;                                // decode_ and prefill_step rows, in file order
   std::size_t num_rows = 0;                                      // kernel rows
 };
 
@@ -106,7 +106,7 @@ Status parse_row_numbers(const std::string& name, int line, const std::array<std
 Status unknown_kernel(const std::string& name, int line, const std::string& kernel) {
   std::string valid;
   for (std::string_view n : kKernelNames) valid += (valid.empty() ? "" : ", ") + std::string(n);
-  valid += ", host_step, decode_step";
+  valid += ", host_step, decode_step, prefill_step";
   return Status::error(where(name, line, 1) + "unknown kernel '" + kernel + "' (valid: " + valid + ")");
 }
 
@@ -135,18 +135,24 @@ Status check_kernel_row(const std::string& name, int line, const ProfileTable::R
   return Status();
 }
 
-// A decode_step row: every sequence computes one token and reads at least that one key.
-Status add_step_row(const std::string& name, int line, const ProfileTable::Row& row, ParsedRows& parsed) {
+// A decode_step row: every sequence computes one token and reads at least that one key. A
+// prefill_step row: whole prompts of at least one token each, no cached prefix.
+Status add_step_row(const std::string& name, int line, bool decode, const ProfileTable::Row& row, ParsedRows& parsed) {
   if (Status s = check_kernel_row(name, line, row); !s.ok()) return s;
-  if (row.num_seqs != row.num_tokens || row.context_tokens < row.num_seqs) {
+  if (decode && (row.num_seqs != row.num_tokens || row.context_tokens < row.num_seqs)) {
     return Status::error(where(name, line, 2) +
                          "a decode_step row needs num_seqs == num_tokens and context_tokens >= num_seqs");
   }
-  parsed.step_rows.push_back({row.num_seqs, row.context_tokens, row.time_ns});
+  if (!decode && (row.num_seqs < 1 || row.num_tokens < row.num_seqs || row.context_tokens != row.num_tokens)) {
+    return Status::error(where(name, line, 2) +
+                         "a prefill_step row needs num_tokens >= num_seqs >= 1 and context_tokens == num_tokens "
+                         "(no cached prefix)");
+  }
+  parsed.step_rows.push_back({decode, row.num_tokens, row.num_seqs, row.context_tokens, row.time_ns});
   return Status();
 }
 
-// One data row: a host_step, decode_step or kernel row, checked and added to `parsed`.
+// One data row: a host_step, decode_step, prefill_step or kernel row, checked and added to `parsed`.
 Status add_row(const std::string& name, int line, const std::string& kernel, const std::array<std::string, 4>& cells,
                ParsedRows& parsed) {
   ProfileTable::Row row;
@@ -160,7 +166,9 @@ Status add_row(const std::string& name, int line, const std::string& kernel, con
     return Status::error(where(name, line, 2) +
                          "a host_step row needs num_tokens >= 1, num_seqs >= 1 and time_ns >= 0");
   }
-  if (!k && kernel == "decode_step") return add_step_row(name, line, row, parsed);
+  if (!k && (kernel == "decode_step" || kernel == "prefill_step")) {
+    return add_step_row(name, line, kernel == "decode_step", row, parsed);
+  }
   if (!k) return unknown_kernel(name, line, kernel);
   if (Status s = check_kernel_row(name, line, row); !s.ok()) return s;
   ProfileTable::Row stored = row;

@@ -40,12 +40,15 @@ struct HostRow {
   std::int64_t num_tokens = 0, num_seqs = 0, time_ns = 0;
 };
 
-// One measured decode step (kernel name `decode_step`): the GPU time of a whole step in which
-// each of `num_seqs` sequences computes one token, reading `context_tokens` KV tokens in all,
-// run as one CUDA graph (the forward and lm_head; no host work). Calibration checks the fitted
-// preset against them; the cost model never looks them up.
+// One measured step (kernel name `decode_step` or `prefill_step`): the GPU time of a whole step
+// of `num_tokens` tokens over `num_seqs` sequences, evenly split, reading `context_tokens` KV
+// tokens in all, run as one CUDA graph (the forward and lm_head; no host work). A decode step
+// computes one token per sequence; a prefill step whole prompts with no cached prefix
+// (context_tokens == num_tokens). Calibration checks the fitted preset against them; the cost
+// model never looks them up.
 struct StepRow {
-  std::int64_t num_seqs = 0, context_tokens = 0, time_ns = 0;
+  bool decode = true;
+  std::int64_t num_tokens = 0, num_seqs = 0, context_tokens = 0, time_ns = 0;
 };
 
 // One measured row, as the file gives it.
@@ -67,7 +70,7 @@ class ProfileTable {
   std::vector<ProfileRow> all_rows() const;
   // The host_step rows, in file order (calibration fits the host terms to them).
   const std::vector<HostRow>& host_rows() const { return host_rows_; }
-  // The decode_step rows, in file order.
+  // The decode_step and prefill_step rows, in file order.
   const std::vector<StepRow>& step_rows() const { return step_rows_; }
   // Time of one launch of `k` for one layer, in ns. Requires has(k).
   std::int64_t lookup_ns(Kernel k, const KernelQuery& q) const;

@@ -21,6 +21,6 @@ for run in 2026-11-27-h200:h200 2026-11-27-h100:h100-sxm; do
       exit 1
     fi
   done
-  grep -q "decode_step rows, one CUDA graph each" "$report/survey.md"
+  grep -q "decode_step and prefill_step rows, one CUDA graph each" "$report/survey.md"
 done
 echo "gpu_kernel_survey_test: both surveys' survey.md and profiles rebuilt byte for byte"

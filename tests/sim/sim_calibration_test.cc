@@ -109,13 +109,14 @@ TEST(PerClassCalibration, Fp8WeightsAreFittedToTheirOwnTermsAndKeepThe16BitOnes)
   EXPECT_EQ(fp8_fit->latency_ns, cal->spec.gemm_latency_ns);
 }
 
-// A decode step's GPU time is its forward and lm_head: the step's duration less the host's
-// work, the copies and the launches around the graph.
-TEST(DecodeStepCheck, PricesTheForwardOfAFullGraphStep) {
+// A step's GPU time is its forward and lm_head: the step's duration less the host's work, the
+// copies and the launches around the graph.
+TEST(StepCheck, PricesTheForwardOfAFullGraphStep) {
   const GpuSpec h100 = *find_gpu_spec("h100-sxm");
-  const std::vector<StepRow> rows = {{1, 1001, 5'600'000}, {64, 64 * 2049, 0}};
-  const StepCheck check = check_decode_steps(rows, llama(), h100);
-  ASSERT_EQ(check.predicted_ns.size(), 2u);
+  const std::vector<StepRow> rows = {
+      {true, 1, 1, 1001, 5'600'000}, {true, 64, 64, 64 * 2049, 0}, {false, 1024, 1, 1024, 0}};
+  const StepCheck check = check_steps(rows, llama(), h100);
+  ASSERT_EQ(check.predicted_ns.size(), 3u);
   CudaGraphConfig graphs;
   graphs.mode = CudaGraphMode::kFullDecodeOnly;
   CostModel cost(llama(), h100, graphs, nullptr);
@@ -129,6 +130,10 @@ TEST(DecodeStepCheck, PricesTheForwardOfAFullGraphStep) {
   EXPECT_LT(check.predicted_ns[0], whole);
   EXPECT_GT(check.predicted_ns[0], whole - 100'000);
   EXPECT_GT(check.predicted_ns[1], check.predicted_ns[0]);  // 64 sequences read more KV
+  // A prefill of 1024 tokens: 2 * 7.0 G projection and MLP parameters * 1024 = 14.4 TFLOP at
+  // 80% of 989 TFLOP/s = 18 ms, plus attention and the one row of logits: compute-bound.
+  EXPECT_GT(check.predicted_ns[2], 18'000'000);
+  EXPECT_LT(check.predicted_ns[2], 22'000'000);
   // The error is over the rows with a time: |5.6 ms - predicted| / 5.6 ms.
   const double want = std::fabs(static_cast<double>(check.predicted_ns[0]) / 5'600'000 - 1);
   EXPECT_DOUBLE_EQ(check.median_ape, want);
@@ -138,7 +143,7 @@ TEST(DecodeStepCheck, PricesTheForwardOfAFullGraphStep) {
                                      "kernel,num_tokens,num_seqs,context_tokens,time_ns\n"
                                      "gate_up_proj,1,0,0,1000000\n");
   ASSERT_TRUE(profile.ok()) << profile.status().message();
-  const StepCheck slow = check_decode_steps(rows, llama(), h100, &*profile);
+  const StepCheck slow = check_steps(rows, llama(), h100, &*profile);
   const std::int64_t roofline_ns = cost.cycles_to_ns(cost.kernel_cycles(Kernel::kGateUpProj, {1, 1, 0}, 0));
   EXPECT_NEAR(static_cast<double>(slow.predicted_ns[0] - check.predicted_ns[0]),
               32.0 * static_cast<double>(1'000'000 - roofline_ns), 100.0);  // each of 32 layers

@@ -486,7 +486,11 @@ TEST(ProfileTableTest, BadCsvNamesFileLineAndColumn) {
   EXPECT_EQ(error_of(header + "mlp,1,0,0,5\n"),
             "bad.csv:2: column 1 (kernel): unknown kernel 'mlp' (valid: slot_mapping, rmsnorm, "
             "qkv_proj, rotary, cache_write, attention, o_proj, gate_up_proj, silu_mul, "
-            "down_proj, lm_head, host_step, decode_step)");
+            "down_proj, lm_head, host_step, decode_step, prefill_step)");
+  EXPECT_EQ(error_of(header + "prefill_step,1024,1,1024,25000000\n"), "ok");
+  EXPECT_EQ(error_of(header + "prefill_step,1024,1,2048,25000000\n"),
+            "bad.csv:2: column 2 (num_tokens): a prefill_step row needs num_tokens >= num_seqs >= 1 and "
+            "context_tokens == num_tokens (no cached prefix)");
   EXPECT_EQ(error_of(header + "decode_step,4,4,4096,5000000\n"), "ok");
   EXPECT_EQ(error_of(header + "decode_step,4,2,4096,5000000\n"),
             "bad.csv:2: column 2 (num_tokens): a decode_step row needs num_seqs == num_tokens and context_tokens >= "
