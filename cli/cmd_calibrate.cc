@@ -184,16 +184,14 @@ int fit_preset(CalibrateArgs& a, const ModelShape& model_spec, const std::option
   if (a.name.empty()) return usage_error(kCommand, "--name is required");
   auto base = sim::find_gpu_spec(a.base_gpu);
   if (!base.ok()) return usage_error(kCommand, "--base-gpu: " + base.status().message());
-  auto rows = sim::read_profile(a.profile);
-  if (!rows.ok()) return usage_error(kCommand, "--profile: " + rows.status().message());
-  auto host_rows = sim::read_host_rows(a.profile);
-  if (!host_rows.ok()) return usage_error(kCommand, "--profile: " + host_rows.status().message());
   auto table = sim::ProfileTable::load(a.profile);
   if (!table.ok()) return usage_error(kCommand, "--profile: " + table.status().message());
-  auto cal = sim::calibrate(*rows, model_spec, *base, a.name, *host_rows);
+  const std::vector<sim::ProfileRow> rows = table->all_rows();
+  if (rows.empty()) return usage_error(kCommand, "--profile: " + a.profile + ": no profile rows");
+  auto cal = sim::calibrate(rows, model_spec, *base, a.name, table->host_rows());
   if (!cal.ok()) return usage_error(kCommand, "--profile: " + cal.status().message());
   if (a.out.empty()) a.out = "presets/" + a.name + ".gpu";
-  print_fit(a, *cal, rows->size());
+  print_fit(a, *cal, rows.size());
   if (Status s = write_new(a.out, sim::calibration_preset_text(*cal, a.profile), a.force); !s.ok())
     return usage_error(kCommand, "--out: " + s.message());
   std::cout << "  wrote preset '" << a.name << "' to " << a.out << "\n";

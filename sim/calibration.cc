@@ -83,9 +83,9 @@ void fill_errors(EfficiencyFit& f, const std::vector<const RowWork*>& rows) {
 constexpr double kFittedLatency = -1;
 
 // The loss (sum of squared relative errors) at (c, b) with the fixed time L: `fixed` where
-// >= 0, else (kFittedLatency) the L >= 0 that minimizes it. With a = 1 / measured and r = roofline / measured - 1
-// per row, the loss sum (L a + r)^2 is least at L = -sum(a r) / sum(a a), clamped at 0 (exact
-// least squares).
+// >= 0, else (kFittedLatency) the L >= 0 that minimizes it. With a = 1 / measured and
+// r = roofline / measured - 1 per row, the loss sum (L a + r)^2 is least at
+// L = -sum(a r) / sum(a a), clamped at 0 (exact least squares).
 double loss_at(const std::vector<const RowWork*>& rows, int c, int b, double fixed, double* fixed_ns) {
   double s_ar = 0, s_aa = 0, s_rr = 0;
   for (const RowWork* w : rows) {
@@ -261,12 +261,6 @@ HostFit fit_host_terms(const std::vector<HostRow>& rows) {
     f.max_ape = errors.back();
   }
   return f;
-}
-
-StatusOr<std::vector<HostRow>> read_host_rows(const std::string& path) {
-  auto table = ProfileTable::load(path);
-  if (!table.ok()) return table.status();
-  return table->host_rows();
 }
 
 StepCheck check_steps(const std::vector<StepRow>& rows, const ModelShape& model, const GpuSpec& spec,

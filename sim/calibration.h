@@ -74,8 +74,6 @@ struct Calibration {
 // profile does not give block counts); without, they are the base preset's.
 StatusOr<Calibration> calibrate(const std::vector<ProfileRow>& rows, const ModelShape& model, const GpuSpec& base,
                                 const std::string& name, const std::vector<HostRow>& host_rows = {});
-// The host_step rows of a profile file.
-StatusOr<std::vector<HostRow>> read_host_rows(const std::string& path);
 
 // Whole steps (decode_step and prefill_step rows) priced by `spec`: each row's GPU time of the
 // forward and lm_head of its step as one FULL CUDA graph of its exact size (no host work,
