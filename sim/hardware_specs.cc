@@ -133,9 +133,10 @@ std::vector<GpuSpec> make_presets() {
   // libraries vLLM calls (PyTorch 2.11, CUDA 13.0: cuBLAS, cuBLASLt fp8 with per-tensor scales,
   // cuDNN and FlashAttention-2 attention, torch.compile's elementwise kernels). Median errors of
   // the fit: GEMMs 6% (fp8 6%), attention 3%, elementwise 30%; whole decode steps of 1-256
-  // sequences, held out of the fit, 3% (p90 11%). Host, on that machine's CPU: a PyTorch eager
-  // op costs 9.5 us (add_) to 20.1 us (F.linear), 13.7 us weighted as a Llama layer's 4 GEMMs
-  // and 6 other ops; one CUDA-graph replay 5.0 us; pinned host-to-device copies 55 GB/s.
+  // sequences and prefill steps of 128-8,192 tokens, held out of the fit, 5% (max 11%). Host, on
+  // that machine's CPU: a PyTorch eager op costs 9.5 us (add_) to 20.1 us (F.linear), 13.7 us
+  // weighted as a Llama layer's 4 GEMMs and 6 other ops; one CUDA-graph replay 5.0 us; pinned
+  // host-to-device copies 55 GB/s.
   GpuSpec h200 =
       linked(preset("h200", 989 * kT, 1979 * kT, 0, 4800 * kG, 141 * kG, 132, 1980), 450 * kG, kNvlinkLatencyNs);
   measured_kernels(h200, {.gemm_compute_pct = 75,
