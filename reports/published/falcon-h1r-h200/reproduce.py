@@ -47,17 +47,18 @@ class Kvsim:
              "1000", "--prefix-rate", "0", "--seed", "0"])
         self.cache = {}
 
-    def run_dir(self, precision, users, frontend, config):
-        return os.path.join(self.work, "%s-c%d-%s-%s" % (precision, users, frontend, os.path.basename(config)))
+    def run_dir(self, precision, users, frontend, config, per_user):
+        return os.path.join(self.work, "%s-c%d-%s-%s-r%d" % (precision, users, frontend, os.path.basename(config),
+                                                             per_user))
 
-    def replay(self, precision, users, frontend="vllm-v1", config=CONFIG):
-        """The run folder of one replay (made once)."""
-        key = (precision, users, frontend, config)
+    def replay(self, precision, users, frontend="vllm-v1", config=CONFIG, per_user=REQUESTS_PER_USER):
+        """The run folder of one replay (made once): `per_user` requests for each of `users`."""
+        key = (precision, users, frontend, config, per_user)
         if key not in self.cache:
             out = self.run_dir(*key)
             run([self.binary, "replay", "--trace", self.trace, "--out", out, "--force", "--model-config", config,
                  "--gpu", "h200", "--frontend", frontend, "--max-concurrency", str(users), "--limit",
-                 str(REQUESTS_PER_USER * users), "--verify", "off", "--progress", "off", "--decision-log", "digest"]
+                 str(per_user * users), "--verify", "off", "--progress", "off", "--decision-log", "digest"]
                 + PRECISIONS[precision])
             self.cache[key] = out
         return self.cache[key]
@@ -168,6 +169,23 @@ def ttft_section(k, published):
         full = k.result(p, users)["mean_ttft_ms"]
         lines.append("| %s | %d | %.2f | %.2f | %.2f | %.2f |" % (p, users, row["mean_ttft_ms"], engine,
                                                                    full - engine, row["mean_ttft_ms"] - full))
+    return lines + [""] + wave_lines(k, published)
+
+
+def wave_lines(k, published):
+    """TTFT against the number of requests each user sends, which the blog does not state."""
+    lines = ["How many requests each user sent is not stated, and TTFT depends on it: all users start",
+             "together, so the first requests' prompts arrive at once and queue for the 8192-token",
+             "steps, while later ones arrive spread out. kvsim's mean TTFT (front end on) with one",
+             "request per user, a single wave, against the %d per user above:" % REQUESTS_PER_USER, "",
+             "| precision | concurrency | published ms | kvsim, 1 per user | error | kvsim, %d per user | error |"
+             % REQUESTS_PER_USER, "|---|---:|---:|---:|---:|---:|---:|"]
+    for row in published["rows"]:
+        p, users, pub = row["precision"], row["concurrency"], row["mean_ttft_ms"]
+        wave = k.result(p, users, per_user=1)["mean_ttft_ms"]
+        steady = k.result(p, users)["mean_ttft_ms"]
+        lines.append("| %s | %d | %.2f | %.2f | %+.1f%% | %.2f | %+.1f%% |" % (
+            p, users, pub, wave, pct_error(wave, pub), steady, pct_error(steady, pub)))
     return lines + [""]
 
 
@@ -191,10 +209,22 @@ def in_short(k, published):
               % tuple(missing),
               "  engine that no shipped term models (the client, HTTP, the server's request handling),",
               "  of the same order as the 67.5 and 84.5 ms per request fitted to vLLM PR #9668's serving",
-              "  run (reports/published/vllm-pr-9668/). With more users the missing part grows, to",
-              "  hundreds of ms at 64 (the TTFT table below); this report does not measure what it is",
-              "  made of.", ""]
+              "  run (reports/published/vllm-pr-9668/).",
+              "- TTFT with more users: the missing part grows, to hundreds of ms at 64 users with %d"
+              % REQUESTS_PER_USER,
+              "  requests each. The blog does not say how many each user sent; with one (a single wave of",
+              "  prompts arriving together, the last table below) kvsim's TTFT is %s (BF16) and %s (FP8)"
+              % tuple(wave_errors(k, published, p) for p in PRECISIONS),
+              "  off at 32 and 64 users. The wave explains most of the gap at high concurrency, the time",
+              "  outside the engine most of it at low.", ""]
     return lines
+
+
+def wave_errors(k, published, precision):
+    """TTFT errors at 32 and 64 users with one request per user, as 'a% / b%'."""
+    rows = [r for r in published["rows"] if r["precision"] == precision and r["concurrency"] in (32, 64)]
+    return " / ".join("%+.1f%%" % pct_error(k.result(precision, r["concurrency"], per_user=1)["mean_ttft_ms"],
+                                            r["mean_ttft_ms"]) for r in rows)
 
 
 def weights_line(published):
