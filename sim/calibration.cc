@@ -270,9 +270,7 @@ StepCheck check_steps(const std::vector<StepRow>& rows, const ModelShape& model,
   for (const StepRow& r : rows) {
     CudaGraphConfig graphs;  // one FULL graph of exactly the step's tokens
     graphs.mode = CudaGraphMode::kFull;
-    graphs.max_num_seqs = static_cast<int>(std::min<std::int64_t>(r.num_seqs, 1 << 30));
     graphs.capture_sizes = {r.num_tokens};
-    graphs.max_capture_size = r.num_tokens;
     CostModel cost(model, spec, graphs, profile);
     StepShape shape;
     shape.num_tokens = r.num_tokens;
