@@ -47,6 +47,24 @@ Request::Request(RequestId id, DeferredPrompt prompt, HashExtras extras, const B
       deferred_(std::move(prompt)) {
   KV_CHECK(block_size > 0);
   KV_CHECK(deferred_.deferred() && deferred_.size >= 0, "request " << id_ << ": a deferred prompt needs expand()");
+  state_.store(kDeferred, std::memory_order_relaxed);
+}
+
+bool Request::prepare() const {
+  State s = kDeferred;
+  if (!state_.compare_exchange_strong(s, kExpanding, std::memory_order_acquire)) return false;
+  expand_deferred();
+  state_.store(kExpanded, std::memory_order_release);
+  state_.notify_all();
+  return true;
+}
+
+void Request::expand_or_wait() const {
+  if (prepare()) return;
+  // Another thread claimed it: wait until it is done.
+  for (State s = state_.load(std::memory_order_acquire); s != kExpanded; s = state_.load(std::memory_order_acquire)) {
+    state_.wait(s, std::memory_order_acquire);
+  }
 }
 
 void Request::expand_deferred() const {

@@ -10,10 +10,17 @@
 //   3. spec_token_ids is empty unless speculative decoding is on, and for a request that is
 //      waiting or still prefilling.
 //   4. A request built from a DeferredPrompt holds neither its tokens nor its hashes until the
-//      first tokens(), block_hashes() or append_tokens(); from then on it is exactly the request
-//      built from the expanded prompt. num_tokens() never expands. Not thread-safe (as a whole).
+//      first tokens(), block_hashes() or append_tokens(), or until prepare() expands them; from
+//      then on it is exactly the request built from the expanded prompt. num_tokens() never
+//      expands.
+//   5. Threads: prepare() may run on one other thread while the owner uses the request; the
+//      expansion happens exactly once, by whichever side claims it first, and the owner's
+//      first read waits for a claimed expansion to finish. Everything else, and destruction,
+//      belongs to the owner's thread (the owner keeps prepare() off a request it destroys:
+//      model/prompt_preparer.h).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -49,6 +56,8 @@ class Request {
   Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, const BlockHasher* hasher, int block_size);
   // The prompt is expanded, and its blocks hashed, on first use (invariant 4).
   Request(RequestId id, DeferredPrompt prompt, HashExtras extras, const BlockHasher* hasher, int block_size);
+  Request(const Request&) = delete;
+  Request& operator=(const Request&) = delete;
 
   const RequestId& id() const { return id_; }
   std::span<const TokenId> tokens() const {
@@ -56,7 +65,7 @@ class Request {
     return tokens_;
   }
   std::int64_t num_tokens() const {
-    return deferred_.deferred() ? deferred_.size : static_cast<std::int64_t>(tokens_.size());
+    return expanded() ? static_cast<std::int64_t>(tokens_.size()) : num_prompt_tokens_;
   }
   std::int64_t num_prompt_tokens() const { return num_prompt_tokens_; }
   std::int64_t num_output_tokens() const { return num_tokens() - num_prompt_tokens_; }
@@ -68,6 +77,12 @@ class Request {
 
   // Appends output tokens; hashes every block they complete.
   void append_tokens(std::span<const TokenId> tokens);
+  // Whether the prompt is still deferred and nobody has begun expanding it.
+  bool deferred() const { return state_.load(std::memory_order_acquire) == kDeferred; }
+  // Expands a deferred prompt and hashes its blocks now, on the calling thread, unless
+  // that has begun already; returns whether this call did it. The one call another thread may
+  // make (invariant 5).
+  bool prepare() const;
 
   // Scheduling state, owned by whoever drives the request (the scheduler or a test).
   std::int64_t num_computed_tokens = 0;
@@ -92,10 +107,15 @@ class Request {
   std::int64_t num_encoder_tokens = 0;
 
  private:
+  // kExpanded: tokens_ and block_hashes_ are whole. kDeferred: only deferred_ holds the prompt.
+  // kExpanding: one thread is expanding it (then kExpanded, with release order).
+  enum State : std::uint8_t { kExpanded, kDeferred, kExpanding };
+  bool expanded() const { return state_.load(std::memory_order_acquire) == kExpanded; }
   void expand_if_deferred() const {
-    if (deferred_.deferred()) [[unlikely]]
-      expand_deferred();
+    if (!expanded()) [[unlikely]]
+      expand_or_wait();
   }
+  void expand_or_wait() const;
   void expand_deferred() const;  // fills tokens_ and block_hashes_, then drops deferred_
 
   RequestId id_;
@@ -107,6 +127,7 @@ class Request {
   int block_size_;
   mutable std::vector<BlockHash> block_hashes_;
   mutable DeferredPrompt deferred_;  // set until the prompt is expanded
+  mutable std::atomic<State> state_{kExpanded};
 };
 
 }  // namespace kv

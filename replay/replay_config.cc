@@ -619,6 +619,10 @@ void add_run_rows(std::vector<ConfigOption>& t) {
                          std::numeric_limits<std::int64_t>::max()));
   t.push_back(int_option("max-steps", run, "stop with an error after N steps (0: no limit)",
                          KV_FIELD(run.replay.max_steps), 0, std::numeric_limits<std::int64_t>::max()));
+  t.push_back(bool_option("prepare-prompts", run,
+                          "on | off: expand and hash the prompts next in line on a second thread while a step runs, "
+                          "as vLLM's input thread does (decisions and outputs are unchanged)",
+                          KV_FIELD(scheduler.prepare_prompts_ahead)));
   t.push_back(bool_option("check-invariants", run, "check every core invariant after every step",
                           KV_FIELD(run.replay.check_invariants_every_step), true));
   t.push_back({"inject-fault", run,
@@ -774,6 +778,7 @@ std::vector<ConfigOption> make_table() {
 
 ReplayConfig::ReplayConfig() {
   scheduler.cache.max_model_len = 131072;  // KvCacheConfig's 1 << 20 is a core test default
+  scheduler.prepare_prompts_ahead = true;  // the core's default is off (one thread)
 }
 
 int ReplayConfig::block_size() const {

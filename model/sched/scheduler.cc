@@ -126,6 +126,7 @@ Scheduler::Scheduler(const SchedulerConfig& config)
       align_block_(kv_.mamba_align_block_size()) {
   KV_CHECK(step_budget_ > 0, "the token budget (max_num_scheduled_tokens) must be positive, got " << step_budget_);
   KV_CHECK(config.max_num_seqs > 0, "max_num_seqs must be positive");
+  if (config.prepare_prompts_ahead) preparer_ = std::make_unique<PromptPreparer>();
 }
 
 Status Scheduler::add_request(RequestSpec spec) {
@@ -264,7 +265,22 @@ StepPlan Scheduler::schedule() {
   stats_.scheduled_tokens += work.plan.total_tokens;
   stats_.max_running = std::max<std::int64_t>(stats_.max_running, static_cast<std::int64_t>(running_.size()));
   stats_.max_waiting = std::max<std::int64_t>(stats_.max_waiting, static_cast<std::int64_t>(waiting_.size()));
+  if (preparer_) name_next_waiting();
   return std::move(work.plan);
+}
+
+// The waiting requests the next step may admit: from the head, up to twice a step's token
+// budget of prompt (a hit admits more than the budget) and at most max_num_seqs requests.
+// Those still deferred go to the preparer, which works on them while the step runs.
+void Scheduler::name_next_waiting() {
+  std::vector<const Request*> next;
+  std::int64_t tokens = 0;
+  for (const Request* r : waiting_) {
+    if (tokens >= 2 * step_budget_ || next.size() >= static_cast<std::size_t>(config_.max_num_seqs)) break;
+    tokens += r->num_tokens();
+    if (r->deferred()) next.push_back(r);
+  }
+  preparer_->want(next);
 }
 
 // 1. Running requests, in order, while budget is left. A request that cannot get its blocks
@@ -506,6 +522,7 @@ void Scheduler::finish(Request& r, RequestStatus status) {
   if (wait != waiting_.end()) waiting_.erase(wait);
   finished_since_last_step_.push_back(r.id());
   ++stats_.finished;
+  if (preparer_) preparer_->forget(&r);
   entries_.erase(r.id());  // r is gone after this line
 }
 

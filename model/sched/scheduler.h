@@ -47,6 +47,7 @@
 
 #include "model/block_hasher.h"
 #include "model/kv_cache_manager.h"
+#include "model/prompt_preparer.h"
 #include "model/request.h"
 #include "model/sched/output_tokens.h"
 #include "model/sched/speculative_config.h"
@@ -87,6 +88,10 @@ struct SchedulerConfig {
   // step may run. vLLM sets it to the encoder length for an encoder-decoder model (Whisper:
   // 1500, so one audio input per step); 0: the model has no encoder.
   std::int64_t max_num_encoder_input_tokens = 0;
+  // Expand and hash the deferred prompts of the requests next in line on a worker thread
+  // (model/prompt_preparer.h), as vLLM's engine core builds requests on its input thread;
+  // every decision is unchanged. Off: the scheduler's thread does it when it first needs them.
+  bool prepare_prompts_ahead = false;
   // vLLM's start-up checks: refuses what vLLM refuses before scheduling anything (chunked
   // prefill off with a budget below max_model_len, a budget below max_num_seqs, a
   // long-prefill threshold above max_model_len, a pool that cannot hold one max_model_len
@@ -187,6 +192,9 @@ class Scheduler {
   std::vector<RequestId> running_ids() const;  // the running list, in order
   const Request* find(const RequestId& id) const;
   const SchedulerStats& stats() const { return stats_; }
+  // Prompts the preparer's worker expanded (config_.prepare_prompts_ahead): depends on thread
+  // timing, so for tests and diagnostics only, never a result.
+  std::int64_t num_prepared_ahead() const { return preparer_ ? preparer_->num_prepared() : 0; }
   const SchedulerConfig& config() const { return config_; }
   const KvCacheManager& kv_cache() const { return kv_; }
   KvCacheManager& mutable_kv_cache() { return kv_; }
@@ -241,6 +249,7 @@ class Scheduler {
   int accepted_drafts(const ScheduledRequest& sr, const StepResult& result, std::size_t& next, std::int64_t step) const;
   void roll_back_rejected(Request& r, const ScheduledRequest& sr, int accepted);
   bool append_output(Entry& e, TokenId token, std::vector<TokenEvent>& events);
+  void name_next_waiting();  // tells the preparer which waiting requests come next
 
   SchedulerConfig config_;
   BlockHasher hasher_;
@@ -260,6 +269,9 @@ class Scheduler {
   std::vector<RequestId> finished_since_last_step_;
   std::int64_t next_step_ = 0;
   SchedulerStats stats_;
+  // Null unless config_.prepare_prompts_ahead. Declared last, so destroyed (its worker joined)
+  // before the requests it may be preparing.
+  std::unique_ptr<PromptPreparer> preparer_;
 };
 
 }  // namespace kv
