@@ -21,6 +21,9 @@ namespace kv {
 struct DeferredPrompt {
   std::int64_t size = 0;
   std::function<void(std::vector<TokenId>& out)> expand;
+  // Room the expanded token list reserves past the prompt (the outputs to come), so that
+  // appending them never copies the prompt; a hint, no effect on any result.
+  std::int64_t output_room = 0;
 
   bool deferred() const { return static_cast<bool>(expand); }
 };

@@ -1,5 +1,7 @@
 #include "model/request.h"
 
+#include <algorithm>
+
 #include "model/util/check.h"
 
 namespace kv {
@@ -68,7 +70,7 @@ void Request::expand_or_wait() const {
 }
 
 void Request::expand_deferred() const {
-  tokens_.reserve(static_cast<std::size_t>(deferred_.size));
+  tokens_.reserve(static_cast<std::size_t>(deferred_.size + std::max<std::int64_t>(deferred_.output_room, 0)));
   deferred_.expand(tokens_);
   KV_CHECK(num_prompt_tokens_ == static_cast<std::int64_t>(tokens_.size()),
            "request " << id_ << ": the deferred prompt expanded to " << tokens_.size() << " tokens, not "

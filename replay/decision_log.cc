@@ -65,14 +65,27 @@ void put_list(std::string& s, const std::vector<T>& items) {
 }  // namespace
 
 void DecisionLog::record(const StepPlan& plan, std::int64_t new_evictions, std::int64_t free_blocks) {
-  std::string s = "step " + std::to_string(plan.step) + " tokens " + std::to_string(plan.total_tokens) + " |";
+  std::string& s = line_;
+  s.assign("step ");
+  put_int(s, plan.step);
+  s += " tokens ";
+  put_int(s, plan.total_tokens);
+  s += " |";
   for (const ScheduledRequest& r : plan.requests) {
     s += ' ';
     s += r.id;
-    s += " +" + std::to_string(r.token_ids.size());
-    if (r.is_new) s += " new@" + std::to_string(r.num_computed_tokens) + " hit=" + std::to_string(r.num_cached_tokens);
-    if (r.num_external_tokens > 0) [[unlikely]]
-      s += " tier=" + std::to_string(r.num_external_tokens);
+    s += " +";
+    put_int(s, r.token_ids.size());
+    if (r.is_new) {
+      s += " new@";
+      put_int(s, r.num_computed_tokens);
+      s += " hit=";
+      put_int(s, r.num_cached_tokens);
+    }
+    if (r.num_external_tokens > 0) [[unlikely]] {
+      s += " tier=";
+      put_int(s, r.num_external_tokens);
+    }
     s += " blocks=";
     put_list(s, r.block_ids);
     if (!r.group_block_ids.empty()) [[unlikely]] {  // hybrid: never for one group
@@ -89,7 +102,11 @@ void DecisionLog::record(const StepPlan& plan, std::int64_t new_evictions, std::
   put_list(s, plan.preempted);
   s += " finished=";
   put_list(s, plan.finished);
-  s += " evictions=" + std::to_string(new_evictions) + " free=" + std::to_string(free_blocks) + "\n";
+  s += " evictions=";
+  put_int(s, new_evictions);
+  s += " free=";
+  put_int(s, free_blocks);
+  s += '\n';
   append(s);
 }
 

@@ -50,6 +50,7 @@ class DecisionLog {
   std::unique_ptr<Sha> sha_;
   bool keep_text_;
   std::string text_;
+  std::string line_;  // record()'s buffer, kept between steps so that a step allocates nothing
   std::function<void(std::string_view)> sink_;  // may be empty
   std::int64_t lines_ = 0;
 };

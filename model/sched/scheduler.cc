@@ -160,6 +160,7 @@ Status Scheduler::add_request(RequestSpec spec) {
                   std::to_string(config_.cache.num_blocks - 1));
   }
   const BlockHasher* hasher = config_.cache.enable_caching ? &hasher_ : nullptr;
+  spec.deferred_prompt.output_room = total - prompt_len;
   auto request = spec.deferred_prompt.deferred()
                      ? std::make_unique<Request>(spec.id, std::move(spec.deferred_prompt), std::move(spec.extras),
                                                  hasher, config_.cache.block_size)
@@ -269,18 +270,24 @@ StepPlan Scheduler::schedule() {
   return std::move(work.plan);
 }
 
-// The waiting requests the next step may admit: from the head, up to twice a step's token
-// budget of prompt (a hit admits more than the budget) and at most max_num_seqs requests.
-// Those still deferred go to the preparer, which works on them while the step runs.
+// The waiting requests the next steps may admit, from the head: up to kPrepareSteps steps'
+// budget of prompt tokens (a hit admits more than the budget) and max_num_seqs requests. The
+// preparer is woken only when one still deferred lies within the first half of that reach, so
+// that it works in batches, not once per admission.
 void Scheduler::name_next_waiting() {
+  constexpr std::int64_t kPrepareSteps = 8;
   std::vector<const Request*> next;
   std::int64_t tokens = 0;
+  bool due = false;
   for (const Request* r : waiting_) {
-    if (tokens >= 2 * step_budget_ || next.size() >= static_cast<std::size_t>(config_.max_num_seqs)) break;
+    if (tokens >= kPrepareSteps * step_budget_ || next.size() >= static_cast<std::size_t>(config_.max_num_seqs)) break;
+    if (r->deferred()) {
+      next.push_back(r);
+      due = due || tokens < kPrepareSteps / 2 * step_budget_;
+    }
     tokens += r->num_tokens();
-    if (r->deferred()) next.push_back(r);
   }
-  preparer_->want(next);
+  if (due) preparer_->want(next);
 }
 
 // 1. Running requests, in order, while budget is left. A request that cannot get its blocks
