@@ -2,19 +2,62 @@
 
 #include <algorithm>
 #include <functional>
-#include <map>
 #include <queue>
+#include <unordered_map>
 
 #include "model/util/check.h"
 #include "traces/trace.h"
 
 namespace kv::replay {
 
+namespace {
+// The live requests' metrics, in slots: a request's slot is the tag its TokenEvents carry
+// (RequestSpec::tag), so a token finds its request without a lookup by id. The index by id is
+// never iterated, so its order affects nothing.
+class LiveRequests {
+ public:
+  std::size_t size() const { return by_id_.size(); }
+  // The slot the next add() takes.
+  std::int64_t next_tag() const { return free_.empty() ? static_cast<std::int64_t>(slots_.size()) : free_.back(); }
+  void add(RequestMetrics m) {
+    const std::int64_t tag = next_tag();
+    if (free_.empty()) {
+      slots_.push_back(std::move(m));
+    } else {
+      free_.pop_back();
+      slots_[static_cast<std::size_t>(tag)] = std::move(m);
+    }
+    by_id_.emplace(slots_[static_cast<std::size_t>(tag)].id, tag);
+  }
+  RequestMetrics* find(const RequestId& id) {
+    auto it = by_id_.find(id);
+    return it == by_id_.end() ? nullptr : &slots_[static_cast<std::size_t>(it->second)];
+  }
+  // The request of a token: `tag` must be a live slot holding `id`.
+  RequestMetrics& at(std::int64_t tag, const RequestId& id) {
+    KV_CHECK(
+        tag >= 0 && static_cast<std::size_t>(tag) < slots_.size() && slots_[static_cast<std::size_t>(tag)].id == id,
+        "token for unknown request " << id);
+    return slots_[static_cast<std::size_t>(tag)];
+  }
+  void erase(std::int64_t tag) {
+    by_id_.erase(slots_[static_cast<std::size_t>(tag)].id);
+    slots_[static_cast<std::size_t>(tag)] = RequestMetrics{};
+    free_.push_back(tag);
+  }
+
+ private:
+  std::vector<RequestMetrics> slots_;
+  std::vector<std::int64_t> free_;
+  std::unordered_map<RequestId, std::int64_t> by_id_;
+};
+}  // namespace
+
 // Everything one run accumulates; the Replayer's methods advance it step by step.
 struct Replayer::Run {
   ReplaySummary sum;
   std::int64_t now_ns = 0;
-  std::map<RequestId, RequestMetrics> live;  // ordered: deterministic
+  LiveRequests live;
   LatencyRecord latency;
   RequestSpec pending;
   bool have_pending = false, source_done = false;
@@ -127,6 +170,7 @@ Status Replayer::admit_arrivals(Run& r) {
     m.prompt_tokens = r.pending.num_prompt_tokens();
     ++r.sum.requests_total;
     const auto outputs = static_cast<std::int64_t>(r.pending.outputs.size());
+    r.pending.tag = r.live.next_tag();
     Status added = scheduler_.add_request(std::move(r.pending));
     if (!added.ok()) {
       m.status = "rejected";
@@ -136,7 +180,7 @@ Status Replayer::admit_arrivals(Run& r) {
       log_.record_rejection(m.id, added.message());
       request_done(r, m);
     } else {
-      r.live.emplace(m.id, std::move(m));
+      r.live.add(std::move(m));
     }
     if (Status s = pull_next(r); !s.ok()) return s;
   }
@@ -147,12 +191,12 @@ Status Replayer::admit_arrivals(Run& r) {
 void Replayer::note_first_schedule(Run& r, const StepPlan& plan) {
   for (const ScheduledRequest& s : plan.requests) {
     if (!s.is_new) continue;
-    auto it = r.live.find(s.id);
+    RequestMetrics* m = r.live.find(s.id);
     const Request* q = scheduler_.find(s.id);
-    if (it == r.live.end() || q == nullptr) continue;
-    it->second.cached_tokens = q->num_cached_tokens;
-    if (q->num_preemptions == 0) it->second.tier_tokens = s.num_external_tokens;
-    it->second.preemptions = q->num_preemptions;
+    if (m == nullptr || q == nullptr) continue;
+    m->cached_tokens = q->num_cached_tokens;
+    if (q->num_preemptions == 0) m->tier_tokens = s.num_external_tokens;
+    m->preemptions = q->num_preemptions;
   }
 }
 
@@ -223,9 +267,7 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
   const std::int64_t now_us = client_ns / 1000;
   const bool speculating = r.sum.spec.num_speculative_tokens > 0;
   for (const TokenEvent& ev : events) {
-    auto it = r.live.find(ev.id);
-    KV_CHECK(it != r.live.end(), "token for unknown request " << ev.id);
-    RequestMetrics& m = it->second;
+    RequestMetrics& m = r.live.at(ev.tag, ev.id);
     if (ev.output_index == 0)
       m.first_token_us = now_us;
     else if (!speculating || now_us != m.last_token_us)  // tokens of one step: one chunk, one ITL (vLLM's)
@@ -240,7 +282,7 @@ void Replayer::apply_tokens(Run& r, const StepPlan& plan, const StepResult& resu
     r.sum.output_tokens += m.output_tokens;
     r.sum.prompt_tokens += m.prompt_tokens;
     request_done(r, m);
-    r.live.erase(it);
+    r.live.erase(ev.tag);
     if (closed_loop_frontend()) r.client_done_ns.push(client_ns);
     ++rec.finished;
   }

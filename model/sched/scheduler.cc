@@ -161,18 +161,20 @@ Status Scheduler::add_request(RequestSpec spec) {
   }
   const BlockHasher* hasher = config_.cache.enable_caching ? &hasher_ : nullptr;
   spec.deferred_prompt.output_room = total - prompt_len;
-  auto request = spec.deferred_prompt.deferred()
-                     ? std::make_unique<Request>(spec.id, std::move(spec.deferred_prompt), std::move(spec.extras),
-                                                 hasher, config_.cache.block_size)
-                     : std::make_unique<Request>(spec.id, std::move(spec.prompt), std::move(spec.extras), hasher,
-                                                 config_.cache.block_size);
+  auto request =
+      spec.deferred_prompt.deferred()
+          ? std::make_unique<Live>(spec.id, std::move(spec.deferred_prompt), std::move(spec.extras), hasher,
+                                   config_.cache.block_size, std::move(spec.outputs), std::move(spec.stop_token_ids))
+          : std::make_unique<Live>(spec.id, std::move(spec.prompt), std::move(spec.extras), hasher,
+                                   config_.cache.block_size, std::move(spec.outputs), std::move(spec.stop_token_ids));
   request->priority = spec.priority;
   request->retention = spec.retention;
   request->arrival_time_us = spec.arrival_time_us;
-  request->max_output_tokens = static_cast<std::int64_t>(spec.outputs.size());
+  request->max_output_tokens = static_cast<std::int64_t>(request->outputs.size());
   request->num_encoder_tokens = spec.num_encoder_tokens;
+  request->tag = spec.tag;
   Request* r = request.get();
-  entries_.emplace(spec.id, Entry{std::move(request), std::move(spec.outputs), std::move(spec.stop_token_ids)});
+  entries_.emplace(spec.id, std::move(request));
   insert_waiting(r);
   stats_.max_waiting = std::max<std::int64_t>(stats_.max_waiting, static_cast<std::int64_t>(waiting_.size()));
   return {};
@@ -484,7 +486,7 @@ void Scheduler::fill_plan_entry(Scheduled& s, ScheduledRequest& sr) const {
   sr.num_prompt_tokens = r.num_prompt_tokens();
   sr.samples = r.num_computed_tokens + s.num_tokens >= r.num_tokens();
   if (sr.samples) {
-    const Entry& e = entries_.at(r.id());
+    const Live& e = live(r);
     const auto n = static_cast<std::size_t>(r.num_output_tokens());
     sr.next_token = e.outputs[n];
     if (num_spec_tokens_ > 0) [[unlikely]] {
@@ -514,6 +516,13 @@ void Scheduler::build_plan(StepWork& work) {
   // Running requests first, then new ones, each in scheduling order.
   std::stable_partition(plan.requests.begin(), plan.requests.end(),
                         [](const ScheduledRequest& sr) { return !sr.is_new; });
+  planned_.clear();
+  for (const bool admitted : {false, true}) {
+    for (const Scheduled& s : work.scheduled) {
+      if (s.is_new == admitted) planned_.push_back(&live(*s.request));
+    }
+  }
+  planned_step_ = plan.step;
   if (!running_.empty()) {
     plan.num_common_prefix_blocks =
         kv_.num_common_prefix_blocks(running_.front()->id(), static_cast<int>(running_.size()));
@@ -530,25 +539,30 @@ void Scheduler::finish(Request& r, RequestStatus status) {
   finished_since_last_step_.push_back(r.id());
   ++stats_.finished;
   if (preparer_) preparer_->forget(&r);
+  std::replace(planned_.begin(), planned_.end(), &live(r), static_cast<Live*>(nullptr));
   entries_.erase(r.id());  // r is gone after this line
 }
 
 std::vector<TokenEvent> Scheduler::update_from_output(const StepPlan& plan, const StepResult& result) {
   std::vector<TokenEvent> events;
   std::size_t k = 0, verified = 0;
-  for (const ScheduledRequest& sr : plan.requests) {
+  const bool last_plan = plan.step == planned_step_ && plan.requests.size() == planned_.size();
+  for (std::size_t i = 0; i < plan.requests.size(); ++i) {
+    const ScheduledRequest& sr = plan.requests[i];
     if (!sr.samples) continue;
     KV_CHECK(k < result.sampled.size() && result.sampled[k].first == sr.id,
              "device returned no token for " << sr.id << " in step " << plan.step);
     const TokenId token = result.sampled[k++].second;
     const int accepted = sr.spec_token_ids.empty() ? 0 : accepted_drafts(sr, result, verified, plan.step);
-    auto it = entries_.find(sr.id);
-    if (it == entries_.end()) continue;  // aborted while the step ran
+    Live* r = last_plan ? planned_[i] : find_live(sr.id);
+    if (r == nullptr) continue;  // aborted while the step ran
+    KV_CHECK(r->id() == sr.id,
+             "plan entry " << i << " of step " << plan.step << " is " << sr.id << ", not " << r->id());
     if (!sr.spec_token_ids.empty()) [[unlikely]]
-      roll_back_rejected(*it->second.request, sr, accepted);
+      roll_back_rejected(*r, sr, accepted);
     bool done = false;
-    for (int d = 0; d < accepted && !done; ++d) done = append_output(it->second, sr.spec_token_ids[d], events);
-    if (!done) append_output(it->second, token, events);
+    for (int d = 0; d < accepted && !done; ++d) done = append_output(*r, sr.spec_token_ids[d], events);
+    if (!done) append_output(*r, token, events);
   }
   KV_CHECK(k == result.sampled.size(),
            "device returned " << result.sampled.size() << " tokens for " << k << " samples");
@@ -584,12 +598,11 @@ void Scheduler::roll_back_rejected(Request& r, const ScheduledRequest& sr, int a
 // Appends one output token and applies vLLM's stop checks: a stop token first, then the
 // output length and max_model_len. Returns true when the request finished (it is freed and
 // `e` is gone).
-bool Scheduler::append_output(Entry& e, TokenId token, std::vector<TokenEvent>& events) {
-  Request& r = *e.request;
+bool Scheduler::append_output(Live& r, TokenId token, std::vector<TokenEvent>& events) {
   r.append_tokens(std::span<const TokenId>(&token, 1));
-  TokenEvent ev{r.id(), r.num_output_tokens() - 1, false, RequestStatus::kRunning};
-  if (!e.stop_token_ids.empty() &&
-      std::find(e.stop_token_ids.begin(), e.stop_token_ids.end(), token) != e.stop_token_ids.end()) [[unlikely]] {
+  TokenEvent ev{r.id(), r.tag, r.num_output_tokens() - 1, false, RequestStatus::kRunning};
+  if (!r.stop_token_ids.empty() &&
+      std::find(r.stop_token_ids.begin(), r.stop_token_ids.end(), token) != r.stop_token_ids.end()) [[unlikely]] {
     ev.status = RequestStatus::kFinishedStopped;
   } else if (r.num_output_tokens() >= r.max_output_tokens) {
     ev.status = RequestStatus::kFinishedLength;
@@ -606,9 +619,9 @@ bool Scheduler::append_output(Entry& e, TokenId token, std::vector<TokenEvent>& 
 void Scheduler::update_draft_token_ids(const RequestId& id, std::span<const TokenId> drafts) {
   KV_CHECK(drafts.size() <= static_cast<std::size_t>(num_spec_tokens_),
            drafts.size() << " drafts for " << id << ", the speculative config proposes at most " << num_spec_tokens_);
-  auto it = entries_.find(id);
-  if (it == entries_.end()) return;  // finished
-  Request& r = *it->second.request;
+  Live* found = find_live(id);
+  if (found == nullptr) return;  // finished
+  Request& r = *found;
   if (r.status != RequestStatus::kRunning) return;
   if (r.is_prefill_chunk) {
     r.spec_token_ids.clear();
@@ -618,9 +631,9 @@ void Scheduler::update_draft_token_ids(const RequestId& id, std::span<const Toke
 }
 
 bool Scheduler::abort(const RequestId& id) {
-  auto it = entries_.find(id);
-  if (it == entries_.end()) return false;
-  finish(*it->second.request, RequestStatus::kFinishedAborted);
+  Live* r = find_live(id);
+  if (r == nullptr) return false;
+  finish(*r, RequestStatus::kFinishedAborted);
   return true;
 }
 
@@ -636,9 +649,11 @@ std::vector<RequestId> Scheduler::running_ids() const {
   return ids;
 }
 
-const Request* Scheduler::find(const RequestId& id) const {
+const Request* Scheduler::find(const RequestId& id) const { return find_live(id); }
+
+Scheduler::Live* Scheduler::find_live(const RequestId& id) const {
   auto it = entries_.find(id);
-  return it == entries_.end() ? nullptr : it->second.request.get();
+  return it == entries_.end() ? nullptr : it->second.get();
 }
 
 // Every group's table of a running request covers its computed tokens.

@@ -125,6 +125,7 @@ struct RequestSpec {
   std::vector<TokenId> stop_token_ids;  // appending one of these finishes it (reason: stop)
   std::int64_t num_encoder_tokens = 0;  // encoder-decoder models: its encoder input positions
   std::string session_id;               // a fleet router's affinity key; the scheduler ignores it
+  std::int64_t tag = -1;                // the caller's handle for it, echoed in its TokenEvents
   // When the client sent it, if before arrival_time_us (a disaggregated request reaching its
   // decode engine after its prefill); -1: at arrival_time_us. The scheduler ignores it.
   std::int64_t sent_at_us = -1;
@@ -137,6 +138,7 @@ struct RequestSpec {
 // One output token produced by a step.
 struct TokenEvent {
   RequestId id;
+  std::int64_t tag = -1;          // the request's RequestSpec::tag
   std::int64_t output_index = 0;  // 0 = the first output token (time to first token)
   bool finished = false;
   RequestStatus status = RequestStatus::kRunning;
@@ -203,11 +205,23 @@ class Scheduler {
   bool check_invariants(std::string* why) const;
 
  private:
-  struct Entry {
-    std::unique_ptr<Request> request;
+  // A live request with what only the scheduler reads: its teacher-forced outputs and stop
+  // tokens. Every Request the scheduler holds is one, so a Request of waiting_ or running_
+  // downcasts to it (live()).
+  struct Live : Request {
+    template <typename Prompt>
+    Live(RequestId id, Prompt prompt, HashExtras extras, const BlockHasher* hasher, int block_size,
+         OutputTokens outputs_in, std::vector<TokenId> stops)
+        : Request(std::move(id), std::move(prompt), std::move(extras), hasher, block_size),
+          outputs(std::move(outputs_in)),
+          stop_token_ids(std::move(stops)) {}
     OutputTokens outputs;
     std::vector<TokenId> stop_token_ids;
+    std::int64_t tag = -1;  // RequestSpec::tag
   };
+  static Live& live(Request& r) { return static_cast<Live&>(r); }
+  static const Live& live(const Request& r) { return static_cast<const Live&>(r); }
+  Live* find_live(const RequestId& id) const;
   // One request scheduled in the step being built.
   struct Scheduled {
     Request* request;
@@ -228,7 +242,6 @@ class Scheduler {
     bool pad_new_decodes = false;     // the waiting pass pads a one-token admission to 1 + K
   };
 
-  Request& req(const RequestId& id) { return *entries_.at(id).request; }
   void schedule_running(StepWork& work);
   bool allocate_or_preempt(Request& r, std::int64_t n, StepWork& work, std::size_t& index, Scheduled& out);
   bool allocate_running(Request& r, std::int64_t n, Scheduled& out);
@@ -248,7 +261,7 @@ class Scheduler {
   void finish(Request& r, RequestStatus status);
   int accepted_drafts(const ScheduledRequest& sr, const StepResult& result, std::size_t& next, std::int64_t step) const;
   void roll_back_rejected(Request& r, const ScheduledRequest& sr, int accepted);
-  bool append_output(Entry& e, TokenId token, std::vector<TokenEvent>& events);
+  bool append_output(Live& r, TokenId token, std::vector<TokenEvent>& events);
   void name_next_waiting();  // tells the preparer which waiting requests come next
 
   SchedulerConfig config_;
@@ -262,11 +275,15 @@ class Scheduler {
   int align_block_;
   std::unique_ptr<KvConnector> connector_;  // null: no second tier (vLLM's default)
   // Live requests, found by id only (never iterated: its order affects nothing).
-  std::unordered_map<RequestId, Entry> entries_;
+  std::unordered_map<RequestId, std::unique_ptr<Live>> entries_;
   std::deque<Request*> waiting_;   // FCFS: arrival order (preempted at the front);
                                    // priority: sorted by (priority, arrival, id)
   std::vector<Request*> running_;  // admission order
   std::vector<RequestId> finished_since_last_step_;
+  // The last plan's requests in its order (null once finished), so that its update finds
+  // them without a lookup by id.
+  std::vector<Live*> planned_;
+  std::int64_t planned_step_ = -1;
   std::int64_t next_step_ = 0;
   SchedulerStats stats_;
   // Null unless config_.prepare_prompts_ahead. Declared last, so destroyed (its worker joined)
