@@ -8,8 +8,8 @@
 // request first expands it; the other skips it or waits for it, so every hash and every
 // decision is the one made without a worker (model/request.h, invariant 5).
 // Invariants:
-//   1. The worker touches only requests named in the latest want() that no one has claimed,
-//      one at a time, through Request::prepare() alone.
+//   1. The worker touches only requests named by want() and not dropped since (by a later
+//      want() or forget()), one at a time, through Request::prepare() alone.
 //   2. After forget(r) returns, the worker neither holds nor will touch r: the owner calls it
 //      before destroying a request it ever named.
 //   3. The destructor stops and joins the worker; requests named but not reached stay deferred.

@@ -597,7 +597,7 @@ void Scheduler::roll_back_rejected(Request& r, const ScheduledRequest& sr, int a
 
 // Appends one output token and applies vLLM's stop checks: a stop token first, then the
 // output length and max_model_len. Returns true when the request finished (it is freed and
-// `e` is gone).
+// `r` is gone).
 bool Scheduler::append_output(Live& r, TokenId token, std::vector<TokenEvent>& events) {
   r.append_tokens(std::span<const TokenId>(&token, 1));
   TokenEvent ev{r.id(), r.tag, r.num_output_tokens() - 1, false, RequestStatus::kRunning};

@@ -32,7 +32,8 @@
 //      never exceed max_num_encoder_input_tokens; a request whose encoder input does not fit
 //      stops admission, as a request whose blocks do not fit. Decoder-only: no encoder tokens.
 // Deterministic: no clock, no randomness; the one hash map (live requests by id) is looked up,
-// never iterated.
+// never iterated. With prepare_prompts_ahead a worker thread expands and hashes the prompts
+// next in line (model/prompt_preparer.h): every hash, and so every decision, is the same.
 #pragma once
 
 #include <cstdint>
