@@ -277,7 +277,7 @@ StepPlan Scheduler::schedule() {
 // preparer is woken only when one still deferred lies within the first half of that reach, so
 // that it works in batches, not once per admission.
 void Scheduler::name_next_waiting() {
-  constexpr std::int64_t kPrepareSteps = 8;
+  constexpr std::int64_t kPrepareSteps = 32;
   std::vector<const Request*> next;
   std::int64_t tokens = 0;
   bool due = false;
