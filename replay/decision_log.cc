@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 
 #include "model/block_hash.h"
 #include "model/util/check.h"
@@ -22,7 +23,7 @@ DecisionLog::DecisionLog(bool keep_text) : sha_(std::make_unique<Sha>()), keep_t
 
 DecisionLog::~DecisionLog() = default;
 
-void DecisionLog::append(const std::string& line) {
+void DecisionLog::append(std::string_view line) {
   KV_CHECK(EVP_DigestUpdate(sha_->ctx, line.data(), line.size()) == 1);
   if (keep_text_) text_ += line;
   if (sink_) sink_(line);
@@ -42,72 +43,105 @@ std::string DecisionLog::digest_hex() const {
 }
 
 namespace {
-// Appends an integer's decimal digits (as std::to_string, without a temporary string).
-template <typename T>
-void put_int(std::string& s, T value) {
-  char digits[24];
-  const auto end = std::to_chars(digits, digits + sizeof digits, value).ptr;
-  s.append(digits, static_cast<std::size_t>(end - digits));
-}
+// A line built in a reused buffer: each piece first makes room for its longest form, so that
+// the writes are plain stores (std::string's appends check capacity per character and call
+// out of line per piece: a step's line has a few pieces per scheduled request).
+class LineBuffer {
+ public:
+  explicit LineBuffer(std::vector<char>& buf) : buf_(buf) {}
+  std::string_view view() const { return {buf_.data(), size_}; }
 
-template <typename T>
-void put_list(std::string& s, const std::vector<T>& items) {
-  s += '[';
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    if (i) s += ',';
-    if constexpr (std::is_integral_v<T>)
-      put_int(s, items[i]);
-    else
-      s += items[i];
+  void put(std::string_view s) {
+    std::memcpy(room(s.size()), s.data(), s.size());
+    size_ += s.size();
   }
-  s += ']';
-}
+  void put(char c) {
+    *room(1) = c;
+    ++size_;
+  }
+  template <typename T>
+  void put_int(T value) {
+    char* const p = room(kMaxDigits);
+    size_ += static_cast<std::size_t>(std::to_chars(p, p + kMaxDigits, value).ptr - p);
+  }
+  // [a,b,...] of integers.
+  template <typename T>
+  void put_list(const std::vector<T>& items) {
+    char* p = room(2 + items.size() * (kMaxDigits + 1));
+    char* const begin = p;
+    *p++ = '[';
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      if (i) *p++ = ',';
+      p = std::to_chars(p, p + kMaxDigits, items[i]).ptr;
+    }
+    *p++ = ']';
+    size_ += static_cast<std::size_t>(p - begin);
+  }
+  // [a,b,...] of request ids.
+  void put_names(const std::vector<RequestId>& names) {
+    put('[');
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (i) put(',');
+      put(names[i]);
+    }
+    put(']');
+  }
+
+ private:
+  static constexpr std::size_t kMaxDigits = 20;  // an int64's sign and 19 digits
+  char* room(std::size_t bound) {
+    if (size_ + bound > buf_.size()) buf_.resize(std::max(2 * buf_.size(), size_ + bound));
+    return buf_.data() + size_;
+  }
+  std::vector<char>& buf_;
+  std::size_t size_ = 0;
+};
 }  // namespace
 
 void DecisionLog::record(const StepPlan& plan, std::int64_t new_evictions, std::int64_t free_blocks) {
-  std::string& s = line_;
-  s.assign("step ");
-  put_int(s, plan.step);
-  s += " tokens ";
-  put_int(s, plan.total_tokens);
-  s += " |";
+  LineBuffer s(line_);
+  s.put("step ");
+  s.put_int(plan.step);
+  s.put(" tokens ");
+  s.put_int(plan.total_tokens);
+  s.put(" |");
   for (const ScheduledRequest& r : plan.requests) {
-    s += ' ';
-    s += r.id;
-    s += " +";
-    put_int(s, r.token_ids.size());
+    s.put(' ');
+    s.put(r.id);
+    s.put(" +");
+    s.put_int(r.token_ids.size());
     if (r.is_new) {
-      s += " new@";
-      put_int(s, r.num_computed_tokens);
-      s += " hit=";
-      put_int(s, r.num_cached_tokens);
+      s.put(" new@");
+      s.put_int(r.num_computed_tokens);
+      s.put(" hit=");
+      s.put_int(r.num_cached_tokens);
     }
     if (r.num_external_tokens > 0) [[unlikely]] {
-      s += " tier=";
-      put_int(s, r.num_external_tokens);
+      s.put(" tier=");
+      s.put_int(r.num_external_tokens);
     }
-    s += " blocks=";
-    put_list(s, r.block_ids);
+    s.put(" blocks=");
+    s.put_list(r.block_ids);
     if (!r.group_block_ids.empty()) [[unlikely]] {  // hybrid: never for one group
-      s += " groups=";
+      s.put(" groups=");
       for (std::size_t g = 0; g < r.group_block_ids.size(); ++g) {
-        if (g) s += '/';
-        put_list(s, r.group_block_ids[g]);
+        if (g) s.put('/');
+        s.put_list(r.group_block_ids[g]);
       }
     }
-    if (r.samples) s += " sample";
-    s += ';';
+    if (r.samples) s.put(" sample");
+    s.put(';');
   }
-  s += " | preempted=";
-  put_list(s, plan.preempted);
-  s += " finished=";
-  put_list(s, plan.finished);
-  s += " evictions=";
-  put_int(s, new_evictions);
-  s += " free=";
-  put_int(s, free_blocks);
-  s += '\n';
-  append(s);
+  s.put(" | preempted=");
+  s.put_names(plan.preempted);
+  s.put(" finished=");
+  s.put_names(plan.finished);
+  s.put(" evictions=");
+  s.put_int(new_evictions);
+  s.put(" free=");
+  s.put_int(free_blocks);
+  s.put('\n');
+  append(s.view());
 }
 
 void DecisionLog::record_route(const std::string& request_id, int replica) {

@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "model/sched/step_plan.h"
 
@@ -45,12 +46,12 @@ class DecisionLog {
   std::int64_t lines() const { return lines_; }
 
  private:
-  void append(const std::string& line);
+  void append(std::string_view line);
   struct Sha;
   std::unique_ptr<Sha> sha_;
   bool keep_text_;
   std::string text_;
-  std::string line_;  // record()'s buffer, kept between steps so that a step allocates nothing
+  std::vector<char> line_;  // record()'s buffer, kept between steps so that a step allocates nothing
   std::function<void(std::string_view)> sink_;  // may be empty
   std::int64_t lines_ = 0;
 };
