@@ -19,6 +19,8 @@
 // gpt-oss-20b's KV-cache groups (sliding window 128 and full attention, one block table each,
 // one shared pool of twice the blocks, so both hold the same tokens per group); the summary
 // prints its throughput next to the one-group manager's (sha256_cbor for both).
+// BM_MooncakeHashingAlone times the requests' creation alone (hashing, no manager): the floor
+// the manager's benchmarks stand on.
 //
 //   scripts/bench-core                                  # release build, then this benchmark
 //   build/release/bench/core_bench --trace=PATH --benchmark_repetitions=3
@@ -119,6 +121,7 @@ struct Summary {
   double hit_rate = 0;
   double index_bytes_per_block = 0;
   std::int64_t failed_allocations = 0;
+  bool manager = true;  // false: hashing alone, no hit rate or allocations
 };
 std::map<std::string, Summary> g_summary;
 
@@ -238,6 +241,40 @@ void BM_MooncakeConversationHybrid(benchmark::State& state) {
   s.failed_allocations = failed;
 }
 
+// The floor under both: the same requests created and destroyed (every full block hashed, as
+// the manager's benchmarks do) with no manager. What the one-group benchmark spends beyond
+// this is the pool's and the index's work.
+void BM_MooncakeHashingAlone(benchmark::State& state) {
+  const std::vector<TraceRequest>& requests = trace();
+  const kv::BlockHasher hasher(kv::HashAlgo::kSha256Cbor, "0");
+  std::vector<kv::TokenId> prompt;
+  double timed_seconds = 0;
+  std::int64_t tokens = 0;
+  for (auto _ : state) {
+    double seconds = 0;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      expand_prompt(requests[i], prompt);
+      kv::RequestId id = std::to_string(i);
+      const double start = thread_cpu_seconds();
+      {
+        kv::Request request(std::move(id), std::move(prompt), {}, &hasher, kBlockSize);
+        benchmark::DoNotOptimize(request.block_hashes().data());
+      }
+      seconds += thread_cpu_seconds() - start;
+      prompt = {};
+      tokens += requests[i].input_length;
+    }
+    state.SetIterationTime(seconds);
+    timed_seconds += seconds;
+  }
+  state.counters["prompt_tokens_per_s"] = static_cast<double>(tokens) / timed_seconds;
+  Summary& s = g_summary["hashing alone (no manager), sha256_cbor"];
+  s.tokens_per_s = static_cast<double>(tokens) / timed_seconds;
+  s.manager = false;
+}
+
+BENCHMARK(BM_MooncakeHashingAlone)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+
 BENCHMARK(BM_MooncakeConversationHybrid)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
 
 BENCHMARK_CAPTURE(BM_MooncakeConversation, sha256_cbor, kv::HashAlgo::kSha256Cbor)
@@ -261,8 +298,11 @@ void print_summary() {
       g_trace_path.c_str(), requests.size(), static_cast<long long>(tokens), kBlockSize, kPoolBlocks,
       static_cast<long long>(kPoolTokens));
   for (const auto& [name, s] : g_summary) {
-    std::printf("  %-40s %7.1fM prompt tokens/s  hit rate %.4f  failed allocations %lld\n", name.c_str(),
-                s.tokens_per_s / 1e6, s.hit_rate, static_cast<long long>(s.failed_allocations));
+    std::printf("  %-40s %7.1fM prompt tokens/s", name.c_str(), s.tokens_per_s / 1e6);
+    if (s.manager) {
+      std::printf("  hit rate %.4f  failed allocations %lld", s.hit_rate, static_cast<long long>(s.failed_allocations));
+    }
+    std::printf("\n");
   }
   const auto& any = g_summary.rbegin()->second;  // "one group, ..." (the hybrid has no index figure)
   std::printf(
