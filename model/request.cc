@@ -29,7 +29,7 @@ const char* to_string(RequestStatus s) {
 }
 
 Request::Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, const BlockHasher* hasher,
-                 int block_size)
+                 int block_size, std::vector<BlockHash> prompt_hashes)
     : id_(std::move(id)),
       tokens_(std::move(prompt)),
       num_prompt_tokens_(static_cast<std::int64_t>(tokens_.size())),
@@ -37,10 +37,12 @@ Request::Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, c
       hasher_(hasher),
       block_size_(block_size) {
   KV_CHECK(block_size > 0);
+  adopt_prompt_hashes(std::move(prompt_hashes));
   if (hasher_) hasher_->extend(block_hashes_, tokens_, block_size_, extras_);
 }
 
-Request::Request(RequestId id, DeferredPrompt prompt, HashExtras extras, const BlockHasher* hasher, int block_size)
+Request::Request(RequestId id, DeferredPrompt prompt, HashExtras extras, const BlockHasher* hasher, int block_size,
+                 std::vector<BlockHash> prompt_hashes)
     : id_(std::move(id)),
       num_prompt_tokens_(prompt.size),
       extras_(std::move(extras)),
@@ -49,7 +51,16 @@ Request::Request(RequestId id, DeferredPrompt prompt, HashExtras extras, const B
       deferred_(std::move(prompt)) {
   KV_CHECK(block_size > 0);
   KV_CHECK(deferred_.deferred() && deferred_.size >= 0, "request " << id_ << ": a deferred prompt needs expand()");
+  adopt_prompt_hashes(std::move(prompt_hashes));
   state_.store(kDeferred, std::memory_order_relaxed);
+}
+
+void Request::adopt_prompt_hashes(std::vector<BlockHash> hashes) {
+  if (hasher_ == nullptr || hashes.empty()) return;
+  KV_CHECK(static_cast<std::int64_t>(hashes.size()) <= num_prompt_tokens_ / block_size_,
+           "request " << id_ << ": " << hashes.size() << " prompt hashes given for " << num_prompt_tokens_
+                      << " tokens in blocks of " << block_size_);
+  block_hashes_ = std::move(hashes);
 }
 
 bool Request::prepare() const {

@@ -4,7 +4,8 @@
 // Invariants:
 //   1. block_hashes() holds exactly one hash per full block of tokens() when the request has
 //      a hasher (prefix caching on), and none otherwise; hashes are computed once, as tokens
-//      are appended.
+//      are appended, after the prompt's first ones when the caller gave them (made with the
+//      same hasher and block size: a fleet's router hashed the prompt already).
 //   2. 0 <= num_computed_tokens <= num_tokens, except between schedule() and
 //      update_from_output() of a step that scheduled drafts: then up to num_tokens + drafts.
 //   3. spec_token_ids is empty unless speculative decoding is on, and for a request that is
@@ -52,10 +53,14 @@ inline bool is_finished(RequestStatus s) {
 
 class Request {
  public:
-  // hasher == nullptr: no block hashes (prefix caching off).
-  Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, const BlockHasher* hasher, int block_size);
-  // The prompt is expanded, and its blocks hashed, on first use (invariant 4).
-  Request(RequestId id, DeferredPrompt prompt, HashExtras extras, const BlockHasher* hasher, int block_size);
+  // hasher == nullptr: no block hashes (prefix caching off; prompt_hashes are dropped).
+  // prompt_hashes: the hashes of the prompt's first full blocks, if the caller has them
+  // (invariant 1); the rest are computed.
+  Request(RequestId id, std::vector<TokenId> prompt, HashExtras extras, const BlockHasher* hasher, int block_size,
+          std::vector<BlockHash> prompt_hashes = {});
+  // The prompt is expanded, and its remaining blocks hashed, on first use (invariant 4).
+  Request(RequestId id, DeferredPrompt prompt, HashExtras extras, const BlockHasher* hasher, int block_size,
+          std::vector<BlockHash> prompt_hashes = {});
   Request(const Request&) = delete;
   Request& operator=(const Request&) = delete;
 
@@ -116,7 +121,8 @@ class Request {
       expand_or_wait();
   }
   void expand_or_wait() const;
-  void expand_deferred() const;  // fills tokens_ and block_hashes_, then drops deferred_
+  void expand_deferred() const;                             // fills tokens_ and block_hashes_, then drops deferred_
+  void adopt_prompt_hashes(std::vector<BlockHash> hashes);  // the constructors' prompt_hashes
 
   RequestId id_;
   // Empty while deferred_ is set; mutable so that the first read can expand the prompt.

@@ -94,6 +94,10 @@ struct FleetReplay::Engine {
   std::int64_t routed = 0;
   RemotePrefillConnector* remote = nullptr;  // a decode engine of a disaggregated fleet
   std::int64_t block_bytes = 0;              // its KV bytes per block (decode engines)
+  // It hashes prompts as the routers do (algorithm, seed, block size): it takes the hashes
+  // made to route a request (RequestSpec::prompt_hashes) instead of making them again. A
+  // replica given another model (--replica-options) may hash with another block size.
+  bool hashes_as_routed = false;
 };
 
 // Disaggregation's own events, in (time, creation) order: a prefill engine finished a request
@@ -229,6 +233,11 @@ StatusOr<std::unique_ptr<FleetReplay>> FleetReplay::build(const ReplayConfig& co
   const SchedulerConfig& sc = f->engines_[0]->run.scheduler->config();
   f->hasher_ = std::make_unique<BlockHasher>(sc.hash_algo, sc.hash_seed);
   f->block_size_ = sc.cache.block_size;
+  for (auto& e : f->engines_) {
+    const SchedulerConfig& c = e->run.scheduler->config();
+    e->hashes_as_routed =
+        c.hash_algo == sc.hash_algo && c.hash_seed == sc.hash_seed && c.cache.block_size == sc.cache.block_size;
+  }
   f->describe();
   return f;
 }
@@ -379,6 +388,7 @@ Status FleetReplay::pull_arrival() {
 }
 
 std::vector<BlockHash> FleetReplay::prompt_hashes(const RequestSpec& spec) const {
+  if (!spec.prompt_hashes.empty()) return spec.prompt_hashes;  // hashed when it was routed
   const Request probe = spec.deferred_prompt.deferred()
                             ? Request(spec.id, spec.deferred_prompt, spec.extras, hasher_.get(), block_size_)
                             : Request(spec.id, spec.prompt, spec.extras, hasher_.get(), block_size_);
@@ -422,6 +432,7 @@ int FleetReplay::local_index(int replica) const {
 Status FleetReplay::deliver_to(int replica, RequestSpec spec) {
   Engine& e = *engines_[static_cast<std::size_t>(replica)];
   ++e.routed;
+  if (!e.hashes_as_routed) spec.prompt_hashes.clear();
   e.queue->push(std::move(spec));
   if (Status s = e.replayer->source_grew(); !s.ok()) return s;
   reschedule(replica);
@@ -435,11 +446,13 @@ Status FleetReplay::route_arrival() {
   deliver_until(at_ns);
   const bool prefill = decode_router_ && arrival_.num_prompt_tokens() >= config_.fleet.pd_threshold;
   fleet::Router& router = prefill || !decode_router_ ? *router_ : *decode_router_;
-  const int local = router.route(route_request(arrival_, at_ns));
+  fleet::RouteRequest rr = route_request(arrival_, at_ns);
+  const int local = router.route(rr);
   const int replica = &router == decode_router_.get() ? local + config_.fleet.prefill_replicas : local;
   routes_->record_route(arrival_.id, replica);
   if (on_route) on_route(arrival_.id, replica);
   RequestSpec spec = std::move(arrival_);
+  spec.prompt_hashes = std::move(rr.block_hashes);  // hashed once: the engine goes on from them
   if (prefill) {
     RequestSpec first = spec;  // the prefill engine computes the prompt and one token
     first.outputs = spec.outputs.empty() ? OutputTokens{} : OutputTokens(std::vector<TokenId>{spec.outputs[0]});

@@ -161,12 +161,13 @@ Status Scheduler::add_request(RequestSpec spec) {
   }
   const BlockHasher* hasher = config_.cache.enable_caching ? &hasher_ : nullptr;
   spec.deferred_prompt.output_room = total - prompt_len;
-  auto request =
-      spec.deferred_prompt.deferred()
-          ? std::make_unique<Live>(spec.id, std::move(spec.deferred_prompt), std::move(spec.extras), hasher,
-                                   config_.cache.block_size, std::move(spec.outputs), std::move(spec.stop_token_ids))
-          : std::make_unique<Live>(spec.id, std::move(spec.prompt), std::move(spec.extras), hasher,
-                                   config_.cache.block_size, std::move(spec.outputs), std::move(spec.stop_token_ids));
+  auto request = spec.deferred_prompt.deferred()
+                     ? std::make_unique<Live>(spec.id, std::move(spec.deferred_prompt), std::move(spec.extras), hasher,
+                                              config_.cache.block_size, std::move(spec.outputs),
+                                              std::move(spec.stop_token_ids), std::move(spec.prompt_hashes))
+                     : std::make_unique<Live>(spec.id, std::move(spec.prompt), std::move(spec.extras), hasher,
+                                              config_.cache.block_size, std::move(spec.outputs),
+                                              std::move(spec.stop_token_ids), std::move(spec.prompt_hashes));
   request->priority = spec.priority;
   request->retention = spec.retention;
   request->arrival_time_us = spec.arrival_time_us;

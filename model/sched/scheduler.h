@@ -130,6 +130,10 @@ struct RequestSpec {
   // When the client sent it, if before arrival_time_us (a disaggregated request reaching its
   // decode engine after its prefill); -1: at arrival_time_us. The scheduler ignores it.
   std::int64_t sent_at_us = -1;
+  // The prompt's first full blocks hashed with this scheduler's hasher and block size, when the
+  // caller has them (a fleet's KV-aware router hashed the prompt to route it): the request
+  // hashes only the rest. Empty: it hashes every block.
+  std::vector<BlockHash> prompt_hashes;
 
   std::int64_t num_prompt_tokens() const {
     return deferred_prompt.deferred() ? deferred_prompt.size : static_cast<std::int64_t>(prompt.size());
@@ -212,8 +216,8 @@ class Scheduler {
   struct Live : Request {
     template <typename Prompt>
     Live(RequestId id, Prompt prompt, HashExtras extras, const BlockHasher* hasher, int block_size,
-         OutputTokens outputs_in, std::vector<TokenId> stops)
-        : Request(std::move(id), std::move(prompt), std::move(extras), hasher, block_size),
+         OutputTokens outputs_in, std::vector<TokenId> stops, std::vector<BlockHash> prompt_hashes)
+        : Request(std::move(id), std::move(prompt), std::move(extras), hasher, block_size, std::move(prompt_hashes)),
           outputs(std::move(outputs_in)),
           stop_token_ids(std::move(stops)) {}
     OutputTokens outputs;

@@ -122,6 +122,34 @@ TEST(FleetReplayTest, EachEngineIsTheReplayOfItsRequests) {
   }
 }
 
+// The router hashes each prompt once and the engine it picks takes those hashes; a replica
+// that hashes with another block size (a Mamba hybrid's 528 tokens) makes its own. Either way
+// each engine decides as the replay of its requests, which hashes every prompt itself.
+TEST(FleetReplayTest, EnginesTakeTheRoutersHashesOnlyWhenTheyHashAlike) {
+  ReplayConfig c = small_pool_config();
+  c.arrivals.request_rate = 40;
+  c.run.limit = 300;
+  c.fleet.replicas = 2;
+  c.fleet.router = "llm-d-precise";
+  c.fleet.replica_options = "1:model=nemotron-h-8b";
+  auto fleet = FleetReplay::build(c, shared_prefix_trace());
+  ASSERT_TRUE(fleet.ok()) << fleet.status().message();
+  std::vector<std::set<std::string>> routed(2);
+  (*fleet)->on_route = [&](const std::string& id, int r) { routed[static_cast<std::size_t>(r)].insert(id); };
+  auto f = (*fleet)->run();
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_GT(routed[static_cast<std::size_t>(r)].size(), 0u) << "replica " << r;
+    auto alone = build_replica_alone(c, shared_prefix_trace(), r, routed[static_cast<std::size_t>(r)]);
+    ASSERT_TRUE(alone.ok()) << alone.status().message();
+    auto s = alone->make_replayer(c)->run();
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    EXPECT_EQ(s->digest, f->replicas[static_cast<std::size_t>(r)].summary.digest) << "replica " << r;
+    EXPECT_EQ(s->cache.hits, f->replicas[static_cast<std::size_t>(r)].summary.cache.hits) << "replica " << r;
+  }
+  EXPECT_GT(f->replicas[0].summary.cache.hits, 0);  // the shared prefixes hit on the replica given hashes
+}
+
 TEST(FleetReplayTest, SameInputsSameDecisions) {
   FleetOptions o;
   o.replicas = 4;
