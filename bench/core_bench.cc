@@ -133,10 +133,46 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
+// One pass over the trace: each request's prompt expanded (not timed), then `body` run on a
+// Request built from it, timed from its construction (which hashes the prompt) to its
+// destruction. Returns the timed seconds; adds the prompt tokens to *tokens.
+template <typename Body>
+double timed_pass(const std::vector<TraceRequest>& requests, const kv::BlockHasher& hasher, std::int64_t* tokens,
+                  Body&& body) {
+  std::vector<kv::TokenId> prompt;
+  double seconds = 0;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    expand_prompt(requests[i], prompt);
+    kv::RequestId id = std::to_string(i);
+    const double start = thread_cpu_seconds();
+    {
+      kv::Request request(std::move(id), std::move(prompt), {}, &hasher, kBlockSize);
+      body(request);
+    }
+    seconds += thread_cpu_seconds() - start;
+    prompt = {};
+    *tokens += requests[i].input_length;
+  }
+  return seconds;
+}
+
+// What one request costs the manager: lookup, allocate the whole prompt, free. Returns the hit
+// tokens; counts an allocation that failed.
+std::int64_t lookup_allocate_free(kv::KvCacheManager& manager, kv::Request& request, std::int64_t* failed) {
+  const kv::CacheHit hit = manager.get_computed_blocks(request);
+  const auto fresh = manager.allocate_slots(request, request.num_tokens() - hit.num_tokens, hit);
+  if (fresh) {
+    manager.free(request);
+  } else {
+    ++*failed;
+  }
+  benchmark::DoNotOptimize(fresh);
+  return hit.num_tokens;
+}
+
 void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo) {
   const std::vector<TraceRequest>& requests = trace();
   const kv::BlockHasher hasher(algo, "0");
-  std::vector<kv::TokenId> prompt;
   double timed_seconds = 0;
   std::int64_t tokens = 0, failed = 0;
   double hit_rate = 0, index_bytes = 0;
@@ -146,26 +182,8 @@ void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo) {
     config.num_blocks = kPoolBlocks;
     config.block_size = kBlockSize;
     kv::KvCacheManager manager(config);
-    double seconds = 0;
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      expand_prompt(requests[i], prompt);
-      kv::RequestId id = std::to_string(i);
-      const double start = thread_cpu_seconds();
-      {
-        kv::Request request(std::move(id), std::move(prompt), {}, &hasher, kBlockSize);
-        const kv::CacheHit hit = manager.get_computed_blocks(request);
-        const auto fresh = manager.allocate_slots(request, request.num_tokens() - hit.num_tokens, hit);
-        if (fresh) {
-          manager.free(request);
-        } else {
-          ++failed;
-        }
-        benchmark::DoNotOptimize(fresh);
-      }
-      seconds += thread_cpu_seconds() - start;
-      prompt = {};
-      tokens += requests[i].input_length;
-    }
+    const double seconds = timed_pass(requests, hasher, &tokens,
+                                      [&](kv::Request& request) { lookup_allocate_free(manager, request, &failed); });
     state.SetIterationTime(seconds);
     timed_seconds += seconds;
 
@@ -196,7 +214,6 @@ void BM_MooncakeConversationHybrid(benchmark::State& state) {
     state.SkipWithError(groups.status().message().c_str());
     return;
   }
-  std::vector<kv::TokenId> prompt;
   double timed_seconds = 0;
   std::int64_t tokens = 0, failed = 0, hits = 0, queries = 0;
   for (auto _ : state) {
@@ -206,29 +223,11 @@ void BM_MooncakeConversationHybrid(benchmark::State& state) {
     config.num_blocks = kPoolBlocks * static_cast<int>(groups->size());
     config.free_order = kv::FreeOrder::kClassic;
     kv::KvCacheManager manager(config);
-    double seconds = 0;
     hits = queries = 0;
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      expand_prompt(requests[i], prompt);
-      kv::RequestId id = std::to_string(i);
-      const double start = thread_cpu_seconds();
-      {
-        kv::Request request(std::move(id), std::move(prompt), {}, &hasher, kBlockSize);
-        const kv::CacheHit hit = manager.get_computed_blocks(request);
-        const auto fresh = manager.allocate_slots(request, request.num_tokens() - hit.num_tokens, hit);
-        if (fresh) {
-          manager.free(request);
-        } else {
-          ++failed;
-        }
-        hits += hit.num_tokens;
-        queries += request.num_tokens();
-        benchmark::DoNotOptimize(fresh);
-      }
-      seconds += thread_cpu_seconds() - start;
-      prompt = {};
-      tokens += requests[i].input_length;
-    }
+    const double seconds = timed_pass(requests, hasher, &tokens, [&](kv::Request& request) {
+      hits += lookup_allocate_free(manager, request, &failed);
+      queries += request.num_tokens();
+    });
     state.SetIterationTime(seconds);
     timed_seconds += seconds;
   }
@@ -247,23 +246,12 @@ void BM_MooncakeConversationHybrid(benchmark::State& state) {
 void BM_MooncakeHashingAlone(benchmark::State& state) {
   const std::vector<TraceRequest>& requests = trace();
   const kv::BlockHasher hasher(kv::HashAlgo::kSha256Cbor, "0");
-  std::vector<kv::TokenId> prompt;
   double timed_seconds = 0;
   std::int64_t tokens = 0;
   for (auto _ : state) {
-    double seconds = 0;
-    for (std::size_t i = 0; i < requests.size(); ++i) {
-      expand_prompt(requests[i], prompt);
-      kv::RequestId id = std::to_string(i);
-      const double start = thread_cpu_seconds();
-      {
-        kv::Request request(std::move(id), std::move(prompt), {}, &hasher, kBlockSize);
-        benchmark::DoNotOptimize(request.block_hashes().data());
-      }
-      seconds += thread_cpu_seconds() - start;
-      prompt = {};
-      tokens += requests[i].input_length;
-    }
+    const double seconds = timed_pass(requests, hasher, &tokens, [](kv::Request& request) {
+      benchmark::DoNotOptimize(request.block_hashes().data());
+    });
     state.SetIterationTime(seconds);
     timed_seconds += seconds;
   }

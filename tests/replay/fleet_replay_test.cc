@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "replay/grid_sweep.h"
@@ -69,6 +70,36 @@ FleetSummary run_router(const std::string& router, std::int64_t delay_ms = 0) {
   return run_fleet(small_pool_config(), shared_prefix_trace(), o);
 }
 
+// A fleet run that records which requests went to which replica.
+struct RoutedRun {
+  std::unique_ptr<FleetReplay> fleet;
+  FleetSummary summary;
+  std::vector<std::set<std::string>> routed;  // per replica: the ids routed to it
+};
+
+RoutedRun run_recording_routes(const ReplayConfig& c) {
+  RoutedRun out;
+  auto fleet = FleetReplay::build(c, shared_prefix_trace());
+  KV_CHECK(fleet.ok(), fleet.status().message());
+  out.fleet = std::move(fleet).value();
+  out.routed.resize(static_cast<std::size_t>(c.fleet.replicas));
+  out.fleet->on_route = [&out](const std::string& id, int r) { out.routed[static_cast<std::size_t>(r)].insert(id); };
+  auto summary = out.fleet->run();
+  KV_CHECK(summary.ok(), summary.status().message());
+  out.summary = std::move(summary).value();
+  out.fleet->on_route = nullptr;  // it captured `out`, which is returned
+  return out;
+}
+
+// Replica r's requests replayed by one engine alone, with r's options.
+ReplaySummary replica_alone(const ReplayConfig& c, int r, const std::set<std::string>& ids) {
+  auto alone = build_replica_alone(c, shared_prefix_trace(), r, ids);
+  KV_CHECK(alone.ok(), alone.status().message());
+  auto s = alone->make_replayer(c)->run();
+  KV_CHECK(s.ok(), s.status().message());
+  return std::move(s).value();
+}
+
 TEST(FleetReplayTest, OneReplicaIsReplay) {
   ReplayConfig c;
   c.arrivals.request_rate = 20;  // rewritten once by the fleet, as by the replay
@@ -99,26 +130,16 @@ TEST(FleetReplayTest, OneReplicaIsReplay) {
 TEST(FleetReplayTest, EachEngineIsTheReplayOfItsRequests) {
   ReplayConfig c = small_pool_config();
   c.arrivals.request_rate = 40;
-  FleetOptions o;
-  o.replicas = 3;
-  o.router = "llm-d-precise";
-  o.event_delay_ms = 20;
-  c.fleet = o;
-  auto fleet = FleetReplay::build(c, shared_prefix_trace());
-  ASSERT_TRUE(fleet.ok()) << fleet.status().message();
-  std::vector<std::set<std::string>> routed(3);
-  (*fleet)->on_route = [&](const std::string& id, int r) { routed[static_cast<std::size_t>(r)].insert(id); };
-  auto f = (*fleet)->run();
-  ASSERT_TRUE(f.ok()) << f.status().message();
+  c.fleet.replicas = 3;
+  c.fleet.router = "llm-d-precise";
+  c.fleet.event_delay_ms = 20;
+  const RoutedRun run = run_recording_routes(c);
   for (int r = 0; r < 3; ++r) {
-    const std::size_t n = routed[static_cast<std::size_t>(r)].size();
-    auto alone = build_replica_alone(c, shared_prefix_trace(), r, routed[static_cast<std::size_t>(r)]);
-    ASSERT_TRUE(alone.ok()) << alone.status().message();
-    auto s = alone->make_replayer(c)->run();
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    EXPECT_EQ(s->requests_total, static_cast<std::int64_t>(n));
-    EXPECT_EQ(s->digest, f->replicas[static_cast<std::size_t>(r)].summary.digest) << "replica " << r;
-    EXPECT_EQ(s->ttft_us.p90, f->replicas[static_cast<std::size_t>(r)].summary.ttft_us.p90) << "replica " << r;
+    const auto i = static_cast<std::size_t>(r);
+    const ReplaySummary s = replica_alone(c, r, run.routed[i]);
+    EXPECT_EQ(s.requests_total, static_cast<std::int64_t>(run.routed[i].size()));
+    EXPECT_EQ(s.digest, run.summary.replicas[i].summary.digest) << "replica " << r;
+    EXPECT_EQ(s.ttft_us.p90, run.summary.replicas[i].summary.ttft_us.p90) << "replica " << r;
   }
 }
 
@@ -132,22 +153,15 @@ TEST(FleetReplayTest, EnginesTakeTheRoutersHashesOnlyWhenTheyHashAlike) {
   c.fleet.replicas = 2;
   c.fleet.router = "llm-d-precise";
   c.fleet.replica_options = "1:model=nemotron-h-8b";
-  auto fleet = FleetReplay::build(c, shared_prefix_trace());
-  ASSERT_TRUE(fleet.ok()) << fleet.status().message();
-  std::vector<std::set<std::string>> routed(2);
-  (*fleet)->on_route = [&](const std::string& id, int r) { routed[static_cast<std::size_t>(r)].insert(id); };
-  auto f = (*fleet)->run();
-  ASSERT_TRUE(f.ok()) << f.status().message();
+  const RoutedRun run = run_recording_routes(c);
   for (int r = 0; r < 2; ++r) {
-    ASSERT_GT(routed[static_cast<std::size_t>(r)].size(), 0u) << "replica " << r;
-    auto alone = build_replica_alone(c, shared_prefix_trace(), r, routed[static_cast<std::size_t>(r)]);
-    ASSERT_TRUE(alone.ok()) << alone.status().message();
-    auto s = alone->make_replayer(c)->run();
-    ASSERT_TRUE(s.ok()) << s.status().message();
-    EXPECT_EQ(s->digest, f->replicas[static_cast<std::size_t>(r)].summary.digest) << "replica " << r;
-    EXPECT_EQ(s->cache.hits, f->replicas[static_cast<std::size_t>(r)].summary.cache.hits) << "replica " << r;
+    const auto i = static_cast<std::size_t>(r);
+    ASSERT_GT(run.routed[i].size(), 0u) << "replica " << r;
+    const ReplaySummary s = replica_alone(c, r, run.routed[i]);
+    EXPECT_EQ(s.digest, run.summary.replicas[i].summary.digest) << "replica " << r;
+    EXPECT_EQ(s.cache.hits, run.summary.replicas[i].summary.cache.hits) << "replica " << r;
   }
-  EXPECT_GT(f->replicas[0].summary.cache.hits, 0);  // the shared prefixes hit on the replica given hashes
+  EXPECT_GT(run.summary.replicas[0].summary.cache.hits, 0);  // the shared prefixes hit where hashes were taken
 }
 
 TEST(FleetReplayTest, SameInputsSameDecisions) {
@@ -246,22 +260,14 @@ TEST(FleetReplayTest, ReplicasRunTheirOwnOptions) {
   ReplayConfig c = small_pool_config();
   c.fleet.replicas = 2;
   c.fleet.replica_options = "1:gpu=l40s,max-num-seqs=8";
-  auto fleet = FleetReplay::build(c, shared_prefix_trace());
-  ASSERT_TRUE(fleet.ok()) << fleet.status().message();
-  std::vector<std::set<std::string>> routed(2);
-  (*fleet)->on_route = [&](const std::string& id, int r) { routed[static_cast<std::size_t>(r)].insert(id); };
-  auto f = (*fleet)->run();
-  ASSERT_TRUE(f.ok()) << f.status().message();
-  EXPECT_NE((*fleet)->device_name().find("l40s"), std::string::npos) << (*fleet)->device_name();
-  EXPECT_NE((*fleet)->device_name().find("h100"), std::string::npos) << (*fleet)->device_name();
+  const RoutedRun run = run_recording_routes(c);
+  EXPECT_NE(run.fleet->device_name().find("l40s"), std::string::npos) << run.fleet->device_name();
+  EXPECT_NE(run.fleet->device_name().find("h100"), std::string::npos) << run.fleet->device_name();
   // Round-robin splits the requests evenly; the slower, narrower replica serves them later.
-  EXPECT_EQ(f->replicas[0].routed, f->replicas[1].routed);
-  EXPECT_GT(f->replicas[1].summary.e2e_us.p90, 2 * f->replicas[0].summary.e2e_us.p90);
-  auto alone = build_replica_alone(c, shared_prefix_trace(), 1, routed[1]);
-  ASSERT_TRUE(alone.ok()) << alone.status().message();
-  auto s = alone->make_replayer(c)->run();
-  ASSERT_TRUE(s.ok()) << s.status().message();
-  EXPECT_EQ(s->digest, f->replicas[1].summary.digest);
+  const FleetSummary& f = run.summary;
+  EXPECT_EQ(f.replicas[0].routed, f.replicas[1].routed);
+  EXPECT_GT(f.replicas[1].summary.e2e_us.p90, 2 * f.replicas[0].summary.e2e_us.p90);
+  EXPECT_EQ(replica_alone(c, 1, run.routed[1]).digest, f.replicas[1].summary.digest);
 
   for (const auto& [text, expected] : std::vector<std::pair<std::string, std::string>>{
            {"1:block-size=32", "replica 1: --block-size is the whole fleet's"},
