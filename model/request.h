@@ -121,8 +121,10 @@ class Request {
       expand_or_wait();
   }
   void expand_or_wait() const;
-  void expand_deferred() const;                             // fills tokens_ and block_hashes_, then drops deferred_
-  void adopt_prompt_hashes(std::vector<BlockHash> hashes);  // the constructors' prompt_hashes
+  // Fills tokens_ and block_hashes_, then drops deferred_.
+  void expand_deferred() const;
+  // Takes the constructors' prompt_hashes as the first block hashes (invariant 1).
+  void adopt_prompt_hashes(std::vector<BlockHash> hashes);
 
   RequestId id_;
   // Empty while deferred_ is set; mutable so that the first read can expand the prompt.
