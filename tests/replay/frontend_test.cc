@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "replay/fleet_replay.h"
 #include "replay/replay_builder.h"
 
 namespace kv::replay {
@@ -73,9 +74,7 @@ ReplaySummary replay_with(const std::string& frontend) {
     const Status s = set_option(c, name, value);
     EXPECT_TRUE(s.ok()) << s.message();
   }
-  auto built = build_replay(c, "traces/data/sharegpt_sample.kvtrace");
-  EXPECT_TRUE(built.ok()) << built.status().message();
-  auto summary = built->make_replayer(c)->run();
+  auto summary = run_replay_or_fleet(c, "traces/data/sharegpt_sample.kvtrace");
   EXPECT_TRUE(summary.ok()) << summary.status().message();
   return *summary;
 }

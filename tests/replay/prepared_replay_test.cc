@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "replay/replay_builder.h"
+#include "replay/fleet_replay.h"
 
 namespace kv {
 namespace {
@@ -25,10 +25,7 @@ ReplaySummary replay_with(const std::string& prepare) {
     const Status s = set_option(c, name, value);
     EXPECT_TRUE(s.ok()) << s.message();
   }
-  auto built = build_replay(c, "traces/data/mooncake_conversation.kvtrace");
-  EXPECT_TRUE(built.ok()) << built.status().message();
-  if (!built.ok()) return {};
-  auto summary = built->make_replayer(c)->run();
+  auto summary = run_replay_or_fleet(c, "traces/data/mooncake_conversation.kvtrace");
   EXPECT_TRUE(summary.ok()) << summary.status().message();
   return summary.ok() ? *summary : ReplaySummary{};
 }
