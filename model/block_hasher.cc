@@ -14,7 +14,9 @@
 #include <cstring>
 
 #include "model/block_extra_keys.h"
+#include "model/cbor_tokens.h"
 #include "model/util/check.h"
+#include "model/util/sha256.h"
 
 namespace kv {
 namespace {
@@ -58,23 +60,6 @@ inline std::uint8_t* put_int(std::uint8_t* p, std::int64_t v) {
   return v >= 0 ? put_head(p, 0, static_cast<std::uint64_t>(v)) : put_head(p, 1, static_cast<std::uint64_t>(-(v + 1)));
 }
 
-// An integer in [0, 2^32) without data-dependent branches: token ids are spread over the
-// vocabulary, so a branch per head size mispredicts about every other token. Stores 8 bytes
-// (the buffer bound leaves room) and advances by the encoded length: 1, 2, 3 or 5.
-inline std::uint8_t* put_uint32(std::uint8_t* p, std::uint32_t v) {
-  static constexpr std::uint8_t kLength[4] = {1, 2, 3, 5};
-  static constexpr std::uint8_t kShift[4] = {0, 56, 48, 32};
-  const unsigned size_class =
-      static_cast<unsigned>(v >= 24) + static_cast<unsigned>(v > 0xff) + static_cast<unsigned>(v > 0xffff);
-  // The value's bytes, most significant first, in the low bytes of `payload`.
-  const std::uint64_t big_endian = __builtin_bswap64(v);
-  const std::uint64_t payload = size_class == 0 ? 0 : big_endian >> kShift[size_class];
-  const std::uint64_t head = size_class == 0 ? v : 23u + size_class;  // major type 0
-  const std::uint64_t word = head | (payload << 8);
-  std::memcpy(p, &word, sizeof word);
-  return p + kLength[size_class];
-}
-
 inline std::uint8_t* put_text(std::uint8_t* p, std::string_view s) {
   p = put_head(p, 3, s.size());
   if (!s.empty()) std::memcpy(p, s.data(), s.size());
@@ -89,26 +74,20 @@ inline std::uint8_t* put_bytes(std::uint8_t* p, const std::uint8_t* data, std::s
 
 constexpr std::uint8_t kCborNull = 0xf6;
 
-// SHA-256 of buf[0, size) straight through OpenSSL's block function: the message is padded in
-// place (FIPS 180-4, 5.1.1: 0x80, zeros, the length in bits big-endian), so a ~100-byte block
-// message costs two block calls and no copy into a context (SHA256_Update and SHA256_Final
-// cost about 15% more on such messages).
+// SHA-256 of buf[0, size): the message is padded in place (FIPS 180-4, 5.1.1: 0x80, zeros, the
+// length in bits big-endian) and its blocks hashed with no copy into a context
+// (model/util/sha256.h; SHA256_Update and SHA256_Final cost about 15% more on such messages).
 BlockHash sha256_in_place(std::vector<std::uint8_t>& buf, std::size_t size) {
   const std::size_t padded = (size + 9 + 63) / 64 * 64;
-  if (buf.size() < padded) buf.resize(padded);
+  // The zeros (at most 63 bytes) are stored as a fixed 64 bytes: a few vector stores, no call.
+  if (buf.size() < std::max(padded, size + 65)) buf.resize(std::max(padded, size + 65));
   std::uint8_t* const p = buf.data();
   p[size] = 0x80;
-  std::memset(p + size + 1, 0, padded - size - 9);
+  std::memset(p + size + 1, 0, 64);
   const std::uint64_t bits = __builtin_bswap64(static_cast<std::uint64_t>(size) * 8);
   std::memcpy(p + padded - 8, &bits, sizeof bits);
-  SHA256_CTX ctx;
-  KV_CHECK(SHA256_Init(&ctx) == 1, "SHA-256 failed");
-  for (std::size_t off = 0; off < padded; off += 64) SHA256_Transform(&ctx, p + off);
   BlockHash h;
-  for (std::size_t i = 0; i < 8; ++i) {
-    const std::uint32_t word = __builtin_bswap32(static_cast<std::uint32_t>(ctx.h[i]));
-    std::memcpy(h.bytes.data() + 4 * i, &word, sizeof word);
-  }
+  sha256_padded(p, padded / 64, h.bytes.data());
   h.size = 32;
   return h;
 }
@@ -163,7 +142,7 @@ std::size_t BlockHasher::encode_block(std::vector<std::uint8_t>& buf, const Bloc
   // Extra keys (model/block_extra_keys.h): first counted and bounded, then encoded.
   const std::int64_t block_end = block_start + static_cast<std::int64_t>(block_tokens.size());
   std::size_t n_extra = 0;
-  std::size_t bound = 3 * kMaxHead + parent.size + kMaxHead * block_tokens.size() + 1;
+  std::size_t bound = 3 * kMaxHead + parent.size + kMaxHead * block_tokens.size() + 1 + kTokenEncodeSlack;
   struct Measure {
     std::size_t& n;
     std::size_t& bound;
@@ -177,8 +156,11 @@ std::size_t BlockHasher::encode_block(std::vector<std::uint8_t>& buf, const Bloc
   std::uint8_t* p = put_head(begin, 4, 3);
   p = put_bytes(p, parent.bytes.data(), parent.size);
   p = put_head(p, 4, block_tokens.size());
-  for (TokenId t : block_tokens) {
-    p = static_cast<std::uint64_t>(t) <= 0xffffffffULL ? put_uint32(p, static_cast<std::uint32_t>(t)) : put_int(p, t);
+  std::uint8_t* const tokens_begin = p;
+  p = encode_token_ids(tokens_begin, block_tokens);
+  if (p == nullptr) {  // an id outside [0, 2^32): the general encoder, one id at a time
+    p = tokens_begin;
+    for (TokenId t : block_tokens) p = put_int(p, t);
   }
   if (n_extra == 0) {
     *p++ = kCborNull;
