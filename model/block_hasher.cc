@@ -1,8 +1,9 @@
 #include "model/block_hasher.h"
 
-// SHA-256 through OpenSSL's low-level interface: EVP (the recommended one) allocates, frees
-// and cleanses a context per digest, which cost about a third of sha256_cbor's hashing time on
-// ~100-byte inputs. The low-level functions use the same SHA-NI/AVX code, on a stack context.
+// SHA-256 of block messages: model/util/sha256.h (SHA-NI inline, else OpenSSL's block
+// function). Of the seed (NONE_HASH, once per hasher): OpenSSL's low-level interface. EVP (the
+// recommended one) allocates, frees and cleanses a context per digest, which cost about a third
+// of sha256_cbor's hashing time on ~100-byte inputs.
 #define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
 // Inlined: a ~100-byte input is too short to pay for a call into the shared library.

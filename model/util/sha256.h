@@ -5,9 +5,11 @@
 //   - the x86 SHA extensions (SHA-NI), inline: state kept in registers across the blocks, no
 //     context, no call per block. Used when the CPU has them (cpuid, checked once).
 //   - OpenSSL's block function (SHA256_Transform) otherwise.
-// On an AMD EPYC with SHA-NI, a two-block message costs about 56 ns inline against 67-72 ns
-// through OpenSSL's block function (bench/README.md, "Hashing"). Hashing several messages in
-// lockstep gains nothing there: the SHA unit is throughput-bound, not latency-bound.
+// On an AMD EPYC with SHA-NI, a two-block message costs 56-65 ns inline against 75-85 ns
+// through OpenSSL's block function, and 85-87 ns against 92-117 ns when each message holds the
+// previous digest, as a request's blocks do (bench/README.md, "Hashing on the SHA extensions").
+// Independent messages hashed in lockstep gained nothing in a bare loop, where the CPU already
+// overlaps consecutive messages.
 // Invariants:
 //   1. sha256_padded(data, n, out) == SHA-256 of the unpadded message, whichever path runs
 //      (tests/model/util/sha256_test.cc compares both paths with OpenSSL's one-shot SHA256).
