@@ -21,6 +21,10 @@
 // prints its throughput next to the one-group manager's (sha256_cbor for both).
 // BM_MooncakeHashingAlone times the requests' creation alone (hashing, no manager): the floor
 // the manager's benchmarks stand on.
+// Each of the three sha256_cbor benchmarks runs twice: one request at a time (its plain name),
+// and with the prompts hashed four at a time, their chains in lockstep ("/4_lanes";
+// model/util/sha256.h), each request run once it and every earlier one are hashed. The
+// manager's work and its order are the same.
 //
 //   scripts/bench-core                                  # release build, then this benchmark
 //   build/release/bench/core_bench --trace=PATH --benchmark_repetitions=3
@@ -28,16 +32,20 @@
 #include <benchmark/benchmark.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "model/catalog/model_shape.h"
 #include "model/kv_cache_manager.h"
+#include "model/util/sha256.h"
 #include "traces/block_tokens.h"
 
 namespace {
@@ -116,6 +124,8 @@ void expand_prompt(const TraceRequest& r, std::vector<kv::TokenId>& prompt) {
   }
 }
 
+std::string lanes_suffix(std::size_t lanes) { return lanes == 1 ? "" : ", " + std::to_string(lanes) + " lanes"; }
+
 struct Summary {
   double tokens_per_s = 0;
   double hit_rate = 0;
@@ -133,12 +143,10 @@ double thread_cpu_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-// One pass over the trace: each request's prompt expanded (not timed), then `body` run on a
-// Request built from it, timed from its construction (which hashes the prompt) to its
-// destruction. Returns the timed seconds; adds the prompt tokens to *tokens.
+// One request at a time: its prompt expanded (not timed), then `body` run on a Request built
+// from it, timed from its construction (which hashes the prompt) to its destruction.
 template <typename Body>
-double timed_pass(const std::vector<TraceRequest>& requests, const kv::BlockHasher& hasher, std::int64_t* tokens,
-                  Body&& body) {
+double one_at_a_time(const std::vector<TraceRequest>& requests, const kv::BlockHasher& hasher, Body& body) {
   std::vector<kv::TokenId> prompt;
   double seconds = 0;
   for (std::size_t i = 0; i < requests.size(); ++i) {
@@ -151,9 +159,78 @@ double timed_pass(const std::vector<TraceRequest>& requests, const kv::BlockHash
     }
     seconds += thread_cpu_seconds() - start;
     prompt = {};
-    *tokens += requests[i].input_length;
   }
   return seconds;
+}
+
+// The prompts hashed in lanes by one BlockHasher::extend_stream over the pass, as the prompt
+// preparer hashes the requests it is given: a lane takes the next request as soon as one frees,
+// and each request's Request is built from its hashes and run once it and every earlier one
+// are hashed, so `body` sees them in arrival order. Prompt expansion (in next()) is not timed.
+template <typename Body>
+class LanedPass final : public kv::HashJobQueue {
+ public:
+  LanedPass(const std::vector<TraceRequest>& requests, const kv::BlockHasher& hasher, Body& body)
+      : requests_(requests), hasher_(hasher), body_(body) {}
+
+  double run() {
+    const double start = thread_cpu_seconds();
+    hasher_.extend_stream(*this);
+    if (!window_.empty()) std::abort();  // every job given was done
+    return thread_cpu_seconds() - start - untimed_;
+  }
+
+  bool next(kv::HashJob& job) override {
+    // At most kWindow requests hashed ahead of the oldest one not yet run.
+    if (next_ == requests_.size() || window_.size() >= kWindow) return false;
+    const double start = thread_cpu_seconds();
+    Slot& slot = window_.emplace_back();
+    expand_prompt(requests_[next_], slot.prompt);
+    slot.id = std::to_string(next_++);
+    untimed_ += thread_cpu_seconds() - start;
+    job = kv::HashJob{&slot.hashes, slot.prompt, &no_extras_, kBlockSize, &slot};
+    return true;
+  }
+
+  void done(const kv::HashJob& job) override {
+    static_cast<Slot*>(const_cast<void*>(job.tag))->hashed = true;
+    while (!window_.empty() && window_.front().hashed) {
+      Slot& slot = window_.front();
+      {
+        kv::Request request(std::move(slot.id), std::move(slot.prompt), {}, &hasher_, kBlockSize,
+                            std::move(slot.hashes));
+        body_(request);
+      }
+      window_.pop_front();
+    }
+  }
+
+ private:
+  struct Slot {
+    kv::RequestId id;
+    std::vector<kv::TokenId> prompt;
+    std::vector<kv::BlockHash> hashes;
+    bool hashed = false;
+  };
+  static constexpr std::size_t kWindow = 32;
+
+  const std::vector<TraceRequest>& requests_;
+  const kv::BlockHasher& hasher_;
+  Body& body_;
+  const kv::HashExtras no_extras_;
+  std::deque<Slot> window_;  // requests given to the hasher and not yet run, oldest first
+  std::size_t next_ = 0;
+  double untimed_ = 0;
+};
+
+// One pass over the trace, one request at a time (lanes == 1) or hashed in lanes. Returns the
+// timed seconds (thread CPU time); adds the prompt tokens to *tokens.
+template <typename Body>
+double timed_pass(const std::vector<TraceRequest>& requests, const kv::BlockHasher& hasher, std::size_t lanes,
+                  std::int64_t* tokens, Body&& body) {
+  for (const TraceRequest& r : requests) *tokens += r.input_length;
+  if (lanes == 1) return one_at_a_time(requests, hasher, body);
+  return LanedPass<Body>(requests, hasher, body).run();
 }
 
 // What one request costs the manager: lookup, allocate the whole prompt, free. Returns the hit
@@ -170,7 +247,7 @@ std::int64_t lookup_allocate_free(kv::KvCacheManager& manager, kv::Request& requ
   return hit.num_tokens;
 }
 
-void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo) {
+void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo, std::size_t lanes) {
   const std::vector<TraceRequest>& requests = trace();
   const kv::BlockHasher hasher(algo, "0");
   double timed_seconds = 0;
@@ -182,7 +259,7 @@ void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo) {
     config.num_blocks = kPoolBlocks;
     config.block_size = kBlockSize;
     kv::KvCacheManager manager(config);
-    const double seconds = timed_pass(requests, hasher, &tokens,
+    const double seconds = timed_pass(requests, hasher, lanes, &tokens,
                                       [&](kv::Request& request) { lookup_allocate_free(manager, request, &failed); });
     state.SetIterationTime(seconds);
     timed_seconds += seconds;
@@ -198,7 +275,7 @@ void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo) {
   state.counters["table_bytes_per_held_block"] = static_cast<double>(sizeof(kv::BlockId));
   state.counters["index_bytes_per_block"] = index_bytes;
   state.counters["failed_allocs"] = static_cast<double>(failed);
-  Summary& s = g_summary[std::string("one group, ") + kv::to_string(algo)];
+  Summary& s = g_summary[std::string("one group, ") + kv::to_string(algo) + lanes_suffix(lanes)];
   s.tokens_per_s = static_cast<double>(tokens) / timed_seconds;
   s.hit_rate = hit_rate;
   s.index_bytes_per_block = index_bytes;
@@ -206,7 +283,7 @@ void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo) {
 }
 
 // The hybrid core: gpt-oss-20b's groups over one pool; lookup, allocate, free per request.
-void BM_MooncakeConversationHybrid(benchmark::State& state) {
+void BM_MooncakeConversationHybrid(benchmark::State& state, std::size_t lanes) {
   const std::vector<TraceRequest>& requests = trace();
   const kv::BlockHasher hasher(kv::HashAlgo::kSha256Cbor, "0");
   auto groups = kv::find_model_shape("gpt-oss-20b")->kv_cache_groups(kBlockSize);
@@ -224,7 +301,7 @@ void BM_MooncakeConversationHybrid(benchmark::State& state) {
     config.free_order = kv::FreeOrder::kClassic;
     kv::KvCacheManager manager(config);
     hits = queries = 0;
-    const double seconds = timed_pass(requests, hasher, &tokens, [&](kv::Request& request) {
+    const double seconds = timed_pass(requests, hasher, lanes, &tokens, [&](kv::Request& request) {
       hits += lookup_allocate_free(manager, request, &failed);
       queries += request.num_tokens();
     });
@@ -234,7 +311,7 @@ void BM_MooncakeConversationHybrid(benchmark::State& state) {
   state.counters["prompt_tokens_per_s"] = static_cast<double>(tokens) / timed_seconds;
   state.counters["hit_rate"] = static_cast<double>(hits) / static_cast<double>(queries);
   state.counters["failed_allocs"] = static_cast<double>(failed);
-  Summary& s = g_summary["hybrid gpt-oss-20b groups, sha256_cbor"];
+  Summary& s = g_summary["hybrid gpt-oss-20b groups, sha256_cbor" + lanes_suffix(lanes)];
   s.tokens_per_s = static_cast<double>(tokens) / timed_seconds;
   s.hit_rate = static_cast<double>(hits) / static_cast<double>(queries);
   s.failed_allocations = failed;
@@ -243,36 +320,42 @@ void BM_MooncakeConversationHybrid(benchmark::State& state) {
 // The floor under both: the same requests created and destroyed (every full block hashed, as
 // the manager's benchmarks do) with no manager. What the one-group benchmark spends beyond
 // this is the pool's and the index's work.
-void BM_MooncakeHashingAlone(benchmark::State& state) {
+void BM_MooncakeHashingAlone(benchmark::State& state, std::size_t lanes) {
   const std::vector<TraceRequest>& requests = trace();
   const kv::BlockHasher hasher(kv::HashAlgo::kSha256Cbor, "0");
   double timed_seconds = 0;
   std::int64_t tokens = 0;
   for (auto _ : state) {
-    const double seconds = timed_pass(requests, hasher, &tokens, [](kv::Request& request) {
+    const double seconds = timed_pass(requests, hasher, lanes, &tokens, [](kv::Request& request) {
       benchmark::DoNotOptimize(request.block_hashes().data());
     });
     state.SetIterationTime(seconds);
     timed_seconds += seconds;
   }
   state.counters["prompt_tokens_per_s"] = static_cast<double>(tokens) / timed_seconds;
-  Summary& s = g_summary["hashing alone (no manager), sha256_cbor"];
+  Summary& s = g_summary["hashing alone (no manager), sha256_cbor" + lanes_suffix(lanes)];
   s.tokens_per_s = static_cast<double>(tokens) / timed_seconds;
   s.manager = false;
 }
 
-BENCHMARK(BM_MooncakeHashingAlone)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+// Each benchmark one request at a time (its plain name), then with kSha256MaxLanes requests'
+// prompts hashed together ("/4_lanes"), side by side in one run.
+void register_benchmarks() {
+  const auto timed = [](benchmark::internal::Benchmark* b) {
+    b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+  };
+  for (const std::size_t lanes : {std::size_t{1}, kv::kSha256MaxLanes}) {
+    const std::string tail = lanes == 1 ? "" : "/" + std::to_string(lanes) + "_lanes";
+    timed(benchmark::RegisterBenchmark(("BM_MooncakeHashingAlone" + tail).c_str(), BM_MooncakeHashingAlone, lanes));
 
-BENCHMARK(BM_MooncakeConversationHybrid)->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
-
-BENCHMARK_CAPTURE(BM_MooncakeConversation, sha256_cbor, kv::HashAlgo::kSha256Cbor)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(2.0);
-BENCHMARK_CAPTURE(BM_MooncakeConversation, xxhash_cbor, kv::HashAlgo::kXxhashCbor)
-    ->UseManualTime()
-    ->Unit(benchmark::kMillisecond)
-    ->MinTime(2.0);
+    timed(benchmark::RegisterBenchmark(("BM_MooncakeConversationHybrid" + tail).c_str(), BM_MooncakeConversationHybrid,
+                                       lanes));
+    timed(benchmark::RegisterBenchmark(("BM_MooncakeConversation/sha256_cbor" + tail).c_str(), BM_MooncakeConversation,
+                                       kv::HashAlgo::kSha256Cbor, lanes));
+  }
+  timed(benchmark::RegisterBenchmark("BM_MooncakeConversation/xxhash_cbor", BM_MooncakeConversation,
+                                     kv::HashAlgo::kXxhashCbor, std::size_t{1}));
+}
 
 void print_summary() {
   if (g_summary.empty()) return;
@@ -317,6 +400,7 @@ int main(int argc, char** argv) {
   }
   int n = static_cast<int>(args.size());
   benchmark::Initialize(&n, args.data());
+  register_benchmarks();
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

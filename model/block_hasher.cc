@@ -11,6 +11,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstring>
 
@@ -78,19 +79,54 @@ constexpr std::uint8_t kCborNull = 0xf6;
 // SHA-256 of buf[0, size): the message is padded in place (FIPS 180-4, 5.1.1: 0x80, zeros, the
 // length in bits big-endian) and its blocks hashed with no copy into a context
 // (model/util/sha256.h; SHA256_Update and SHA256_Final cost about 15% more on such messages).
-BlockHash sha256_in_place(std::vector<std::uint8_t>& buf, std::size_t size) {
+// Returns the number of 64-byte blocks.
+std::size_t pad_in_place(std::vector<std::uint8_t>& buf, std::size_t size) {
   const std::size_t padded = (size + 9 + 63) / 64 * 64;
   // The zeros (at most 63 bytes) are stored as a fixed 64 bytes: a few vector stores, no call.
-  if (buf.size() < std::max(padded, size + 65)) buf.resize(std::max(padded, size + 65));
+  const std::size_t needed = std::max(padded, size + 65);
+  if (buf.size() < needed) buf.resize(needed);
   std::uint8_t* const p = buf.data();
   p[size] = 0x80;
   std::memset(p + size + 1, 0, 64);
   const std::uint64_t bits = __builtin_bswap64(static_cast<std::uint64_t>(size) * 8);
   std::memcpy(p + padded - 8, &bits, sizeof bits);
+  return padded / 64;
+}
+
+BlockHash sha256_in_place(std::vector<std::uint8_t>& buf, std::size_t size) {
+  const std::size_t blocks = pad_in_place(buf, size);
   BlockHash h;
-  sha256_padded(p, padded / 64, h.bytes.data());
+  sha256_padded(buf.data(), blocks, h.bytes.data());
   h.size = 32;
   return h;
+}
+
+// A job of BlockHasher::extend_all being hashed: its next block and how many it has.
+struct Lane {
+  HashJob job;
+  std::size_t next = 0;
+  std::size_t full = 0;
+};
+
+// Hashes the padded messages in bufs[0, n) (blocks[l] 64-byte blocks each) into out[0, n):
+// the messages of equal length in lockstep, as one sha256_padded_lanes call (usually all n).
+void hash_padded_lanes(std::span<std::vector<std::uint8_t>> bufs, const std::size_t* blocks, std::size_t n,
+                       BlockHash* out) {
+  std::uint32_t done = 0;  // bit l: lane l hashed
+  for (std::size_t l = 0; l < n; ++l) {
+    if (done >> l & 1) continue;
+    const std::uint8_t* data[kSha256MaxLanes];
+    std::uint8_t* digests[kSha256MaxLanes];
+    std::size_t count = 0;
+    for (std::size_t m = l; m < n; ++m) {
+      if (blocks[m] != blocks[l]) continue;
+      data[count] = bufs[m].data();
+      digests[count++] = out[m].bytes.data();
+      out[m].size = 32;
+      done |= 1u << m;
+    }
+    sha256_padded_lanes(data, count, blocks[l], digests);
+  }
 }
 
 }  // namespace
@@ -208,6 +244,66 @@ void BlockHasher::extend(std::vector<BlockHash>& hashes, std::span<const TokenId
     const BlockHash parent_copy = parent;
     hashes.push_back(hash_block(parent_copy, tokens.subspan(start, static_cast<std::size_t>(block_size)), extras,
                                 static_cast<std::int64_t>(start)));
+  }
+}
+
+std::size_t BlockHasher::encode_padded(std::vector<std::uint8_t>& buf, const HashJob& job, std::size_t block) const {
+  const BlockHash& parent = block == 0 ? none_hash_ : (*job.hashes)[block - 1];
+  const std::size_t start = block * static_cast<std::size_t>(job.block_size);
+  const std::size_t size =
+      encode_block(buf, parent, job.tokens.subspan(start, static_cast<std::size_t>(job.block_size)), *job.extras,
+                   static_cast<std::int64_t>(start));
+  return pad_in_place(buf, size);
+}
+
+void BlockHasher::extend_all(std::span<const HashJob> jobs) const {
+  struct Jobs : HashJobQueue {
+    std::span<const HashJob> jobs;
+    bool next(HashJob& job) override {
+      if (jobs.empty()) return false;
+      job = jobs.front();
+      jobs = jobs.subspan(1);
+      return true;
+    }
+    void done(const HashJob&) override {}
+  } queue;
+  queue.jobs = jobs;
+  extend_stream(queue);
+}
+
+void BlockHasher::extend_stream(HashJobQueue& queue) const {
+  thread_local std::array<std::vector<std::uint8_t>, kSha256MaxLanes> bufs;
+  std::array<Lane, kSha256MaxLanes> lanes;
+  std::size_t active = 0;
+  while (true) {
+    for (HashJob job; active < kSha256MaxLanes && queue.next(job);) {  // every lane busy while jobs last
+      KV_CHECK(job.block_size > 0 && job.hashes != nullptr && job.extras != nullptr);
+      const std::size_t full = job.tokens.size() / static_cast<std::size_t>(job.block_size);
+      if (algo_ != HashAlgo::kSha256Cbor || job.hashes->size() >= full) {  // nothing to hash in lockstep
+        extend(*job.hashes, job.tokens, job.block_size, *job.extras);
+        queue.done(job);
+        continue;
+      }
+      job.hashes->reserve(full);
+      lanes[active++] = Lane{job, job.hashes->size(), full};
+    }
+    if (active == 0) return;
+    std::size_t blocks[kSha256MaxLanes];
+    for (std::size_t l = 0; l < active; ++l) blocks[l] = encode_padded(bufs[l], lanes[l].job, lanes[l].next);
+    BlockHash out[kSha256MaxLanes];
+    hash_padded_lanes(bufs, blocks, active, out);
+    for (std::size_t l = 0; l < active; ++l) {
+      lanes[l].job.hashes->push_back(out[l]);
+      ++lanes[l].next;
+    }
+    for (std::size_t l = 0; l < active;) {  // a finished lane leaves; the last one takes its slot
+      if (lanes[l].next == lanes[l].full) {
+        queue.done(lanes[l].job);
+        lanes[l] = lanes[--active];
+      } else {
+        ++l;
+      }
+    }
   }
 }
 

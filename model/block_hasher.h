@@ -11,6 +11,7 @@
 //   1. Only full blocks are hashed; a request's hashes are a pure function of its tokens,
 //      extras, block size, algorithm and seed.
 //   2. extend() never rehashes a block: hashes are computed once, as tokens are appended.
+//   3. extend_all and extend_stream leave every job's hashes as extend() would, job by job.
 // A BlockHasher is immutable after construction and safe to share between threads.
 #pragma once
 
@@ -47,6 +48,25 @@ struct HashExtras {
   std::vector<MultiModalItem> mm_items;  // sorted by offset
 };
 
+// One request's part of BlockHasher::extend_all: what extend() takes, and the caller's tag.
+struct HashJob {
+  std::vector<BlockHash>* hashes = nullptr;
+  std::span<const TokenId> tokens;
+  const HashExtras* extras = nullptr;
+  int block_size = 0;
+  const void* tag = nullptr;  // not read by the hasher
+};
+
+// The jobs of BlockHasher::extend_stream, handed out one at a time as lanes free up.
+class HashJobQueue {
+ public:
+  virtual ~HashJobQueue() = default;
+  // The next job into `job`, or false if there is none now (asked again as lanes free up).
+  virtual bool next(HashJob& job) = 0;
+  // Called once for every job next() gave, after its last hash is appended.
+  virtual void done(const HashJob& job) = 0;
+};
+
 class BlockHasher {
  public:
   explicit BlockHasher(HashAlgo algo = HashAlgo::kSha256Cbor, std::string seed = std::string(kDefaultHashSeed));
@@ -63,12 +83,24 @@ class BlockHasher {
   void extend(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens, int block_size,
               const HashExtras& extras) const;
 
+  // extend() for every job, with the same result. On sha256_cbor, the chains of up to
+  // kSha256MaxLanes jobs are hashed in lockstep (model/util/sha256.h): one chain's blocks wait
+  // on each other, several chains' do not. Jobs must not share a hashes vector.
+  void extend_all(std::span<const HashJob> jobs) const;
+  // The same over the jobs of `queue`, taken as lanes free up (a long prompt does not leave the
+  // other lanes idle until the end of a batch); returns when every lane is empty and next()
+  // gives nothing.
+  void extend_stream(HashJobQueue& queue) const;
+
   // The CBOR bytes hashed for one block (exposed for tests and debugging).
   std::vector<std::uint8_t> cbor_block(const BlockHash& parent, std::span<const TokenId> block_tokens,
                                        const HashExtras& extras, std::int64_t block_start) const;
 
  private:
   BlockHash digest(const std::uint8_t* data, std::size_t size) const;
+  // Encodes block `block` of the job (its parent from job.hashes) into buf, padded for SHA-256;
+  // returns the number of 64-byte blocks.
+  std::size_t encode_padded(std::vector<std::uint8_t>& buf, const HashJob& job, std::size_t block) const;
   // Encodes into buf (grown as needed, never shrunk); returns the encoded length.
   std::size_t encode_block(std::vector<std::uint8_t>& buf, const BlockHash& parent,
                            std::span<const TokenId> block_tokens, const HashExtras& extras,

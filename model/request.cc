@@ -64,12 +64,24 @@ void Request::adopt_prompt_hashes(std::vector<BlockHash> hashes) {
 }
 
 bool Request::prepare() const {
+  if (!begin_prepare()) return false;
+  if (hasher_) hasher_->extend(block_hashes_, tokens_, block_size_, extras_);
+  finish_prepare();
+  return true;
+}
+
+bool Request::begin_prepare() const {
   State s = kDeferred;
   if (!state_.compare_exchange_strong(s, kExpanding, std::memory_order_acquire)) return false;
-  expand_deferred();
+  expand_tokens();
+  return true;
+}
+
+HashJob Request::hash_job() const { return HashJob{&block_hashes_, tokens_, &extras_, block_size_, this}; }
+
+void Request::finish_prepare() const {
   state_.store(kExpanded, std::memory_order_release);
   state_.notify_all();
-  return true;
 }
 
 void Request::expand_or_wait() const {
@@ -80,14 +92,13 @@ void Request::expand_or_wait() const {
   }
 }
 
-void Request::expand_deferred() const {
+void Request::expand_tokens() const {
   tokens_.reserve(static_cast<std::size_t>(deferred_.size + std::max<std::int64_t>(deferred_.output_room, 0)));
   deferred_.expand(tokens_);
   KV_CHECK(num_prompt_tokens_ == static_cast<std::int64_t>(tokens_.size()),
            "request " << id_ << ": the deferred prompt expanded to " << tokens_.size() << " tokens, not "
                       << num_prompt_tokens_);
   deferred_ = DeferredPrompt{};
-  if (hasher_) hasher_->extend(block_hashes_, tokens_, block_size_, extras_);
 }
 
 void Request::append_tokens(std::span<const TokenId> tokens) {

@@ -14,7 +14,7 @@
 //      first tokens(), block_hashes() or append_tokens(), or until prepare() expands them; from
 //      then on it is exactly the request built from the expanded prompt. num_tokens() never
 //      expands.
-//   5. Threads: prepare() may run on one other thread while the owner uses the request; the
+//   5. Threads: prepare() (or its halves) may run on one other thread while the owner uses the request; the
 //      expansion happens exactly once, by whichever side claims it first, and the owner's
 //      first read waits for a claimed expansion to finish. Everything else, and destruction,
 //      belongs to the owner's thread (the owner keeps prepare() off a request it destroys:
@@ -88,6 +88,14 @@ class Request {
   // that has begun already; returns whether this call did it. The one call another thread may
   // make (invariant 5).
   bool prepare() const;
+  // prepare() in two halves, so that a worker can hash several prompts in lockstep
+  // (model/prompt_preparer.h): begin_prepare() claims a deferred request and expands its tokens
+  // (false if another thread began first); the caller then hashes the job of hash_job()
+  // (BlockHasher::extend_stream; nothing to do without a hasher) and calls finish_prepare().
+  bool begin_prepare() const;
+  HashJob hash_job() const;
+  void finish_prepare() const;
+  const BlockHasher* hasher() const { return hasher_; }
 
   // Scheduling state, owned by whoever drives the request (the scheduler or a test).
   std::int64_t num_computed_tokens = 0;
@@ -121,8 +129,8 @@ class Request {
       expand_or_wait();
   }
   void expand_or_wait() const;
-  // Fills tokens_ and block_hashes_, then drops deferred_.
-  void expand_deferred() const;
+  // Fills tokens_ and drops deferred_.
+  void expand_tokens() const;
   // Takes the constructors' prompt_hashes as the first block hashes (invariant 1).
   void adopt_prompt_hashes(std::vector<BlockHash> hashes);
 

@@ -47,32 +47,63 @@ KV_SHA_TARGET inline __m128i byte_swap_words(__m128i v) {
   return _mm_shuffle_epi8(v, mask);
 }
 
-// One 64-byte block into (abef, cdgh). The message schedule is kept as four vectors of four
-// words each: w[g % 4] holds words 4g..4g+3 while group g is consumed.
-KV_SHA_TARGET inline void compress_block(const std::uint8_t* block, __m128i& abef, __m128i& cdgh) {
-  const __m128i abef_in = abef;
-  const __m128i cdgh_in = cdgh;
-  __m128i w[4];
+// One 64-byte block of each of N messages into its (abef[n], cdgh[n]), the N in lockstep. The
+// message schedule is kept as four vectors of four words each: w[n][g % 4] holds words
+// 4g..4g+3 while group g is consumed. One message's rounds form a dependency chain (each
+// sha256rnds2 waits for the last); N independent chains keep the SHA unit busy in its wait.
+template <int N>
+KV_SHA_TARGET inline void compress_blocks(const std::uint8_t* const* block, __m128i* abef, __m128i* cdgh) {
+  __m128i abef_in[N], cdgh_in[N], w[N][4];
+  for (int n = 0; n < N; ++n) abef_in[n] = abef[n], cdgh_in[n] = cdgh[n];
 #pragma GCC unroll 16
   for (int g = 0; g < 16; ++g) {
-    __m128i words;
-    if (g < 4) {
-      words = byte_swap_words(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * g)));
-    } else {
-      // W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16] for t = 4g..4g+3: msg1 adds
-      // s0(W[t-15]) to W[t-16] (groups g-4, g-3), W[t-7] straddles groups g-2 and g-1, and
-      // msg2 adds s1(W[t-2]) from group g-1.
-      __m128i t = _mm_sha256msg1_epu32(w[g % 4], w[(g + 1) % 4]);
-      t = _mm_add_epi32(t, _mm_alignr_epi8(w[(g + 3) % 4], w[(g + 2) % 4], 4));
-      words = _mm_sha256msg2_epu32(t, w[(g + 3) % 4]);
+    const __m128i k = _mm_load_si128(reinterpret_cast<const __m128i*>(kRound + 4 * g));
+#pragma GCC unroll 4
+    for (int n = 0; n < N; ++n) {
+      __m128i words;
+      if (g < 4) {
+        words = byte_swap_words(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block[n] + 16 * g)));
+      } else {
+        // W[t] = s1(W[t-2]) + W[t-7] + s0(W[t-15]) + W[t-16] for t = 4g..4g+3: msg1 adds
+        // s0(W[t-15]) to W[t-16] (groups g-4, g-3), W[t-7] straddles groups g-2 and g-1, and
+        // msg2 adds s1(W[t-2]) from group g-1.
+        __m128i t = _mm_sha256msg1_epu32(w[n][g % 4], w[n][(g + 1) % 4]);
+        t = _mm_add_epi32(t, _mm_alignr_epi8(w[n][(g + 3) % 4], w[n][(g + 2) % 4], 4));
+        words = _mm_sha256msg2_epu32(t, w[n][(g + 3) % 4]);
+      }
+      w[n][g % 4] = words;
+      const __m128i wk = _mm_add_epi32(words, k);
+      cdgh[n] = _mm_sha256rnds2_epu32(cdgh[n], abef[n], wk);
+      abef[n] = _mm_sha256rnds2_epu32(abef[n], cdgh[n], _mm_shuffle_epi32(wk, 0x0E));
     }
-    w[g % 4] = words;
-    const __m128i wk = _mm_add_epi32(words, _mm_load_si128(reinterpret_cast<const __m128i*>(kRound + 4 * g)));
-    cdgh = _mm_sha256rnds2_epu32(cdgh, abef, wk);
-    abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(wk, 0x0E));
   }
-  abef = _mm_add_epi32(abef, abef_in);
-  cdgh = _mm_add_epi32(cdgh, cdgh_in);
+  for (int n = 0; n < N; ++n)
+    abef[n] = _mm_add_epi32(abef[n], abef_in[n]), cdgh[n] = _mm_add_epi32(cdgh[n], cdgh_in[n]);
+}
+
+// N messages of `blocks` padded blocks each, hashed in lockstep.
+template <int N>
+KV_SHA_TARGET void sha256_lanes_ni(const std::uint8_t* const* data, std::size_t blocks, std::uint8_t* const* out) {
+  __m128i abef[N], cdgh[N];
+  for (int n = 0; n < N; ++n) {
+    // H(0) as ABEF / CDGH: lanes low to high are F, E, B, A and H, G, D, C.
+    abef[n] = _mm_set_epi32(static_cast<int>(kInitial[0]), static_cast<int>(kInitial[1]), static_cast<int>(kInitial[4]),
+                            static_cast<int>(kInitial[5]));
+    cdgh[n] = _mm_set_epi32(static_cast<int>(kInitial[2]), static_cast<int>(kInitial[3]), static_cast<int>(kInitial[6]),
+                            static_cast<int>(kInitial[7]));
+  }
+  for (std::size_t b = 0; b < blocks; ++b) {
+    const std::uint8_t* block[N];
+    for (int n = 0; n < N; ++n) block[n] = data[n] + 64 * b;
+    compress_blocks<N>(block, abef, cdgh);
+  }
+  for (int n = 0; n < N; ++n) {
+    // Back to A..H, low lane first: reversed, the vectors hold (A, B, E, F) and (C, D, G, H).
+    const __m128i a_b_e_f = _mm_shuffle_epi32(abef[n], 0x1B);
+    const __m128i c_d_g_h = _mm_shuffle_epi32(cdgh[n], 0x1B);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[n]), byte_swap_words(_mm_unpacklo_epi64(a_b_e_f, c_d_g_h)));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out[n] + 16), byte_swap_words(_mm_unpackhi_epi64(a_b_e_f, c_d_g_h)));
+  }
 }
 
 }  // namespace
@@ -83,19 +114,7 @@ bool sha256_ni_available() {
 }
 
 KV_SHA_TARGET void sha256_padded_ni(const std::uint8_t* data, std::size_t blocks, std::uint8_t* out) {
-  // H(0) as ABEF / CDGH: lanes low to high are F, E, B, A and H, G, D, C.
-  __m128i abef = _mm_set_epi32(static_cast<int>(kInitial[0]), static_cast<int>(kInitial[1]),
-                               static_cast<int>(kInitial[4]), static_cast<int>(kInitial[5]));
-  __m128i cdgh = _mm_set_epi32(static_cast<int>(kInitial[2]), static_cast<int>(kInitial[3]),
-                               static_cast<int>(kInitial[6]), static_cast<int>(kInitial[7]));
-  for (std::size_t b = 0; b < blocks; ++b) compress_block(data + 64 * b, abef, cdgh);
-  // Back to A..H, low lane first: reversed, the vectors hold (A, B, E, F) and (C, D, G, H).
-  const __m128i a_b_e_f = _mm_shuffle_epi32(abef, 0x1B);
-  const __m128i c_d_g_h = _mm_shuffle_epi32(cdgh, 0x1B);
-  const __m128i abcd = _mm_unpacklo_epi64(a_b_e_f, c_d_g_h);
-  const __m128i efgh = _mm_unpackhi_epi64(a_b_e_f, c_d_g_h);
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), byte_swap_words(abcd));
-  _mm_storeu_si128(reinterpret_cast<__m128i*>(out + 16), byte_swap_words(efgh));
+  sha256_lanes_ni<1>(&data, blocks, &out);
 }
 
 void sha256_padded_openssl(const std::uint8_t* data, std::size_t blocks, std::uint8_t* out) {
@@ -113,6 +132,27 @@ void sha256_padded(const std::uint8_t* data, std::size_t blocks, std::uint8_t* o
     sha256_padded_ni(data, blocks, out);
   } else {
     sha256_padded_openssl(data, blocks, out);
+  }
+}
+
+void sha256_padded_lanes(const std::uint8_t* const* data, std::size_t count, std::size_t blocks,
+                         std::uint8_t* const* out) {
+  KV_CHECK(count <= kSha256MaxLanes);
+  if (!sha256_ni_available()) {
+    for (std::size_t n = 0; n < count; ++n) sha256_padded_openssl(data[n], blocks, out[n]);
+    return;
+  }
+  switch (count) {
+    case 0:
+      return;
+    case 1:
+      return sha256_lanes_ni<1>(data, blocks, out);
+    case 2:
+      return sha256_lanes_ni<2>(data, blocks, out);
+    case 3:
+      return sha256_lanes_ni<3>(data, blocks, out);
+    default:
+      return sha256_lanes_ni<4>(data, blocks, out);
   }
 }
 

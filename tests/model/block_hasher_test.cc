@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -254,6 +256,60 @@ TEST(BlockHasherTest, IncrementalExtensionEqualsOneShot) {
       hasher.extend(chunked, std::span(tokens).first(n), 4, extras);
     }
     EXPECT_EQ(hex_all(chunked), hex_all(one_shot));
+  }
+}
+
+// Random jobs for extend_all: prompts of 0-300 tokens, block sizes 1, 16 and 32, ids of every
+// CBOR width (and a few past 2^32), some with a LoRA name, a salt or multimodal items (so the
+// lanes' messages differ in length), some already partly hashed.
+struct RandomJobs {
+  std::vector<std::vector<TokenId>> tokens;
+  std::vector<HashExtras> extras;
+  std::vector<int> block_sizes;
+  std::vector<std::size_t> prehashed;  // blocks hashed by extend() before extend_all
+};
+
+RandomJobs random_jobs(std::mt19937_64& rng, std::size_t count) {
+  RandomJobs jobs;
+  const std::int64_t widths[] = {23, 255, 65535, 4294967295LL, 1LL << 40};
+  for (std::size_t i = 0; i < count; ++i) {
+    std::vector<TokenId> tokens(rng() % 301);
+    const std::int64_t width = widths[rng() % (rng() % 8 == 0 ? 5 : 4)];
+    for (TokenId& t : tokens) t = static_cast<TokenId>(rng() % static_cast<std::uint64_t>(width + 1));
+    HashExtras extras;
+    if (rng() % 4 == 0) extras.lora_name = std::string(rng() % 80, 'l');
+    if (rng() % 4 == 0) extras.cache_salt = "tenant-" + std::to_string(rng() % 1000);
+    if (rng() % 4 == 0) extras.mm_items.push_back({std::string(64, 'm'), static_cast<std::int64_t>(rng() % 100), 40});
+    jobs.tokens.push_back(std::move(tokens));
+    jobs.extras.push_back(std::move(extras));
+    const int sizes[] = {1, 16, 32};
+    jobs.block_sizes.push_back(sizes[rng() % 3]);
+    jobs.prehashed.push_back(rng() % 3 == 0 ? rng() % 4 : 0);
+  }
+  return jobs;
+}
+
+TEST(BlockHasherTest, ExtendAllEqualsExtendJobByJob) {
+  std::mt19937_64 rng(20261127);
+  for (HashAlgo algo : {HashAlgo::kSha256Cbor, HashAlgo::kXxhashCbor}) {
+    const BlockHasher hasher(algo, "0");
+    for (std::size_t count : {0, 1, 2, 3, 4, 5, 9, 40}) {
+      const RandomJobs r = random_jobs(rng, count);
+      std::vector<std::vector<BlockHash>> want(count), got(count);
+      std::vector<HashJob> jobs;
+      for (std::size_t i = 0; i < count; ++i) {
+        const int bs = r.block_sizes[i];
+        const std::span<const TokenId> all(r.tokens[i]);
+        const std::size_t head = std::min(r.tokens[i].size(), r.prehashed[i] * static_cast<std::size_t>(bs));
+        hasher.extend(got[i], all.first(head), bs, r.extras[i]);
+        hasher.extend(want[i], all, bs, r.extras[i]);
+        jobs.push_back(HashJob{&got[i], all, &r.extras[i], bs});
+      }
+      hasher.extend_all(jobs);
+      for (std::size_t i = 0; i < count; ++i) {
+        ASSERT_EQ(hex_all(got[i]), hex_all(want[i])) << to_string(algo) << ", " << count << " jobs, job " << i;
+      }
+    }
   }
 }
 

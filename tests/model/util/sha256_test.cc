@@ -79,5 +79,32 @@ TEST(Sha256, EveryLengthUpTo300BytesAgreesWithOpenSslsOneShot) {
   }
 }
 
+TEST(Sha256, LanesHashEachMessageAsOpenSslsOneShot) {
+  std::mt19937 rng(27);
+  for (std::size_t count = 0; count <= kSha256MaxLanes; ++count) {
+    for (std::size_t blocks = 1; blocks <= 4; ++blocks) {
+      // Messages whose padding takes `blocks` blocks: 55 bytes more than the blocks before.
+      std::vector<std::vector<std::uint8_t>> messages, padded;
+      std::vector<const std::uint8_t*> data;
+      std::vector<Digest> got(count);
+      std::vector<std::uint8_t*> out;
+      for (std::size_t n = 0; n < count; ++n) {
+        std::vector<std::uint8_t> message(64 * (blocks - 1) + rng() % 56);
+        for (auto& b : message) b = static_cast<std::uint8_t>(rng());
+        messages.push_back(message);
+        padded.push_back(pad(message));
+        ASSERT_EQ(padded.back().size(), 64 * blocks);
+        out.push_back(got[n].data());
+      }
+      for (const auto& p : padded) data.push_back(p.data());
+      sha256_padded_lanes(data.data(), count, blocks, out.data());
+      for (std::size_t n = 0; n < count; ++n) {
+        EXPECT_EQ(hex(got[n]), hex(openssl_one_shot(messages[n])))
+            << count << " lanes, " << blocks << " blocks, lane " << n;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace kv
