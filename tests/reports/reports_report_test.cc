@@ -5,6 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -135,6 +138,46 @@ TEST(ReportRuns, ReadsBackWhatTheReplayWrote) {
   std::int64_t cached = 0;
   for (const RequestRow& r : run->request_rows) cached += r.cached_tokens;
   EXPECT_EQ(cached, run->hits);
+}
+
+// steps.csv rows are the text printf's "%lld" and "%.6f" give, at the extremes of each field.
+TEST(ReportRuns, StepRowsAreThePrintfText) {
+  const fs::path d = scratch() / "step-rows";
+  auto folder = RunFolder::create(d.string(), true);
+  ASSERT_TRUE(folder.ok());
+  std::string want;
+  const double usages[] = {0.0, 0.1234565, 1.0 / 3, 0.9999995, 1.0, -0.0, 12345.678, 1e300};
+  const std::int64_t extremes[] = {0, -1, 9, 10, INT64_MAX, INT64_MIN, 1234567890123};
+  for (std::size_t i = 0; i < std::size(usages); ++i) {
+    StepRecord r;
+    const std::int64_t big = extremes[i % std::size(extremes)];
+    r.step = big;
+    r.start_us = static_cast<std::int64_t>(i);
+    r.duration_ns = -big;
+    r.predicted_ns = 7;
+    r.num_requests = static_cast<int>(i) - 3;
+    r.running = INT32_MAX;
+    r.waiting = INT32_MIN;
+    r.kv_usage = usages[i];
+    r.evictions_total = big / 3;
+    r.counters.kv_slots_read = big;
+    (*folder)->add_step(r);
+    char row[1024];
+    std::snprintf(row, sizeof row, "%lld,%lld,%lld,%lld,%lld,%d,%lld,%lld,%lld,%d,%d,%d,%d,%.6f,%lld,%lld,%lld,%lld\n",
+                  static_cast<long long>(r.step), static_cast<long long>(r.start_us),
+                  static_cast<long long>(r.duration_ns), static_cast<long long>(r.predicted_ns),
+                  static_cast<long long>(r.measured_ns), r.num_requests, static_cast<long long>(r.prefill_tokens),
+                  static_cast<long long>(r.decode_tokens), static_cast<long long>(r.cached_tokens), r.running,
+                  r.waiting, r.preempted, r.finished, r.kv_usage, static_cast<long long>(r.free_blocks),
+                  static_cast<long long>(r.evictions_total), static_cast<long long>(r.counters.tokens_computed),
+                  static_cast<long long>(r.counters.kv_slots_read));
+    want += row;
+  }
+  ReplaySummary s;
+  replay::DecisionLog log(true);
+  ASSERT_TRUE((*folder)->finish({{"device", "sim"}}, s, log, 0.0).ok());
+  const std::string steps = read(d / "steps.csv");
+  EXPECT_EQ(steps.substr(steps.find('\n') + 1), want);
 }
 
 TEST(ReportRuns, HostileRequestIdsRoundTripThroughRequestsCsv) {  // commas, quotes, line breaks
