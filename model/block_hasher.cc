@@ -76,10 +76,10 @@ inline std::uint8_t* put_bytes(std::uint8_t* p, const std::uint8_t* data, std::s
 
 constexpr std::uint8_t kCborNull = 0xf6;
 
-// SHA-256 of buf[0, size): the message is padded in place (FIPS 180-4, 5.1.1: 0x80, zeros, the
-// length in bits big-endian) and its blocks hashed with no copy into a context
-// (model/util/sha256.h; SHA256_Update and SHA256_Final cost about 15% more on such messages).
-// Returns the number of 64-byte blocks.
+// SHA-256 of buf[0, size) is taken in place: pad_in_place pads the message where it lies (FIPS
+// 180-4, 5.1.1: 0x80, zeros, the length in bits big-endian) and returns its number of 64-byte
+// blocks, which are then hashed with no copy into a context (model/util/sha256.h;
+// SHA256_Update and SHA256_Final cost about 15% more on such messages).
 std::size_t pad_in_place(std::vector<std::uint8_t>& buf, std::size_t size) {
   const std::size_t padded = (size + 9 + 63) / 64 * 64;
   // The zeros (at most 63 bytes) are stored as a fixed 64 bytes: a few vector stores, no call.
@@ -101,7 +101,7 @@ BlockHash sha256_in_place(std::vector<std::uint8_t>& buf, std::size_t size) {
   return h;
 }
 
-// A job of BlockHasher::extend_all being hashed: its next block and how many it has.
+// A job of BlockHasher::extend_stream being hashed: its next block and how many it has.
 struct Lane {
   HashJob job;
   std::size_t next = 0;
