@@ -153,7 +153,7 @@ TEST(ReportRuns, StepRowsAreThePrintfText) {
     const std::int64_t big = extremes[i % std::size(extremes)];
     r.step = big;
     r.start_us = static_cast<std::int64_t>(i);
-    r.duration_ns = -big;
+    r.duration_ns = extremes[(i + 4) % std::size(extremes)];
     r.predicted_ns = 7;
     r.num_requests = static_cast<int>(i) - 3;
     r.running = INT32_MAX;
