@@ -7,10 +7,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 namespace kv::props {
@@ -56,6 +58,28 @@ bool fork_enabled() {
 }
 
 bool in_child = false;
+// Inside the child that runs a whole property's cases in one process (check_batched).
+bool in_batch = false;
+
+// Shared between the parent and the child of check_batched: the property's verdict.
+struct BatchVerdict {
+  int finished;   // 1 once the child wrote its verdict
+  int passed;     // RapidCheck found no failing case
+  int cases_run;  // cases that passed
+  char report[8000];
+};
+
+BatchVerdict* batch_page() {
+  static BatchVerdict* page = [] {
+    void* p = mmap(nullptr, sizeof(BatchVerdict), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      std::perror("kvsim properties: mmap");
+      std::abort();
+    }
+    return static_cast<BatchVerdict*>(p);
+  }();
+  return page;
+}
 
 std::string read_capture(int fd) {
   std::string out;
@@ -89,8 +113,41 @@ void note_step(int step) {
   if (in_child) shared_page()->step = step;
 }
 
+// The wait status of child `pid`, waiting through interruptions.
+int wait_child(pid_t pid) {
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) {
+      std::perror("kvsim properties: waitpid");
+      std::abort();
+    }
+  }
+  return status;
+}
+
+// Runs body here; an exception it throws fails the case at the step then running.
+CaseOutcome run_body(const std::function<CaseOutcome()>& body) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    CaseOutcome o;
+    o.passed = false;
+    o.failed_step = in_child ? shared_page()->step : -1;
+    o.message = std::string("exception: ") + e.what();
+    return o;
+  }
+}
+
 CaseOutcome run_isolated(const std::function<CaseOutcome()>& body, int timeout_s) {
   if (!fork_enabled()) return body();
+  if (in_batch) {
+    // The whole property runs in one child already: a case past its time limit kills it, and
+    // check_property then runs every case in a child of its own.
+    alarm(static_cast<unsigned>(timeout_s));
+    CaseOutcome o = run_body(body);
+    alarm(0);
+    return o;
+  }
   SharedVerdict* v = shared_page();
   v->step = -1;
   v->finished = 0;
@@ -112,14 +169,7 @@ CaseOutcome run_isolated(const std::function<CaseOutcome()>& body, int timeout_s
     dup2(cap, STDERR_FILENO);
     lseek(STDERR_FILENO, 0, SEEK_SET);
     alarm(static_cast<unsigned>(timeout_s));
-    CaseOutcome o;
-    try {
-      o = body();
-    } catch (const std::exception& e) {
-      o.passed = false;
-      o.failed_step = v->step;
-      o.message = std::string("exception: ") + e.what();
-    }
+    const CaseOutcome o = run_body(body);
     v->passed = o.passed ? 1 : 0;
     v->failed_step = o.failed_step;
     std::snprintf(v->message, sizeof v->message, "%s", o.message.c_str());
@@ -127,9 +177,7 @@ CaseOutcome run_isolated(const std::function<CaseOutcome()>& body, int timeout_s
     std::fflush(nullptr);
     _exit(0);
   }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-  }
+  const int status = wait_child(pid);
   CaseOutcome o;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && v->finished) {
     o.passed = v->passed != 0;
@@ -154,8 +202,11 @@ CaseOutcome run_isolated(const std::function<CaseOutcome()>& body, int timeout_s
   return o;
 }
 
-PropertyResult check_property(const std::string& name, const std::function<void()>& property,
-                              const PropertyParams& params) {
+namespace {
+
+// RapidCheck's verdict on the property, its cases run in this process.
+PropertyResult check_here(const std::string& name, const std::function<void()>& property,
+                          const PropertyParams& params) {
   rc::detail::TestMetadata meta;
   meta.id = name;
   meta.description = name;
@@ -176,6 +227,69 @@ PropertyResult check_property(const std::string& name, const std::function<void(
   rc::detail::printResultMessage(result, os);
   out.report = os.str();
   return out;
+}
+
+// Runs every case of the property in one forked child, without a fork per case. Returns the
+// result when the child passed; otherwise, the failure (or the way the child died) as text.
+std::optional<PropertyResult> check_batched(const std::string& name, const std::function<void()>& property,
+                                            const PropertyParams& params, std::string* failure) {
+  BatchVerdict* v = batch_page();
+  *v = BatchVerdict{};
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) {
+    *failure = std::string("fork: ") + std::strerror(errno);
+    return std::nullopt;
+  }
+  if (pid == 0) {
+    in_batch = true;
+    in_child = true;
+    const PropertyResult r = check_here(name, property, params);
+    v->passed = r.passed ? 1 : 0;
+    v->cases_run = r.cases_run;
+    std::snprintf(v->report, sizeof v->report, "%s", r.report.c_str());
+    v->finished = 1;
+    std::fflush(nullptr);
+    _exit(0);
+  }
+  const int status = wait_child(pid);
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && v->finished) {
+    if (v->passed) {
+      PropertyResult r;
+      r.cases_run = v->cases_run;
+      return r;
+    }
+    *failure = v->report;
+  } else if (WIFSIGNALED(status)) {
+    *failure = std::string("the process running the cases died of signal ") + std::to_string(WTERMSIG(status)) + " (" +
+               strsignal(WTERMSIG(status)) + ")";
+  } else {
+    *failure = "the process running the cases exited with status " +
+               std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+PropertyResult check_property(const std::string& name, const std::function<void()>& property,
+                              const PropertyParams& params) {
+  if (!fork_enabled() || in_batch) return check_here(name, property, params);
+  std::string batch_failure;
+  if (auto passed = check_batched(name, property, params, &batch_failure)) return *passed;
+  // A failure or a crash: again, each case in a child of its own, so that a crash is a failing
+  // case that RapidCheck shrinks. The cases are the same (the parameters fix them).
+  PropertyResult r = check_here(name, property, params);
+  if (r.passed) {
+    r.passed = false;
+    r.report =
+        "the property failed with its cases run in one process but passed with each case in a process "
+        "of its own (state leaks from one case into the next?); in one process:\n" +
+        batch_failure;
+  }
+  return r;
 }
 
 PropertyParams default_params(const std::string& name, int base_cases) {

@@ -1,7 +1,9 @@
-// Property harness: runs RapidCheck properties with explicit, deterministic parameters, and
-// runs each generated case in a forked child so that a crash (a KV_CHECK abort, a segfault, a
-// hang) is a failing case that RapidCheck can shrink like any other, instead of the end of
-// the test binary.
+// Property harness: runs RapidCheck properties with explicit, deterministic parameters. A
+// property's cases first run together in one forked child; when that child fails or dies, the
+// property runs again with each case in a forked child of its own, so that a crash (a KV_CHECK
+// abort, a segfault, a hang) is a failing case that RapidCheck can shrink like any other,
+// instead of the end of the test binary. (A fork per case from the start would cost more than
+// the cases under AddressSanitizer, whose children inherit large heap and shadow mappings.)
 // Contract:
 //   1. A property is a `void()` callable that draws its inputs with `*gen` and fails with
 //      RC_ASSERT/RC_FAIL; its failure description is the whole report (for the manager and
@@ -45,7 +47,8 @@ void note_step(int step);
 
 // Runs body in a forked child (unless KVSIM_PROPS_FORK=0) with a timeout, capturing its stderr.
 // A child killed by a signal, timed out, or exiting abnormally is a failed outcome whose message
-// names the signal and carries the captured stderr.
+// names the signal and carries the captured stderr. Inside the one child that runs a whole
+// property, body runs in that child under the same timeout.
 CaseOutcome run_isolated(const std::function<CaseOutcome()>& body, int timeout_s = 30);
 
 struct PropertyParams {
@@ -60,7 +63,9 @@ struct PropertyResult {
   std::string report;  // RapidCheck's failure message, with the counterexample
 };
 
-// Checks one property with the given parameters (quietly; nothing is printed).
+// Checks one property with the given parameters (quietly; nothing is printed): its cases in one
+// child, then, when that fails, each case in its own child. A property that fails only in the
+// first way fails, and says so (its cases share state).
 PropertyResult check_property(const std::string& name, const std::function<void()>& property,
                               const PropertyParams& params);
 
