@@ -27,17 +27,21 @@ struct SharedVerdict {
   char message[60000];
 };
 
-SharedVerdict* shared_page() {
-  static SharedVerdict* page = [] {
-    void* p = mmap(nullptr, sizeof(SharedVerdict), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+// One T in memory that a forked child shares with its parent, mapped on first use.
+template <typename T>
+T* shared_mapping() {
+  static T* page = [] {
+    void* p = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED) {
       std::perror("kvsim properties: mmap");
       std::abort();
     }
-    return static_cast<SharedVerdict*>(p);
+    return static_cast<T*>(p);
   }();
   return page;
 }
+
+SharedVerdict* shared_page() { return shared_mapping<SharedVerdict>(); }
 
 // The child's stderr goes to this anonymous file; the parent reads it back.
 int stderr_capture_fd() {
@@ -69,17 +73,7 @@ struct BatchVerdict {
   char report[8000];
 };
 
-BatchVerdict* batch_page() {
-  static BatchVerdict* page = [] {
-    void* p = mmap(nullptr, sizeof(BatchVerdict), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
-      std::perror("kvsim properties: mmap");
-      std::abort();
-    }
-    return static_cast<BatchVerdict*>(p);
-  }();
-  return page;
-}
+BatchVerdict* batch_page() { return shared_mapping<BatchVerdict>(); }
 
 std::string read_capture(int fd) {
   std::string out;
@@ -125,6 +119,22 @@ int wait_child(pid_t pid) {
   return status;
 }
 
+// Flushes every stream, forks, runs `child` in the child (which then exits with status 0) and
+// returns the child's wait status; nullopt when fork fails (errno says why).
+std::optional<int> run_in_child(const std::function<void()>& child) {
+  std::cout.flush();
+  std::cerr.flush();
+  std::fflush(nullptr);
+  const pid_t pid = fork();
+  if (pid < 0) return std::nullopt;
+  if (pid == 0) {
+    child();
+    std::fflush(nullptr);
+    _exit(0);
+  }
+  return wait_child(pid);
+}
+
 // Runs body here; an exception it throws fails the case at the step then running.
 CaseOutcome run_body(const std::function<CaseOutcome()>& body) {
   try {
@@ -156,15 +166,7 @@ CaseOutcome run_isolated(const std::function<CaseOutcome()>& body, int timeout_s
   v->message[0] = '\0';
   const int cap = stderr_capture_fd();
   if (ftruncate(cap, 0) != 0) std::perror("kvsim properties: ftruncate");
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    std::perror("kvsim properties: fork");
-    return body();
-  }
-  if (pid == 0) {
+  const std::optional<int> waited = run_in_child([&] {
     in_child = true;
     dup2(cap, STDERR_FILENO);
     lseek(STDERR_FILENO, 0, SEEK_SET);
@@ -174,10 +176,12 @@ CaseOutcome run_isolated(const std::function<CaseOutcome()>& body, int timeout_s
     v->failed_step = o.failed_step;
     std::snprintf(v->message, sizeof v->message, "%s", o.message.c_str());
     v->finished = 1;
-    std::fflush(nullptr);
-    _exit(0);
+  });
+  if (!waited) {
+    std::perror("kvsim properties: fork");
+    return body();
   }
-  const int status = wait_child(pid);
+  const int status = *waited;
   CaseOutcome o;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && v->finished) {
     o.passed = v->passed != 0;
@@ -235,15 +239,7 @@ std::optional<PropertyResult> check_batched(const std::string& name, const std::
                                             const PropertyParams& params, std::string* failure) {
   BatchVerdict* v = batch_page();
   *v = BatchVerdict{};
-  std::cout.flush();
-  std::cerr.flush();
-  std::fflush(nullptr);
-  const pid_t pid = fork();
-  if (pid < 0) {
-    *failure = std::string("fork: ") + std::strerror(errno);
-    return std::nullopt;
-  }
-  if (pid == 0) {
+  const std::optional<int> waited = run_in_child([&] {
     in_batch = true;
     in_child = true;
     const PropertyResult r = check_here(name, property, params);
@@ -251,10 +247,12 @@ std::optional<PropertyResult> check_batched(const std::string& name, const std::
     v->cases_run = r.cases_run;
     std::snprintf(v->report, sizeof v->report, "%s", r.report.c_str());
     v->finished = 1;
-    std::fflush(nullptr);
-    _exit(0);
+  });
+  if (!waited) {
+    *failure = std::string("fork: ") + std::strerror(errno);
+    return std::nullopt;
   }
-  const int status = wait_child(pid);
+  const int status = *waited;
   if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && v->finished) {
     if (v->passed) {
       PropertyResult r;
