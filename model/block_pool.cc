@@ -39,15 +39,7 @@ BlockId BlockPool::get_cached_block(const BlockHash& hash, KvCacheGroupId group)
   return index_.find(hash, group);
 }
 
-bool BlockPool::evict_cached(Block& b) {
-  if (b.hash.empty()) return false;
-  index_.erase(b);
-  if (events_enabled_) events_.emplace_back(BlockRemoved{{b.hash}, "GPU", b.group});
-  b.hash = BlockHash{};
-  b.group = 0;
-  if (hooks_) policy_->on_uncached(&b);
-  return true;
-}
+void BlockPool::record_removed(const Block& b) { events_.emplace_back(BlockRemoved{{b.hash}, "GPU", b.group}); }
 
 void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
   KV_CHECK(n <= num_free_blocks(), "asked for " << n << " blocks, " << num_free_blocks() << " free");
@@ -68,16 +60,21 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
       if (!scratch_[i]->hash.empty()) index_.prefetch(scratch_[i]->hash, scratch_[i]->group);
     }
   }
+  const std::size_t first = out.size();
+  out.resize(first + popped);
+  BlockId* ids = out.data() + first;
   for (std::size_t i = 0; i < popped; ++i) {
     Block* b = scratch_[i];
-    if (caching_ && i + kPrefetchDistance < popped) {
-      const Block* ahead = scratch_[i + kPrefetchDistance];
-      if (!ahead->hash.empty()) index_.prefetch(ahead->hash, ahead->group);
+    if (caching_) {
+      if (i + kPrefetchDistance < popped) {
+        const Block* ahead = scratch_[i + kPrefetchDistance];
+        if (!ahead->hash.empty()) index_.prefetch(ahead->hash, ahead->group);
+      }
+      evict_for_reuse(*b);
     }
-    if (caching_) evict_for_reuse(*b);
     KV_CHECK(b->ref_cnt == 0, "popped block " << b->id << " has ref_cnt " << b->ref_cnt);
     b->ref_cnt = 1;
-    out.push_back(b->id);
+    ids[i] = b->id;
   }
 }
 
@@ -91,13 +88,16 @@ void BlockPool::touch(std::span<const BlockId> ids) {
 }
 
 void BlockPool::free_blocks(std::span<const BlockId> ordered_ids, const BlockRetention& retention) {
-  scratch_.clear();
+  // Sized for every block first, so that the loop appends without a capacity check.
+  scratch_.resize(ordered_ids.size());
+  Block** freed = scratch_.data();
   for (BlockId id : ordered_ids) {
     Block& b = mut(id);
     KV_CHECK(b.ref_cnt > 0 || b.is_null, "freeing block " << id << " with ref_cnt " << b.ref_cnt);
     if (b.is_null) continue;
-    if (--b.ref_cnt == 0) scratch_.push_back(&b);
+    if (--b.ref_cnt == 0) *freed++ = &b;
   }
+  scratch_.resize(static_cast<std::size_t>(freed - scratch_.data()));
   policy_->on_freed(scratch_, retention);
 }
 

@@ -93,7 +93,19 @@ class BlockPool {
 
  private:
   Block& mut(BlockId id) { return blocks_[static_cast<std::size_t>(id)]; }
-  bool evict_cached(Block& b);  // removes b from the map; true if it was cached
+  // Removes b from the map; true if it was cached.
+  bool evict_cached(Block& b) {
+    if (b.hash.empty()) return false;
+    index_.erase(b);
+    if (events_enabled_) [[unlikely]]
+      record_removed(b);
+    b.hash = BlockHash{};
+    b.group = 0;
+    if (hooks_) [[unlikely]]
+      policy_->on_uncached(&b);
+    return true;
+  }
+  void record_removed(const Block& b);  // queues the BlockRemoved event of a cached block
   // A cached block popped for reuse loses its hash: counted, and kept for take_evicted()
   // when recording.
   void evict_for_reuse(Block& b) {

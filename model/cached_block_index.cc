@@ -13,33 +13,7 @@ CachedBlockIndex::CachedBlockIndex(std::span<Block> blocks) : blocks_(blocks) {
   mask_ = capacity - 1;
 }
 
-std::size_t CachedBlockIndex::probe(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag) const {
-  std::size_t i = tag & mask_;
-  while (true) {
-    const Slot& s = slots_[i];
-    if (s.block == kNoBlock) return i;
-    const Block& b = blocks_[static_cast<std::size_t>(s.block)];
-    if (s.tag == tag && b.hash == hash && b.group == group) return i;
-    i = (i + 1) & mask_;
-  }
-}
-
-BlockId CachedBlockIndex::find(const BlockHash& hash, KvCacheGroupId group) const {
-  return slots_[probe(hash, group, tag_of(hash, group))].block;
-}
-
-void CachedBlockIndex::insert(Block& b) {
-  KV_CHECK(!b.hash.empty(), "block " << b.id << " has no hash to index");
-  KV_CHECK(b.next_cached == kNoBlock, "block " << b.id << " is already indexed");
-  const std::uint32_t tag = tag_of(b.hash, b.group);
-  Slot& s = slots_[probe(b.hash, b.group, tag)];
-  ++size_;
-  if (s.block == kNoBlock) {
-    s.block = b.id;
-    s.tag = tag;
-    return;
-  }
-  // A duplicate: append to the chain of younger blocks.
+void CachedBlockIndex::append_duplicate(const Slot& s, Block& b) {
   Block* last = &blocks_[static_cast<std::size_t>(s.block)];
   KV_CHECK(last != &b, "block " << b.id << " is already indexed");
   while (last->next_cached != kNoBlock) {
@@ -49,29 +23,26 @@ void CachedBlockIndex::insert(Block& b) {
   last->next_cached = b.id;
 }
 
-void CachedBlockIndex::erase(Block& b) {
-  std::size_t i = probe(b.hash, b.group, tag_of(b.hash, b.group));
-  Slot& s = slots_[i];
-  KV_CHECK(s.block != kNoBlock, "block " << b.id << " has a hash but is not in the map");
-  --size_;
-  if (s.block != b.id) {
-    // A younger duplicate: unlink it from the chain.
-    Block* prev = &blocks_[static_cast<std::size_t>(s.block)];
-    while (prev->next_cached != b.id) {
-      KV_CHECK(prev->next_cached != kNoBlock, "block " << b.id << " missing under its own hash");
-      prev = &blocks_[static_cast<std::size_t>(prev->next_cached)];
-    }
-    prev->next_cached = b.next_cached;
+void CachedBlockIndex::unlink_duplicate(Slot& s, Block& b) {
+  if (s.block == b.id) {
+    // The oldest block leaves: the next younger duplicate takes its slot (same hash, same tag).
+    s.block = b.next_cached;
     b.next_cached = kNoBlock;
     return;
   }
-  if (b.next_cached != kNoBlock) {
-    s.block = b.next_cached;  // same hash, same tag
-    b.next_cached = kNoBlock;
-    return;
+  // A younger duplicate: unlink it from the chain.
+  Block* prev = &blocks_[static_cast<std::size_t>(s.block)];
+  while (prev->next_cached != b.id) {
+    KV_CHECK(prev->next_cached != kNoBlock, "block " << b.id << " missing under its own hash");
+    prev = &blocks_[static_cast<std::size_t>(prev->next_cached)];
   }
-  // Backward-shift deletion: pull later entries of the probe run into the hole when the hole
-  // lies between their home slot and where they sit.
+  prev->next_cached = b.next_cached;
+  b.next_cached = kNoBlock;
+}
+
+// Backward-shift deletion: pull later entries of the probe run into the hole when the hole lies
+// between their home slot and where they sit.
+void CachedBlockIndex::shift_back(std::size_t i) {
   std::size_t hole = i;
   std::size_t j = i;
   while (true) {

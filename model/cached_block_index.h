@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "model/block.h"
+#include "model/util/check.h"
 
 namespace kv {
 
@@ -31,7 +32,9 @@ class CachedBlockIndex {
   explicit CachedBlockIndex(std::span<Block> blocks);
 
   // The oldest block cached under (`hash`, `group`), or kNoBlock.
-  BlockId find(const BlockHash& hash, KvCacheGroupId group = 0) const;
+  BlockId find(const BlockHash& hash, KvCacheGroupId group = 0) const {
+    return slots_[probe(hash, group, tag_of(hash, group))].block;
+  }
   // Lists `b` under (b.hash, b.group), after any blocks already there. Requires b unlisted,
   // hash non-empty.
   void insert(Block& b);
@@ -63,12 +66,60 @@ class CachedBlockIndex {
     return static_cast<std::uint32_t>(h.prefix64()) ^ (group * 0x9E3779B9u);
   }
   // The slot holding (`hash`, `group`), or the empty slot where it would go.
-  std::size_t probe(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag) const;
+  std::size_t probe(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag) const {
+    std::size_t i = tag & mask_;
+    while (slots_[i].block != kNoBlock && !holds(slots_[i], hash, group, tag)) i = (i + 1) & mask_;
+    return i;
+  }
+  // Whether the occupied slot `s` holds the key (`hash`, `group`) whose tag is `tag`.
+  bool holds(const Slot& s, const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag) const {
+    if (s.tag != tag) return false;
+    const Block& b = blocks_[static_cast<std::size_t>(s.block)];
+    return b.hash == hash && b.group == group;
+  }
+  // The rare paths of insert and erase, out of line: `b` joins or leaves the chain of younger
+  // duplicates listed under slot `s`.
+  void append_duplicate(const Slot& s, Block& b);
+  void unlink_duplicate(Slot& s, Block& b);
+  // Empties slot i, pulling later entries of its probe run back (no tombstones).
+  void shift_back(std::size_t i);
 
   std::span<Block> blocks_;
   std::vector<Slot> slots_;
   std::size_t mask_ = 0;
   std::size_t size_ = 0;  // listed blocks, duplicates included
 };
+
+inline void CachedBlockIndex::insert(Block& b) {
+  KV_CHECK(!b.hash.empty(), "block " << b.id << " has no hash to index");
+  KV_CHECK(b.next_cached == kNoBlock, "block " << b.id << " is already indexed");
+  const std::uint32_t tag = tag_of(b.hash, b.group);
+  Slot& s = slots_[probe(b.hash, b.group, tag)];
+  ++size_;
+  if (s.block != kNoBlock) [[unlikely]] {
+    append_duplicate(s, b);
+    return;
+  }
+  s.block = b.id;
+  s.tag = tag;
+}
+
+inline void CachedBlockIndex::erase(Block& b) {
+  // Usually b is the only block under its key, so its slot names it: found without comparing
+  // hashes. Otherwise the slot holding its key (b is then a duplicate).
+  const std::uint32_t tag = tag_of(b.hash, b.group);
+  std::size_t i = tag & mask_;
+  while (slots_[i].block != b.id && slots_[i].block != kNoBlock && !holds(slots_[i], b.hash, b.group, tag)) {
+    i = (i + 1) & mask_;
+  }
+  Slot& s = slots_[i];
+  KV_CHECK(s.block != kNoBlock, "block " << b.id << " has a hash but is not in the map");
+  --size_;
+  if (s.block != b.id || b.next_cached != kNoBlock) [[unlikely]] {
+    unlink_duplicate(s, b);
+    return;
+  }
+  shift_back(i);
+}
 
 }  // namespace kv

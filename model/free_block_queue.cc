@@ -81,17 +81,26 @@ Block* FreeBlockQueue::popleft() {
 
 void FreeBlockQueue::popleft_n(std::size_t n, std::vector<Block*>& out) {
   KV_CHECK(n <= size_, "popping " << n << " blocks from a queue of " << size_);
-  out.reserve(out.size() + n);
-  for (std::size_t taken = 0; taken < n;) {
-    __builtin_prefetch(slots_[at(kPrefetchAhead)], 1);
-    Block* b = std::exchange(slots_[head_], nullptr);
-    head_ = (head_ + 1) & mask();
-    --used_;
+  const std::size_t first = out.size();
+  out.resize(first + n);
+  Block** taken = out.data() + first;
+  // The ring's state in locals: the stores through block pointers below cannot then make the
+  // compiler reload it.
+  Block** const ring = slots_.data();
+  const std::size_t mask = this->mask();
+  std::size_t head = head_;
+  std::size_t used = used_;
+  for (Block** const end = taken + n; taken != end;) {
+    __builtin_prefetch(ring[(head + kPrefetchAhead) & mask], 1);
+    Block* b = std::exchange(ring[head], nullptr);
+    head = (head + 1) & mask;
+    --used;
     if (b == nullptr) continue;  // a tombstone
     b->free_slot = kNoFreeSlot;
-    out.push_back(b);
-    ++taken;
+    *taken++ = b;
   }
+  head_ = head;
+  used_ = used;
   size_ -= n;
   trim();
   compact_if_sparse();

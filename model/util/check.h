@@ -11,11 +11,17 @@ namespace kv::detail {
 [[noreturn]] void check_failed(const char* cond, const char* file, int line, const std::string& msg);
 }  // namespace kv::detail
 
+// The failure path is a cold lambda that is never inlined: a function with checks keeps only
+// the test and a call on its fast path, and stays small enough for the compiler to inline.
+// clang-format off
 #define KV_CHECK(cond, ...)                                                      \
   do {                                                                           \
     if (!(cond)) [[unlikely]] {                                                  \
-      std::ostringstream kv_check_os_;                                           \
-      static_cast<void>(kv_check_os_ __VA_OPT__(<< __VA_ARGS__));                \
-      ::kv::detail::check_failed(#cond, __FILE__, __LINE__, kv_check_os_.str()); \
+      [&]() __attribute__((cold, noinline)) {                                    \
+        std::ostringstream kv_check_os_;                                         \
+        static_cast<void>(kv_check_os_ __VA_OPT__(<< __VA_ARGS__));              \
+        ::kv::detail::check_failed(#cond, __FILE__, __LINE__, kv_check_os_.str()); \
+      }();                                                                       \
     }                                                                            \
   } while (0)
+// clang-format on
