@@ -42,6 +42,13 @@ void for_each_extra_key(const HashExtras& extras, std::int64_t block_start, std:
   if (block_start == 0 && !extras.cache_salt.empty()) visit(extras.cache_salt);
 }
 
+// Whether the block [block_start, block_end) has any extra key (for_each_extra_key visits one).
+inline bool has_extra_keys(const HashExtras& extras, std::int64_t block_start, std::int64_t block_end) {
+  bool any = false;
+  for_each_extra_key(extras, block_start, block_end, [&any](const auto&...) { any = true; });
+  return any;
+}
+
 BlockExtraKeys block_extra_keys(const HashExtras& extras, std::int64_t block_start, std::int64_t block_end);
 
 }  // namespace kv

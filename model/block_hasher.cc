@@ -76,29 +76,47 @@ inline std::uint8_t* put_bytes(std::uint8_t* p, const std::uint8_t* data, std::s
 
 constexpr std::uint8_t kCborNull = 0xf6;
 
-// SHA-256 of buf[0, size) is taken in place: pad_in_place pads the message where it lies (FIPS
-// 180-4, 5.1.1: 0x80, zeros, the length in bits big-endian) and returns its number of 64-byte
-// blocks, which are then hashed with no copy into a context (model/util/sha256.h;
-// SHA256_Update and SHA256_Final cost about 15% more on such messages).
-std::size_t pad_in_place(std::vector<std::uint8_t>& buf, std::size_t size) {
+// Bytes past a message that padding it may touch: the 0x80 and 64 zeros, or the length ending
+// 72 bytes past a message 8 bytes short of filling its last block.
+constexpr std::size_t kPadSlack = 72;
+
+// SHA-256 of a message is taken in place: pad_at pads the message p[0, size) where it lies
+// (FIPS 180-4, 5.1.1: 0x80, zeros, the length in bits big-endian; kPadSlack bytes of room past
+// it) and returns its number of 64-byte blocks, which are then hashed with no copy into a
+// context (model/util/sha256.h; SHA256_Update and SHA256_Final cost about 15% more on such
+// messages).
+std::size_t pad_at(std::uint8_t* p, std::size_t size) {
   const std::size_t padded = (size + 9 + 63) / 64 * 64;
-  // The zeros (at most 63 bytes) are stored as a fixed 64 bytes: a few vector stores, no call.
-  const std::size_t needed = std::max(padded, size + 65);
-  if (buf.size() < needed) buf.resize(needed);
-  std::uint8_t* const p = buf.data();
   p[size] = 0x80;
+  // The zeros (at most 63 bytes) are stored as a fixed 64 bytes: a few vector stores, no call.
   std::memset(p + size + 1, 0, 64);
   const std::uint64_t bits = __builtin_bswap64(static_cast<std::uint64_t>(size) * 8);
   std::memcpy(p + padded - 8, &bits, sizeof bits);
   return padded / 64;
 }
 
-BlockHash sha256_in_place(std::vector<std::uint8_t>& buf, std::size_t size) {
-  const std::size_t blocks = pad_in_place(buf, size);
-  BlockHash h;
-  sha256_padded(buf.data(), blocks, h.bytes.data());
-  h.size = 32;
-  return h;
+std::size_t pad_in_place(std::vector<std::uint8_t>& buf, std::size_t size) {
+  if (buf.size() < size + kPadSlack) buf.resize(size + kPadSlack);
+  return pad_at(buf.data(), size);
+}
+
+// Room encode_plain_padded needs for a block of n tokens (a plain block: no extra keys).
+constexpr std::size_t plain_bound(std::size_t n) {
+  return 3 + 32 + kMaxHead * (n + 1) + 1 + kTokenEncodeSlack + kPadSlack;
+}
+
+// The message of a plain block under a 32-byte parent, as encode_block writes it (an array of
+// three: the parent's bytes, the ids, null), stored and padded at `out` with the fixed heads
+// written as constants. Returns its 64-byte blocks, or 0 when an id needs the general encoder.
+std::size_t encode_plain_padded(std::uint8_t* out, const BlockHash& parent, std::span<const TokenId> tokens) {
+  out[0] = 0x83;  // array of 3
+  out[1] = 0x58;  // byte string, one-byte length
+  out[2] = 32;
+  std::memcpy(out + 3, parent.bytes.data(), 32);
+  std::uint8_t* p = encode_token_ids(put_head(out + 35, 4, tokens.size()), tokens);
+  if (p == nullptr) return 0;
+  *p++ = kCborNull;
+  return pad_at(out, static_cast<std::size_t>(p - out));
 }
 
 // A job of BlockHasher::extend_stream being hashed: its next block and how many it has.
@@ -227,9 +245,14 @@ std::vector<std::uint8_t> BlockHasher::cbor_block(const BlockHash& parent, std::
 BlockHash BlockHasher::hash_block(const BlockHash& parent, std::span<const TokenId> block_tokens,
                                   const HashExtras& extras, std::int64_t block_start) const {
   thread_local std::vector<std::uint8_t> buf;
-  const std::size_t size = encode_block(buf, parent, block_tokens, extras, block_start);
-  if (algo_ == HashAlgo::kSha256Cbor) return sha256_in_place(buf, size);
-  return digest(buf.data(), size);
+  if (algo_ == HashAlgo::kSha256Cbor) {
+    const std::size_t blocks = encode_padded(buf, parent, block_tokens, extras, block_start);  // may grow buf
+    BlockHash h;
+    sha256_padded(buf.data(), blocks, h.bytes.data());
+    h.size = 32;
+    return h;
+  }
+  return digest(buf.data(), encode_block(buf, parent, block_tokens, extras, block_start));
 }
 
 void BlockHasher::extend(std::vector<BlockHash>& hashes, std::span<const TokenId> tokens, int block_size,
@@ -247,13 +270,24 @@ void BlockHasher::extend(std::vector<BlockHash>& hashes, std::span<const TokenId
   }
 }
 
+std::size_t BlockHasher::encode_padded(std::vector<std::uint8_t>& buf, const BlockHash& parent,
+                                       std::span<const TokenId> block_tokens, const HashExtras& extras,
+                                       std::int64_t block_start) const {
+  const auto block_end = block_start + static_cast<std::int64_t>(block_tokens.size());
+  if (parent.size == 32 && !has_extra_keys(extras, block_start, block_end)) {
+    const std::size_t bound = plain_bound(block_tokens.size());
+    if (buf.size() < bound) buf.resize(bound);
+    if (const std::size_t blocks = encode_plain_padded(buf.data(), parent, block_tokens)) return blocks;
+  }
+  return pad_in_place(buf, encode_block(buf, parent, block_tokens, extras, block_start));
+}
+
 std::size_t BlockHasher::encode_padded(std::vector<std::uint8_t>& buf, const HashJob& job, std::size_t block) const {
   const BlockHash& parent = block == 0 ? none_hash_ : (*job.hashes)[block - 1];
-  const std::size_t start = block * static_cast<std::size_t>(job.block_size);
-  const std::size_t size =
-      encode_block(buf, parent, job.tokens.subspan(start, static_cast<std::size_t>(job.block_size)), *job.extras,
-                   static_cast<std::int64_t>(start));
-  return pad_in_place(buf, size);
+  const auto block_size = static_cast<std::size_t>(job.block_size);
+  const std::size_t start = block * block_size;
+  return encode_padded(buf, parent, job.tokens.subspan(start, block_size), *job.extras,
+                       static_cast<std::int64_t>(start));
 }
 
 void BlockHasher::extend_all(std::span<const HashJob> jobs) const {

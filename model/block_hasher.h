@@ -98,8 +98,13 @@ class BlockHasher {
 
  private:
   BlockHash digest(const std::uint8_t* data, std::size_t size) const;
-  // Encodes block `block` of the job (its parent from job.hashes) into buf, padded for SHA-256;
-  // returns the number of 64-byte blocks.
+  // Encodes a block into buf, padded for SHA-256; returns the number of 64-byte blocks. A block
+  // with no extra keys under a 32-byte parent (nearly every block) takes a path with the fixed
+  // heads written as constants; it gives the same bytes as encode_block.
+  std::size_t encode_padded(std::vector<std::uint8_t>& buf, const BlockHash& parent,
+                            std::span<const TokenId> block_tokens, const HashExtras& extras,
+                            std::int64_t block_start) const;
+  // The same for block `block` of the job, its parent from job.hashes.
   std::size_t encode_padded(std::vector<std::uint8_t>& buf, const HashJob& job, std::size_t block) const;
   // Encodes into buf (grown as needed, never shrunk); returns the encoded length.
   std::size_t encode_block(std::vector<std::uint8_t>& buf, const BlockHash& parent,
