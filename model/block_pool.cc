@@ -35,10 +35,6 @@ double BlockPool::usage() const {
   return 1.0 - static_cast<double>(num_free_blocks()) / usable;
 }
 
-BlockId BlockPool::get_cached_block(const BlockHash& hash, KvCacheGroupId group) const {
-  return index_.find(hash, group);
-}
-
 void BlockPool::record_removed(const Block& b) { events_.emplace_back(BlockRemoved{{b.hash}, "GPU", b.group}); }
 
 void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {

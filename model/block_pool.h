@@ -50,7 +50,10 @@ class BlockPool {
   const EvictionPolicy& policy() const { return *policy_; }
 
   // The oldest block cached under (`hash`, `group`), or kNoBlock.
-  BlockId get_cached_block(const BlockHash& hash, KvCacheGroupId group = 0) const;
+  BlockId get_cached_block(const BlockHash& hash, KvCacheGroupId group = 0) const { return index_.find(hash, group); }
+  // Starts loading where get_cached_block(hash, group) looks first: a lookup of many hashes
+  // issues these ahead so that its cache misses overlap.
+  void prefetch_cached_block(const BlockHash& hash, KvCacheGroupId group = 0) const { index_.prefetch(hash, group); }
 
   // Pops n blocks from the head of the free queue (n <= num_free_blocks()), evicting each one's
   // cached hash first; each comes back with ref_cnt 1. Appends the ids to `out`.

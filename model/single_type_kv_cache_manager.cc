@@ -7,6 +7,10 @@
 #include "model/util/check.h"
 
 namespace kv {
+namespace {
+// How many hashes ahead a lookup loads their index slots.
+constexpr std::size_t kLookupPrefetch = 8;
+}  // namespace
 
 SingleTypeKvCacheManager::SingleTypeKvCacheManager(const KvCacheSpec& spec, BlockPool& pool, KvCacheGroupId group_id,
                                                    int hash_block_size)
@@ -220,7 +224,9 @@ std::vector<std::vector<BlockId>> FullAttentionManager::find_longest_cache_hit(
   const std::size_t n = std::min(static_cast<std::size_t>(max_length / spec_.block_size), hashes.size());
   if (group_ids.size() == 1) {  // the common case: no per-block scratch list
     const KvCacheGroupId g = group_ids.front();
+    for (std::size_t i = 0; i < std::min(n, kLookupPrefetch); ++i) pool_.prefetch_cached_block(hashes[i], g);
     for (std::size_t i = 0; i < n; ++i) {
+      if (i + kLookupPrefetch < n) pool_.prefetch_cached_block(hashes[i + kLookupPrefetch], g);
       const BlockId b = pool_.get_cached_block(hashes[i], g);
       if (b == kNoBlock) break;
       hit.front().push_back(b);
