@@ -20,7 +20,9 @@
 // one shared pool of twice the blocks, so both hold the same tokens per group); the summary
 // prints its throughput next to the one-group manager's (sha256_cbor for both).
 // BM_MooncakeHashingAlone times the requests' creation alone (hashing, no manager): the floor
-// the manager's benchmarks stand on.
+// the manager's benchmarks stand on. BM_MooncakeManagerAlone is the other half: every prompt
+// hashed before the timing starts, then only the manager's calls timed, with one group and with
+// gpt-oss-20b's two.
 // Each of the three sha256_cbor benchmarks runs twice: one request at a time (its plain name),
 // and with the prompts hashed four at a time, their chains in lockstep ("/4_lanes";
 // model/util/sha256.h), each request run once it and every earlier one are hashed. The
@@ -338,6 +340,63 @@ void BM_MooncakeHashingAlone(benchmark::State& state, std::size_t lanes) {
   s.manager = false;
 }
 
+// The manager's work alone: every prompt hashed once before the timing starts, then the same
+// loop as the benchmarks above (lookup, allocate, free per request), timed around the manager's
+// calls only. One group (llama's full attention) or two (gpt-oss-20b's, as the hybrid above);
+// the ratio of their times per block is the cost of the second group, with no hashing to hide
+// or inflate it.
+void BM_MooncakeManagerAlone(benchmark::State& state, bool hybrid) {
+  const std::vector<TraceRequest>& requests = trace();
+  const kv::BlockHasher hasher(kv::HashAlgo::kSha256Cbor, "0");
+  kv::KvCacheConfig config;
+  config.block_size = kBlockSize;
+  config.num_blocks = kPoolBlocks;
+  if (hybrid) {
+    auto groups = kv::find_model_shape("gpt-oss-20b")->kv_cache_groups(kBlockSize);
+    if (!groups.ok()) {
+      state.SkipWithError(groups.status().message().c_str());
+      return;
+    }
+    config.groups = *groups;
+    config.num_blocks = kPoolBlocks * static_cast<int>(groups->size());
+    config.free_order = kv::FreeOrder::kClassic;
+  }
+  std::vector<std::vector<kv::BlockHash>> hashes(requests.size());
+  std::vector<kv::TokenId> prompt;
+  for (std::size_t i = 0; i < requests.size(); ++i) {
+    expand_prompt(requests[i], prompt);
+    kv::Request request(std::to_string(i), std::move(prompt), {}, &hasher, kBlockSize);
+    hashes[i] = request.block_hashes();
+    prompt = {};
+  }
+  double timed_seconds = 0;
+  std::int64_t tokens = 0, failed = 0, hits = 0, queries = 0;
+  for (auto _ : state) {
+    kv::KvCacheManager manager(config);
+    double seconds = 0;
+    for (std::size_t i = 0; i < requests.size(); ++i) {
+      expand_prompt(requests[i], prompt);
+      kv::Request request(std::to_string(i), std::move(prompt), {}, &hasher, kBlockSize, hashes[i]);
+      const double start = thread_cpu_seconds();
+      hits += lookup_allocate_free(manager, request, &failed);
+      seconds += thread_cpu_seconds() - start;
+      queries += request.num_tokens();
+      tokens += requests[i].input_length;
+      prompt = {};
+    }
+    state.SetIterationTime(seconds);
+    timed_seconds += seconds;
+  }
+  state.counters["prompt_tokens_per_s"] = static_cast<double>(tokens) / timed_seconds;
+  state.counters["hit_rate"] = static_cast<double>(hits) / static_cast<double>(queries);
+  state.counters["failed_allocs"] = static_cast<double>(failed);
+  Summary& s = g_summary[hybrid ? "manager alone, gpt-oss-20b groups (hashed before)"
+                                : "manager alone, one group (hashed before)"];
+  s.tokens_per_s = static_cast<double>(tokens) / timed_seconds;
+  s.hit_rate = static_cast<double>(hits) / static_cast<double>(queries);
+  s.failed_allocations = failed;
+}
+
 // Each benchmark one request at a time (its plain name), then with kSha256MaxLanes requests'
 // prompts hashed together ("/4_lanes"), side by side in one run.
 void register_benchmarks() {
@@ -353,6 +412,8 @@ void register_benchmarks() {
     timed(benchmark::RegisterBenchmark(("BM_MooncakeConversation/sha256_cbor" + tail).c_str(), BM_MooncakeConversation,
                                        kv::HashAlgo::kSha256Cbor, lanes));
   }
+  timed(benchmark::RegisterBenchmark("BM_MooncakeManagerAlone/one_group", BM_MooncakeManagerAlone, false));
+  timed(benchmark::RegisterBenchmark("BM_MooncakeManagerAlone/two_groups", BM_MooncakeManagerAlone, true));
   timed(benchmark::RegisterBenchmark("BM_MooncakeConversation/xxhash_cbor", BM_MooncakeConversation,
                                      kv::HashAlgo::kXxhashCbor, std::size_t{1}));
 }
