@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <vector>
 
 #include "model/free_block_queue.h"
@@ -17,6 +18,15 @@ class LruPolicy final : public EvictionPolicy {
   void on_freed(std::span<Block* const> blocks, const BlockRetention&) override {
     if (order_ == FreeOrder::kClassic || !caching_) {
       queue_.append_n(blocks);
+      return;
+    }
+    // A request frees its blocks last first, so its unhashed tail usually comes before all its
+    // hashed blocks: then the two runs are queued as they lie, without copies.
+    const auto unhashed = [](const Block* b) { return b->hash.empty(); };
+    const auto split = std::find_if_not(blocks.begin(), blocks.end(), unhashed);
+    if (std::none_of(split, blocks.end(), unhashed)) {
+      queue_.prepend_n({blocks.begin(), split});
+      queue_.append_n({split, blocks.end()});
       return;
     }
     unhashed_.clear();

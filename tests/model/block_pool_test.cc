@@ -69,6 +69,23 @@ TEST_P(BlockPoolTest, FreshPoolKeepsBlockZeroAsTheNullBlock) {
   expect_ok(*pool);
 }
 
+// Freed blocks whose hashed and unhashed ones alternate (block 2 lost its hash while in use):
+// unhashed_first still puts every unhashed one at the head and every hashed one at the tail,
+// each in the order given.
+TEST_P(BlockPoolTest, UnhashedBlocksGoFirstEvenWhenTheyAlternateWithHashedOnes) {
+  auto pool = make_pool(8);
+  EXPECT_EQ(take(*pool, 4), (std::vector<BlockId>{1, 2, 3, 4}));
+  const std::vector<BlockId> blocks{1, 2, 3, 4};
+  const std::vector<BlockHash> hashes{tag_hash(0xa), tag_hash(0xb), tag_hash(0xc)};
+  pool->cache_full_blocks(blocks, hashes, 0, 3, 0, 4, token_range(0, 15), HashExtras{});
+  pool->evict_blocks(std::vector<BlockId>{2});
+  ASSERT_TRUE(pool->block(2).hash.empty());
+
+  pool->free_blocks(std::vector<BlockId>{4, 3, 2, 1});  // unhashed, hashed, unhashed, hashed
+  expect_ok(*pool);
+  EXPECT_EQ(queue(*pool), per_order({5, 6, 7, 4, 3, 2, 1}, {4, 2, 5, 6, 7, 3, 1}));
+}
+
 TEST_P(BlockPoolTest, CachedBlocksStayHittableAfterFreeUntilReused) {
   auto pool = make_pool(8);
   EXPECT_EQ(take(*pool, 3), (std::vector<BlockId>{1, 2, 3}));
