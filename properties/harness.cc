@@ -107,6 +107,21 @@ void note_step(int step) {
   if (in_child) shared_page()->step = step;
 }
 
+namespace {
+
+// How a child that did not report a verdict ended, from its wait status: "<who> crashed:
+// signal 6 (Aborted)" (SIGALRM: it ran past its time limit) or "<who> exited with status 1".
+std::string how_it_ended(const std::string& who, int status) {
+  if (WIFSIGNALED(status)) {
+    const int sig = WTERMSIG(status);
+    return who + " crashed: signal " + std::to_string(sig) + " (" + strsignal(sig) + ")" +
+           (sig == SIGALRM ? ", the case ran past its time limit" : "");
+  }
+  return who + " exited with status " + std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
+
+}  // namespace
+
 // The wait status of child `pid`, waiting through interruptions.
 int wait_child(pid_t pid) {
   int status = 0;
@@ -192,14 +207,7 @@ CaseOutcome run_isolated(const std::function<CaseOutcome()>& body, int timeout_s
   o.passed = false;
   o.failed_step = v->step;
   std::ostringstream msg;
-  if (WIFSIGNALED(status)) {
-    const int sig = WTERMSIG(status);
-    msg << "the case crashed: signal " << sig << " (" << strsignal(sig) << ")"
-        << (sig == SIGALRM ? ", the case ran past its time limit" : "");
-  } else {
-    msg << "the case exited with status " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1);
-  }
-  msg << " during step " << v->step;
+  msg << how_it_ended("the case", status) << " during step " << v->step;
   const std::string err = read_capture(cap);
   if (!err.empty()) msg << "\nstderr of the case:\n" << err;
   o.message = msg.str();
@@ -260,12 +268,8 @@ std::optional<PropertyResult> check_batched(const std::string& name, const std::
       return r;
     }
     *failure = v->report;
-  } else if (WIFSIGNALED(status)) {
-    *failure = std::string("the process running the cases died of signal ") + std::to_string(WTERMSIG(status)) + " (" +
-               strsignal(WTERMSIG(status)) + ")";
   } else {
-    *failure = "the process running the cases exited with status " +
-               std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+    *failure = how_it_ended("the process running the cases", status);
   }
   return std::nullopt;
 }

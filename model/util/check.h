@@ -16,19 +16,19 @@ namespace kv::detail {
 // Clang before 16 cannot capture structured bindings in a lambda (a C++20 rule, P1091R3), so
 // there the message is built in place instead.
 // clang-format off
+#define KV_CHECK_REPORT_(cond_text, ...)                                      \
+  std::ostringstream kv_check_os_;                                            \
+  static_cast<void>(kv_check_os_ __VA_OPT__(<< __VA_ARGS__));                 \
+  ::kv::detail::check_failed(cond_text, __FILE__, __LINE__, kv_check_os_.str())
 #if defined(__clang__) && __clang_major__ < 16
 #define KV_CHECK_FAILED_(cond_text, ...)                                      \
   do {                                                                        \
-    std::ostringstream kv_check_os_;                                          \
-    static_cast<void>(kv_check_os_ __VA_OPT__(<< __VA_ARGS__));               \
-    ::kv::detail::check_failed(cond_text, __FILE__, __LINE__, kv_check_os_.str()); \
+    KV_CHECK_REPORT_(cond_text __VA_OPT__(, ) __VA_ARGS__);                   \
   } while (0)
 #else
 #define KV_CHECK_FAILED_(cond_text, ...)                                      \
   [&]() __attribute__((cold, noinline)) {                                     \
-    std::ostringstream kv_check_os_;                                          \
-    static_cast<void>(kv_check_os_ __VA_OPT__(<< __VA_ARGS__));               \
-    ::kv::detail::check_failed(cond_text, __FILE__, __LINE__, kv_check_os_.str()); \
+    KV_CHECK_REPORT_(cond_text __VA_OPT__(, ) __VA_ARGS__);                   \
   }()
 #endif
 #define KV_CHECK(cond, ...)                                                   \
