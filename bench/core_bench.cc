@@ -284,23 +284,31 @@ void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo, std::si
   s.failed_allocations = failed;
 }
 
+// gpt-oss-20b's KV-cache groups (sliding window 128, full attention) over one pool of twice
+// the blocks, so that each group holds the same tokens as the one-group pool. False, with the
+// benchmark marked as skipped, if the model's groups cannot be built.
+bool hybrid_config(benchmark::State& state, kv::KvCacheConfig* config) {
+  auto groups = kv::find_model_shape("gpt-oss-20b")->kv_cache_groups(kBlockSize);
+  if (!groups.ok()) {
+    state.SkipWithError(groups.status().message().c_str());
+    return false;
+  }
+  config->block_size = kBlockSize;
+  config->groups = *groups;
+  config->num_blocks = kPoolBlocks * static_cast<int>(groups->size());
+  config->free_order = kv::FreeOrder::kClassic;
+  return true;
+}
+
 // The hybrid core: gpt-oss-20b's groups over one pool; lookup, allocate, free per request.
 void BM_MooncakeConversationHybrid(benchmark::State& state, std::size_t lanes) {
   const std::vector<TraceRequest>& requests = trace();
   const kv::BlockHasher hasher(kv::HashAlgo::kSha256Cbor, "0");
-  auto groups = kv::find_model_shape("gpt-oss-20b")->kv_cache_groups(kBlockSize);
-  if (!groups.ok()) {
-    state.SkipWithError(groups.status().message().c_str());
-    return;
-  }
+  kv::KvCacheConfig config;
+  if (!hybrid_config(state, &config)) return;
   double timed_seconds = 0;
   std::int64_t tokens = 0, failed = 0, hits = 0, queries = 0;
   for (auto _ : state) {
-    kv::KvCacheConfig config;
-    config.block_size = kBlockSize;
-    config.groups = *groups;
-    config.num_blocks = kPoolBlocks * static_cast<int>(groups->size());
-    config.free_order = kv::FreeOrder::kClassic;
     kv::KvCacheManager manager(config);
     hits = queries = 0;
     const double seconds = timed_pass(requests, hasher, lanes, &tokens, [&](kv::Request& request) {
@@ -351,16 +359,7 @@ void BM_MooncakeManagerAlone(benchmark::State& state, bool hybrid) {
   kv::KvCacheConfig config;
   config.block_size = kBlockSize;
   config.num_blocks = kPoolBlocks;
-  if (hybrid) {
-    auto groups = kv::find_model_shape("gpt-oss-20b")->kv_cache_groups(kBlockSize);
-    if (!groups.ok()) {
-      state.SkipWithError(groups.status().message().c_str());
-      return;
-    }
-    config.groups = *groups;
-    config.num_blocks = kPoolBlocks * static_cast<int>(groups->size());
-    config.free_order = kv::FreeOrder::kClassic;
-  }
+  if (hybrid && !hybrid_config(state, &config)) return;
   std::vector<std::vector<kv::BlockHash>> hashes(requests.size());
   std::vector<kv::TokenId> prompt;
   for (std::size_t i = 0; i < requests.size(); ++i) {
