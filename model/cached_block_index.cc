@@ -1,20 +1,23 @@
 #include "model/cached_block_index.h"
 
+#include <algorithm>
 #include <bit>
 #include <unordered_set>
+#include <vector>
 
 #include "model/util/check.h"
 
 namespace kv {
 
 CachedBlockIndex::CachedBlockIndex(std::span<Block> blocks) : blocks_(blocks) {
-  const std::size_t capacity = std::bit_ceil(std::max<std::size_t>(2 * blocks.size(), 8));
-  slots_.resize(capacity);
-  mask_ = capacity - 1;
+  // As many bytes as 8-byte slots at twice the blocks: at least 1.75 ways per block.
+  const std::size_t slots = std::bit_ceil(std::max<std::size_t>(2 * blocks.size(), 8));
+  buckets_.resize(slots / 8);
+  mask_ = buckets_.size() - 1;
 }
 
-void CachedBlockIndex::append_duplicate(const Slot& s, Block& b) {
-  Block* last = &blocks_[static_cast<std::size_t>(s.block)];
+void CachedBlockIndex::append_duplicate(BlockId oldest, Block& b) {
+  Block* last = &blocks_[static_cast<std::size_t>(oldest)];
   KV_CHECK(last != &b, "block " << b.id << " is already indexed");
   while (last->next_cached != kNoBlock) {
     last = &blocks_[static_cast<std::size_t>(last->next_cached)];
@@ -23,51 +26,31 @@ void CachedBlockIndex::append_duplicate(const Slot& s, Block& b) {
   last->next_cached = b.id;
 }
 
-void CachedBlockIndex::unlink_duplicate(Slot& s, Block& b) {
-  if (s.block == b.id) {
-    // The oldest block leaves: the next younger duplicate takes its slot (same hash, same tag).
-    s.block = b.next_cached;
-    b.next_cached = kNoBlock;
-    return;
-  }
-  // A younger duplicate: unlink it from the chain.
-  Block* prev = &blocks_[static_cast<std::size_t>(s.block)];
+void CachedBlockIndex::erase_younger_duplicate(Block& b) {
+  std::size_t i;
+  unsigned w;
+  KV_CHECK(locate(b.hash, b.group, tag_of(b.hash, b.group), &i, &w),
+           "block " << b.id << " has a hash but is not in the map");
+  Block* prev = &blocks_[static_cast<std::size_t>(buckets_[i].blocks[w])];
   while (prev->next_cached != b.id) {
     KV_CHECK(prev->next_cached != kNoBlock, "block " << b.id << " missing under its own hash");
     prev = &blocks_[static_cast<std::size_t>(prev->next_cached)];
   }
   prev->next_cached = b.next_cached;
   b.next_cached = kNoBlock;
-}
-
-// Backward-shift deletion: pull later entries of the probe run into the hole when the hole lies
-// between their home slot and where they sit.
-void CachedBlockIndex::shift_back(std::size_t i) {
-  std::size_t hole = i;
-  std::size_t j = i;
-  while (true) {
-    j = (j + 1) & mask_;
-    if (slots_[j].block == kNoBlock) break;
-    const std::size_t home = slots_[j].tag & mask_;
-    const std::size_t dist_entry = (j - home) & mask_;
-    const std::size_t dist_hole = (j - hole) & mask_;
-    if (dist_hole <= dist_entry) {
-      slots_[hole] = slots_[j];
-      hole = j;
-    }
-  }
-  slots_[hole] = Slot{};
+  --size_;
 }
 
 void CachedBlockIndex::clear() {
-  for (Slot& s : slots_) {
-    if (s.block == kNoBlock) continue;
-    for (BlockId id = s.block; id != kNoBlock;) {
-      Block& b = blocks_[static_cast<std::size_t>(id)];
-      id = b.next_cached;
-      b.next_cached = kNoBlock;
+  for (Bucket& k : buckets_) {
+    for (unsigned w = 0; w < kWays; ++w) {
+      for (BlockId id = k.blocks[w]; id != kNoBlock;) {
+        Block& b = blocks_[static_cast<std::size_t>(id)];
+        id = b.next_cached;
+        b.next_cached = kNoBlock;
+      }
     }
-    s = Slot{};
+    k = Bucket{};
   }
   size_ = 0;
 }
@@ -82,44 +65,54 @@ bool CachedBlockIndex::contains(const Block& b) const {
 
 bool CachedBlockIndex::check(std::string* why) const {
   std::unordered_set<BlockId> seen;
+  std::vector<std::uint32_t> overflow(buckets_.size(), 0);  // recounted from the entries
   std::size_t listed = 0;
-  for (std::size_t i = 0; i < slots_.size(); ++i) {
-    const Slot& s = slots_[i];
-    if (s.block == kNoBlock) continue;
-    if (s.block < 0 || static_cast<std::size_t>(s.block) >= blocks_.size()) {
-      *why = "hash map slot " + std::to_string(i) + " names no block";
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    const Bucket& k = buckets_[i];
+    if (k.blocks[kWays] != kNoBlock) {
+      *why = "hash map bucket " + std::to_string(i) + " uses its spare lane";
       return false;
     }
-    const BlockHash& hash = blocks_[static_cast<std::size_t>(s.block)].hash;
-    const KvCacheGroupId group = blocks_[static_cast<std::size_t>(s.block)].group;
-    if (hash.empty() || tag_of(hash, group) != s.tag) {
-      *why = "hash map lists block " + std::to_string(s.block) + " under a hash it does not have";
-      return false;
-    }
-    // Reachable from its home slot without crossing an empty slot, and listed only once.
-    for (std::size_t k = s.tag & mask_; k != i; k = (k + 1) & mask_) {
-      if (slots_[k].block == kNoBlock) {
-        *why = "hash map entry for block " + std::to_string(s.block) + " is cut off from its home";
+    for (unsigned w = 0; w < kWays; ++w) {
+      const BlockId id = k.blocks[w];
+      if (id == kNoBlock) continue;
+      if (id < 0 || static_cast<std::size_t>(id) >= blocks_.size()) {
+        *why = "hash map bucket " + std::to_string(i) + " names no block";
         return false;
       }
-      const Block& other = blocks_[static_cast<std::size_t>(slots_[k].block)];
-      if (slots_[k].tag == s.tag && other.hash == hash && other.group == group) {
-        *why = "hash map lists one hash in two slots";
-        return false;
-      }
-    }
-    for (BlockId id = s.block; id != kNoBlock; id = blocks_[static_cast<std::size_t>(id)].next_cached) {
-      if (id < 0 || static_cast<std::size_t>(id) >= blocks_.size() ||
-          !(blocks_[static_cast<std::size_t>(id)].hash == hash) ||
-          blocks_[static_cast<std::size_t>(id)].group != group) {
+      const Block& oldest = blocks_[static_cast<std::size_t>(id)];
+      if (oldest.hash.empty() || tag_of(oldest.hash, oldest.group) != k.tags[w]) {
         *why = "hash map lists block " + std::to_string(id) + " under a hash it does not have";
         return false;
       }
-      if (!seen.insert(id).second) {
-        *why = "hash map lists block " + std::to_string(id) + " twice";
+      // Counted in every bucket from its home up to its own, found from its home, and the
+      // first entry of its key on the way (no key listed twice).
+      for (std::size_t j = k.tags[w] & mask_; j != i; j = next(j)) ++overflow[j];
+      if (find(oldest.hash, oldest.group) != id) {
+        *why = "hash map entry for block " + std::to_string(id) +
+               " is not found from its home, or its key is listed twice";
         return false;
       }
-      ++listed;
+      for (BlockId b = id; b != kNoBlock; b = blocks_[static_cast<std::size_t>(b)].next_cached) {
+        if (b < 0 || static_cast<std::size_t>(b) >= blocks_.size() ||
+            !(blocks_[static_cast<std::size_t>(b)].hash == oldest.hash) ||
+            blocks_[static_cast<std::size_t>(b)].group != oldest.group) {
+          *why = "hash map lists block " + std::to_string(b) + " under a hash it does not have";
+          return false;
+        }
+        if (!seen.insert(b).second) {
+          *why = "hash map lists block " + std::to_string(b) + " twice";
+          return false;
+        }
+        ++listed;
+      }
+    }
+  }
+  for (std::size_t i = 0; i < buckets_.size(); ++i) {
+    if (buckets_[i].overflow() != overflow[i]) {
+      *why = "hash map bucket " + std::to_string(i) + " counts " + std::to_string(buckets_[i].overflow()) +
+             " overflowed entries, " + std::to_string(overflow[i]) + " pass it";
+      return false;
     }
   }
   if (listed != size_) {

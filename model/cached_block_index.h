@@ -1,17 +1,23 @@
 // CachedBlockIndex: the prefix cache's hash map, (block hash, group) -> the blocks cached
 // under it, oldest first (vLLM's BlockHashToBlockMap, keyed as make_block_hash_with_group_id),
 // owned by the BlockPool. With one group every key has group 0 and the tag is the hash's.
-// Open addressing with linear probing over 8-byte slots {oldest block id, low 32 bits of its
-// hash}; the full hash lives in the Block, and younger duplicates hang off the oldest block
-// through Block::next_cached (duplicates are rare: only requests allocated without a lookup
-// make them). The table is sized once, to a power of two at least twice the number of blocks,
-// so its load never exceeds 1/2 and it never rehashes; erase shifts entries back (no
-// tombstones). Only this class touches Block::next_cached.
+// Buckets of one cache line: seven {tag, oldest block id} ways compared at once, and a count of
+// the entries that overflowed past the bucket. A key lives in its home bucket (tag & mask) or,
+// when that bucket was full, in the first later bucket with a free way; every bucket passed on
+// the way counts it. A lookup stops at the first bucket that counts no overflow, and an erase
+// empties its way in place and uncounts the buckets passed: nothing ever moves. The full hash
+// lives in the Block, and younger duplicates hang off the oldest block through
+// Block::next_cached (duplicates are rare: only requests allocated without a lookup make them).
+// The table is sized once, to a power of two of at least twice the blocks' slots (the same
+// bytes as 8-byte slots at load 1/2), so it never fills and never rehashes. Only this class
+// touches Block::next_cached.
 // Invariants (check):
-//   1. A slot is empty or names a block whose tag_of(hash, group) is the slot's tag; no two
-//      slots name blocks with equal (hash, group) keys.
-//   2. Every entry lies at or after its home slot (tag & mask) with no empty slot in between.
-//   3. Following next_cached from a slot's block visits, in insertion order, blocks that all
+//   1. A way is empty (kNoBlock) or names a block whose tag_of(hash, group) is the way's tag;
+//      no two ways name blocks with equal (hash, group) keys.
+//   2. Every entry lies in its home bucket or after it, and each bucket's overflow count equals
+//      the number of entries whose home lies before it in their probe (from home up to, not
+//      including, the entry's own bucket); so every entry is found from its home.
+//   3. Following next_cached from a way's block visits, in insertion order, blocks that all
 //      carry that (hash, group); no block is listed twice; size() counts every listed block.
 #pragma once
 
@@ -20,6 +26,10 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "model/block.h"
 #include "model/util/check.h"
@@ -32,9 +42,7 @@ class CachedBlockIndex {
   explicit CachedBlockIndex(std::span<Block> blocks);
 
   // The oldest block cached under (`hash`, `group`), or kNoBlock.
-  BlockId find(const BlockHash& hash, KvCacheGroupId group = 0) const {
-    return slots_[probe(hash, group, tag_of(hash, group))].block;
-  }
+  BlockId find(const BlockHash& hash, KvCacheGroupId group = 0) const;
   // Lists `b` under (b.hash, b.group), after any blocks already there. Requires b unlisted,
   // hash non-empty.
   void insert(Block& b);
@@ -42,84 +50,160 @@ class CachedBlockIndex {
   void erase(Block& b);
   // Unlists every block.
   void clear();
-  // Starts loading the home slot of `hash`: callers about to touch many random slots issue
+  // Starts loading the home bucket of `hash`: callers about to touch many random buckets issue
   // these first so that the cache misses overlap.
   void prefetch(const BlockHash& hash, KvCacheGroupId group = 0) const {
-    __builtin_prefetch(&slots_[tag_of(hash, group) & mask_], 1);
+    __builtin_prefetch(&buckets_[tag_of(hash, group) & mask_], 1);
   }
   // Whether `b` is listed under its own key.
   bool contains(const Block& b) const;
 
   std::size_t size() const { return size_; }
-  std::size_t capacity() const { return slots_.size(); }
-  std::size_t memory_bytes() const { return slots_.size() * sizeof(Slot); }
+  // How many oldest blocks (distinct keys) the table can hold: kWays per bucket.
+  std::size_t capacity() const { return buckets_.size() * kWays; }
+  std::size_t num_buckets() const { return buckets_.size(); }
+  std::size_t memory_bytes() const { return buckets_.size() * sizeof(Bucket); }
 
   bool check(std::string* why) const;
 
  private:
-  struct Slot {
-    BlockId block = kNoBlock;  // the oldest block cached under the hash; kNoBlock = empty
-    std::uint32_t tag = 0;     // tag_of its key: the home slot and a cheap filter
+  static constexpr unsigned kWays = 7;
+  static constexpr unsigned kWayMask = (1u << kWays) - 1;
+  // One cache line. The eighth lane of `tags` is the overflow count; the eighth of `blocks`
+  // stays kNoBlock. Both are compared eight lanes at a time and the eighth masked off.
+  struct alignas(64) Bucket {
+    std::uint32_t tags[kWays + 1] = {};
+    BlockId blocks[kWays + 1] = {kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock};
+    std::uint32_t& overflow() { return tags[kWays]; }
+    std::uint32_t overflow() const { return tags[kWays]; }
   };
+  static_assert(sizeof(Bucket) == 64, "a bucket is one cache line");
+
   // The hash's low 32 bits, mixed with the group (group 0 leaves them as they are).
   static std::uint32_t tag_of(const BlockHash& h, KvCacheGroupId group) {
     return static_cast<std::uint32_t>(h.prefix64()) ^ (group * 0x9E3779B9u);
   }
-  // The slot holding (`hash`, `group`), or the empty slot where it would go.
-  std::size_t probe(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag) const {
-    std::size_t i = tag & mask_;
-    while (slots_[i].block != kNoBlock && !holds(slots_[i], hash, group, tag)) i = (i + 1) & mask_;
-    return i;
+  // Bit w set for each of the eight lanes of `lanes` equal to `value`.
+  static unsigned lanes_equal(const std::uint32_t* lanes, std::uint32_t value);
+  static unsigned ways_holding_tag(const Bucket& k, std::uint32_t tag) { return lanes_equal(k.tags, tag) & kWayMask; }
+  static unsigned ways_holding(const Bucket& k, BlockId id) {
+    return lanes_equal(reinterpret_cast<const std::uint32_t*>(k.blocks), static_cast<std::uint32_t>(id)) & kWayMask;
   }
-  // Whether the occupied slot `s` holds the key (`hash`, `group`) whose tag is `tag`.
-  bool holds(const Slot& s, const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag) const {
-    if (s.tag != tag) return false;
-    const Block& b = blocks_[static_cast<std::size_t>(s.block)];
+  std::size_t next(std::size_t i) const { return (i + 1) & mask_; }
+  // Whether way `w` of `k` holds the key (`hash`, `group`); its tag is known to match.
+  bool holds(const Bucket& k, unsigned w, const BlockHash& hash, KvCacheGroupId group) const {
+    if (k.blocks[w] == kNoBlock) return false;
+    const Block& b = blocks_[static_cast<std::size_t>(k.blocks[w])];
     return b.hash == hash && b.group == group;
   }
+  // The way holding (`hash`, `group`), searched from its home bucket: *bucket and *way, or false.
+  bool locate(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag, std::size_t* bucket, unsigned* way) const;
+  // Places a new key's oldest block `b` in the first free way from its home bucket, counting
+  // it in every full bucket it passes.
+  void place(Block& b, std::uint32_t tag);
+  // Empties way `w` of bucket `i` and uncounts the entry in the buckets from `home` to i.
+  void vacate(std::size_t home, std::size_t i, unsigned w);
   // The rare paths of insert and erase, out of line: `b` joins or leaves the chain of younger
-  // duplicates listed under slot `s`.
-  void append_duplicate(const Slot& s, Block& b);
-  void unlink_duplicate(Slot& s, Block& b);
-  // Empties slot i, pulling later entries of its probe run back (no tombstones).
-  void shift_back(std::size_t i);
+  // duplicates listed under `oldest`.
+  void append_duplicate(BlockId oldest, Block& b);
+  void erase_younger_duplicate(Block& b);
 
   std::span<Block> blocks_;
-  std::vector<Slot> slots_;
+  std::vector<Bucket> buckets_;
   std::size_t mask_ = 0;
   std::size_t size_ = 0;  // listed blocks, duplicates included
 };
+
+inline unsigned CachedBlockIndex::lanes_equal(const std::uint32_t* lanes, std::uint32_t value) {
+#if defined(__SSE2__)
+  const __m128i key = _mm_set1_epi32(static_cast<int>(value));
+  const __m128i lo = _mm_cmpeq_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(lanes)), key);
+  const __m128i hi = _mm_cmpeq_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(lanes + 4)), key);
+  return static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(lo)) | (_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4));
+#else
+  unsigned mask = 0;
+  for (unsigned w = 0; w < 8; ++w) mask |= static_cast<unsigned>(lanes[w] == value) << w;
+  return mask;
+#endif
+}
+
+inline bool CachedBlockIndex::locate(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag,
+                                     std::size_t* bucket, unsigned* way) const {
+  for (std::size_t i = tag & mask_;; i = next(i)) {
+    const Bucket& k = buckets_[i];
+    for (unsigned m = ways_holding_tag(k, tag); m != 0; m &= m - 1) {
+      const auto w = static_cast<unsigned>(__builtin_ctz(m));
+      if (holds(k, w, hash, group)) {
+        *bucket = i;
+        *way = w;
+        return true;
+      }
+    }
+    if (k.overflow() == 0) return false;
+  }
+}
+
+inline BlockId CachedBlockIndex::find(const BlockHash& hash, KvCacheGroupId group) const {
+  std::size_t i;
+  unsigned w;
+  return locate(hash, group, tag_of(hash, group), &i, &w) ? buckets_[i].blocks[w] : kNoBlock;
+}
 
 inline void CachedBlockIndex::insert(Block& b) {
   KV_CHECK(!b.hash.empty(), "block " << b.id << " has no hash to index");
   KV_CHECK(b.next_cached == kNoBlock, "block " << b.id << " is already indexed");
   const std::uint32_t tag = tag_of(b.hash, b.group);
-  Slot& s = slots_[probe(b.hash, b.group, tag)];
   ++size_;
-  if (s.block != kNoBlock) [[unlikely]] {
-    append_duplicate(s, b);
+  std::size_t i;
+  unsigned w;
+  if (locate(b.hash, b.group, tag, &i, &w)) [[unlikely]] {
+    append_duplicate(buckets_[i].blocks[w], b);
     return;
   }
-  s.block = b.id;
-  s.tag = tag;
+  place(b, tag);
+}
+
+inline void CachedBlockIndex::place(Block& b, std::uint32_t tag) {
+  for (std::size_t i = tag & mask_, passed = 0;; i = next(i), ++passed) {
+    Bucket& k = buckets_[i];
+    const unsigned free_ways = ways_holding(k, kNoBlock);
+    if (free_ways != 0) [[likely]] {
+      const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
+      k.tags[w] = tag;
+      k.blocks[w] = b.id;
+      return;
+    }
+    KV_CHECK(passed < buckets_.size(), "the block index is full");
+    ++k.overflow();
+  }
 }
 
 inline void CachedBlockIndex::erase(Block& b) {
-  // Usually b is the only block under its key, so its slot names it: found without comparing
-  // hashes. Otherwise the slot holding its key (b is then a duplicate).
-  const std::uint32_t tag = tag_of(b.hash, b.group);
-  std::size_t i = tag & mask_;
-  while (slots_[i].block != b.id && slots_[i].block != kNoBlock && !holds(slots_[i], b.hash, b.group, tag)) {
-    i = (i + 1) & mask_;
+  // Usually b is the oldest (or only) block under its key, so a way names it: found by its id
+  // without comparing hashes. Otherwise b is a younger duplicate.
+  const std::size_t home = tag_of(b.hash, b.group) & mask_;
+  for (std::size_t i = home;; i = next(i)) {
+    const Bucket& k = buckets_[i];
+    if (const unsigned m = ways_holding(k, b.id); m != 0) [[likely]] {
+      --size_;
+      const auto w = static_cast<unsigned>(__builtin_ctz(m));
+      if (b.next_cached != kNoBlock) [[unlikely]] {
+        // The oldest leaves: the next younger duplicate takes its way (same key, same tag).
+        buckets_[i].blocks[w] = b.next_cached;
+        b.next_cached = kNoBlock;
+        return;
+      }
+      vacate(home, i, w);
+      return;
+    }
+    if (k.overflow() == 0) break;
   }
-  Slot& s = slots_[i];
-  KV_CHECK(s.block != kNoBlock, "block " << b.id << " has a hash but is not in the map");
-  --size_;
-  if (s.block != b.id || b.next_cached != kNoBlock) [[unlikely]] {
-    unlink_duplicate(s, b);
-    return;
-  }
-  shift_back(i);
+  erase_younger_duplicate(b);
+}
+
+inline void CachedBlockIndex::vacate(std::size_t home, std::size_t i, unsigned w) {
+  buckets_[i].blocks[w] = kNoBlock;
+  for (std::size_t j = home; j != i; j = next(j)) --buckets_[j].overflow();
 }
 
 }  // namespace kv

@@ -1,5 +1,6 @@
-// CachedBlockIndex: probe runs, tag collisions, wrap-around, duplicates and backward-shift
-// erase, then a long deterministic sequence cross-checked against a plain model.
+// CachedBlockIndex: full buckets overflowing into the next (with wrap-around), tag collisions,
+// duplicates and in-place erase, then long deterministic sequences cross-checked against a
+// plain model.
 #include "model/cached_block_index.h"
 
 #include <gtest/gtest.h>
@@ -25,7 +26,8 @@ BlockHash make_hash(std::uint32_t tag, std::uint8_t salt) {
 
 class CachedBlockIndexTest : public ::testing::Test {
  protected:
-  CachedBlockIndexTest() : blocks_(make_blocks(4)), index_(blocks_) {}
+  // 32 blocks: 64 slots' bytes, 8 buckets of 7 ways; a tag's home bucket is tag % 8.
+  CachedBlockIndexTest() : blocks_(make_blocks(32)), index_(blocks_) {}
   static std::vector<Block> make_blocks(int n) {
     std::vector<Block> v(static_cast<std::size_t>(n));
     for (int i = 0; i < n; ++i) v[static_cast<std::size_t>(i)].id = i;
@@ -49,16 +51,21 @@ class CachedBlockIndexTest : public ::testing::Test {
   CachedBlockIndex index_;
 };
 
-TEST_F(CachedBlockIndexTest, SizedAtTwiceTheBlocksRoundedToAPowerOfTwo) {
-  EXPECT_EQ(index_.capacity(), 8u);
-  EXPECT_EQ(index_.memory_bytes(), 64u);
+TEST_F(CachedBlockIndexTest, SizedAtTheBytesOfTwoSlotsPerBlockInWholeCacheLines) {
+  EXPECT_EQ(index_.num_buckets(), 8u);
+  EXPECT_EQ(index_.capacity(), 56u);
+  EXPECT_EQ(index_.memory_bytes(), 512u);
+  std::vector<Block> few = make_blocks(4);
+  CachedBlockIndex small(few);
+  EXPECT_EQ(small.num_buckets(), 1u);
+  EXPECT_EQ(small.capacity(), 7u);
   std::vector<Block> many = make_blocks(187500);
   CachedBlockIndex big(many);
-  EXPECT_EQ(big.capacity(), 524288u);
+  EXPECT_EQ(big.memory_bytes(), 524288u * 8u);
 }
 
-TEST_F(CachedBlockIndexTest, CollidingTagsShareAProbeRunAndSurviveErase) {
-  // Homes 7, 7, 7 in an 8-slot table: slots 7, 0, 1 (the run wraps around).
+TEST_F(CachedBlockIndexTest, CollidingTagsShareABucketAndSurviveErase) {
+  // Equal tags, told apart by the full hash; a third tag with the same home bucket.
   const BlockHash a = make_hash(7, 1), b = make_hash(7, 2), c = make_hash(15, 3);
   cache(1, a);
   cache(2, b);
@@ -67,7 +74,6 @@ TEST_F(CachedBlockIndexTest, CollidingTagsShareAProbeRunAndSurviveErase) {
   EXPECT_EQ(index_.find(b), 2);
   EXPECT_EQ(index_.find(c), 3);
   EXPECT_EQ(index_.find(make_hash(7, 9)), kNoBlock);
-  // Erasing the head of the run shifts the others back; both stay reachable.
   uncache(1);
   EXPECT_EQ(index_.find(a), kNoBlock);
   EXPECT_EQ(index_.find(b), 2);
@@ -75,6 +81,29 @@ TEST_F(CachedBlockIndexTest, CollidingTagsShareAProbeRunAndSurviveErase) {
   uncache(3);
   EXPECT_EQ(index_.find(b), 2);
   EXPECT_EQ(index_.size(), 1u);
+}
+
+TEST_F(CachedBlockIndexTest, AFullBucketOverflowsIntoTheNextWrappingAround) {
+  // Ten keys whose home is the last bucket (7): seven fill it, three overflow into bucket 0.
+  for (BlockId id = 1; id <= 10; ++id) cache(id, make_hash(7 + 8 * static_cast<std::uint32_t>(id), 0));
+  // A key at home in bucket 0 shares it with the overflowed ones.
+  cache(11, make_hash(8, 0));
+  for (BlockId id = 1; id <= 10; ++id) EXPECT_EQ(index_.find(make_hash(7 + 8 * static_cast<std::uint32_t>(id), 0)), id);
+  EXPECT_EQ(index_.find(make_hash(8, 0)), 11);
+  EXPECT_EQ(index_.find(make_hash(7 + 8 * 11, 0)), kNoBlock);  // searched past bucket 7, not found
+  // Erasing from the full home bucket leaves the overflowed keys reachable, and a new key takes
+  // the freed way.
+  uncache(2);
+  EXPECT_EQ(index_.find(make_hash(7 + 8 * 9, 0)), 9);
+  EXPECT_EQ(index_.find(make_hash(7 + 8 * 10, 0)), 10);
+  cache(12, make_hash(7 + 8 * 12, 0));
+  // Erasing the overflowed keys uncounts them: then a miss stops at bucket 7.
+  uncache(8);
+  uncache(9);
+  uncache(10);
+  EXPECT_EQ(index_.find(make_hash(7 + 8 * 12, 0)), 12);
+  EXPECT_EQ(index_.find(make_hash(8, 0)), 11);
+  EXPECT_EQ(index_.size(), 8u);
 }
 
 TEST_F(CachedBlockIndexTest, DuplicatesAnswerOldestFirst) {
@@ -112,7 +141,10 @@ TEST_F(CachedBlockIndexTest, CheckCatchesASlotWhoseBlockLostItsHash) {
   EXPECT_EQ(why, "hash map lists block 1 under a hash it does not have");
 }
 
-TEST(CachedBlockIndexModelTest, AgreesWithAMultimapOverALongRandomSequence) {
+// Random inserts and erases over 64 blocks (16 buckets) whose tags come from `tag_of(rng)`,
+// cross-checked against a multimap after every 97 steps.
+template <typename TagOf>
+void agree_with_a_multimap(TagOf tag_of, int salts) {
   constexpr int kBlocks = 64;
   std::vector<Block> blocks(kBlocks);
   for (int i = 0; i < kBlocks; ++i) blocks[static_cast<std::size_t>(i)].id = i;
@@ -121,9 +153,8 @@ TEST(CachedBlockIndexModelTest, AgreesWithAMultimapOverALongRandomSequence) {
   std::mt19937 rng(12345);
   for (int step = 0; step < 20000; ++step) {
     Block& b = blocks[rng() % kBlocks];
-    // Few distinct tags (forcing long runs and wrap-around) and a few hashes per tag.
-    const std::uint32_t tag = static_cast<std::uint32_t>(rng() % 12) * 37u;
-    const int salt = static_cast<int>(rng() % 3);
+    const std::uint32_t tag = tag_of(rng);
+    const int salt = static_cast<int>(rng() % static_cast<unsigned>(salts));
     if (b.hash.empty()) {
       b.hash = make_hash(tag, static_cast<std::uint8_t>(salt));
       index.insert(b);
@@ -146,6 +177,16 @@ TEST(CachedBlockIndexModelTest, AgreesWithAMultimapOverALongRandomSequence) {
       }
     }
   }
+}
+
+TEST(CachedBlockIndexModelTest, AgreesWithAMultimapOverALongRandomSequence) {
+  // Few distinct tags and a few hashes per tag: equal tags, shared buckets, duplicates.
+  agree_with_a_multimap([](std::mt19937& rng) { return static_cast<std::uint32_t>(rng() % 12) * 37u; }, 3);
+}
+
+TEST(CachedBlockIndexModelTest, AgreesWithAMultimapWhenEveryKeyShareOneHomeBucket) {
+  // Every tag's home is the last bucket: long overflow runs that wrap around to bucket 0.
+  agree_with_a_multimap([](std::mt19937& rng) { return static_cast<std::uint32_t>(rng() % 4) * 16u + 15u; }, 12);
 }
 
 }  // namespace
