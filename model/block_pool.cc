@@ -128,26 +128,36 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
   KV_CHECK(num_full <= blocks.size() && num_full <= hashes.size(),
            "group " << group << ": caching " << num_full << " blocks with " << blocks.size() << " blocks and "
                     << hashes.size() << " hashes");
+  index_blocks(blocks.subspan(num_cached, num_full - num_cached), hashes.subspan(num_cached, num_full - num_cached),
+               group);
+  if (!events_enabled_ && !hooks_) return;
+  // The event and the policy's hook list the blocks just cached, in order.
   BlockStored* stored = begin_stored_event(hashes, num_cached, num_full, block_size, tokens, extras, group);
-  for (std::size_t i = num_cached; i < std::min(num_cached + kPrefetchDistance, num_full); ++i) {
-    index_.prefetch(hashes[i], group);
-  }
-  if (hooks_) scratch_.clear();
+  scratch_.clear();
   for (std::size_t i = num_cached; i < num_full; ++i) {
-    if (i + kPrefetchDistance < num_full) index_.prefetch(hashes[i + kPrefetchDistance], group);
+    Block& b = mut(blocks[i]);
+    if (b.is_null) continue;
+    if (stored) add_stored_block(*stored, b.hash, i, extras);
+    scratch_.push_back(&b);
+  }
+  if (hooks_ && !scratch_.empty()) {
+    // The chain's parent: the block before the first one cached, unless the group skips it.
+    Block* parent = num_cached > 0 ? &mut(blocks[num_cached - 1]) : nullptr;
+    policy_->on_cached(parent != nullptr && !parent->is_null ? parent : nullptr, scratch_);
+  }
+}
+
+void BlockPool::index_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes, KvCacheGroupId group) {
+  const std::size_t n = blocks.size();
+  for (std::size_t i = 0; i < std::min(kPrefetchDistance, n); ++i) index_.prefetch(hashes[i], group);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i + kPrefetchDistance < n) index_.prefetch(hashes[i + kPrefetchDistance], group);
     Block& b = mut(blocks[i]);
     if (b.is_null) continue;
     KV_CHECK(b.hash.empty(), "block " << b.id << " cached twice (group " << group << ")");
     b.hash = hashes[i];
     b.group = group;
     index_.insert(b);
-    if (stored) add_stored_block(*stored, b.hash, i, extras);
-    if (hooks_) scratch_.push_back(&b);
-  }
-  if (hooks_ && !scratch_.empty()) {
-    // The chain's parent: the block before the first one cached, unless the group skips it.
-    Block* parent = num_cached > 0 ? &mut(blocks[num_cached - 1]) : nullptr;
-    policy_->on_cached(parent != nullptr && !parent->is_null ? parent : nullptr, scratch_);
   }
 }
 

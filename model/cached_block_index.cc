@@ -16,6 +16,31 @@ CachedBlockIndex::CachedBlockIndex(std::span<Block> blocks) : blocks_(blocks) {
   mask_ = buckets_.size() - 1;
 }
 
+void CachedBlockIndex::insert_the_long_way(Block& b, std::uint32_t tag) {
+  std::size_t i;
+  unsigned w;
+  if (locate(b.hash, b.group, tag, &i, &w)) {
+    append_duplicate(buckets_[i].blocks[w], b);
+    return;
+  }
+  place(b, tag);
+}
+
+void CachedBlockIndex::place(Block& b, std::uint32_t tag) {
+  for (std::size_t i = tag & mask_, passed = 0;; i = next(i), ++passed) {
+    Bucket& k = buckets_[i];
+    const unsigned free_ways = ways_holding(k, kNoBlock);
+    if (free_ways != 0) [[likely]] {
+      const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
+      k.tags[w] = tag;
+      k.blocks[w] = b.id;
+      return;
+    }
+    KV_CHECK(passed < buckets_.size(), "the block index is full");
+    ++k.overflow();
+  }
+}
+
 void CachedBlockIndex::append_duplicate(BlockId oldest, Block& b) {
   Block* last = &blocks_[static_cast<std::size_t>(oldest)];
   KV_CHECK(last != &b, "block " << b.id << " is already indexed");

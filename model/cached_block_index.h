@@ -98,6 +98,9 @@ class CachedBlockIndex {
   }
   // The way holding (`hash`, `group`), searched from its home bucket: *bucket and *way, or false.
   bool locate(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag, std::size_t* bucket, unsigned* way) const;
+  // insert() past its home bucket's fast path: lists `b` as a younger duplicate or as a new
+  // key's oldest block.
+  void insert_the_long_way(Block& b, std::uint32_t tag);
   // Places a new key's oldest block `b` in the first free way from its home bucket, counting
   // it in every full bucket it passes.
   void place(Block& b, std::uint32_t tag);
@@ -154,28 +157,18 @@ inline void CachedBlockIndex::insert(Block& b) {
   KV_CHECK(b.next_cached == kNoBlock, "block " << b.id << " is already indexed");
   const std::uint32_t tag = tag_of(b.hash, b.group);
   ++size_;
-  std::size_t i;
-  unsigned w;
-  if (locate(b.hash, b.group, tag, &i, &w)) [[unlikely]] {
-    append_duplicate(buckets_[i].blocks[w], b);
+  // Usually no used way of the home bucket carries the tag, nothing overflowed past it and a
+  // way is free: the key is new and takes that way. (An emptied way keeps its old tag, so the
+  // free ways are masked off: a key evicted and cached again would otherwise match its own.)
+  Bucket& home = buckets_[tag & mask_];
+  const unsigned free_ways = ways_holding(home, kNoBlock);
+  if ((ways_holding_tag(home, tag) & ~free_ways) == 0 && home.overflow() == 0 && free_ways != 0) [[likely]] {
+    const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
+    home.tags[w] = tag;
+    home.blocks[w] = b.id;
     return;
   }
-  place(b, tag);
-}
-
-inline void CachedBlockIndex::place(Block& b, std::uint32_t tag) {
-  for (std::size_t i = tag & mask_, passed = 0;; i = next(i), ++passed) {
-    Bucket& k = buckets_[i];
-    const unsigned free_ways = ways_holding(k, kNoBlock);
-    if (free_ways != 0) [[likely]] {
-      const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
-      k.tags[w] = tag;
-      k.blocks[w] = b.id;
-      return;
-    }
-    KV_CHECK(passed < buckets_.size(), "the block index is full");
-    ++k.overflow();
-  }
+  insert_the_long_way(b, tag);
 }
 
 inline void CachedBlockIndex::erase(Block& b) {
