@@ -8,15 +8,16 @@
 // empties its way in place and uncounts the buckets passed: nothing ever moves. The full hash
 // lives in the Block, and younger duplicates hang off the oldest block through
 // Block::next_cached (duplicates are rare: only requests allocated without a lookup make them).
-// The table is sized once, to a power of two of at least twice the blocks' slots (the same
-// bytes as 8-byte slots at load 1/2), so it never fills and never rehashes. Only this class
-// touches Block::next_cached.
+// The table is sized once, to the bytes of a power of two of 8-byte slots at least twice the
+// blocks, eight slots' bytes to a bucket: at least 1.75 ways per block, so it never fills and
+// never rehashes. Only this class touches Block::next_cached.
 // Invariants (check):
 //   1. A way is empty (kNoBlock) or names a block whose tag_of(hash, group) is the way's tag;
 //      no two ways name blocks with equal (hash, group) keys.
-//   2. Every entry lies in its home bucket or after it, and each bucket's overflow count equals
-//      the number of entries whose home lies before it in their probe (from home up to, not
-//      including, the entry's own bucket); so every entry is found from its home.
+//   2. Every entry lies in its home bucket or in a later one. A bucket's overflow count equals
+//      the number of entries that passed it: those that lie after their home, counted in every
+//      bucket from the home up to, not including, their own. So every entry is found from its
+//      home.
 //   3. Following next_cached from a way's block visits, in insertion order, blocks that all
 //      carry that (hash, group); no block is listed twice; size() counts every listed block.
 #pragma once
