@@ -21,6 +21,8 @@ using KvCacheGroupId = std::uint16_t;
 
 // Block::free_slot of a block that is not in a free queue.
 inline constexpr std::uint32_t kNoFreeSlot = UINT32_MAX;
+// Block::index_way of a block that no way of the index names.
+inline constexpr std::uint32_t kNoIndexWay = UINT32_MAX;
 
 // One cache line per block: a pool walk (free-queue pops, evictions) touches one line per block.
 struct alignas(64) Block {
@@ -37,6 +39,11 @@ struct alignas(64) Block {
   // The block's slot in the FreeBlockQueue's ring, touched only by that class: kNoFreeSlot
   // exactly while the block is not queued.
   std::uint32_t free_slot = kNoFreeSlot;
+  // Where in the pool's CachedBlockIndex a way names the block (its bucket, its way, and
+  // whether that bucket is past the key's home), touched only by that class: kNoIndexWay
+  // exactly while no way names it (uncached, or a younger duplicate). An erase then empties its
+  // way with stores alone, reading neither the bucket nor the hash.
+  std::uint32_t index_way = kNoIndexWay;
 };
 
 static_assert(sizeof(Block) == 64, "a block's metadata must stay within one 64-byte cache line");

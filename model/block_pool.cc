@@ -51,27 +51,33 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
     policy_->pop_n(n, scratch_);
   }
   const std::size_t popped = scratch_.size();
-  if (caching_) {
-    for (std::size_t i = 0; i < std::min(kPrefetchDistance, popped); ++i) {
-      if (!scratch_[i]->hash.empty()) index_.prefetch(scratch_[i]->hash, scratch_[i]->group);
-    }
-  }
   const std::size_t first = out.size();
   out.resize(first + popped);
   BlockId* ids = out.data() + first;
+  // The flags in locals: the stores through block pointers below would make the compiler
+  // reload members on every block.
+  const bool caching = caching_;
+  const bool quiet = !events_enabled_ && !hooks_ && !record_evictions_;  // nobody hears of evictions
+  std::int64_t evicted = 0;
+  if (caching) {
+    for (std::size_t i = 0; i < std::min(kPrefetchDistance, popped); ++i) index_.prefetch_way_of(*scratch_[i]);
+  }
   for (std::size_t i = 0; i < popped; ++i) {
     Block* b = scratch_[i];
-    if (caching_) {
-      if (i + kPrefetchDistance < popped) {
-        const Block* ahead = scratch_[i + kPrefetchDistance];
-        if (!ahead->hash.empty()) index_.prefetch(ahead->hash, ahead->group);
+    if (caching && i + kPrefetchDistance < popped) index_.prefetch_way_of(*scratch_[i + kPrefetchDistance]);
+    if (caching && !b->hash.empty()) {
+      if (quiet) {
+        uncache(*b);
+        ++evicted;
+      } else {
+        evict_for_reuse(*b);
       }
-      evict_for_reuse(*b);
     }
     KV_CHECK(b->ref_cnt == 0, "popped block " << b->id << " has ref_cnt " << b->ref_cnt);
     b->ref_cnt = 1;
     ids[i] = b->id;
   }
+  num_evictions_ += evicted;
 }
 
 void BlockPool::touch(std::span<const BlockId> ids) {
@@ -89,8 +95,9 @@ void BlockPool::free_blocks(std::span<const BlockId> ordered_ids, const BlockRet
   Block** freed = scratch_.data();
   for (BlockId id : ordered_ids) {
     Block& b = mut(id);
-    KV_CHECK(b.ref_cnt > 0 || b.is_null, "freeing block " << id << " with ref_cnt " << b.ref_cnt);
-    if (b.is_null) continue;
+    if (b.is_null) [[unlikely]]
+      continue;
+    KV_CHECK(b.ref_cnt > 0, "freeing block " << id << " with ref_cnt " << b.ref_cnt);
     if (--b.ref_cnt == 0) *freed++ = &b;
   }
   scratch_.resize(static_cast<std::size_t>(freed - scratch_.data()));

@@ -99,14 +99,18 @@ class BlockPool {
   // Removes b from the map; true if it was cached.
   bool evict_cached(Block& b) {
     if (b.hash.empty()) return false;
-    index_.erase(b);
     if (events_enabled_) [[unlikely]]
       record_removed(b);
-    b.hash = BlockHash{};
-    b.group = 0;
+    uncache(b);
     if (hooks_) [[unlikely]]
       policy_->on_uncached(&b);
     return true;
+  }
+  // Unlists a cached block and clears its hash: no event, no hook, not counted.
+  void uncache(Block& b) {
+    index_.erase(b);
+    b.hash = BlockHash{};
+    b.group = 0;
   }
   void record_removed(const Block& b);  // queues the BlockRemoved event of a cached block
   // A cached block popped for reuse loses its hash: counted, and kept for take_evicted()

@@ -14,6 +14,7 @@ CachedBlockIndex::CachedBlockIndex(std::span<Block> blocks) : blocks_(blocks) {
   const std::size_t slots = std::bit_ceil(std::max<std::size_t>(2 * blocks.size(), 8));
   buckets_.resize(slots / 8);
   mask_ = buckets_.size() - 1;
+  KV_CHECK(buckets_.size() <= kNoIndexWay / 16, "a block index of " << buckets_.size() << " buckets is too large");
 }
 
 void CachedBlockIndex::insert_the_long_way(Block& b, std::uint32_t tag) {
@@ -34,6 +35,7 @@ void CachedBlockIndex::place(Block& b, std::uint32_t tag) {
       const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
       k.tags[w] = tag;
       k.blocks[w] = b.id;
+      b.index_way = index_way(i, w, passed > 0);
       return;
     }
     KV_CHECK(passed < buckets_.size(), "the block index is full");
@@ -73,6 +75,7 @@ void CachedBlockIndex::clear() {
         Block& b = blocks_[static_cast<std::size_t>(id)];
         id = b.next_cached;
         b.next_cached = kNoBlock;
+        b.index_way = kNoIndexWay;
       }
     }
     k = Bucket{};
@@ -118,11 +121,19 @@ bool CachedBlockIndex::check(std::string* why) const {
                " is not found from its home, or its key is listed twice";
         return false;
       }
+      if (oldest.index_way != index_way(i, w, (k.tags[w] & mask_) != i)) {
+        *why = "block " + std::to_string(id) + " does not know its way in hash map bucket " + std::to_string(i);
+        return false;
+      }
       for (BlockId b = id; b != kNoBlock; b = blocks_[static_cast<std::size_t>(b)].next_cached) {
         if (b < 0 || static_cast<std::size_t>(b) >= blocks_.size() ||
             !(blocks_[static_cast<std::size_t>(b)].hash == oldest.hash) ||
             blocks_[static_cast<std::size_t>(b)].group != oldest.group) {
           *why = "hash map lists block " + std::to_string(b) + " under a hash it does not have";
+          return false;
+        }
+        if (b != id && blocks_[static_cast<std::size_t>(b)].index_way != kNoIndexWay) {
+          *why = "younger duplicate block " + std::to_string(b) + " names a way of the hash map";
           return false;
         }
         if (!seen.insert(b).second) {
@@ -137,6 +148,12 @@ bool CachedBlockIndex::check(std::string* why) const {
     if (buckets_[i].overflow() != overflow[i]) {
       *why = "hash map bucket " + std::to_string(i) + " counts " + std::to_string(buckets_[i].overflow()) +
              " overflowed entries, " + std::to_string(overflow[i]) + " pass it";
+      return false;
+    }
+  }
+  for (const Block& b : blocks_) {
+    if (b.index_way != kNoIndexWay && !seen.contains(b.id)) {
+      *why = "block " + std::to_string(b.id) + " names a way of the hash map but is not listed";
       return false;
     }
   }

@@ -5,12 +5,14 @@
 // the entries that overflowed past the bucket. A key lives in its home bucket (tag & mask) or,
 // when that bucket was full, in the first later bucket with a free way; every bucket passed on
 // the way counts it. A lookup stops at the first bucket that counts no overflow, and an erase
-// empties its way in place and uncounts the buckets passed: nothing ever moves. The full hash
-// lives in the Block, and younger duplicates hang off the oldest block through
+// empties its way in place and uncounts the buckets passed: nothing ever moves. A block that a
+// way lists knows that way (Block::index_way), so an erase writes the bucket without reading it
+// first, and reads neither the hash nor, unless the key lies past its home, the tag. The full
+// hash lives in the Block, and younger duplicates hang off the oldest block through
 // Block::next_cached (duplicates are rare: only requests allocated without a lookup make them).
 // The table is sized once, to the bytes of a power of two of 8-byte slots at least twice the
 // blocks, eight slots' bytes to a bucket: at least 1.75 ways per block, so it never fills and
-// never rehashes. Only this class touches Block::next_cached.
+// never rehashes. Only this class touches Block::next_cached and Block::index_way.
 // Invariants (check):
 //   1. A way is empty (kNoBlock) or names a block whose tag_of(hash, group) is the way's tag;
 //      no two ways name blocks with equal (hash, group) keys.
@@ -20,6 +22,8 @@
 //      home.
 //   3. Following next_cached from a way's block visits, in insertion order, blocks that all
 //      carry that (hash, group); no block is listed twice; size() counts every listed block.
+//   4. A block's index_way names the way that lists it (with whether that way's bucket is past
+//      the key's home) exactly when a way lists it; every other block has kNoIndexWay.
 #pragma once
 
 #include <cstddef>
@@ -56,6 +60,11 @@ class CachedBlockIndex {
   void prefetch(const BlockHash& hash, KvCacheGroupId group = 0) const {
     __builtin_prefetch(&buckets_[tag_of(hash, group) & mask_], 1);
   }
+  // Starts loading the bucket whose way names `b`, which erase(b) will write (none if no way
+  // names it).
+  void prefetch_way_of(const Block& b) const {
+    if (b.index_way != kNoIndexWay) __builtin_prefetch(&buckets_[bucket_of(b.index_way)], 1);
+  }
   // Whether `b` is listed under its own key.
   bool contains(const Block& b) const;
 
@@ -91,6 +100,14 @@ class CachedBlockIndex {
     return lanes_equal(reinterpret_cast<const std::uint32_t*>(k.blocks), static_cast<std::uint32_t>(id)) & kWayMask;
   }
   std::size_t next(std::size_t i) const { return (i + 1) & mask_; }
+  // Block::index_way: bucket * 16 + 8 if the bucket is past the key's home + way. (Way 7 is
+  // never used, so no way equals kNoIndexWay.)
+  static std::uint32_t index_way(std::size_t bucket, unsigned way, bool past_home) {
+    return static_cast<std::uint32_t>(bucket * 16 + (past_home ? 8 : 0) + way);
+  }
+  static std::size_t bucket_of(std::uint32_t index_way) { return index_way / 16; }
+  static unsigned way_of(std::uint32_t index_way) { return index_way % 8; }
+  static bool past_home(std::uint32_t index_way) { return (index_way & 8) != 0; }
   // Whether way `w` of `k` holds the key (`hash`, `group`); its tag is known to match.
   bool holds(const Bucket& k, unsigned w, const BlockHash& hash, KvCacheGroupId group) const {
     if (k.blocks[w] == kNoBlock) return false;
@@ -105,8 +122,8 @@ class CachedBlockIndex {
   // Places a new key's oldest block `b` in the first free way from its home bucket, counting
   // it in every full bucket it passes.
   void place(Block& b, std::uint32_t tag);
-  // Empties way `w` of bucket `i` and uncounts the entry in the buckets from `home` to i.
-  void vacate(std::size_t home, std::size_t i, unsigned w);
+  // Uncounts an entry of bucket `i` that passed the buckets from `home` up to i.
+  void uncount_overflow(std::size_t home, std::size_t i);
   // The rare paths of insert and erase, out of line: `b` joins or leaves the chain of younger
   // duplicates listed under `oldest`.
   void append_duplicate(BlockId oldest, Block& b);
@@ -167,36 +184,37 @@ inline void CachedBlockIndex::insert(Block& b) {
     const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
     home.tags[w] = tag;
     home.blocks[w] = b.id;
+    b.index_way = index_way(tag & mask_, w, false);
     return;
   }
   insert_the_long_way(b, tag);
 }
 
 inline void CachedBlockIndex::erase(Block& b) {
-  // Usually b is the oldest (or only) block under its key, so a way names it: found by its id
-  // without comparing hashes. Otherwise b is a younger duplicate.
-  const std::size_t home = tag_of(b.hash, b.group) & mask_;
-  for (std::size_t i = home;; i = next(i)) {
-    const Bucket& k = buckets_[i];
-    if (const unsigned m = ways_holding(k, b.id); m != 0) [[likely]] {
-      --size_;
-      const auto w = static_cast<unsigned>(__builtin_ctz(m));
-      if (b.next_cached != kNoBlock) [[unlikely]] {
-        // The oldest leaves: the next younger duplicate takes its way (same key, same tag).
-        buckets_[i].blocks[w] = b.next_cached;
-        b.next_cached = kNoBlock;
-        return;
-      }
-      vacate(home, i, w);
-      return;
-    }
-    if (k.overflow() == 0) break;
+  // Usually b is the oldest (or only) block under its key and its own index_way names its way:
+  // stores alone, with no read of the bucket to wait for. Otherwise b is a younger duplicate.
+  const std::uint32_t where = b.index_way;
+  if (where == kNoIndexWay) [[unlikely]] {
+    erase_younger_duplicate(b);
+    return;
   }
-  erase_younger_duplicate(b);
+  --size_;
+  b.index_way = kNoIndexWay;
+  Bucket& k = buckets_[bucket_of(where)];
+  if (b.next_cached != kNoBlock) [[unlikely]] {
+    // The oldest leaves: the next younger duplicate takes its way (same key, same tag).
+    Block& next = blocks_[static_cast<std::size_t>(b.next_cached)];
+    k.blocks[way_of(where)] = next.id;
+    next.index_way = where;
+    b.next_cached = kNoBlock;
+    return;
+  }
+  k.blocks[way_of(where)] = kNoBlock;
+  if (past_home(where)) [[unlikely]]
+    uncount_overflow(k.tags[way_of(where)] & mask_, bucket_of(where));
 }
 
-inline void CachedBlockIndex::vacate(std::size_t home, std::size_t i, unsigned w) {
-  buckets_[i].blocks[w] = kNoBlock;
+inline void CachedBlockIndex::uncount_overflow(std::size_t home, std::size_t i) {
   for (std::size_t j = home; j != i; j = next(j)) --buckets_[j].overflow();
 }
 

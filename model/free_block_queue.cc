@@ -123,10 +123,18 @@ void FreeBlockQueue::append(Block* b) {
 
 void FreeBlockQueue::append_n(std::span<Block* const> blocks) {
   reserve_slots(blocks.size());
+  // As popleft_n: the ring's state in locals, written back once.
+  Block** const ring = slots_.data();
+  const std::size_t mask = this->mask();
+  std::size_t slot = at(used_);
   for (Block* b : blocks) {
-    place(at(used_), b);
-    ++used_;
+    KV_CHECK(!contains(b), "block " << b->id << " is already in the free queue");
+    ring[slot] = b;
+    b->free_slot = static_cast<std::uint32_t>(slot);
+    slot = (slot + 1) & mask;
   }
+  used_ += blocks.size();
+  size_ += blocks.size();
 }
 
 void FreeBlockQueue::prepend_n(std::span<Block* const> blocks) {

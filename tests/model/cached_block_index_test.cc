@@ -124,6 +124,21 @@ TEST_F(CachedBlockIndexTest, DuplicatesAnswerOldestFirst) {
   EXPECT_EQ(index_.size(), 0u);
 }
 
+TEST_F(CachedBlockIndexTest, AnOverflowedKeysWayPassesToItsDuplicateWithItsCounts) {
+  // Seven keys fill bucket 7; the eighth overflows into bucket 0 and gets a younger duplicate.
+  for (BlockId id = 1; id <= 8; ++id) cache(id, make_hash(7 + 8 * static_cast<std::uint32_t>(id), 0));
+  const BlockHash h = make_hash(7 + 8 * 8, 0);
+  cache(20, h);
+  EXPECT_EQ(blocks_[20].index_way, kNoIndexWay);  // a younger duplicate: no way lists it
+  uncache(8);                                     // the oldest leaves: block 20 takes its way
+  EXPECT_NE(blocks_[20].index_way, kNoIndexWay);
+  EXPECT_EQ(index_.find(h), 20);
+  // Erased through the way it was handed, block 20 uncounts bucket 7 (check() recounts it).
+  uncache(20);
+  EXPECT_EQ(index_.find(h), kNoBlock);
+  EXPECT_EQ(index_.size(), 7u);
+}
+
 TEST_F(CachedBlockIndexTest, ClearForgetsEverything) {
   cache(1, make_hash(1, 0));
   cache(2, make_hash(1, 0));
@@ -131,6 +146,21 @@ TEST_F(CachedBlockIndexTest, ClearForgetsEverything) {
   EXPECT_EQ(index_.size(), 0u);
   EXPECT_EQ(index_.find(make_hash(1, 0)), kNoBlock);
   EXPECT_EQ(blocks_[1].next_cached, kNoBlock);
+  EXPECT_EQ(blocks_[1].index_way, kNoIndexWay);
+}
+
+TEST_F(CachedBlockIndexTest, CheckCatchesABlockThatDoesNotKnowItsWay) {
+  cache(1, make_hash(5, 0));
+  cache(2, make_hash(6, 0));
+  const std::uint32_t way = blocks_[1].index_way;
+  blocks_[1].index_way = kNoIndexWay;
+  std::string why;
+  EXPECT_FALSE(index_.check(&why));
+  EXPECT_EQ(why, "block 1 does not know its way in hash map bucket 5");
+  blocks_[1].index_way = way;
+  blocks_[3].index_way = way;  // an unlisted block that claims a way
+  EXPECT_FALSE(index_.check(&why));
+  EXPECT_EQ(why, "block 3 names a way of the hash map but is not listed");
 }
 
 TEST_F(CachedBlockIndexTest, CheckCatchesASlotWhoseBlockLostItsHash) {
