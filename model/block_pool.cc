@@ -5,12 +5,6 @@
 #include "model/util/check.h"
 
 namespace kv {
-namespace {
-// How many index slots ahead a batch of evictions or insertions loads: enough misses in flight
-// to hide memory latency, few enough that the lines are still in L1 when used.
-constexpr std::size_t kPrefetchDistance = 16;
-}  // namespace
-
 BlockPool::BlockPool(int num_blocks, bool enable_caching, FreeOrder free_order, bool enable_events,
                      EvictionPolicyFactory make_policy)
     : blocks_(static_cast<std::size_t>(num_blocks)),
@@ -60,11 +54,13 @@ void BlockPool::get_new_blocks(std::size_t n, std::vector<BlockId>& out) {
   const bool quiet = !events_enabled_ && !hooks_ && !record_evictions_;  // nobody hears of evictions
   std::int64_t evicted = 0;
   if (caching) {
-    for (std::size_t i = 0; i < std::min(kPrefetchDistance, popped); ++i) index_.prefetch_way_of(*scratch_[i]);
+    for (std::size_t i = 0; i < std::min(CachedBlockIndex::kPrefetchDistance, popped); ++i)
+      index_.prefetch_way_of(*scratch_[i]);
   }
   for (std::size_t i = 0; i < popped; ++i) {
     Block* b = scratch_[i];
-    if (caching && i + kPrefetchDistance < popped) index_.prefetch_way_of(*scratch_[i + kPrefetchDistance]);
+    if (caching && i + CachedBlockIndex::kPrefetchDistance < popped)
+      index_.prefetch_way_of(*scratch_[i + CachedBlockIndex::kPrefetchDistance]);
     if (caching && !b->hash.empty()) {
       if (quiet) {
         uncache(*b);
@@ -135,8 +131,8 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
   KV_CHECK(num_full <= blocks.size() && num_full <= hashes.size(),
            "group " << group << ": caching " << num_full << " blocks with " << blocks.size() << " blocks and "
                     << hashes.size() << " hashes");
-  index_blocks(blocks.subspan(num_cached, num_full - num_cached), hashes.subspan(num_cached, num_full - num_cached),
-               group);
+  index_.cache_all(blocks.subspan(num_cached, num_full - num_cached), hashes.subspan(num_cached, num_full - num_cached),
+                   group);
   if (!events_enabled_ && !hooks_) return;
   // The event and the policy's hook list the blocks just cached, in order.
   BlockStored* stored = begin_stored_event(hashes, num_cached, num_full, block_size, tokens, extras, group);
@@ -151,20 +147,6 @@ void BlockPool::cache_full_blocks(std::span<const BlockId> blocks, std::span<con
     // The chain's parent: the block before the first one cached, unless the group skips it.
     Block* parent = num_cached > 0 ? &mut(blocks[num_cached - 1]) : nullptr;
     policy_->on_cached(parent != nullptr && !parent->is_null ? parent : nullptr, scratch_);
-  }
-}
-
-void BlockPool::index_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes, KvCacheGroupId group) {
-  const std::size_t n = blocks.size();
-  for (std::size_t i = 0; i < std::min(kPrefetchDistance, n); ++i) index_.prefetch(hashes[i], group);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchDistance < n) index_.prefetch(hashes[i + kPrefetchDistance], group);
-    Block& b = mut(blocks[i]);
-    if (b.is_null) continue;
-    KV_CHECK(b.hash.empty(), "block " << b.id << " cached twice (group " << group << ")");
-    b.hash = hashes[i];
-    b.group = group;
-    index_.insert(b);
   }
 }
 

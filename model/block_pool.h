@@ -122,9 +122,6 @@ class BlockPool {
     evict_cached(b);
     ++num_evictions_;
   }
-  // Gives each non-null block of `blocks` its hash from `hashes` (same length) and lists it
-  // in the index under (hash, `group`).
-  void index_blocks(std::span<const BlockId> blocks, std::span<const BlockHash> hashes, KvCacheGroupId group);
   // Queues an empty BlockStored for blocks [num_cached, num_full) (null when events are off);
   // the caller appends, with add_stored_block, each block it caches.
   BlockStored* begin_stored_event(std::span<const BlockHash> hashes, std::size_t num_cached, std::size_t num_full,

@@ -17,6 +17,40 @@ CachedBlockIndex::CachedBlockIndex(std::span<Block> blocks) : blocks_(blocks) {
   KV_CHECK(buckets_.size() <= kNoIndexWay / 16, "a block index of " << buckets_.size() << " buckets is too large");
 }
 
+void CachedBlockIndex::cache_all(std::span<const BlockId> ids, std::span<const BlockHash> hashes,
+                                 KvCacheGroupId group) {
+  KV_CHECK(ids.size() == hashes.size(), "caching " << ids.size() << " blocks with " << hashes.size() << " hashes");
+  // The table's state in locals: the stores of hash bytes below could alias any member, and
+  // would make the compiler reload each one on every block.
+  Bucket* const buckets = buckets_.data();
+  Block* const blocks = blocks_.data();
+  const std::size_t mask = mask_;
+  const std::uint32_t mix = group_mix(group);
+  const BlockHash* const end = hashes.data() + hashes.size();
+  // The home buckets are misses to memory: each is loaded kPrefetchDistance blocks ahead.
+  const BlockHash* ahead = hashes.data();
+  for (; ahead != end && ahead != hashes.data() + kPrefetchDistance; ++ahead) {
+    __builtin_prefetch(&buckets[tag_of(*ahead, mix) & mask], 1);
+  }
+  const BlockId* id = ids.data();
+  std::size_t listed = 0;
+  for (const BlockHash* h = hashes.data(); h != end; ++h, ++id) {
+    if (ahead != end) __builtin_prefetch(&buckets[tag_of(*ahead++, mix) & mask], 1);
+    Block& b = blocks[static_cast<std::size_t>(*id)];
+    if (b.is_null) continue;
+    KV_CHECK(b.hash.empty() && !h->empty(),
+             "block " << b.id << " cached twice, or with no hash (group " << group << ")");
+    const std::uint32_t tag = tag_of(*h, mix);
+    b.hash = *h;
+    b.group = group;
+    ++listed;
+    if (insert_at_home(buckets[tag & mask], tag & mask, b, tag)) [[likely]]
+      continue;
+    insert_the_long_way(b, tag);
+  }
+  size_ += listed;
+}
+
 void CachedBlockIndex::insert_the_long_way(Block& b, std::uint32_t tag) {
   std::size_t i;
   unsigned w;

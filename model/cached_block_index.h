@@ -43,6 +43,10 @@ namespace kv {
 
 class CachedBlockIndex {
  public:
+  // How many blocks ahead a batch of evictions or insertions loads their buckets: enough misses
+  // in flight to hide memory latency, few enough that the lines are still in L1 when used.
+  static constexpr std::size_t kPrefetchDistance = 16;
+
   // Indexes blocks of `blocks` (by id); the span must outlive the index.
   explicit CachedBlockIndex(std::span<Block> blocks);
 
@@ -51,6 +55,9 @@ class CachedBlockIndex {
   // Lists `b` under (b.hash, b.group), after any blocks already there. Requires b unlisted,
   // hash non-empty.
   void insert(Block& b);
+  // Gives each non-null block ids[i] the hash hashes[i] (same length) and `group`, and lists it
+  // as insert() would, one after the other. Requires those blocks uncached.
+  void cache_all(std::span<const BlockId> ids, std::span<const BlockHash> hashes, KvCacheGroupId group);
   // Unlists `b` (listed under its key); the next younger duplicate, if any, takes its place.
   void erase(Block& b);
   // Unlists every block.
@@ -90,8 +97,23 @@ class CachedBlockIndex {
   static_assert(sizeof(Bucket) == 64, "a bucket is one cache line");
 
   // The hash's low 32 bits, mixed with the group (group 0 leaves them as they are).
-  static std::uint32_t tag_of(const BlockHash& h, KvCacheGroupId group) {
-    return static_cast<std::uint32_t>(h.prefix64()) ^ (group * 0x9E3779B9u);
+  static std::uint32_t group_mix(KvCacheGroupId group) { return group * 0x9E3779B9u; }
+  static std::uint32_t tag_of(const BlockHash& h, std::uint32_t mix) {
+    return static_cast<std::uint32_t>(h.prefix64()) ^ mix;
+  }
+  static std::uint32_t tag_of(const BlockHash& h, KvCacheGroupId group) { return tag_of(h, group_mix(group)); }
+  // insert()'s usual case, decided on the home bucket alone: no used way carries the tag,
+  // nothing overflowed past it and a way is free. Then the new key takes that way and this
+  // returns true. (An emptied way keeps its old tag, so the free ways are masked off: a key
+  // evicted and cached again would otherwise match its own.)
+  static bool insert_at_home(Bucket& home, std::size_t home_index, Block& b, std::uint32_t tag) {
+    const unsigned free_ways = ways_holding(home, kNoBlock);
+    if ((ways_holding_tag(home, tag) & ~free_ways) != 0 || home.overflow() != 0 || free_ways == 0) return false;
+    const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
+    home.tags[w] = tag;
+    home.blocks[w] = b.id;
+    b.index_way = index_way(home_index, w, false);
+    return true;
   }
   // Bit w set for each of the eight lanes of `lanes` equal to `value`.
   static unsigned lanes_equal(const std::uint32_t* lanes, std::uint32_t value);
@@ -175,18 +197,8 @@ inline void CachedBlockIndex::insert(Block& b) {
   KV_CHECK(b.next_cached == kNoBlock, "block " << b.id << " is already indexed");
   const std::uint32_t tag = tag_of(b.hash, b.group);
   ++size_;
-  // Usually no used way of the home bucket carries the tag, nothing overflowed past it and a
-  // way is free: the key is new and takes that way. (An emptied way keeps its old tag, so the
-  // free ways are masked off: a key evicted and cached again would otherwise match its own.)
-  Bucket& home = buckets_[tag & mask_];
-  const unsigned free_ways = ways_holding(home, kNoBlock);
-  if ((ways_holding_tag(home, tag) & ~free_ways) == 0 && home.overflow() == 0 && free_ways != 0) [[likely]] {
-    const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
-    home.tags[w] = tag;
-    home.blocks[w] = b.id;
-    b.index_way = index_way(tag & mask_, w, false);
+  if (insert_at_home(buckets_[tag & mask_], tag & mask_, b, tag)) [[likely]]
     return;
-  }
   insert_the_long_way(b, tag);
 }
 
