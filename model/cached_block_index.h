@@ -122,8 +122,8 @@ class CachedBlockIndex {
     return lanes_equal(reinterpret_cast<const std::uint32_t*>(k.blocks), static_cast<std::uint32_t>(id)) & kWayMask;
   }
   std::size_t next(std::size_t i) const { return (i + 1) & mask_; }
-  // Block::index_way: bucket * 16 + 8 if the bucket is past the key's home + way. (Way 7 is
-  // never used, so no way equals kNoIndexWay.)
+  // Block::index_way packs the bucket (times 16), 8 when that bucket is past the key's home, and
+  // the way. Way 7 is never used, so no packed way equals kNoIndexWay.
   static std::uint32_t index_way(std::size_t bucket, unsigned way, bool past_home) {
     return static_cast<std::uint32_t>(bucket * 16 + (past_home ? 8 : 0) + way);
   }

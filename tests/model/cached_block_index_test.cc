@@ -139,6 +139,24 @@ TEST_F(CachedBlockIndexTest, AnOverflowedKeysWayPassesToItsDuplicateWithItsCount
   EXPECT_EQ(index_.size(), 7u);
 }
 
+TEST_F(CachedBlockIndexTest, CacheAllGivesHashesAndListsInOrderSkippingTheNullBlock) {
+  blocks_[0].is_null = true;
+  const BlockHash a = make_hash(4, 0), b = make_hash(12, 0);
+  const std::vector<BlockId> ids{5, 0, 6, 7};
+  const std::vector<BlockHash> hashes{a, make_hash(9, 9), b, a};  // block 7 repeats block 5's hash
+  index_.cache_all(ids, hashes, 1);
+  expect_ok();
+  EXPECT_TRUE(blocks_[0].hash.empty());
+  EXPECT_EQ(blocks_[6].hash, b);
+  EXPECT_EQ(blocks_[6].group, 1);
+  EXPECT_EQ(index_.size(), 3u);
+  EXPECT_EQ(index_.find(a, 1), 5);  // oldest first; block 7 is its younger duplicate
+  EXPECT_EQ(index_.find(a, 0), kNoBlock);
+  EXPECT_EQ(blocks_[5].next_cached, 7);
+  EXPECT_EQ(blocks_[7].index_way, kNoIndexWay);
+  EXPECT_DEATH(index_.cache_all(std::vector<BlockId>{6}, std::vector<BlockHash>{b}, 1), "block 6 cached twice");
+}
+
 TEST_F(CachedBlockIndexTest, ClearForgetsEverything) {
   cache(1, make_hash(1, 0));
   cache(2, make_hash(1, 0));
