@@ -52,11 +52,9 @@ class CachedBlockIndex {
 
   // The oldest block cached under (`hash`, `group`), or kNoBlock.
   BlockId find(const BlockHash& hash, KvCacheGroupId group = 0) const;
-  // Lists `b` under (b.hash, b.group), after any blocks already there. Requires b unlisted,
-  // hash non-empty.
-  void insert(Block& b);
   // Gives each non-null block ids[i] the hash hashes[i] (same length) and `group`, and lists it
-  // as insert() would, one after the other. Requires those blocks uncached.
+  // under that key after any blocks already there, one after the other. Requires those blocks
+  // uncached and the hashes non-empty.
   void cache_all(std::span<const BlockId> ids, std::span<const BlockHash> hashes, KvCacheGroupId group);
   // Unlists `b` (listed under its key); the next younger duplicate, if any, takes its place.
   void erase(Block& b);
@@ -102,7 +100,7 @@ class CachedBlockIndex {
     return static_cast<std::uint32_t>(h.prefix64()) ^ mix;
   }
   static std::uint32_t tag_of(const BlockHash& h, KvCacheGroupId group) { return tag_of(h, group_mix(group)); }
-  // insert()'s usual case, decided on the home bucket alone: no used way carries the tag,
+  // cache_all()'s usual case, decided on the home bucket alone: no used way carries the tag,
   // nothing overflowed past it and a way is free. Then the new key takes that way and this
   // returns true. (An emptied way keeps its old tag, so the free ways are masked off: a key
   // evicted and cached again would otherwise match its own.)
@@ -138,7 +136,7 @@ class CachedBlockIndex {
   }
   // The way holding (`hash`, `group`), searched from its home bucket: *bucket and *way, or false.
   bool locate(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag, std::size_t* bucket, unsigned* way) const;
-  // insert() past its home bucket's fast path: lists `b` as a younger duplicate or as a new
+  // cache_all() past its home bucket's fast path: lists `b` as a younger duplicate or as a new
   // key's oldest block.
   void insert_the_long_way(Block& b, std::uint32_t tag);
   // Places a new key's oldest block `b` in the first free way from its home bucket, counting
@@ -146,7 +144,7 @@ class CachedBlockIndex {
   void place(Block& b, std::uint32_t tag);
   // Uncounts an entry of bucket `i` that passed the buckets from `home` up to i.
   void uncount_overflow(std::size_t home, std::size_t i);
-  // The rare paths of insert and erase, out of line: `b` joins or leaves the chain of younger
+  // The rare paths of cache_all and erase, out of line: `b` joins or leaves the chain of younger
   // duplicates listed under `oldest`.
   void append_duplicate(BlockId oldest, Block& b);
   void erase_younger_duplicate(Block& b);
@@ -190,16 +188,6 @@ inline BlockId CachedBlockIndex::find(const BlockHash& hash, KvCacheGroupId grou
   std::size_t i;
   unsigned w;
   return locate(hash, group, tag_of(hash, group), &i, &w) ? buckets_[i].blocks[w] : kNoBlock;
-}
-
-inline void CachedBlockIndex::insert(Block& b) {
-  KV_CHECK(!b.hash.empty(), "block " << b.id << " has no hash to index");
-  KV_CHECK(b.next_cached == kNoBlock, "block " << b.id << " is already indexed");
-  const std::uint32_t tag = tag_of(b.hash, b.group);
-  ++size_;
-  if (insert_at_home(buckets_[tag & mask_], tag & mask_, b, tag)) [[likely]]
-    return;
-  insert_the_long_way(b, tag);
 }
 
 inline void CachedBlockIndex::erase(Block& b) {

@@ -34,8 +34,7 @@ class CachedBlockIndexTest : public ::testing::Test {
     return v;
   }
   void cache(BlockId id, const BlockHash& h) {
-    blocks_[static_cast<std::size_t>(id)].hash = h;
-    index_.insert(blocks_[static_cast<std::size_t>(id)]);
+    index_.cache_all(std::span<const BlockId>(&id, 1), std::span<const BlockHash>(&h, 1), 0);
     expect_ok();
   }
   void uncache(BlockId id) {
@@ -204,8 +203,8 @@ void agree_with_a_multimap(TagOf tag_of, int salts) {
     const std::uint32_t tag = tag_of(rng);
     const int salt = static_cast<int>(rng() % static_cast<unsigned>(salts));
     if (b.hash.empty()) {
-      b.hash = make_hash(tag, static_cast<std::uint8_t>(salt));
-      index.insert(b);
+      const BlockHash h = make_hash(tag, static_cast<std::uint8_t>(salt));
+      index.cache_all(std::span<const BlockId>(&b.id, 1), std::span<const BlockHash>(&h, 1), 0);
       model[{tag, salt}].push_back(b.id);
     } else {
       std::uint32_t old_tag;
