@@ -10,11 +10,10 @@
 namespace kv {
 
 CachedBlockIndex::CachedBlockIndex(std::span<Block> blocks) : blocks_(blocks) {
-  // As many bytes as 8-byte slots at twice the blocks: at least 1.75 ways per block.
-  const std::size_t slots = std::bit_ceil(std::max<std::size_t>(2 * blocks.size(), 8));
-  buckets_.resize(slots / 8);
+  // A power of two of buckets, at least a sixth of the blocks: at least 1.67 ways per block.
+  buckets_.resize(std::bit_ceil(std::max<std::size_t>((blocks.size() + 5) / 6, 1)));
   mask_ = buckets_.size() - 1;
-  KV_CHECK(buckets_.size() <= kNoIndexWay / 16, "a block index of " << buckets_.size() << " buckets is too large");
+  KV_CHECK(buckets_.size() <= kNoIndexWay / 32, "a block index of " << buckets_.size() << " buckets is too large");
 }
 
 void CachedBlockIndex::cache_all(std::span<const BlockId> ids, std::span<const BlockHash> hashes,
@@ -30,50 +29,50 @@ void CachedBlockIndex::cache_all(std::span<const BlockId> ids, std::span<const B
   // The home buckets are misses to memory: each is loaded kPrefetchDistance blocks ahead.
   const BlockHash* ahead = hashes.data();
   for (; ahead != end && ahead != hashes.data() + kPrefetchDistance; ++ahead) {
-    __builtin_prefetch(&buckets[tag_of(*ahead, mix) & mask], 1);
+    __builtin_prefetch(&buckets[home_key(*ahead, mix) & mask], 1);
   }
   const BlockId* id = ids.data();
   std::size_t listed = 0;
   for (const BlockHash* h = hashes.data(); h != end; ++h, ++id) {
-    if (ahead != end) __builtin_prefetch(&buckets[tag_of(*ahead++, mix) & mask], 1);
+    if (ahead != end) __builtin_prefetch(&buckets[home_key(*ahead++, mix) & mask], 1);
     Block& b = blocks[static_cast<std::size_t>(*id)];
     if (b.is_null) continue;
     KV_CHECK(b.hash.empty() && !h->empty(),
              "block " << b.id << " cached twice, or with no hash (group " << group << ")");
-    const std::uint32_t tag = tag_of(*h, mix);
+    const Key key{home_key(*h, mix) & mask, way_tag(*h, mix)};
     b.hash = *h;
     b.group = group;
     ++listed;
-    if (insert_at_home(buckets[tag & mask], tag & mask, b, tag)) [[likely]]
+    if (insert_at_home(buckets[key.home], key.home, b, key.tag)) [[likely]]
       continue;
-    insert_the_long_way(b, tag);
+    insert_the_long_way(b, key);
   }
   size_ += listed;
 }
 
-void CachedBlockIndex::insert_the_long_way(Block& b, std::uint32_t tag) {
+void CachedBlockIndex::insert_the_long_way(Block& b, Key key) {
   std::size_t i;
   unsigned w;
-  if (locate(b.hash, b.group, tag, &i, &w)) {
+  if (locate(b.hash, b.group, key, &i, &w)) {
     append_duplicate(buckets_[i].blocks[w], b);
     return;
   }
-  place(b, tag);
+  place(b, key);
 }
 
-void CachedBlockIndex::place(Block& b, std::uint32_t tag) {
-  for (std::size_t i = tag & mask_, passed = 0;; i = next(i), ++passed) {
+void CachedBlockIndex::place(Block& b, Key key) {
+  for (std::size_t i = key.home, passed = 0;; i = next(i), ++passed) {
     Bucket& k = buckets_[i];
-    const unsigned free_ways = ways_holding(k, kNoBlock);
+    const unsigned free_ways = ways_holding_tag(k, 0);
     if (free_ways != 0) [[likely]] {
       const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
-      k.tags[w] = tag;
+      k.tags[w] = key.tag;
       k.blocks[w] = b.id;
       b.index_way = index_way(i, w, passed > 0);
       return;
     }
     KV_CHECK(passed < buckets_.size(), "the block index is full");
-    ++k.overflow();
+    ++k.overflow;
   }
 }
 
@@ -90,8 +89,7 @@ void CachedBlockIndex::append_duplicate(BlockId oldest, Block& b) {
 void CachedBlockIndex::erase_younger_duplicate(Block& b) {
   std::size_t i;
   unsigned w;
-  KV_CHECK(locate(b.hash, b.group, tag_of(b.hash, b.group), &i, &w),
-           "block " << b.id << " has a hash but is not in the map");
+  KV_CHECK(locate(b.hash, b.group, key_of(b), &i, &w), "block " << b.id << " has a hash but is not in the map");
   Block* prev = &blocks_[static_cast<std::size_t>(buckets_[i].blocks[w])];
   while (prev->next_cached != b.id) {
     KV_CHECK(prev->next_cached != kNoBlock, "block " << b.id << " missing under its own hash");
@@ -131,31 +129,33 @@ bool CachedBlockIndex::check(std::string* why) const {
   std::size_t listed = 0;
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
     const Bucket& k = buckets_[i];
-    if (k.blocks[kWays] != kNoBlock) {
-      *why = "hash map bucket " + std::to_string(i) + " uses its spare lane";
-      return false;
-    }
     for (unsigned w = 0; w < kWays; ++w) {
       const BlockId id = k.blocks[w];
+      if ((k.tags[w] == 0) != (id == kNoBlock)) {
+        *why = "hash map bucket " + std::to_string(i) + " way " + std::to_string(w) + " has tag " +
+               std::to_string(k.tags[w]) + " and block " + std::to_string(id);
+        return false;
+      }
       if (id == kNoBlock) continue;
       if (id < 0 || static_cast<std::size_t>(id) >= blocks_.size()) {
         *why = "hash map bucket " + std::to_string(i) + " names no block";
         return false;
       }
       const Block& oldest = blocks_[static_cast<std::size_t>(id)];
-      if (oldest.hash.empty() || tag_of(oldest.hash, oldest.group) != k.tags[w]) {
+      if (oldest.hash.empty() || key_of(oldest).tag != k.tags[w]) {
         *why = "hash map lists block " + std::to_string(id) + " under a hash it does not have";
         return false;
       }
       // Counted in every bucket from its home up to its own, found from its home, and the
       // first entry of its key on the way (no key listed twice).
-      for (std::size_t j = k.tags[w] & mask_; j != i; j = next(j)) ++overflow[j];
+      const std::size_t home = key_of(oldest).home;
+      for (std::size_t j = home; j != i; j = next(j)) ++overflow[j];
       if (find(oldest.hash, oldest.group) != id) {
         *why = "hash map entry for block " + std::to_string(id) +
                " is not found from its home, or its key is listed twice";
         return false;
       }
-      if (oldest.index_way != index_way(i, w, (k.tags[w] & mask_) != i)) {
+      if (oldest.index_way != index_way(i, w, home != i)) {
         *why = "block " + std::to_string(id) + " does not know its way in hash map bucket " + std::to_string(i);
         return false;
       }
@@ -179,8 +179,8 @@ bool CachedBlockIndex::check(std::string* why) const {
     }
   }
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
-    if (buckets_[i].overflow() != overflow[i]) {
-      *why = "hash map bucket " + std::to_string(i) + " counts " + std::to_string(buckets_[i].overflow()) +
+    if (buckets_[i].overflow != overflow[i]) {
+      *why = "hash map bucket " + std::to_string(i) + " counts " + std::to_string(buckets_[i].overflow) +
              " overflowed entries, " + std::to_string(overflow[i]) + " pass it";
       return false;
     }

@@ -1,21 +1,25 @@
 // CachedBlockIndex: the prefix cache's hash map, (block hash, group) -> the blocks cached
 // under it, oldest first (vLLM's BlockHashToBlockMap, keyed as make_block_hash_with_group_id),
-// owned by the BlockPool. With one group every key has group 0 and the tag is the hash's.
-// Buckets of one cache line: seven {tag, oldest block id} ways compared at once, and a count of
-// the entries that overflowed past the bucket. A key lives in its home bucket (tag & mask) or,
-// when that bucket was full, in the first later bucket with a free way; every bucket passed on
-// the way counts it. A lookup stops at the first bucket that counts no overflow, and an erase
-// empties its way in place and uncounts the buckets passed: nothing ever moves. A block that a
-// way lists knows that way (Block::index_way), so an erase writes the bucket without reading it
-// first, and reads neither the hash nor, unless the key lies past its home, the tag. The full
-// hash lives in the Block, and younger duplicates hang off the oldest block through
-// Block::next_cached (duplicates are rare: only requests allocated without a lookup make them).
-// The table is sized once, to the bytes of a power of two of 8-byte slots at least twice the
-// blocks, eight slots' bytes to a bucket: at least 1.75 ways per block, so it never fills and
-// never rehashes. Only this class touches Block::next_cached and Block::index_way.
+// owned by the BlockPool. A key's 32-bit home key (the hash's low 32 bits, mixed with the group;
+// group 0 leaves them as they are) picks its home bucket; its 16-bit way tag (the next bits,
+// mixed with the group, never 0) tells it from the other keys there.
+// Buckets of one cache line: ten ways of {way tag, oldest block id}, their tags compared at
+// once (tag 0: the way is free), and a count of the entries that overflowed past the bucket. A
+// key lives in its home bucket (home key & mask) or, when that bucket was full, in the first
+// later bucket with a free way; every bucket passed on the way counts it. A lookup stops at the
+// first bucket that counts no overflow, and an erase empties its way in place and uncounts the
+// buckets passed: nothing ever moves. A block that a way lists knows that way
+// (Block::index_way), so an erase writes the bucket without reading it first, and reads the
+// block's hash only when the key lies past its home. The full hash lives in the Block, and
+// younger duplicates hang off the oldest block through Block::next_cached (duplicates are rare:
+// only requests allocated without a lookup make them).
+// The table is sized once, to a power of two of buckets at least a sixth of the blocks: at least
+// 1.67 ways per block, so it never fills and never rehashes; 64 bytes per six blocks or fewer
+// keeps it small enough to stay in a last-level cache for pools of hundreds of thousands of
+// blocks. Only this class touches Block::next_cached and Block::index_way.
 // Invariants (check):
-//   1. A way is empty (kNoBlock) or names a block whose tag_of(hash, group) is the way's tag;
-//      no two ways name blocks with equal (hash, group) keys.
+//   1. A way's tag is 0 exactly when it names no block (kNoBlock); a used way names a block
+//      whose way tag is the way's tag. No two ways name blocks with equal (hash, group) keys.
 //   2. Every entry lies in its home bucket or in a later one. A bucket's overflow count equals
 //      the number of entries that passed it: those that lie after their home, counted in every
 //      bucket from the home up to, not including, their own. So every entry is found from its
@@ -56,14 +60,15 @@ class CachedBlockIndex {
   // under that key after any blocks already there, one after the other. Requires those blocks
   // uncached and the hashes non-empty.
   void cache_all(std::span<const BlockId> ids, std::span<const BlockHash> hashes, KvCacheGroupId group);
-  // Unlists `b` (listed under its key); the next younger duplicate, if any, takes its place.
+  // Unlists `b` (listed under its key, b.hash still set); the next younger duplicate, if any,
+  // takes its place.
   void erase(Block& b);
   // Unlists every block.
   void clear();
   // Starts loading the home bucket of `hash`: callers about to touch many random buckets issue
   // these first so that the cache misses overlap.
   void prefetch(const BlockHash& hash, KvCacheGroupId group = 0) const {
-    __builtin_prefetch(&buckets_[tag_of(hash, group) & mask_], 1);
+    __builtin_prefetch(&buckets_[home_key(hash, group_mix(group)) & mask_], 1);
   }
   // Starts loading the bucket whose way names `b`, which erase(b) will write (none if no way
   // names it).
@@ -82,66 +87,69 @@ class CachedBlockIndex {
   bool check(std::string* why) const;
 
  private:
-  static constexpr unsigned kWays = 7;
+  static constexpr unsigned kWays = 10;
   static constexpr unsigned kWayMask = (1u << kWays) - 1;
-  // One cache line. The eighth lane of `tags` is the overflow count; the eighth of `blocks`
-  // stays kNoBlock. Both are compared eight lanes at a time and the eighth masked off.
+  // One cache line: the ten ways' tags, the overflow count, the ten ways' blocks. The tags are
+  // compared as twelve 16-bit lanes (the last two are the count) and those two masked off.
   struct alignas(64) Bucket {
-    std::uint32_t tags[kWays + 1] = {};
-    BlockId blocks[kWays + 1] = {kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock};
-    std::uint32_t& overflow() { return tags[kWays]; }
-    std::uint32_t overflow() const { return tags[kWays]; }
+    std::uint16_t tags[kWays] = {};
+    std::uint32_t overflow = 0;
+    BlockId blocks[kWays] = {kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock,
+                             kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock};
   };
   static_assert(sizeof(Bucket) == 64, "a bucket is one cache line");
 
-  // The hash's low 32 bits, mixed with the group (group 0 leaves them as they are).
+  // A key's home key and way tag, computed once per key.
+  struct Key {
+    std::size_t home;  // its home bucket
+    std::uint16_t tag;
+  };
   static std::uint32_t group_mix(KvCacheGroupId group) { return group * 0x9E3779B9u; }
-  static std::uint32_t tag_of(const BlockHash& h, std::uint32_t mix) {
+  static std::uint32_t home_key(const BlockHash& h, std::uint32_t mix) {
     return static_cast<std::uint32_t>(h.prefix64()) ^ mix;
   }
-  static std::uint32_t tag_of(const BlockHash& h, KvCacheGroupId group) { return tag_of(h, group_mix(group)); }
-  // cache_all()'s usual case, decided on the home bucket alone: no used way carries the tag,
-  // nothing overflowed past it and a way is free. Then the new key takes that way and this
-  // returns true. (An emptied way keeps its old tag, so the free ways are masked off: a key
-  // evicted and cached again would otherwise match its own.)
-  static bool insert_at_home(Bucket& home, std::size_t home_index, Block& b, std::uint32_t tag) {
-    const unsigned free_ways = ways_holding(home, kNoBlock);
-    if ((ways_holding_tag(home, tag) & ~free_ways) != 0 || home.overflow() != 0 || free_ways == 0) return false;
+  static std::uint16_t way_tag(const BlockHash& h, std::uint32_t mix) {
+    const auto tag = static_cast<std::uint16_t>((h.prefix64() >> 32) ^ (mix >> 16));
+    return tag == 0 ? 1 : tag;
+  }
+  Key key_of(const BlockHash& h, std::uint32_t mix) const { return {home_key(h, mix) & mask_, way_tag(h, mix)}; }
+  Key key_of(const Block& b) const { return key_of(b.hash, group_mix(b.group)); }
+  // cache_all()'s usual case, decided on the home bucket alone: no way carries the tag, nothing
+  // overflowed past it and a way is free. Then the new key takes that way and this returns true.
+  static bool insert_at_home(Bucket& home, std::size_t home_index, Block& b, std::uint16_t tag) {
+    const unsigned free_ways = ways_holding_tag(home, 0);
+    if (ways_holding_tag(home, tag) != 0 || home.overflow != 0 || free_ways == 0) return false;
     const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
     home.tags[w] = tag;
     home.blocks[w] = b.id;
     b.index_way = index_way(home_index, w, false);
     return true;
   }
-  // Bit w set for each of the eight lanes of `lanes` equal to `value`.
-  static unsigned lanes_equal(const std::uint32_t* lanes, std::uint32_t value);
-  static unsigned ways_holding_tag(const Bucket& k, std::uint32_t tag) { return lanes_equal(k.tags, tag) & kWayMask; }
-  static unsigned ways_holding(const Bucket& k, BlockId id) {
-    return lanes_equal(reinterpret_cast<const std::uint32_t*>(k.blocks), static_cast<std::uint32_t>(id)) & kWayMask;
-  }
+  // Bit w set for each way w of `k` whose tag is `tag` (0: the free ways).
+  static unsigned ways_holding_tag(const Bucket& k, std::uint16_t tag);
   std::size_t next(std::size_t i) const { return (i + 1) & mask_; }
-  // Block::index_way packs the bucket (times 16), 8 when that bucket is past the key's home, and
-  // the way. Way 7 is never used, so no packed way equals kNoIndexWay.
+  // Block::index_way packs the bucket (times 32), 16 when that bucket is past the key's home,
+  // and the way. Ways stop at 9, so no packed way equals kNoIndexWay.
   static std::uint32_t index_way(std::size_t bucket, unsigned way, bool past_home) {
-    return static_cast<std::uint32_t>(bucket * 16 + (past_home ? 8 : 0) + way);
+    return static_cast<std::uint32_t>(bucket * 32 + (past_home ? 16 : 0) + way);
   }
-  static std::size_t bucket_of(std::uint32_t index_way) { return index_way / 16; }
-  static unsigned way_of(std::uint32_t index_way) { return index_way % 8; }
-  static bool past_home(std::uint32_t index_way) { return (index_way & 8) != 0; }
+  static std::size_t bucket_of(std::uint32_t index_way) { return index_way / 32; }
+  static unsigned way_of(std::uint32_t index_way) { return index_way % 16; }
+  static bool past_home(std::uint32_t index_way) { return (index_way & 16) != 0; }
   // Whether way `w` of `k` holds the key (`hash`, `group`); its tag is known to match.
   bool holds(const Bucket& k, unsigned w, const BlockHash& hash, KvCacheGroupId group) const {
-    if (k.blocks[w] == kNoBlock) return false;
     const Block& b = blocks_[static_cast<std::size_t>(k.blocks[w])];
     return b.hash == hash && b.group == group;
   }
-  // The way holding (`hash`, `group`), searched from its home bucket: *bucket and *way, or false.
-  bool locate(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag, std::size_t* bucket, unsigned* way) const;
+  // The way holding (`hash`, `group`), whose key is `key`, searched from its home bucket:
+  // *bucket and *way, or false.
+  bool locate(const BlockHash& hash, KvCacheGroupId group, Key key, std::size_t* bucket, unsigned* way) const;
   // cache_all() past its home bucket's fast path: lists `b` as a younger duplicate or as a new
   // key's oldest block.
-  void insert_the_long_way(Block& b, std::uint32_t tag);
+  void insert_the_long_way(Block& b, Key key);
   // Places a new key's oldest block `b` in the first free way from its home bucket, counting
   // it in every full bucket it passes.
-  void place(Block& b, std::uint32_t tag);
+  void place(Block& b, Key key);
   // Uncounts an entry of bucket `i` that passed the buckets from `home` up to i.
   void uncount_overflow(std::size_t home, std::size_t i);
   // The rare paths of cache_all and erase, out of line: `b` joins or leaves the chain of younger
@@ -155,24 +163,24 @@ class CachedBlockIndex {
   std::size_t size_ = 0;  // listed blocks, duplicates included
 };
 
-inline unsigned CachedBlockIndex::lanes_equal(const std::uint32_t* lanes, std::uint32_t value) {
+inline unsigned CachedBlockIndex::ways_holding_tag(const Bucket& k, std::uint16_t tag) {
 #if defined(__SSE2__)
-  const __m128i key = _mm_set1_epi32(static_cast<int>(value));
-  const __m128i lo = _mm_cmpeq_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(lanes)), key);
-  const __m128i hi = _mm_cmpeq_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(lanes + 4)), key);
-  return static_cast<unsigned>(_mm_movemask_ps(_mm_castsi128_ps(lo)) | (_mm_movemask_ps(_mm_castsi128_ps(hi)) << 4));
+  const __m128i key = _mm_set1_epi16(static_cast<short>(tag));
+  const __m128i lo = _mm_cmpeq_epi16(_mm_load_si128(reinterpret_cast<const __m128i*>(k.tags)), key);
+  const __m128i hi = _mm_cmpeq_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(k.tags + 8)), key);
+  return static_cast<unsigned>(_mm_movemask_epi8(_mm_packs_epi16(lo, hi))) & kWayMask;
 #else
   unsigned mask = 0;
-  for (unsigned w = 0; w < 8; ++w) mask |= static_cast<unsigned>(lanes[w] == value) << w;
+  for (unsigned w = 0; w < kWays; ++w) mask |= static_cast<unsigned>(k.tags[w] == tag) << w;
   return mask;
 #endif
 }
 
-inline bool CachedBlockIndex::locate(const BlockHash& hash, KvCacheGroupId group, std::uint32_t tag,
-                                     std::size_t* bucket, unsigned* way) const {
-  for (std::size_t i = tag & mask_;; i = next(i)) {
+inline bool CachedBlockIndex::locate(const BlockHash& hash, KvCacheGroupId group, Key key, std::size_t* bucket,
+                                     unsigned* way) const {
+  for (std::size_t i = key.home;; i = next(i)) {
     const Bucket& k = buckets_[i];
-    for (unsigned m = ways_holding_tag(k, tag); m != 0; m &= m - 1) {
+    for (unsigned m = ways_holding_tag(k, key.tag); m != 0; m &= m - 1) {
       const auto w = static_cast<unsigned>(__builtin_ctz(m));
       if (holds(k, w, hash, group)) {
         *bucket = i;
@@ -180,14 +188,14 @@ inline bool CachedBlockIndex::locate(const BlockHash& hash, KvCacheGroupId group
         return true;
       }
     }
-    if (k.overflow() == 0) return false;
+    if (k.overflow == 0) return false;
   }
 }
 
 inline BlockId CachedBlockIndex::find(const BlockHash& hash, KvCacheGroupId group) const {
   std::size_t i;
   unsigned w;
-  return locate(hash, group, tag_of(hash, group), &i, &w) ? buckets_[i].blocks[w] : kNoBlock;
+  return locate(hash, group, key_of(hash, group_mix(group)), &i, &w) ? buckets_[i].blocks[w] : kNoBlock;
 }
 
 inline void CachedBlockIndex::erase(Block& b) {
@@ -209,13 +217,14 @@ inline void CachedBlockIndex::erase(Block& b) {
     b.next_cached = kNoBlock;
     return;
   }
+  k.tags[way_of(where)] = 0;
   k.blocks[way_of(where)] = kNoBlock;
   if (past_home(where)) [[unlikely]]
-    uncount_overflow(k.tags[way_of(where)] & mask_, bucket_of(where));
+    uncount_overflow(key_of(b).home, bucket_of(where));
 }
 
 inline void CachedBlockIndex::uncount_overflow(std::size_t home, std::size_t i) {
-  for (std::size_t j = home; j != i; j = next(j)) --buckets_[j].overflow();
+  for (std::size_t j = home; j != i; j = next(j)) --buckets_[j].overflow;
 }
 
 }  // namespace kv

@@ -15,10 +15,12 @@
 namespace kv {
 namespace {
 
-// A hash whose low 32 bits (the index's tag and home slot) are `tag`, told apart by `salt`.
+// A hash whose low 32 bits (the index's home key) and next 32 bits (whose low 16 are its way
+// tag) are both `tag`, told apart by `salt`.
 BlockHash make_hash(std::uint32_t tag, std::uint8_t salt) {
   BlockHash h;
   std::memcpy(h.bytes.data(), &tag, sizeof tag);
+  std::memcpy(h.bytes.data() + 4, &tag, sizeof tag);
   h.bytes[8] = salt;
   h.size = 32;
   return h;
@@ -26,7 +28,7 @@ BlockHash make_hash(std::uint32_t tag, std::uint8_t salt) {
 
 class CachedBlockIndexTest : public ::testing::Test {
  protected:
-  // 32 blocks: 64 slots' bytes, 8 buckets of 7 ways; a tag's home bucket is tag % 8.
+  // 32 blocks: 8 buckets of 10 ways; a tag's home bucket is tag % 8.
   CachedBlockIndexTest() : blocks_(make_blocks(32)), index_(blocks_) {}
   static std::vector<Block> make_blocks(int n) {
     std::vector<Block> v(static_cast<std::size_t>(n));
@@ -50,17 +52,18 @@ class CachedBlockIndexTest : public ::testing::Test {
   CachedBlockIndex index_;
 };
 
-TEST_F(CachedBlockIndexTest, SizedAtTheBytesOfTwoSlotsPerBlockInWholeCacheLines) {
+TEST_F(CachedBlockIndexTest, SizedAtAPowerOfTwoOfBucketsAtLeastASixthOfTheBlocks) {
   EXPECT_EQ(index_.num_buckets(), 8u);
-  EXPECT_EQ(index_.capacity(), 56u);
+  EXPECT_EQ(index_.capacity(), 80u);
   EXPECT_EQ(index_.memory_bytes(), 512u);
   std::vector<Block> few = make_blocks(4);
   CachedBlockIndex small(few);
   EXPECT_EQ(small.num_buckets(), 1u);
-  EXPECT_EQ(small.capacity(), 7u);
-  std::vector<Block> many = make_blocks(187500);
+  EXPECT_EQ(small.capacity(), 10u);
+  std::vector<Block> many = make_blocks(187500);  // 31,250 buckets' worth: 32,768 of 64 bytes
   CachedBlockIndex big(many);
-  EXPECT_EQ(big.memory_bytes(), 524288u * 8u);
+  EXPECT_EQ(big.num_buckets(), 32768u);
+  EXPECT_EQ(big.memory_bytes(), 2097152u);
 }
 
 TEST_F(CachedBlockIndexTest, CollidingTagsShareABucketAndSurviveErase) {
@@ -83,26 +86,27 @@ TEST_F(CachedBlockIndexTest, CollidingTagsShareABucketAndSurviveErase) {
 }
 
 TEST_F(CachedBlockIndexTest, AFullBucketOverflowsIntoTheNextWrappingAround) {
-  // Ten keys whose home is the last bucket (7): seven fill it, three overflow into bucket 0.
-  for (BlockId id = 1; id <= 10; ++id) cache(id, make_hash(7 + 8 * static_cast<std::uint32_t>(id), 0));
+  // Thirteen keys whose home is the last bucket (7): ten fill it, three overflow into bucket 0.
+  const auto key = [](BlockId id) { return make_hash(7 + 8 * static_cast<std::uint32_t>(id), 0); };
+  for (BlockId id = 1; id <= 13; ++id) cache(id, key(id));
   // A key at home in bucket 0 shares it with the overflowed ones.
-  cache(11, make_hash(8, 0));
-  for (BlockId id = 1; id <= 10; ++id) EXPECT_EQ(index_.find(make_hash(7 + 8 * static_cast<std::uint32_t>(id), 0)), id);
-  EXPECT_EQ(index_.find(make_hash(8, 0)), 11);
-  EXPECT_EQ(index_.find(make_hash(7 + 8 * 11, 0)), kNoBlock);  // searched past bucket 7, not found
+  cache(14, make_hash(8, 0));
+  for (BlockId id = 1; id <= 13; ++id) EXPECT_EQ(index_.find(key(id)), id);
+  EXPECT_EQ(index_.find(make_hash(8, 0)), 14);
+  EXPECT_EQ(index_.find(key(20)), kNoBlock);  // searched past bucket 7, not found
   // Erasing from the full home bucket leaves the overflowed keys reachable, and a new key takes
   // the freed way.
   uncache(2);
-  EXPECT_EQ(index_.find(make_hash(7 + 8 * 9, 0)), 9);
-  EXPECT_EQ(index_.find(make_hash(7 + 8 * 10, 0)), 10);
-  cache(12, make_hash(7 + 8 * 12, 0));
+  EXPECT_EQ(index_.find(key(12)), 12);
+  EXPECT_EQ(index_.find(key(13)), 13);
+  cache(15, key(15));
   // Erasing the overflowed keys uncounts them: then a miss stops at bucket 7.
-  uncache(8);
-  uncache(9);
-  uncache(10);
-  EXPECT_EQ(index_.find(make_hash(7 + 8 * 12, 0)), 12);
-  EXPECT_EQ(index_.find(make_hash(8, 0)), 11);
-  EXPECT_EQ(index_.size(), 8u);
+  uncache(11);
+  uncache(12);
+  uncache(13);
+  EXPECT_EQ(index_.find(key(15)), 15);
+  EXPECT_EQ(index_.find(make_hash(8, 0)), 14);
+  EXPECT_EQ(index_.size(), 11u);
 }
 
 TEST_F(CachedBlockIndexTest, DuplicatesAnswerOldestFirst) {
@@ -124,18 +128,18 @@ TEST_F(CachedBlockIndexTest, DuplicatesAnswerOldestFirst) {
 }
 
 TEST_F(CachedBlockIndexTest, AnOverflowedKeysWayPassesToItsDuplicateWithItsCounts) {
-  // Seven keys fill bucket 7; the eighth overflows into bucket 0 and gets a younger duplicate.
-  for (BlockId id = 1; id <= 8; ++id) cache(id, make_hash(7 + 8 * static_cast<std::uint32_t>(id), 0));
-  const BlockHash h = make_hash(7 + 8 * 8, 0);
+  // Ten keys fill bucket 7; the eleventh overflows into bucket 0 and gets a younger duplicate.
+  for (BlockId id = 1; id <= 11; ++id) cache(id, make_hash(7 + 8 * static_cast<std::uint32_t>(id), 0));
+  const BlockHash h = make_hash(7 + 8 * 11, 0);
   cache(20, h);
   EXPECT_EQ(blocks_[20].index_way, kNoIndexWay);  // a younger duplicate: no way lists it
-  uncache(8);                                     // the oldest leaves: block 20 takes its way
+  uncache(11);                                    // the oldest leaves: block 20 takes its way
   EXPECT_NE(blocks_[20].index_way, kNoIndexWay);
   EXPECT_EQ(index_.find(h), 20);
   // Erased through the way it was handed, block 20 uncounts bucket 7 (check() recounts it).
   uncache(20);
   EXPECT_EQ(index_.find(h), kNoBlock);
-  EXPECT_EQ(index_.size(), 7u);
+  EXPECT_EQ(index_.size(), 10u);
 }
 
 TEST_F(CachedBlockIndexTest, CacheAllGivesHashesAndListsInOrderSkippingTheNullBlock) {
