@@ -42,7 +42,8 @@ struct alignas(64) Block {
   // Where in the pool's CachedBlockIndex a way names the block (its bucket, its way, and
   // whether that bucket is past the key's home), touched only by that class: kNoIndexWay
   // exactly while no way names it (uncached, or a younger duplicate). An erase then empties its
-  // way with stores alone, reading neither the bucket nor the hash.
+  // way with stores alone, reading neither the bucket nor, unless the key lies past its home,
+  // the hash.
   std::uint32_t index_way = kNoIndexWay;
 };
 

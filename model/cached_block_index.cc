@@ -39,7 +39,7 @@ void CachedBlockIndex::cache_all(std::span<const BlockId> ids, std::span<const B
     if (b.is_null) continue;
     KV_CHECK(b.hash.empty() && !h->empty(),
              "block " << b.id << " cached twice, or with no hash (group " << group << ")");
-    const Key key{home_key(*h, mix) & mask, way_tag(*h, mix)};
+    const Key key = key_of(*h, mix, mask);
     b.hash = *h;
     b.group = group;
     ++listed;
@@ -142,20 +142,20 @@ bool CachedBlockIndex::check(std::string* why) const {
         return false;
       }
       const Block& oldest = blocks_[static_cast<std::size_t>(id)];
-      if (oldest.hash.empty() || key_of(oldest).tag != k.tags[w]) {
+      const Key key = key_of(oldest);
+      if (oldest.hash.empty() || key.tag != k.tags[w]) {
         *why = "hash map lists block " + std::to_string(id) + " under a hash it does not have";
         return false;
       }
       // Counted in every bucket from its home up to its own, found from its home, and the
       // first entry of its key on the way (no key listed twice).
-      const std::size_t home = key_of(oldest).home;
-      for (std::size_t j = home; j != i; j = next(j)) ++overflow[j];
+      for (std::size_t j = key.home; j != i; j = next(j)) ++overflow[j];
       if (find(oldest.hash, oldest.group) != id) {
         *why = "hash map entry for block " + std::to_string(id) +
                " is not found from its home, or its key is listed twice";
         return false;
       }
-      if (oldest.index_way != index_way(i, w, home != i)) {
+      if (oldest.index_way != index_way(i, w, key.home != i)) {
         *why = "block " + std::to_string(id) + " does not know its way in hash map bucket " + std::to_string(i);
         return false;
       }

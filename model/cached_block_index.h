@@ -112,7 +112,11 @@ class CachedBlockIndex {
     const auto tag = static_cast<std::uint16_t>((h.prefix64() >> 32) ^ (mix >> 16));
     return tag == 0 ? 1 : tag;
   }
-  Key key_of(const BlockHash& h, std::uint32_t mix) const { return {home_key(h, mix) & mask_, way_tag(h, mix)}; }
+  // `mask` passed in: cache_all keeps the table's mask in a local.
+  static Key key_of(const BlockHash& h, std::uint32_t mix, std::size_t mask) {
+    return {home_key(h, mix) & mask, way_tag(h, mix)};
+  }
+  Key key_of(const BlockHash& h, std::uint32_t mix) const { return key_of(h, mix, mask_); }
   Key key_of(const Block& b) const { return key_of(b.hash, group_mix(b.group)); }
   // cache_all()'s usual case, decided on the home bucket alone: no way carries the tag, nothing
   // overflowed past it and a way is free. Then the new key takes that way and this returns true.
