@@ -126,27 +126,6 @@ struct Lane {
   std::size_t full = 0;
 };
 
-// Hashes the padded messages in bufs[0, n) (blocks[l] 64-byte blocks each) into out[0, n):
-// the messages of equal length in lockstep, as one sha256_padded_lanes call (usually all n).
-void hash_padded_lanes(std::span<std::vector<std::uint8_t>> bufs, const std::size_t* blocks, std::size_t n,
-                       BlockHash* out) {
-  std::uint32_t done = 0;  // bit l: lane l hashed
-  for (std::size_t l = 0; l < n; ++l) {
-    if (done >> l & 1) continue;
-    const std::uint8_t* data[kSha256MaxLanes];
-    std::uint8_t* digests[kSha256MaxLanes];
-    std::size_t count = 0;
-    for (std::size_t m = l; m < n; ++m) {
-      if (blocks[m] != blocks[l]) continue;
-      data[count] = bufs[m].data();
-      digests[count++] = out[m].bytes.data();
-      out[m].size = 32;
-      done |= 1u << m;
-    }
-    sha256_padded_lanes(data, count, blocks[l], digests);
-  }
-}
-
 }  // namespace
 
 const char* to_string(HashAlgo algo) { return algo == HashAlgo::kSha256Cbor ? "sha256_cbor" : "xxhash_cbor"; }
@@ -324,8 +303,14 @@ void BlockHasher::extend_stream(HashJobQueue& queue) const {
     if (active == 0) return;
     std::size_t blocks[kSha256MaxLanes];
     for (std::size_t l = 0; l < active; ++l) blocks[l] = encode_padded(bufs[l], lanes[l].job, lanes[l].next);
+    const std::uint8_t* data[kSha256MaxLanes];
+    std::uint8_t* digests[kSha256MaxLanes];
     BlockHash out[kSha256MaxLanes];
-    hash_padded_lanes(bufs, blocks, active, out);
+    for (std::size_t l = 0; l < active; ++l) {
+      data[l] = bufs[l].data(), digests[l] = out[l].bytes.data();
+      out[l].size = 32;
+    }
+    sha256_padded_lanes(data, blocks, active, digests);
     for (std::size_t l = 0; l < active; ++l) {
       lanes[l].job.hashes->push_back(out[l]);
       ++lanes[l].next;

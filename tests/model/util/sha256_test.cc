@@ -5,6 +5,7 @@
 #include <openssl/sha.h>
 
 #include <array>
+#include <cstdio>
 #include <cstring>
 #include <random>
 #include <string>
@@ -79,31 +80,83 @@ TEST(Sha256, EveryLengthUpTo300BytesAgreesWithOpenSslsOneShot) {
   }
 }
 
-TEST(Sha256, LanesHashEachMessageAsOpenSslsOneShot) {
-  std::mt19937 rng(27);
-  for (std::size_t count = 0; count <= kSha256MaxLanes; ++count) {
-    for (std::size_t blocks = 1; blocks <= 4; ++blocks) {
-      // Messages whose padding takes `blocks` blocks: 55 bytes more than the blocks before.
-      std::vector<std::vector<std::uint8_t>> messages, padded;
-      std::vector<const std::uint8_t*> data;
-      std::vector<Digest> got(count);
-      std::vector<std::uint8_t*> out;
-      for (std::size_t n = 0; n < count; ++n) {
-        std::vector<std::uint8_t> message(64 * (blocks - 1) + rng() % 56);
-        for (auto& b : message) b = static_cast<std::uint8_t>(rng());
-        messages.push_back(message);
-        padded.push_back(pad(message));
-        ASSERT_EQ(padded.back().size(), 64 * blocks);
-        out.push_back(got[n].data());
-      }
-      for (const auto& p : padded) data.push_back(p.data());
-      sha256_padded_lanes(data.data(), count, blocks, out.data());
-      for (std::size_t n = 0; n < count; ++n) {
-        EXPECT_EQ(hex(got[n]), hex(openssl_one_shot(messages[n])))
-            << count << " lanes, " << blocks << " blocks, lane " << n;
-      }
+using LanesFn = void (*)(const std::uint8_t* const*, const std::size_t*, std::size_t, std::uint8_t* const*);
+
+// The batch paths this machine can run: the dispatcher always, SHA-NI and AVX-512 where the CPU
+// has them.
+std::vector<std::pair<const char*, LanesFn>> lane_paths() {
+  std::vector<std::pair<const char*, LanesFn>> out = {{"dispatch", &sha256_padded_lanes}};
+  if (sha256_ni_available()) out.emplace_back("sha-ni", &sha256_lanes_ni);
+  if (sha256_avx512_available()) out.emplace_back("avx512", &sha256_lanes_avx512);
+  return out;
+}
+
+// `count` messages of 1 to 4 padded blocks each (55 bytes more than the blocks before, at
+// most): of one length when `mixed` is false, of lengths drawn at random otherwise.
+struct Batch {
+  std::vector<std::vector<std::uint8_t>> messages, padded;
+  std::vector<const std::uint8_t*> data;
+  std::vector<std::size_t> blocks;
+};
+Batch make_batch(std::mt19937& rng, std::size_t count, std::size_t blocks, bool mixed) {
+  Batch b;
+  for (std::size_t n = 0; n < count; ++n) {
+    const std::size_t want = mixed ? 1 + rng() % 4 : blocks;
+    std::vector<std::uint8_t> message(64 * (want - 1) + rng() % 56);
+    for (auto& byte : message) byte = static_cast<std::uint8_t>(rng());
+    b.messages.push_back(message);
+    b.padded.push_back(pad(message));
+    b.blocks.push_back(want);
+  }
+  for (const auto& p : b.padded) b.data.push_back(p.data());
+  return b;
+}
+
+void expect_lanes_match_one_shot(std::mt19937& rng, std::size_t count, std::size_t blocks, bool mixed) {
+  const Batch b = make_batch(rng, count, blocks, mixed);
+  for (std::size_t n = 0; n < count; ++n) ASSERT_EQ(b.padded[n].size(), 64 * b.blocks[n]);
+  for (const auto& [name, fn] : lane_paths()) {
+    std::vector<Digest> got(count);
+    std::vector<std::uint8_t*> out;
+    for (auto& d : got) out.push_back(d.data());
+    fn(b.data.data(), b.blocks.data(), count, out.data());
+    for (std::size_t n = 0; n < count; ++n) {
+      EXPECT_EQ(hex(got[n]), hex(openssl_one_shot(b.messages[n])))
+          << name << ": " << count << " messages, " << b.blocks[n] << " blocks, message " << n;
     }
   }
+}
+
+TEST(Sha256, LanesHashEachMessageAsOpenSslsOneShot) {
+  RecordProperty("avx512", sha256_avx512_available() ? "yes" : "no");
+  RecordProperty("lanes_plan", sha256_lanes_plan().describe());
+  std::mt19937 rng(27);
+  for (std::size_t count = 0; count <= kSha256MaxLanes; ++count) {
+    for (std::size_t blocks = 1; blocks <= 4; ++blocks) expect_lanes_match_one_shot(rng, count, blocks, false);
+  }
+}
+
+// Messages of different lengths in one batch: the AVX-512 lanes that finish early keep their
+// state while the longest messages go on; SHA-NI groups the messages of one length.
+TEST(Sha256, LanesOfMixedLengthsHashEachMessageAsOpenSslsOneShot) {
+  std::mt19937 rng(1128);
+  for (int round = 0; round < 40; ++round) {
+    expect_lanes_match_one_shot(rng, 1 + rng() % kSha256MaxLanes, 0, true);
+  }
+}
+
+TEST(Sha256, TheLanesPlanNamesAPathThisCpuHas) {
+  const Sha256LanesPlan& plan = sha256_lanes_plan();
+  std::printf("sha256 lanes plan: %s (narrow %.1f ns, wide %.1f ns per message)\n", plan.describe().c_str(),
+              plan.narrow_ns_per_message, plan.wide_ns_per_message);
+  if (!sha256_avx512_available()) {
+    EXPECT_GT(plan.wide_from, kSha256MaxLanes);
+    return;
+  }
+  EXPECT_GT(plan.narrow_ns_per_message, 0);
+  EXPECT_GT(plan.wide_ns_per_message, 0);
+  EXPECT_GE(plan.wide_from, 1u);
+  EXPECT_EQ(&plan, &sha256_lanes_plan()) << "measured once";
 }
 
 }  // namespace
