@@ -184,9 +184,9 @@ class LanedPass final : public kv::HashJobQueue {
   }
 
   bool next(kv::HashJob& job) override {
-    // At most kWindow requests hashed ahead of the oldest one not yet run: eight times the
-    // lanes, so that a long prompt at the head does not leave the other lanes idle (with 32,
-    // a third of the SHA-256 time went to batches too small for the sixteen-lane path).
+    // At most kWindow requests hashed ahead of the oldest one not yet run. Hashing further
+    // ahead (128) left fewer lanes idle behind a long prompt at the head, but its colder
+    // prompts cost the manager as much (bench/README.md, "Sixteen lanes on AVX-512").
     if (next_ == requests_.size() || window_.size() >= kWindow) return false;
     const double start = thread_cpu_seconds();
     Slot& slot = window_.emplace_back();
@@ -217,7 +217,7 @@ class LanedPass final : public kv::HashJobQueue {
     std::vector<kv::BlockHash> hashes;
     bool hashed = false;
   };
-  static constexpr std::size_t kWindow = 128;
+  static constexpr std::size_t kWindow = 32;
 
   const std::vector<TraceRequest>& requests_;
   const kv::BlockHasher& hasher_;

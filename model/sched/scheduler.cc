@@ -276,12 +276,9 @@ StepPlan Scheduler::schedule() {
 // The waiting requests the next steps may admit, from the head: up to kPrepareSteps steps'
 // budget of prompt tokens (a hit admits more than the budget) and max_num_seqs requests. The
 // preparer is woken only when one still deferred lies within the first half of that reach, so
-// that it works in batches, not once per admission. 64 steps: a batch then holds about half the
-// reach, some 19 Mooncake conversation prompts, enough to fill the hasher's sixteen lanes (with
-// 32 steps most batches held fewer than the AVX-512 path needs to pay off: ten on the Xeon
-// where this was measured, model/util/sha256.h).
+// that it works in batches, not once per admission.
 void Scheduler::name_next_waiting() {
-  constexpr std::int64_t kPrepareSteps = 64;
+  constexpr std::int64_t kPrepareSteps = 32;
   std::vector<const Request*> next;
   std::int64_t tokens = 0;
   bool due = false;
