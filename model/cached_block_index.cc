@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <unordered_set>
 #include <vector>
 
 #include "model/util/check.h"
@@ -124,7 +123,7 @@ bool CachedBlockIndex::contains(const Block& b) const {
 }
 
 bool CachedBlockIndex::check(std::string* why) const {
-  std::unordered_set<BlockId> seen;
+  std::vector<bool> seen(blocks_.size(), false);            // by block id
   std::vector<std::uint32_t> overflow(buckets_.size(), 0);  // recounted from the entries
   std::size_t listed = 0;
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
@@ -170,10 +169,11 @@ bool CachedBlockIndex::check(std::string* why) const {
           *why = "younger duplicate block " + std::to_string(b) + " names a way of the hash map";
           return false;
         }
-        if (!seen.insert(b).second) {
+        if (seen[static_cast<std::size_t>(b)]) {
           *why = "hash map lists block " + std::to_string(b) + " twice";
           return false;
         }
+        seen[static_cast<std::size_t>(b)] = true;
         ++listed;
       }
     }
@@ -186,7 +186,7 @@ bool CachedBlockIndex::check(std::string* why) const {
     }
   }
   for (const Block& b : blocks_) {
-    if (b.index_way != kNoIndexWay && !seen.contains(b.id)) {
+    if (b.index_way != kNoIndexWay && !seen[static_cast<std::size_t>(b.id)]) {
       *why = "block " + std::to_string(b.id) + " names a way of the hash map but is not listed";
       return false;
     }

@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <unordered_set>
 #include <utility>
+#include <vector>
 
 #include "model/util/check.h"
 
@@ -160,7 +160,8 @@ bool FreeBlockQueue::check(std::string* why) const {
   if (used_ > slots_.size() || size_ > used_ || head_ >= std::max<std::size_t>(slots_.size(), 1)) {
     return fail(why, "head, used slots, size and capacity disagree");
   }
-  std::unordered_set<const Block*> seen;
+  std::vector<BlockId> live;  // then marked by id, to find a block live twice
+  live.reserve(size_);
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const std::size_t slot = at(i);
     const Block* b = slots_[slot];
@@ -169,10 +170,16 @@ bool FreeBlockQueue::check(std::string* why) const {
     if (b->free_slot != slot) {
       return fail(why, block_at(b, slot) + " records slot " + std::to_string(b->free_slot));
     }
-    if (!seen.insert(b).second) return fail(why, "block " + std::to_string(b->id) + " is live twice");
+    if (b->id < 0) return fail(why, block_at(b, slot) + " has a negative id");
+    live.push_back(b->id);
   }
-  if (seen.size() != size_) {
-    return fail(why, "size " + std::to_string(size_) + " but " + std::to_string(seen.size()) + " live slots");
+  std::vector<bool> seen(live.empty() ? 0 : static_cast<std::size_t>(*std::max_element(live.begin(), live.end())) + 1);
+  for (BlockId id : live) {
+    if (seen[static_cast<std::size_t>(id)]) return fail(why, "block " + std::to_string(id) + " is live twice");
+    seen[static_cast<std::size_t>(id)] = true;
+  }
+  if (live.size() != size_) {
+    return fail(why, "size " + std::to_string(size_) + " but " + std::to_string(live.size()) + " live slots");
   }
   if (used_ > 0 && (slots_[head_] == nullptr || slots_[at(used_ - 1)] == nullptr)) {
     return fail(why, "a tombstone at the head or the tail");

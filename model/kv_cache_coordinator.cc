@@ -87,19 +87,19 @@ std::int64_t KvCacheCoordinator::max_blocks_per_request(std::int64_t num_tokens)
 }
 
 bool KvCacheCoordinator::check(std::string* why) const {
-  std::vector<std::vector<KvCacheGroupId>> holders(static_cast<std::size_t>(pool_.num_blocks()));
+  std::vector<SingleTypeKvCacheManager::Holders> holders(static_cast<std::size_t>(pool_.num_blocks()));
   for (const auto& m : managers_) {
     if (!m->check(why)) return false;
     m->collect_holders(holders);
   }
   for (BlockId b = 1; b < pool_.num_blocks(); ++b) {
     const auto& h = holders[static_cast<std::size_t>(b)];
-    if (pool_.block(b).ref_cnt != static_cast<int>(h.size())) {
+    if (pool_.block(b).ref_cnt != h.count) {
       *why = "block " + std::to_string(b) + " has ref_cnt " + std::to_string(pool_.block(b).ref_cnt) + " but " +
-             std::to_string(h.size()) + " tables hold it";
+             std::to_string(h.count) + " tables hold it";
       return false;
     }
-    if (std::adjacent_find(h.begin(), h.end(), std::not_equal_to<>()) != h.end()) {
+    if (h.two_groups) {
       *why = "block " + std::to_string(b) + " is held by two groups";
       return false;
     }

@@ -173,10 +173,14 @@ std::span<const BlockId> SingleTypeKvCacheManager::blocks_of(const RequestId& id
   return table->blocks;
 }
 
-void SingleTypeKvCacheManager::collect_holders(std::vector<std::vector<KvCacheGroupId>>& holders) const {
+void SingleTypeKvCacheManager::collect_holders(std::vector<Holders>& holders) const {
   for (const auto& entry : tables_) {
     for (BlockId b : entry.second.blocks) {
-      if (b != pool_.null_block()) holders[static_cast<std::size_t>(b)].push_back(group_id_);
+      if (b == pool_.null_block()) continue;
+      Holders& h = holders[static_cast<std::size_t>(b)];
+      h.two_groups |= h.count > 0 && h.group != group_id_;
+      h.group = group_id_;
+      ++h.count;
     }
   }
 }
@@ -191,9 +195,9 @@ std::int64_t SingleTypeKvCacheManager::num_blocks_in_use() const {
 
 bool SingleTypeKvCacheManager::check(std::string* why) const {
   for (const auto& [id, table] : tables_) {
-    const std::string where = "group " + std::to_string(group_id_) + ", request " + id + ": ";
+    const auto where = [&] { return "group " + std::to_string(group_id_) + ", request " + id + ": "; };
     if (table.num_cached > table.blocks.size()) {
-      *why = where + "more cached blocks than it holds";
+      *why = where() + "more cached blocks than it holds";
       return false;
     }
     bool seen_real = false;
@@ -201,14 +205,14 @@ bool SingleTypeKvCacheManager::check(std::string* why) const {
       const Block& b = pool_.block(table.blocks[i]);
       if (b.is_null) {
         if (seen_real && nulls_form_prefix()) {
-          *why = where + "null block at " + std::to_string(i) + " after a real one";
+          *why = where() + "null block at " + std::to_string(i) + " after a real one";
           return false;
         }
         continue;
       }
       seen_real = true;
       if (b.ref_cnt <= 0 || (i < table.num_cached && (b.hash.empty() || b.group != group_id_))) {
-        *why = where + "block " + std::to_string(b.id) + " at " + std::to_string(i) +
+        *why = where() + "block " + std::to_string(b.id) + " at " + std::to_string(i) +
                " is unreferenced or not cached for its group";
         return false;
       }

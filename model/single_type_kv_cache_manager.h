@@ -103,8 +103,14 @@ class SingleTypeKvCacheManager {
   std::span<const BlockId> blocks_of(const RequestId& id) const;
   bool is_running(const RequestId& id) const { return find_table(id) != nullptr; }
 
-  // Adds, for every non-null entry of every table, this group's id to holders[block id].
-  void collect_holders(std::vector<std::vector<KvCacheGroupId>>& holders) const;
+  // Who holds one block, across the tables of every group (the coordinator's check).
+  struct Holders {
+    int count = 0;             // table entries naming the block
+    KvCacheGroupId group = 0;  // the group of the last one counted
+    bool two_groups = false;   // entries of two different groups name it
+  };
+  // Counts, for every non-null entry of every table, this group in holders[block id].
+  void collect_holders(std::vector<Holders>& holders) const;
   // Real (non-null) blocks in all tables.
   std::int64_t num_blocks_in_use() const;
   // vLLM get_num_common_prefix_blocks: leading blocks of `id` held by all `num_running`

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "model/free_block_queue.h"
+#include "properties/manager_model.h"  // ids_text
 #include "properties/state_runner.h"
 
 namespace kv::props {
@@ -38,14 +39,6 @@ struct QueueSut {
 };
 
 using QueueCommand = rc::state::Command<QueueModel, QueueSut>;
-
-std::string ids_text(const std::vector<BlockId>& ids) {
-  std::ostringstream os;
-  os << "[";
-  for (std::size_t i = 0; i < ids.size(); ++i) os << (i ? "," : "") << ids[i];
-  os << "]";
-  return os.str();
-}
 
 // Everything observable about the queue agrees with the model.
 void compare(const QueueModel& m, QueueSut& sut) {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <string>
 
+#include "replay/option_error.h"
 #include "sim/seeded_normal.h"
 #include "traces/trace.h"
 
@@ -25,13 +26,11 @@ double normal(std::uint64_t& state) {
   return n;
 }
 
-Status bad(const std::string& option, const std::string& why) { return Status::error("--" + option + ": " + why); }
-
 }  // namespace
 
 Status ArrivalOptions::validate() const {
   if (request_rate != 0 && rate_scale != 1) {
-    return bad("rate-scale", "applies to the trace's timestamps, not to --request-rate");
+    return option_error("rate-scale", "applies to the trace's timestamps, not to --request-rate");
   }
   return {};
 }

@@ -15,21 +15,18 @@
 #include "model/util/parse_size.h"
 #include "replay/kv_transfer.h"
 #include "replay/model_config.h"
+#include "replay/option_error.h"
 
 namespace kv::replay {
 
 namespace {
 
-Status bad(std::string_view option, const std::string& why) {
-  return Status::error("--" + std::string(option) + ": " + why);
-}
-
 // Whole-string integer in [lo, hi].
 Status read_int(std::string_view option, const std::string& text, std::int64_t lo, std::int64_t hi, std::int64_t* out) {
   const std::optional<std::int64_t> v = parse_int64(text);
-  if (!v) return bad(option, "'" + text + "' is not an integer");
+  if (!v) return option_error(option, "'" + text + "' is not an integer");
   if (*v < lo || *v > hi) {
-    return bad(option, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + text);
+    return option_error(option, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + text);
   }
   *out = *v;
   return {};
@@ -41,7 +38,7 @@ Status read_on_off(std::string_view option, const std::string& text, bool* out) 
   else if (text == "off" || text == "false")
     *out = false;
   else
-    return bad(option, "must be on or off, got '" + text + "'");
+    return option_error(option, "must be on or off, got '" + text + "'");
   return {};
 }
 
@@ -77,8 +74,8 @@ ConfigOption int_option(std::string_view name, std::string_view group, std::stri
           [=](const ReplayConfig& c) { return std::to_string(field(c)); },
           [=](const ReplayConfig& c) {
             const auto v = static_cast<std::int64_t>(field(c));
-            return v < lo || v > hi ? bad(name, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) +
-                                                    ", got " + std::to_string(v))
+            return v < lo || v > hi ? option_error(name, "must be in " + std::to_string(lo) + ".." +
+                                                             std::to_string(hi) + ", got " + std::to_string(v))
                                     : Status();
           }};
 }
@@ -92,10 +89,10 @@ ConfigOption size_option(std::string_view name, std::string_view group, std::str
   ConfigOption o = int_option(name, group, help, field, lo, hi);
   o.set = [=](ReplayConfig& c, const std::string& t) {
     const std::optional<std::int64_t> v = parse(t);
-    if (!v) return bad(name, "'" + t + "' is not a size (" + std::string(forms) + ")");
+    if (!v) return option_error(name, "'" + t + "' is not a size (" + std::string(forms) + ")");
     if (*v < lo || *v > hi) {
-      return bad(name, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + t + " = " +
-                           std::to_string(*v));
+      return option_error(name, "must be in " + std::to_string(lo) + ".." + std::to_string(hi) + ", got " + t + " = " +
+                                    std::to_string(*v));
     }
     field(c) = static_cast<std::remove_reference_t<decltype(field(c))>>(*v);
     return Status();
@@ -149,7 +146,7 @@ ConfigOption enum_option(std::string_view name, std::string_view group, std::str
               }
               valid += (valid.empty() ? "" : ", ") + text;
             }
-            return bad(name, "must be one of " + valid + ", got '" + t + "'");
+            return option_error(name, "must be one of " + valid + ", got '" + t + "'");
           },
           [=](const ReplayConfig& c) {
             for (const auto& [text, value] : names) {
@@ -241,14 +238,14 @@ bool slo_ok(double ms) { return ms < 0 || (ms >= kMinMs && ms <= kMaxMs); }  // 
 
 Status set_utilization(ReplayConfig& c, const std::string& t) {
   const double v = parse_finite_double(t).value_or(0);
-  if (!utilization_ok(v)) return bad("gpu-memory-utilization", "must be a number in (0, 1], got '" + t + "'");
+  if (!utilization_ok(v)) return option_error("gpu-memory-utilization", "must be a number in (0, 1], got '" + t + "'");
   c.device.gpu_memory_utilization = v;
   return {};
 }
 
 Status check_utilization(const ReplayConfig& c) {
   const double v = c.device.gpu_memory_utilization;
-  return utilization_ok(v) ? Status() : bad("gpu-memory-utilization", "must be in (0, 1], got " + bound(v));
+  return utilization_ok(v) ? Status() : option_error("gpu-memory-utilization", "must be in (0, 1], got " + bound(v));
 }
 
 // A finite number in [lo, hi] (lo > 0), or "inf" where `allow_inf`.
@@ -259,8 +256,8 @@ Status read_positive(std::string_view option, const std::string& t, bool allow_i
   }
   const std::optional<double> v = parse_finite_double(t);
   if (!v || *v < lo || *v > hi) {
-    return bad(option, "must be a number from " + bound(lo) + " to " + bound(hi) + (allow_inf ? " or inf" : "") +
-                           ", got '" + t + "'");
+    return option_error(option, "must be a number from " + bound(lo) + " to " + bound(hi) +
+                                    (allow_inf ? " or inf" : "") + ", got '" + t + "'");
   }
   *out = *v;
   return {};
@@ -286,18 +283,18 @@ Status set_percentiles(ReplayConfig& c, const std::string& t) {
   for (const std::string& part : split(t, ", ")) {
     const double p = parse_finite_double(part).value_or(0);
     if (!percentile_ok(p)) {
-      return bad("metric-percentiles", "'" + part + "' is not a percentile in (0, 100]");
+      return option_error("metric-percentiles", "'" + part + "' is not a percentile in (0, 100]");
     }
     ps.push_back(p);
   }
-  if (ps.empty()) return bad("metric-percentiles", "give at least one percentile, e.g. 50,90,99");
+  if (ps.empty()) return option_error("metric-percentiles", "give at least one percentile, e.g. 50,90,99");
   c.run.replay.metric_percentiles = ps;
   return {};
 }
 
 Status check_percentiles(const ReplayConfig& c) {
   for (double p : c.run.replay.metric_percentiles) {
-    if (!percentile_ok(p)) return bad("metric-percentiles", "each must be in (0, 100], got " + bound(p));
+    if (!percentile_ok(p)) return option_error("metric-percentiles", "each must be in (0, 100], got " + bound(p));
   }
   return {};
 }
@@ -317,7 +314,7 @@ Status set_goodput(ReplayConfig& c, const std::string& t) {
     double v = 0;
     if (colon == std::string::npos ||
         !read_positive("goodput", item.substr(colon + 1), false, kMinMs, kMaxMs, &v).ok()) {
-      return bad("goodput", "'" + item + "' is not METRIC:MILLISECONDS (ttft, tpot or e2el)");
+      return option_error("goodput", "'" + item + "' is not METRIC:MILLISECONDS (ttft, tpot or e2el)");
     }
     if (key == "ttft")
       g.ttft_ms = v;
@@ -326,7 +323,7 @@ Status set_goodput(ReplayConfig& c, const std::string& t) {
     else if (key == "e2el")
       g.e2el_ms = v;
     else
-      return bad("goodput", "unknown metric '" + key + "' (valid: ttft, tpot, e2el)");
+      return option_error("goodput", "unknown metric '" + key + "' (valid: ttft, tpot, e2el)");
   }
   c.run.replay.goodput = g;
   return {};
@@ -335,7 +332,8 @@ Status set_goodput(ReplayConfig& c, const std::string& t) {
 Status check_goodput(const ReplayConfig& c) {
   const GoodputSlo& g = c.run.replay.goodput;
   for (double ms : {g.ttft_ms, g.tpot_ms, g.e2el_ms}) {
-    if (!slo_ok(ms)) return bad("goodput", "each bound must be from " + bound(kMinMs) + " to " + bound(kMaxMs) + " ms");
+    if (!slo_ok(ms))
+      return option_error("goodput", "each bound must be from " + bound(kMinMs) + " to " + bound(kMaxMs) + " ms");
   }
   return {};
 }
@@ -369,8 +367,8 @@ ConfigOption positive_option(std::string_view name, std::string_view group, std:
             if ((zero_is_default && v == 0) || (allow_inf && std::isinf(v) && v > 0) || (v >= lo && v <= hi)) {
               return Status();
             }
-            return bad(name, "must be " + std::string(zero_is_default ? "0 or " : "") + "from " + bound(lo) + " to " +
-                                 bound(hi) + (allow_inf ? " or inf" : "") + ", got " + bound(v));
+            return option_error(name, "must be " + std::string(zero_is_default ? "0 or " : "") + "from " + bound(lo) +
+                                          " to " + bound(hi) + (allow_inf ? " or inf" : "") + ", got " + bound(v));
           }};
 }
 
@@ -538,7 +536,7 @@ Status set_spec_method(ReplayConfig& c, const std::string& t) {
   std::replace(name.begin(), name.end(), '-', '_');  // draft-model: vLLM's draft_model
   const std::optional<SpecMethod> m = parse_spec_method(name);
   if (!m) {
-    return bad(
+    return option_error(
         "speculative-method",
         "must be one of none, eagle, eagle3, mtp, dspark, dflash, draft-model, ngram, suffix, medusa, got '" + t + "'");
   }
@@ -550,7 +548,8 @@ Status set_acceptance_rates(ReplayConfig& c, const std::string& t) {
   std::vector<double> rates;
   for (const std::string& part : split(t, ", ")) {
     const std::optional<double> v = parse_finite_double(part);
-    if (!v || *v < 0 || *v > 1) return bad("acceptance-rates", "'" + part + "' is not a probability in [0, 1]");
+    if (!v || *v < 0 || *v > 1)
+      return option_error("acceptance-rates", "'" + part + "' is not a probability in [0, 1]");
     rates.push_back(*v);
   }
   c.scheduler.speculative.acceptance_rates = rates;
@@ -722,7 +721,7 @@ void add_kv_cache_rows(std::vector<ConfigOption>& t) {
                [](C& c, const std::string& text) {
                  const std::optional<MambaCacheMode> mode = parse_mamba_cache_mode(text);
                  if (!mode && text != "auto") {
-                   return bad("mamba-cache-mode", "must be auto, none, align or all, got '" + text + "'");
+                   return option_error("mamba-cache-mode", "must be auto, none, align or all, got '" + text + "'");
                  }
                  c.device.mamba_cache_mode = mode;
                  return Status();
@@ -809,26 +808,26 @@ Status validate_speculative(const SchedulerConfig& s) {
   const SpeculativeConfig& spec = s.speculative;
   const int k = spec.num_speculative_tokens;
   if (!spec.enabled()) {
-    if (k != 0) return bad("num-speculative-tokens", "needs --speculative-method");
-    if (spec.parallel_drafting) return bad("parallel-drafting", "needs --speculative-method");
-    if (!spec.acceptance_rates.empty()) return bad("acceptance-rates", "needs --speculative-method");
+    if (k != 0) return option_error("num-speculative-tokens", "needs --speculative-method");
+    if (spec.parallel_drafting) return option_error("parallel-drafting", "needs --speculative-method");
+    if (!spec.acceptance_rates.empty()) return option_error("acceptance-rates", "needs --speculative-method");
     return {};
   }
-  if (k < 1) return bad("num-speculative-tokens", "must be at least 1 with --speculative-method");
+  if (k < 1) return option_error("num-speculative-tokens", "must be at least 1 with --speculative-method");
   if (Status st = spec.validate(); !st.ok()) return st.with_context("--speculative-method: ");
   if (static_cast<int>(spec.acceptance_rates.size()) != k) {
-    return bad("acceptance-rates", "give one rate per draft position: " + std::to_string(k) +
-                                       " for --num-speculative-tokens " + std::to_string(k) + ", got " +
-                                       std::to_string(spec.acceptance_rates.size()));
+    return option_error("acceptance-rates", "give one rate per draft position: " + std::to_string(k) +
+                                                " for --num-speculative-tokens " + std::to_string(k) + ", got " +
+                                                std::to_string(spec.acceptance_rates.size()));
   }
   if (s.num_lookahead_tokens != 0 && s.num_lookahead_tokens != spec.num_lookahead_tokens()) {
-    return bad("lookahead", "contradicts --speculative-method " + std::string(to_string(spec.method)) + " (" +
-                                std::to_string(spec.num_lookahead_tokens()) + " slots)");
+    return option_error("lookahead", "contradicts --speculative-method " + std::string(to_string(spec.method)) + " (" +
+                                         std::to_string(spec.num_lookahead_tokens()) + " slots)");
   }
   if (s.max_num_scheduled_tokens() < 1) {
-    return bad("num-speculative-tokens",
-               "the drafter's slots per sequence times --max-num-seqs leave no token of "
-               "--max-num-batched-tokens for a step");
+    return option_error("num-speculative-tokens",
+                        "the drafter's slots per sequence times --max-num-seqs leave no token of "
+                        "--max-num-batched-tokens for a step");
   }
   return {};
 }
@@ -837,7 +836,7 @@ Status validate_speculative(const SchedulerConfig& s) {
 // vLLM's start-up refusal, which a replay does not apply).
 Status validate_scheduler(const SchedulerConfig& s) {
   if (s.cache.num_blocks == 1) {
-    return bad("num-blocks", "the pool needs at least 2 blocks (the null block and one more)");
+    return option_error("num-blocks", "the pool needs at least 2 blocks (the null block and one more)");
   }
   return validate_speculative(s);
 }
@@ -858,9 +857,9 @@ Status validate_parts(const ReplayConfig& c) {
   if (Status s = c.device.validate(); !s.ok()) return s;
   const int block_size = c.block_size();
   if (c.device.kv_cache_tokens > 0 && c.device.kv_cache_tokens < block_size) {
-    return bad("kv-cache-tokens", std::to_string(c.device.kv_cache_tokens) +
-                                      " tokens do not fill one block of --block-size " + std::to_string(block_size) +
-                                      ": the pool would hold no request");
+    return option_error("kv-cache-tokens", std::to_string(c.device.kv_cache_tokens) +
+                                               " tokens do not fill one block of --block-size " +
+                                               std::to_string(block_size) + ": the pool would hold no request");
   }
   if (Status s = c.arrivals.validate(); !s.ok()) return s;
   if (Status s = c.events.validate(); !s.ok()) return s;
@@ -876,49 +875,52 @@ constexpr int kMaxMambaBlock = 1 << 16;
 Status validate_hybrid_groups(const ReplayConfig& c) {
   const ModelShape model = c.effective_model();
   if (model.has_mamba() && c.tiers_enabled()) {
-    return bad("host-cache-bytes", c.device.model.name +
-                                       " has Mamba layers; a second tier turns vLLM's hybrid "
-                                       "KV-cache manager off, which such a model cannot run without");
+    return option_error("host-cache-bytes", c.device.model.name +
+                                                " has Mamba layers; a second tier turns vLLM's hybrid "
+                                                "KV-cache manager off, which such a model cannot run without");
   }
   // The CUDA backend runs Mamba groups (state blocks, gpu_backend/reference/mamba_state.h), not
   // cross attention (no encoder inputs to write its blocks from).
   if (model.cross_attention && c.device.kind != DeviceKind::kSim) {
-    return bad("device", c.device.model.name + ": the CUDA backend has no cross-attention kernels; use --device sim");
+    return option_error("device",
+                        c.device.model.name + ": the CUDA backend has no cross-attention kernels; use --device sim");
   }
   // vLLM's Scheduler asserts that an encoder-decoder model runs without a KV connector.
   if (model.cross_attention && c.tiers_enabled()) {
-    return bad("host-cache-bytes",
-               c.device.model.name + " is an encoder-decoder model: vLLM runs no KV connector (second tier) with one");
+    return option_error(
+        "host-cache-bytes",
+        c.device.model.name + " is an encoder-decoder model: vLLM runs no KV connector (second tier) with one");
   }
   if (!c.hybrid_kv_cache()) return {};
   if (model.has_mamba() && c.device.mamba_cache_mode &&
       c.scheduler.cache.enable_caching == (*c.device.mamba_cache_mode == MambaCacheMode::kNone)) {
-    return bad("mamba-cache-mode",
-               std::string(to_string(*c.device.mamba_cache_mode)) +
-                   (c.scheduler.cache.enable_caching ? " needs --prefix-caching off" : " needs --prefix-caching on"));
+    return option_error("mamba-cache-mode", std::string(to_string(*c.device.mamba_cache_mode)) +
+                                                (c.scheduler.cache.enable_caching ? " needs --prefix-caching off"
+                                                                                  : " needs --prefix-caching on"));
   }
   if (model.cross_attention) {
     if (c.scheduler.cache.enable_caching) {
-      return bad("prefix-caching", c.device.model.name +
-                                       " has cross attention: encoder-decoder models run with prefix caching off "
-                                       "(as vLLM does); drop --prefix-caching on");
+      return option_error("prefix-caching",
+                          c.device.model.name +
+                              " has cross attention: encoder-decoder models run with prefix caching off "
+                              "(as vLLM does); drop --prefix-caching on");
     }
     return {};
   }
   const int block_size = c.block_size();
   if (block_size > kMaxMambaBlock) {
-    return bad("model", c.device.model.name + ": an attention page that holds one Mamba state needs " +
-                            std::to_string(block_size) + "-token blocks; kvsim runs at most " +
-                            std::to_string(kMaxMambaBlock));
+    return option_error("model", c.device.model.name + ": an attention page that holds one Mamba state needs " +
+                                     std::to_string(block_size) + "-token blocks; kvsim runs at most " +
+                                     std::to_string(kMaxMambaBlock));
   }
   auto groups = c.kv_cache_groups();
   if (!groups.ok()) return groups.status().with_context("--model: ");
   for (const KvCacheGroupSpec& g : *groups) {
     if (g.spec.type == AttentionType::kMamba && g.spec.mamba_mode == MambaCacheMode::kNone) continue;
     if (g.spec.block_size != block_size) {
-      return bad("model", c.device.model.name + ": a group's pages need block size " +
-                              std::to_string(g.spec.block_size) + ", the scheduler runs one block size (" +
-                              std::to_string(block_size) + ")");
+      return option_error("model", c.device.model.name + ": a group's pages need block size " +
+                                       std::to_string(g.spec.block_size) + ", the scheduler runs one block size (" +
+                                       std::to_string(block_size) + ")");
     }
   }
   return {};
@@ -927,16 +929,16 @@ Status validate_hybrid_groups(const ReplayConfig& c) {
 // The tiers against the device, the cache and the model's block bytes.
 Status validate_tiers(const ReplayConfig& c) {
   if (!c.tiers_enabled()) return {};
-  if (c.device.kind != DeviceKind::kSim) return bad("host-cache-bytes", "needs --device sim");
+  if (c.device.kind != DeviceKind::kSim) return option_error("host-cache-bytes", "needs --device sim");
   if (!c.scheduler.cache.enable_caching) {
-    return bad("host-cache-bytes", "needs --prefix-caching on (tier entries are block hashes)");
+    return option_error("host-cache-bytes", "needs --prefix-caching on (tier entries are block hashes)");
   }
   const std::int64_t block_bytes = c.effective_model().kv_bytes_per_token() * c.block_size();
   if (c.tiers.host_cache_bytes < block_bytes) {
-    return bad("host-cache-bytes", "holds less than one block (" + std::to_string(block_bytes) + " bytes)");
+    return option_error("host-cache-bytes", "holds less than one block (" + std::to_string(block_bytes) + " bytes)");
   }
   if (c.tiers.disk_cache_bytes > 0 && c.tiers.disk_cache_bytes < block_bytes) {
-    return bad("disk-cache-bytes", "holds less than one block (" + std::to_string(block_bytes) + " bytes)");
+    return option_error("disk-cache-bytes", "holds less than one block (" + std::to_string(block_bytes) + " bytes)");
   }
   return {};
 }
@@ -944,16 +946,16 @@ Status validate_tiers(const ReplayConfig& c) {
 // The rules across parts.
 Status validate_across_parts(const ReplayConfig& c) {
   if (c.events.writes() && !c.scheduler.cache.enable_caching) {
-    return bad(c.events.file.empty() ? "kv-events-zmq" : "kv-events",
-               "needs --prefix-caching on (no block is cached without it)");
+    return option_error(c.events.file.empty() ? "kv-events-zmq" : "kv-events",
+                        "needs --prefix-caching on (no block is cached without it)");
   }
   if (c.run.replay.frontend.enabled() && c.run.replay.max_concurrency > 0 && !c.fleet.single_engine()) {
-    return bad("frontend", "with --max-concurrency needs one engine (the closed-loop client is one engine's)");
+    return option_error("frontend", "with --max-concurrency needs one engine (the closed-loop client is one engine's)");
   }
   if (Status s = validate_hybrid_groups(c); !s.ok()) return s;
   if (Status s = validate_tiers(c); !s.ok()) return s;
   if (c.scheduler.speculative.enabled() && c.device.kind != DeviceKind::kSim) {
-    return bad("speculative-method", "needs --device sim (the simulated device samples and drafts)");
+    return option_error("speculative-method", "needs --device sim (the simulated device samples and drafts)");
   }
   CudaGraphConfig graphs;
   graphs.mode = c.device.cuda_graphs;

@@ -99,17 +99,19 @@ bool KeyedPolicy::check(std::string* why) const {
   for (std::size_t i = 0; i < blocks_.size(); ++i) {
     const Block& b = blocks_[i];
     const State s = state_[i];
-    const std::string name = "block " + std::to_string(b.id);
+    const auto name = [&] { return "block " + std::to_string(b.id); };
     if ((s == State::kUnhashed) != FreeBlockQueue::contains(&b)) {
-      *why = name + " is " + (s == State::kUnhashed ? "not " : "") + "in the unhashed queue against its state";
+      *why = name() + " is " + (s == State::kUnhashed ? "not " : "") + "in the unhashed queue against its state";
       return false;
     }
-    if (s == State::kUnhashed && !b.hash.empty()) return (*why = name + " has a hash but is queued as unhashed"), false;
+    if (s == State::kUnhashed && !b.hash.empty())
+      return (*why = name() + " has a hash but is queued as unhashed"), false;
     if (s != State::kKeyed) continue;
     ++keyed;
-    if (b.hash.empty()) return (*why = name + " is keyed but has no hash"), false;
-    if (key_[i].id != b.id || keyed_.count(key_[i]) != 1) return (*why = name + "'s key is not in the key set"), false;
-    if (key_[i].stamp > clock_) return (*why = name + " has a stamp from the future"), false;
+    if (b.hash.empty()) return (*why = name() + " is keyed but has no hash"), false;
+    if (key_[i].id != b.id || keyed_.count(key_[i]) != 1)
+      return (*why = name() + "'s key is not in the key set"), false;
+    if (key_[i].stamp > clock_) return (*why = name() + " has a stamp from the future"), false;
   }
   if (keyed != keyed_.size()) {
     *why =
