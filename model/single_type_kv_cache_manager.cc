@@ -194,8 +194,9 @@ std::int64_t SingleTypeKvCacheManager::num_blocks_in_use() const {
 }
 
 bool SingleTypeKvCacheManager::check(std::string* why) const {
-  for (const auto& [id, table] : tables_) {
-    const auto where = [&] { return "group " + std::to_string(group_id_) + ", request " + id + ": "; };
+  for (const auto& entry : tables_) {
+    const Table& table = entry.second;
+    const auto where = [&] { return "group " + std::to_string(group_id_) + ", request " + entry.first + ": "; };
     if (table.num_cached > table.blocks.size()) {
       *why = where() + "more cached blocks than it holds";
       return false;
