@@ -126,6 +126,17 @@ struct Lane {
   std::size_t full = 0;
 };
 
+// Starts loading the tokens of the lane's block `block` (if it has one): a round of the lanes
+// later the encoder reads them from the L1 cache instead of waiting on memory.
+inline void prefetch_tokens(const Lane& lane, std::size_t block) {
+  if (block >= lane.full) return;
+  const auto size = static_cast<std::size_t>(lane.job.block_size);
+  const auto* first = reinterpret_cast<const char*>(lane.job.tokens.data() + block * size);
+  const auto* last = reinterpret_cast<const char*>(lane.job.tokens.data() + (block + 1) * size) - 1;
+  for (const char* p = first; p <= last; p += 64) __builtin_prefetch(p);
+  __builtin_prefetch(last);
+}
+
 }  // namespace
 
 const char* to_string(HashAlgo algo) { return algo == HashAlgo::kSha256Cbor ? "sha256_cbor" : "xxhash_cbor"; }
@@ -303,18 +314,17 @@ void BlockHasher::extend_stream(HashJobQueue& queue) const {
     if (active == 0) return;
     std::size_t blocks[kSha256MaxLanes];
     for (std::size_t l = 0; l < active; ++l) blocks[l] = encode_padded(bufs[l], lanes[l].job, lanes[l].next);
+    // Each digest is written where it stays: the job's next hash (its vector has room for all
+    // of them, so nothing moves while the lanes point into it).
     const std::uint8_t* data[kSha256MaxLanes];
     std::uint8_t* digests[kSha256MaxLanes];
-    BlockHash out[kSha256MaxLanes];
     for (std::size_t l = 0; l < active; ++l) {
-      data[l] = bufs[l].data(), digests[l] = out[l].bytes.data();
-      out[l].size = 32;
+      BlockHash& h = lanes[l].job.hashes->emplace_back();
+      h.size = 32;
+      data[l] = bufs[l].data(), digests[l] = h.bytes.data();
     }
     sha256_padded_lanes(data, blocks, active, digests);
-    for (std::size_t l = 0; l < active; ++l) {
-      lanes[l].job.hashes->push_back(out[l]);
-      ++lanes[l].next;
-    }
+    for (std::size_t l = 0; l < active; ++l) prefetch_tokens(lanes[l], ++lanes[l].next + 1);
     for (std::size_t l = 0; l < active;) {  // a finished lane leaves; the last one takes its slot
       if (lanes[l].next == lanes[l].full) {
         queue.done(lanes[l].job);
