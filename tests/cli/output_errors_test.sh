@@ -77,7 +77,11 @@ expect_failure "is not empty" "$kvsim" "${replay[@]}" --out "$out/run"
 # The lock is an flock on DIR.lock: a holder (here flock(1), then a kvsim run) keeps others out.
 flock -o "$out/held.lock" sleep 30 &  # -o: the lock stays with flock, not with sleep
 holder=$!
-sleep 0.3
+for _ in $(seq 1 200); do  # until the holder has the lock (flock -n fails while it is held)
+  flock -n "$out/held.lock" true || break
+  sleep 0.05
+done
+flock -n "$out/held.lock" true && fail "flock(1) did not take $out/held.lock within 10 s"
 expect_failure "being written by another kvsim process" "$kvsim" "${replay[@]}" --out "$out/held" --force
 expect_failure "being written by another kvsim process" "$kvsim" "${grid[@]}" --out "$out/held" --force
 kill "$holder"; wait "$holder" 2> /dev/null || true
