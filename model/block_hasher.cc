@@ -126,8 +126,9 @@ struct Lane {
   std::size_t full = 0;
 };
 
-// Starts loading the tokens of the lane's block `block` (if it has one): a round of the lanes
-// later the encoder reads them from the L1 cache instead of waiting on memory.
+// Starts loading the tokens of the lane's block `block` (if it has one). Called with the block
+// after the lane's next one, so one whole round of the lanes (its encoding and SHA-256) lies
+// between the prefetch and the encoder's read, which then finds them in the cache.
 inline void prefetch_tokens(const Lane& lane, std::size_t block) {
   if (block >= lane.full) return;
   const auto size = static_cast<std::size_t>(lane.job.block_size);
@@ -324,7 +325,10 @@ void BlockHasher::extend_stream(HashJobQueue& queue) const {
       data[l] = bufs[l].data(), digests[l] = h.bytes.data();
     }
     sha256_padded_lanes(data, blocks, active, digests);
-    for (std::size_t l = 0; l < active; ++l) prefetch_tokens(lanes[l], ++lanes[l].next + 1);
+    for (std::size_t l = 0; l < active; ++l) {
+      ++lanes[l].next;
+      prefetch_tokens(lanes[l], lanes[l].next + 1);
+    }
     for (std::size_t l = 0; l < active;) {  // a finished lane leaves; the last one takes its slot
       if (lanes[l].next == lanes[l].full) {
         queue.done(lanes[l].job);
