@@ -119,12 +119,23 @@ std::size_t encode_plain_padded(std::uint8_t* out, const BlockHash& parent, std:
   return pad_at(out, static_cast<std::size_t>(p - out));
 }
 
-// A job of BlockHasher::extend_stream being hashed: its next block and how many it has.
+// Blocks of at most this many tokens, in a job with no extra keys, are encoded by
+// extend_stream into a fixed buffer per lane (plain_bound of it bytes, rounded to cache lines).
+constexpr std::size_t kMaxPlainLaneTokens = 64;
+constexpr std::size_t kPlainLaneBytes = (plain_bound(kMaxPlainLaneTokens) + 63) / 64 * 64;
+
+// A job of BlockHasher::extend_stream being hashed: its next block and how many it has;
+// plain: every block is encoded by encode_plain_padded (no extra keys, a short block).
 struct Lane {
   HashJob job;
   std::size_t next = 0;
   std::size_t full = 0;
+  bool plain = false;
 };
+
+bool has_no_extra_keys(const HashExtras& extras) {
+  return extras.lora_name.empty() && extras.cache_salt.empty() && extras.mm_items.empty();
+}
 
 // Starts loading the tokens of the lane's block `block` (if it has one). Called with the block
 // after the lane's next one, so one whole round of the lanes (its encoding and SHA-256) lies
@@ -298,6 +309,14 @@ void BlockHasher::extend_all(std::span<const HashJob> jobs) const {
 
 void BlockHasher::extend_stream(HashJobQueue& queue) const {
   thread_local std::array<std::vector<std::uint8_t>, kSha256MaxLanes> bufs;
+  alignas(64) thread_local std::array<std::array<std::uint8_t, kPlainLaneBytes>, kSha256MaxLanes> plain_bufs;
+  const auto lane_parent = [this](const Lane& lane) -> const BlockHash& {
+    return lane.next == 0 ? none_hash_ : (*lane.job.hashes)[lane.next - 1];
+  };
+  const auto lane_tokens = [](const Lane& lane) {
+    const auto size = static_cast<std::size_t>(lane.job.block_size);
+    return lane.job.tokens.subspan(lane.next * size, size);
+  };
   std::array<Lane, kSha256MaxLanes> lanes;
   std::size_t active = 0;
   while (true) {
@@ -310,19 +329,28 @@ void BlockHasher::extend_stream(HashJobQueue& queue) const {
         continue;
       }
       job.hashes->reserve(full);
-      lanes[active++] = Lane{job, job.hashes->size(), full};
+      const bool plain =
+          has_no_extra_keys(*job.extras) && static_cast<std::size_t>(job.block_size) <= kMaxPlainLaneTokens;
+      lanes[active++] = Lane{job, job.hashes->size(), full, plain};
     }
     if (active == 0) return;
-    std::size_t blocks[kSha256MaxLanes];
-    for (std::size_t l = 0; l < active; ++l) blocks[l] = encode_padded(bufs[l], lanes[l].job, lanes[l].next);
     // Each digest is written where it stays: the job's next hash (its vector has room for all
     // of them, so nothing moves while the lanes point into it).
+    std::size_t blocks[kSha256MaxLanes];
     const std::uint8_t* data[kSha256MaxLanes];
     std::uint8_t* digests[kSha256MaxLanes];
     for (std::size_t l = 0; l < active; ++l) {
-      BlockHash& h = lanes[l].job.hashes->emplace_back();
+      Lane& lane = lanes[l];
+      blocks[l] = lane.plain ? encode_plain_padded(plain_bufs[l].data(), lane_parent(lane), lane_tokens(lane)) : 0;
+      if (blocks[l] != 0) {
+        data[l] = plain_bufs[l].data();
+      } else {  // extra keys, a long block or an id outside [0, 2^32)
+        blocks[l] = encode_padded(bufs[l], lane.job, lane.next);
+        data[l] = bufs[l].data();
+      }
+      BlockHash& h = lane.job.hashes->emplace_back();
       h.size = 32;
-      data[l] = bufs[l].data(), digests[l] = h.bytes.data();
+      digests[l] = h.bytes.data();
     }
     sha256_padded_lanes(data, blocks, active, digests);
     for (std::size_t l = 0; l < active; ++l) {

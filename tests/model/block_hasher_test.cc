@@ -260,7 +260,7 @@ TEST(BlockHasherTest, IncrementalExtensionEqualsOneShot) {
   }
 }
 
-// Random jobs for extend_all: prompts of 0-300 tokens, block sizes 1, 16 and 32, ids of every
+// Random jobs for extend_all: prompts of 0-300 tokens, block sizes 1, 16, 32 and 80, ids of every
 // CBOR width (and a few past 2^32), some with a LoRA name, a salt or multimodal items (so the
 // lanes' messages differ in length), some already partly hashed.
 struct RandomJobs {
@@ -283,8 +283,8 @@ RandomJobs random_jobs(std::mt19937_64& rng, std::size_t count) {
     if (rng() % 4 == 0) extras.mm_items.push_back({std::string(64, 'm'), static_cast<std::int64_t>(rng() % 100), 40});
     jobs.tokens.push_back(std::move(tokens));
     jobs.extras.push_back(std::move(extras));
-    const int sizes[] = {1, 16, 32};
-    jobs.block_sizes.push_back(sizes[rng() % 3]);
+    const int sizes[] = {1, 16, 32, 80};  // 80: past the lanes' fixed buffers for plain blocks
+    jobs.block_sizes.push_back(sizes[rng() % 4]);
     jobs.prehashed.push_back(rng() % 3 == 0 ? rng() % 4 : 0);
   }
   return jobs;
