@@ -8,12 +8,19 @@
 //      on nothing else (no seed, no state), so the same id always gives the same tokens, and a
 //      shorter expansion of a block is a prefix of a longer one.
 //   2. Every token is in [0, kBlockTokenVocab) (Llama-3's 128,256-token vocabulary).
-// Header-only and allocation-free beyond the appended tokens.
+//   3. expand_block_tokens writes the same tokens on either path: eight at a time with AVX-512
+//      (F and DQ) when the CPU has it, else one at a time (tests/traces/traces_io_test.cc
+//      compares both with block_token()).
+// Header-only but for the AVX-512 path; allocation-free beyond the appended tokens.
 #pragma once
 
 #include <algorithm>
 #include <cstdint>
 #include <vector>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define KV_BLOCK_TOKENS_AVX512 1
+#endif
 
 #include "model/types.h"
 
@@ -36,6 +43,33 @@ constexpr TokenId block_token(std::uint64_t block_id, std::uint64_t position) {
                               static_cast<std::uint64_t>(kBlockTokenVocab));
 }
 
+// Tokens [first, n) of the block whose splitmix64(id) is `base`, one at a time, at out[first..n).
+inline void block_tokens_scalar(std::uint64_t base, int first, int n, TokenId* out) {
+  for (int i = first; i < n; ++i) {
+    out[i] = static_cast<TokenId>(splitmix64(base ^ static_cast<std::uint64_t>(i)) %
+                                  static_cast<std::uint64_t>(kBlockTokenVocab));
+  }
+}
+
+#ifdef KV_BLOCK_TOKENS_AVX512
+// block_tokens_scalar from 0, eight tokens at a time (traces/block_tokens.cc); requires
+// block_tokens_avx512_available().
+void block_tokens_avx512(std::uint64_t base, int n, TokenId* out);
+#endif
+
+// Whether expand_block_tokens takes the AVX-512 path (checked once).
+inline bool block_tokens_avx512_available() {
+#ifdef KV_BLOCK_TOKENS_AVX512
+  static const bool available = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+  }();
+  return available;
+#else
+  return false;
+#endif
+}
+
 // Appends the first `num_tokens` tokens of block `block_id` to `out` (nothing if num_tokens <= 0).
 inline void expand_block_tokens(std::uint64_t block_id, int num_tokens, std::vector<TokenId>& out) {
   if (num_tokens <= 0) return;
@@ -46,11 +80,11 @@ inline void expand_block_tokens(std::uint64_t block_id, int num_tokens, std::vec
   const std::size_t needed = start + static_cast<std::size_t>(num_tokens);
   if (needed > out.capacity()) out.reserve(std::max(needed, 2 * out.capacity()));
   out.resize(needed);
-  TokenId* const p = out.data() + start;  // a plain loop: no capacity check per token
-  for (int i = 0; i < num_tokens; ++i) {
-    p[i] = static_cast<TokenId>(splitmix64(base ^ static_cast<std::uint64_t>(i)) %
-                                static_cast<std::uint64_t>(kBlockTokenVocab));
-  }
+  TokenId* const p = out.data() + start;
+#ifdef KV_BLOCK_TOKENS_AVX512
+  if (block_tokens_avx512_available()) return block_tokens_avx512(base, num_tokens, p);
+#endif
+  block_tokens_scalar(base, 0, num_tokens, p);
 }
 
 }  // namespace kv::trace

@@ -1,7 +1,9 @@
 // TraceWriter / TraceReader: round trips, streaming, and every kind of bad input.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
+#include <random>
 
 #include "tests/traces/traces_test_util.h"
 #include "traces/block_tokens.h"
@@ -469,6 +471,31 @@ TEST(BlockTokens, DeterministicAndPrefixClosed) {
     EXPECT_LT(t, kBlockTokenVocab);
   }
   EXPECT_EQ(a[7], block_token(12345, 7));
+}
+
+// Every path writes block_token()'s tokens: expand_block_tokens (AVX-512 where the CPU has it)
+// and the scalar loop, for every length from 0 to 40 (the vector loop's tail) and 512, over
+// ids from a generator and the extremes of the 64-bit range.
+TEST(BlockTokens, EveryPathWritesBlockToken) {
+  std::mt19937_64 rng(42);
+  std::vector<std::uint64_t> ids = {0, 1, ~std::uint64_t{0}, std::uint64_t{1} << 63};
+  for (int i = 0; i < 200; ++i) ids.push_back(rng());
+  for (const std::uint64_t id : ids) {
+    for (const int n : {0, 1, 7, 8, 9, 15, 16, 17, 31, 40, 512}) {
+      std::vector<TokenId> expanded = {-1};  // appended after what is there
+      expand_block_tokens(id, n, expanded);
+      std::vector<TokenId> scalar(static_cast<std::size_t>(n));
+      block_tokens_scalar(splitmix64(id), 0, n, scalar.data());
+      ASSERT_EQ(expanded.size(), static_cast<std::size_t>(n) + 1);
+      for (int i = 0; i < n; ++i) {
+        const TokenId want = block_token(id, static_cast<std::uint64_t>(i));
+        ASSERT_EQ(expanded[static_cast<std::size_t>(i) + 1], want) << "id " << id << ", token " << i << " of " << n;
+        ASSERT_EQ(scalar[static_cast<std::size_t>(i)], want) << "id " << id << ", token " << i << " of " << n;
+      }
+    }
+  }
+  std::printf("BlockTokens: expand_block_tokens on %s\n",
+              block_tokens_avx512_available() ? "AVX-512, eight at a time" : "the scalar path");
 }
 
 }  // namespace
