@@ -49,6 +49,12 @@ inline bool has_extra_keys(const HashExtras& extras, std::int64_t block_start, s
   return any;
 }
 
+// Whether no block of a request with these extras has any extra key (invariant 1: empty
+// strings are no key); then every block's extra keys are None.
+inline bool has_no_extra_keys(const HashExtras& extras) {
+  return extras.lora_name.empty() && extras.cache_salt.empty() && extras.mm_items.empty();
+}
+
 BlockExtraKeys block_extra_keys(const HashExtras& extras, std::int64_t block_start, std::int64_t block_end);
 
 }  // namespace kv

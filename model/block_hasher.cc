@@ -133,10 +133,6 @@ struct Lane {
   bool plain = false;
 };
 
-bool has_no_extra_keys(const HashExtras& extras) {
-  return extras.lora_name.empty() && extras.cache_salt.empty() && extras.mm_items.empty();
-}
-
 // Starts loading the tokens of the lane's block `block` (if it has one). Called with the block
 // after the lane's next one, so one whole round of the lanes (its encoding and SHA-256) lies
 // between the prefetch and the encoder's read, which then finds them in the cache.

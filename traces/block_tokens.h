@@ -37,18 +37,19 @@ constexpr std::uint64_t splitmix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// Token `position` of the block whose splitmix64(id) is `base`.
+constexpr TokenId block_token_of_base(std::uint64_t base, std::uint64_t position) {
+  return static_cast<TokenId>(splitmix64(base ^ position) % static_cast<std::uint64_t>(kBlockTokenVocab));
+}
+
 // Token `position` of block `block_id`.
 constexpr TokenId block_token(std::uint64_t block_id, std::uint64_t position) {
-  return static_cast<TokenId>(splitmix64(splitmix64(block_id) ^ position) %
-                              static_cast<std::uint64_t>(kBlockTokenVocab));
+  return block_token_of_base(splitmix64(block_id), position);
 }
 
 // Tokens [first, n) of the block whose splitmix64(id) is `base`, one at a time, at out[first..n).
 inline void block_tokens_scalar(std::uint64_t base, int first, int n, TokenId* out) {
-  for (int i = first; i < n; ++i) {
-    out[i] = static_cast<TokenId>(splitmix64(base ^ static_cast<std::uint64_t>(i)) %
-                                  static_cast<std::uint64_t>(kBlockTokenVocab));
-  }
+  for (int i = first; i < n; ++i) out[i] = block_token_of_base(base, static_cast<std::uint64_t>(i));
 }
 
 #ifdef KV_BLOCK_TOKENS_AVX512
