@@ -71,7 +71,9 @@ void CachedBlockIndex::place(Block& b, Key key) {
       return;
     }
     KV_CHECK(passed < buckets_.size(), "the block index is full");
+    KV_CHECK(k.overflow != UINT16_MAX, "block index bucket " << i << " is passed by too many entries");
     ++k.overflow;
+    k.passed |= filter_bit(key.tag);
   }
 }
 
@@ -125,6 +127,7 @@ bool CachedBlockIndex::contains(const Block& b) const {
 bool CachedBlockIndex::check(std::string* why) const {
   std::vector<bool> seen(blocks_.size(), false);            // by block id
   std::vector<std::uint32_t> overflow(buckets_.size(), 0);  // recounted from the entries
+  std::vector<std::uint16_t> passed(buckets_.size(), 0);    // the filter bits they need
   std::size_t listed = 0;
   for (std::size_t i = 0; i < buckets_.size(); ++i) {
     const Bucket& k = buckets_[i];
@@ -148,7 +151,10 @@ bool CachedBlockIndex::check(std::string* why) const {
       }
       // Counted in every bucket from its home up to its own, found from its home, and the
       // first entry of its key on the way (no key listed twice).
-      for (std::size_t j = key.home; j != i; j = next(j)) ++overflow[j];
+      for (std::size_t j = key.home; j != i; j = next(j)) {
+        ++overflow[j];
+        passed[j] |= filter_bit(key.tag);
+      }
       if (find(oldest.hash, oldest.group) != id) {
         *why = "hash map entry for block " + std::to_string(id) +
                " is not found from its home, or its key is listed twice";
@@ -182,6 +188,11 @@ bool CachedBlockIndex::check(std::string* why) const {
     if (buckets_[i].overflow != overflow[i]) {
       *why = "hash map bucket " + std::to_string(i) + " counts " + std::to_string(buckets_[i].overflow) +
              " overflowed entries, " + std::to_string(overflow[i]) + " pass it";
+      return false;
+    }
+    if ((buckets_[i].passed & passed[i]) != passed[i] || (overflow[i] == 0 && buckets_[i].passed != 0)) {
+      *why = "hash map bucket " + std::to_string(i) + " has the filter " + std::to_string(buckets_[i].passed) +
+             ", the entries that pass it need " + std::to_string(passed[i]) + (overflow[i] == 0 ? " (none pass)" : "");
       return false;
     }
   }

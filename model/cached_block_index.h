@@ -4,11 +4,13 @@
 // group 0 leaves them as they are) picks its home bucket; its 16-bit way tag (the next bits,
 // mixed with the group, never 0) tells it from the other keys there.
 // Buckets of one cache line: ten ways of {way tag, oldest block id}, their tags compared at
-// once (tag 0: the way is free), and a count of the entries that overflowed past the bucket. A
+// once (tag 0: the way is free), a count of the entries that overflowed past the bucket and a
+// 16-bit filter of their tags (bit tag & 15 of each, kept until the count falls back to 0). A
 // key lives in its home bucket (home key & mask) or, when that bucket was full, in the first
-// later bucket with a free way; every bucket passed on the way counts it. A lookup stops at the
-// first bucket that counts no overflow, and an erase empties its way in place and uncounts the
-// buckets passed: nothing ever moves. A block that a way lists knows that way
+// later bucket with a free way; every bucket passed on the way counts it and sets its filter
+// bit. A lookup stops at the first bucket whose filter lacks its key's bit, so an insert whose
+// bit is clear at home needs no walk to rule out a duplicate; an erase empties its way in
+// place and uncounts the buckets passed: nothing ever moves. A block that a way lists knows that way
 // (Block::index_way), so an erase writes the bucket without reading it first, and reads the
 // block's hash only when the key lies past its home. The full hash lives in the Block, and
 // younger duplicates hang off the oldest block through Block::next_cached (duplicates are rare:
@@ -22,8 +24,8 @@
 //      whose way tag is the way's tag. No two ways name blocks with equal (hash, group) keys.
 //   2. Every entry lies in its home bucket or in a later one. A bucket's overflow count equals
 //      the number of entries that passed it: those that lie after their home, counted in every
-//      bucket from the home up to, not including, their own. So every entry is found from its
-//      home.
+//      bucket from the home up to, not including, their own. Each of those buckets' filters has
+//      the entry's bit; a filter is 0 when its count is. So every entry is found from its home.
 //   3. Following next_cached from a way's block visits, in insertion order, blocks that all
 //      carry that (hash, group); no block is listed twice; size() counts every listed block.
 //   4. A block's index_way names the way that lists it (with whether that way's bucket is past
@@ -89,11 +91,13 @@ class CachedBlockIndex {
  private:
   static constexpr unsigned kWays = 10;
   static constexpr unsigned kWayMask = (1u << kWays) - 1;
-  // One cache line: the ten ways' tags, the overflow count, the ten ways' blocks. The tags are
-  // compared as twelve 16-bit lanes (the last two are the count) and those two masked off.
+  // One cache line: the ten ways' tags, the overflow count and filter, the ten ways' blocks.
+  // The tags are compared as twelve 16-bit lanes (the last two are the count and the filter)
+  // and those two masked off.
   struct alignas(64) Bucket {
     std::uint16_t tags[kWays] = {};
-    std::uint32_t overflow = 0;
+    std::uint16_t overflow = 0;
+    std::uint16_t passed = 0;  // the filter: bit (tag & 15) of every entry counted in overflow
     BlockId blocks[kWays] = {kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock,
                              kNoBlock, kNoBlock, kNoBlock, kNoBlock, kNoBlock};
   };
@@ -112,17 +116,22 @@ class CachedBlockIndex {
     const auto tag = static_cast<std::uint16_t>((h.prefix64() >> 32) ^ (mix >> 16));
     return tag == 0 ? 1 : tag;
   }
+  // A key's bit in the filter of the buckets its entry passes.
+  static std::uint16_t filter_bit(std::uint16_t tag) { return static_cast<std::uint16_t>(1u << (tag & 15)); }
+  // Whether an entry with this tag may lie past bucket `k` (false: it is in k or nowhere).
+  static bool may_pass(const Bucket& k, std::uint16_t tag) { return (k.passed & filter_bit(tag)) != 0; }
   // `mask` passed in: cache_all keeps the table's mask in a local.
   static Key key_of(const BlockHash& h, std::uint32_t mix, std::size_t mask) {
     return {home_key(h, mix) & mask, way_tag(h, mix)};
   }
   Key key_of(const BlockHash& h, std::uint32_t mix) const { return key_of(h, mix, mask_); }
   Key key_of(const Block& b) const { return key_of(b.hash, group_mix(b.group)); }
-  // cache_all()'s usual case, decided on the home bucket alone: no way carries the tag, nothing
-  // overflowed past it and a way is free. Then the new key takes that way and this returns true.
+  // cache_all()'s usual case, decided on the home bucket alone: no way carries the tag, no entry
+  // with the key's filter bit overflowed past it and a way is free. Then the new key takes that
+  // way and this returns true.
   static bool insert_at_home(Bucket& home, std::size_t home_index, Block& b, std::uint16_t tag) {
     const unsigned free_ways = ways_holding_tag(home, 0);
-    if (ways_holding_tag(home, tag) != 0 || home.overflow != 0 || free_ways == 0) return false;
+    if (ways_holding_tag(home, tag) != 0 || may_pass(home, tag) || free_ways == 0) return false;
     const auto w = static_cast<unsigned>(__builtin_ctz(free_ways));
     home.tags[w] = tag;
     home.blocks[w] = b.id;
@@ -154,7 +163,8 @@ class CachedBlockIndex {
   // Places a new key's oldest block `b` in the first free way from its home bucket, counting
   // it in every full bucket it passes.
   void place(Block& b, Key key);
-  // Uncounts an entry of bucket `i` that passed the buckets from `home` up to i.
+  // Uncounts an entry of bucket `i` that passed the buckets from `home` up to i; a count that
+  // falls to 0 clears its filter.
   void uncount_overflow(std::size_t home, std::size_t i);
   // The rare paths of cache_all and erase, out of line: `b` joins or leaves the chain of younger
   // duplicates listed under `oldest`.
@@ -192,7 +202,7 @@ inline bool CachedBlockIndex::locate(const BlockHash& hash, KvCacheGroupId group
         return true;
       }
     }
-    if (k.overflow == 0) return false;
+    if (!may_pass(k, key.tag)) return false;
   }
 }
 
@@ -228,7 +238,10 @@ inline void CachedBlockIndex::erase(Block& b) {
 }
 
 inline void CachedBlockIndex::uncount_overflow(std::size_t home, std::size_t i) {
-  for (std::size_t j = home; j != i; j = next(j)) --buckets_[j].overflow;
+  for (std::size_t j = home; j != i; j = next(j)) {
+    Bucket& k = buckets_[j];
+    if (--k.overflow == 0) k.passed = 0;
+  }
 }
 
 }  // namespace kv
