@@ -118,35 +118,52 @@ void narrow_lanes(const std::uint8_t* const* data, const std::size_t* blocks, st
   for (std::size_t n = 0; n < count; ++n) sha256_padded_openssl(data[n], blocks[n], out[n]);
 }
 
-// Nanoseconds per message of `lanes` on sixteen two-block messages: the fastest of a few rounds.
+// Sixteen two-block messages to time both paths on.
+struct TimingBatch {
+  alignas(64) std::uint8_t messages[kSha256MaxLanes][128] = {};
+  std::uint8_t digests[kSha256MaxLanes][32] = {};
+  const std::uint8_t* data[kSha256MaxLanes];
+  std::uint8_t* out[kSha256MaxLanes];
+  std::size_t blocks[kSha256MaxLanes];
+  TimingBatch() {
+    for (std::size_t n = 0; n < kSha256MaxLanes; ++n) {
+      messages[n][0] = static_cast<std::uint8_t>(n);
+      data[n] = messages[n], out[n] = digests[n], blocks[n] = 2;
+    }
+  }
+};
+
+// Nanoseconds per message of one round of `lanes` on the batch.
 template <typename Lanes>
-double time_per_message(Lanes lanes) {
-  constexpr std::size_t kCount = kSha256MaxLanes;
-  constexpr int kRounds = 5, kCallsPerRound = 8;
-  alignas(64) std::uint8_t messages[kCount][128] = {};
-  std::uint8_t digests[kCount][32];
-  const std::uint8_t* data[kCount];
-  std::uint8_t* out[kCount];
-  std::size_t blocks[kCount];
-  for (std::size_t n = 0; n < kCount; ++n) {
-    messages[n][0] = static_cast<std::uint8_t>(n);
-    data[n] = messages[n], out[n] = digests[n], blocks[n] = 2;
-  }
-  double best = 0;
-  for (int round = 0; round < kRounds; ++round) {
-    const auto start = std::chrono::steady_clock::now();
-    for (int call = 0; call < kCallsPerRound; ++call) lanes(data, blocks, kCount, out);
-    const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
-    if (round == 0 || ns < best) best = ns;
-  }
-  return best / (kCallsPerRound * kCount);
+double time_round(Lanes lanes, TimingBatch& batch) {
+  constexpr int kCallsPerRound = 8;
+  const auto start = std::chrono::steady_clock::now();
+  for (int call = 0; call < kCallsPerRound; ++call) lanes(batch.data, batch.blocks, kSha256MaxLanes, batch.out);
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count();
+  return ns / (kCallsPerRound * kSha256MaxLanes);
+}
+
+// Runs the wide path for at least `micros` of wall time: a core may keep its 512-bit units
+// powered down (running them slowly for tens of microseconds after their first use), which a
+// measurement taken straight away would charge to the wide path.
+void warm_wide_path(TimingBatch& batch, int micros) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micros);
+  while (std::chrono::steady_clock::now() < until) time_round(&sha256_lanes_avx512, batch);
 }
 
 Sha256LanesPlan measure_plan() {
   Sha256LanesPlan plan;
   if (!sha256_avx512_available()) return plan;
-  plan.narrow_ns_per_message = time_per_message(&narrow_lanes);
-  plan.wide_ns_per_message = time_per_message(&sha256_lanes_avx512);
+  TimingBatch batch;
+  warm_wide_path(batch, 500);
+  // Rounds of the two paths alternate, so that a slow spell of the machine hits both; the
+  // fastest round of each counts.
+  constexpr int kRounds = 16;
+  for (int round = 0; round < kRounds; ++round) {
+    const double narrow = time_round(&narrow_lanes, batch), wide = time_round(&sha256_lanes_avx512, batch);
+    if (round == 0 || narrow < plan.narrow_ns_per_message) plan.narrow_ns_per_message = narrow;
+    if (round == 0 || wide < plan.wide_ns_per_message) plan.wide_ns_per_message = wide;
+  }
   // The wide path costs sixteen messages whatever the batch; the narrow one about its count.
   const double wide_batch = plan.wide_ns_per_message * kSha256MaxLanes;
   for (std::size_t count = 1; count <= kSha256MaxLanes; ++count) {

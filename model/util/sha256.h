@@ -47,9 +47,10 @@ void sha256_padded_lanes(const std::uint8_t* const* data, const std::size_t* blo
 
 // How sha256_padded_lanes splits a batch: batches of at least `wide_from` messages take the
 // AVX-512 path, smaller ones the narrow path (SHA-NI four at a time, or OpenSSL one at a time).
-// wide_from is kSha256MaxLanes + 1 when AVX-512 never wins or is missing. Measured once: the
-// narrow and the wide path each hash sixteen two-block messages a few times, the fastest
-// round of each counts.
+// wide_from is kSha256MaxLanes + 1 when AVX-512 never wins or is missing. Measured once, in
+// about a millisecond: the wide path runs for half a millisecond first (a core may wake its
+// 512-bit units slowly), then the two paths hash sixteen two-block messages in alternating
+// rounds, and the fastest round of each counts.
 struct Sha256LanesPlan {
   std::size_t wide_from = kSha256MaxLanes + 1;
   double narrow_ns_per_message = 0;  // 0 when not measured (no AVX-512)
