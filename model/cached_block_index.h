@@ -51,7 +51,7 @@ class CachedBlockIndex {
  public:
   // How many blocks ahead a batch of evictions or insertions loads their buckets: enough misses
   // in flight to hide memory latency, few enough that the lines are still in L1 when used.
-  static constexpr std::size_t kPrefetchDistance = 16;
+  static constexpr std::size_t kPrefetchDistance = 32;
 
   // Indexes blocks of `blocks` (by id); the span must outlive the index.
   explicit CachedBlockIndex(std::span<Block> blocks);
