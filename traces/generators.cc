@@ -308,8 +308,8 @@ Status validate(const SharedPrefixGenOptions& o) {
   if (o.num_requests < 1 || o.num_requests > kMaxGeneratedRequests) {
     return bad("--num-requests", "must be from 1 to " + std::to_string(kMaxGeneratedRequests));
   }
-  if (o.prefix_len < 0 || o.question_len < 0 || o.prefix_len + o.question_len <= 0 || o.prefix_len > kMaxPart ||
-      o.question_len > kMaxPart) {
+  if (o.prefix_len < 0 || o.question_len < 0 || o.prefix_len > kMaxPart || o.question_len > kMaxPart ||
+      o.prefix_len + o.question_len <= 0) {
     return bad("--prefix-len and --question-len",
                "must be from 0 to " + std::to_string(kMaxPart) + " with a positive sum");
   }

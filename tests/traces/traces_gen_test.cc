@@ -271,6 +271,10 @@ TEST(GenOptions, OutOfRangeOptionsNameTheOption) {
   p.prefix_len = std::numeric_limits<int>::max();
   p.suffix_len = 256;
   EXPECT_EQ(validate(p).message().rfind("--prefix-len and --suffix-len:", 0), 0u);
+  SharedPrefixGenOptions sp;  // the same for shared-prefix's two parts
+  sp.prefix_len = 1024;
+  sp.question_len = std::numeric_limits<int>::max();
+  EXPECT_EQ(validate(sp).message().rfind("--prefix-len and --question-len:", 0), 0u);
 }
 
 TEST(GenSessions, ArrivalsBeyondTheFormatsLimitAreAnError) {
