@@ -99,10 +99,21 @@ bool within(double v, double lo, double hi) { return v >= lo && v <= hi; }
 
 Status bad(const char* option, const std::string& why) { return Status::error(std::string(option) + ": " + why); }
 
+// A prompt of two block references, `first` and `second` tokens long (`options` names both):
+// each from 0 to kMaxBlockRefTokens, their sum positive. The bounds come before the sum, which
+// could overflow otherwise.
+Status check_prompt_parts(const char* options, int first, int second) {
+  constexpr int kMax = kMaxBlockRefTokens;
+  if (first < 0 || second < 0 || first > kMax || second > kMax || first + second <= 0) {
+    return bad(options, "must be from 0 to " + std::to_string(kMax) + " with a positive sum");
+  }
+  return {};
+}
+
 }  // namespace
 
 Status validate(const ShareGptGenOptions& o) {
-  constexpr std::int64_t kMaxTurn = 1 << 20;  // one block reference (trace_io.cc)
+  constexpr std::int64_t kMaxTurn = kMaxBlockRefTokens;  // one block reference
   if (o.num_requests < 1 || o.num_requests > kMaxGeneratedRequests) {
     return bad("--num-requests", "must be from 1 to " + std::to_string(kMaxGeneratedRequests));
   }
@@ -131,7 +142,6 @@ Status validate(const ShareGptGenOptions& o) {
 }
 
 Status validate(const PrefixGenOptions& o) {
-  constexpr int kMaxPart = 1 << 20;  // one block reference (trace_io.cc)
   if (o.num_prompts < 1 || o.num_prefixes < 1 || o.repeat < 1) {
     return bad("--num-prompts, --num-prefixes and --repeat", "must be > 0");
   }
@@ -139,12 +149,7 @@ Status validate(const PrefixGenOptions& o) {
     return bad("--num-prompts",
                "times --repeat must be at most " + std::to_string(kMaxGeneratedRequests) + " requests");
   }
-  // The bounds before the sum, which could overflow otherwise.
-  if (o.prefix_len < 0 || o.suffix_len < 0 || o.prefix_len > kMaxPart || o.suffix_len > kMaxPart ||
-      o.prefix_len + o.suffix_len <= 0) {
-    return bad("--prefix-len and --suffix-len",
-               "must be from 0 to " + std::to_string(kMaxPart) + " with a positive sum");
-  }
+  if (Status s = check_prompt_parts("--prefix-len and --suffix-len", o.prefix_len, o.suffix_len); !s.ok()) return s;
   if (o.output_len < 0 || o.output_len > kMaxOutputTokens) {
     return bad("--output-len", "must be from 0 to " + std::to_string(kMaxOutputTokens));
   }
@@ -303,15 +308,12 @@ StatusOr<std::vector<std::pair<double, double>>> parse_stages(std::string_view t
 }
 
 Status validate(const SharedPrefixGenOptions& o) {
-  constexpr int kMaxPart = 1 << 20;  // one block reference (trace_io.cc)
   if (o.groups < 1 || o.users < 1) return bad("--groups and --users", "must be > 0");
   if (o.num_requests < 1 || o.num_requests > kMaxGeneratedRequests) {
     return bad("--num-requests", "must be from 1 to " + std::to_string(kMaxGeneratedRequests));
   }
-  if (o.prefix_len < 0 || o.question_len < 0 || o.prefix_len > kMaxPart || o.question_len > kMaxPart ||
-      o.prefix_len + o.question_len <= 0) {
-    return bad("--prefix-len and --question-len",
-               "must be from 0 to " + std::to_string(kMaxPart) + " with a positive sum");
+  if (Status s = check_prompt_parts("--prefix-len and --question-len", o.prefix_len, o.question_len); !s.ok()) {
+    return s;
   }
   if (o.output_len < 0 || o.output_len > kMaxOutputTokens) {
     return bad("--output-len", "must be from 0 to " + std::to_string(kMaxOutputTokens));

@@ -31,6 +31,8 @@ inline constexpr std::int64_t kMaxArrivalTimeUs = 1'000'000'000'000'000;
 // 16M tokens: more than any model's context, and small enough to hold in memory.
 inline constexpr std::int64_t kMaxPromptTokens = std::int64_t{1} << 24;
 inline constexpr std::int64_t kMaxOutputTokens = std::int64_t{1} << 24;
+// The tokens one block reference (PromptSegment::block) may expand to.
+inline constexpr int kMaxBlockRefTokens = 1 << 20;
 
 struct TraceHeader {
   std::string source;

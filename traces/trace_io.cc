@@ -26,7 +26,6 @@ namespace pio = ::google::protobuf::io;
 
 constexpr char kMagic[8] = {'K', 'V', 'T', 'R', 'A', 'C', 'E', '\n'};
 constexpr std::uint32_t kMaxFrameBytes = 256u << 20;  // larger lengths are corruption
-constexpr int kMaxBlockRefTokens = 1 << 20;
 
 std::array<std::uint32_t, 256> make_crc_table() {
   std::array<std::uint32_t, 256> table{};
