@@ -11,7 +11,7 @@
 //
 // Counters: prompt_tokens_per_s, hit_rate (hit tokens / queried tokens), block_bytes
 // (sizeof(Block): all the per-block state the pool keeps outside the hash map besides the free
-// queue's ring of block pointers), table_bytes_per_held_block (a live request's block-table entry) and
+// queue's ring of block offsets), table_bytes_per_held_block (a live request's block-table entry) and
 // index_bytes_per_block (the prefix-cache hash map, allocated once for the whole pool).
 // A short summary follows the benchmark table.
 //

@@ -25,14 +25,21 @@ std::string block_at(const Block* b, std::size_t slot) {
 
 }  // namespace
 
-FreeBlockQueue::FreeBlockQueue(std::span<Block> blocks) {
+FreeBlockQueue::FreeBlockQueue(std::span<Block> blocks)
+    : base_(blocks.data()), span_size_(static_cast<std::uint32_t>(blocks.size())) {
+  KV_CHECK(blocks.size() < kEmptySlot, "free queue over " << blocks.size() << " blocks");
   reserve_slots(blocks.size());
   for (Block& b : blocks) append(&b);
 }
 
+std::uint32_t FreeBlockQueue::offset_of(const Block* b) const {
+  KV_CHECK(b >= base_ && b < base_ + span_size_, "block " << b->id << " is not one of the queue's blocks");
+  return static_cast<std::uint32_t>(b - base_);
+}
+
 void FreeBlockQueue::place(std::size_t slot, Block* b) {
   KV_CHECK(!contains(b), "block " << b->id << " is already in the free queue");
-  slots_[slot] = b;
+  slots_[slot] = offset_of(b);
   b->free_slot = static_cast<std::uint32_t>(slot);
   ++size_;
 }
@@ -46,13 +53,13 @@ void FreeBlockQueue::reserve_slots(std::size_t n) {
 // Moves the live blocks, in order, to the start of a fresh ring of `capacity` slots.
 void FreeBlockQueue::rebuild(std::size_t capacity) {
   KV_CHECK(capacity < kNoFreeSlot, "free queue of " << capacity << " slots");
-  std::vector<Block*> next(capacity, nullptr);
+  std::vector<std::uint32_t> next(capacity, kEmptySlot);
   std::size_t w = 0;
   for (std::size_t i = 0; i < used_; ++i) {
-    Block* b = slots_[at(i)];
-    if (b == nullptr) continue;
-    b->free_slot = static_cast<std::uint32_t>(w);
-    next[w++] = b;
+    const std::uint32_t offset = slots_[at(i)];
+    if (offset == kEmptySlot) continue;
+    base_[offset].free_slot = static_cast<std::uint32_t>(w);
+    next[w++] = offset;
   }
   slots_.swap(next);
   head_ = 0;
@@ -61,11 +68,11 @@ void FreeBlockQueue::rebuild(std::size_t capacity) {
 
 // Drops the tombstones at both ends, so that the head and the tail are live.
 void FreeBlockQueue::trim() {
-  while (used_ > 0 && slots_[head_] == nullptr) {
+  while (used_ > 0 && slots_[head_] == kEmptySlot) {
     head_ = (head_ + 1) & mask();
     --used_;
   }
-  while (used_ > 0 && slots_[at(used_ - 1)] == nullptr) --used_;
+  while (used_ > 0 && slots_[at(used_ - 1)] == kEmptySlot) --used_;
 }
 
 void FreeBlockQueue::compact_if_sparse() {
@@ -74,7 +81,7 @@ void FreeBlockQueue::compact_if_sparse() {
 
 Block* FreeBlockQueue::popleft() {
   if (empty()) return nullptr;
-  Block* b = slots_[head_];
+  Block* b = base_ + slots_[head_];
   remove(b);
   return b;
 }
@@ -86,16 +93,19 @@ void FreeBlockQueue::popleft_n(std::size_t n, std::vector<Block*>& out) {
   Block** taken = out.data() + first;
   // The ring's state in locals: the stores through block pointers below cannot then make the
   // compiler reload it.
-  Block** const ring = slots_.data();
+  std::uint32_t* const ring = slots_.data();
+  Block* const base = base_;
+  const std::uint32_t last = span_size_ - 1;  // a tombstone ahead prefetches the last block
   const std::size_t mask = this->mask();
   std::size_t head = head_;
   std::size_t used = used_;
   for (Block** const end = taken + n; taken != end;) {
-    __builtin_prefetch(ring[(head + kPrefetchAhead) & mask], 1);
-    Block* b = std::exchange(ring[head], nullptr);
+    __builtin_prefetch(base + std::min(ring[(head + kPrefetchAhead) & mask], last), 1);
+    const std::uint32_t offset = std::exchange(ring[head], kEmptySlot);
     head = (head + 1) & mask;
     --used;
-    if (b == nullptr) continue;  // a tombstone
+    if (offset == kEmptySlot) continue;  // a tombstone
+    Block* b = base + offset;
     b->free_slot = kNoFreeSlot;
     *taken++ = b;
   }
@@ -108,7 +118,7 @@ void FreeBlockQueue::popleft_n(std::size_t n, std::vector<Block*>& out) {
 
 void FreeBlockQueue::remove(Block* b) {
   KV_CHECK(contains(b), "block " << b->id << " is not in the free queue");
-  slots_[b->free_slot] = nullptr;
+  slots_[b->free_slot] = kEmptySlot;
   b->free_slot = kNoFreeSlot;
   --size_;
   trim();
@@ -124,12 +134,12 @@ void FreeBlockQueue::append(Block* b) {
 void FreeBlockQueue::append_n(std::span<Block* const> blocks) {
   reserve_slots(blocks.size());
   // As popleft_n: the ring's state in locals, written back once.
-  Block** const ring = slots_.data();
+  std::uint32_t* const ring = slots_.data();
   const std::size_t mask = this->mask();
   std::size_t slot = at(used_);
   for (Block* b : blocks) {
     KV_CHECK(!contains(b), "block " << b->id << " is already in the free queue");
-    ring[slot] = b;
+    ring[slot] = offset_of(b);
     b->free_slot = static_cast<std::uint32_t>(slot);
     slot = (slot + 1) & mask;
   }
@@ -150,7 +160,7 @@ std::vector<BlockId> FreeBlockQueue::ids() const {
   std::vector<BlockId> out;
   out.reserve(size_);
   for (std::size_t i = 0; i < used_; ++i) {
-    if (const Block* b = slots_[at(i)]) out.push_back(b->id);
+    if (const std::uint32_t offset = slots_[at(i)]; offset != kEmptySlot) out.push_back(base_[offset].id);
   }
   return out;
 }
@@ -164,8 +174,9 @@ bool FreeBlockQueue::check(std::string* why) const {
   live.reserve(size_);
   for (std::size_t i = 0; i < slots_.size(); ++i) {
     const std::size_t slot = at(i);
-    const Block* b = slots_[slot];
-    if (b == nullptr) continue;
+    if (slots_[slot] == kEmptySlot) continue;
+    if (slots_[slot] >= span_size_) return fail(why, "slot " + std::to_string(slot) + " is outside the block span");
+    const Block* b = base_ + slots_[slot];
     if (i >= used_) return fail(why, block_at(b, slot) + " is outside the used slots");
     if (b->free_slot != slot) {
       return fail(why, block_at(b, slot) + " records slot " + std::to_string(b->free_slot));
@@ -181,7 +192,7 @@ bool FreeBlockQueue::check(std::string* why) const {
   if (live.size() != size_) {
     return fail(why, "size " + std::to_string(size_) + " but " + std::to_string(live.size()) + " live slots");
   }
-  if (used_ > 0 && (slots_[head_] == nullptr || slots_[at(used_ - 1)] == nullptr)) {
+  if (used_ > 0 && (slots_[head_] == kEmptySlot || slots_[at(used_ - 1)] == kEmptySlot)) {
     return fail(why, "a tombstone at the head or the tail");
   }
   if (used_ - size_ > size_) return fail(why, "tombstones outnumber the live slots");

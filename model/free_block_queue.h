@@ -1,16 +1,17 @@
 // FreeBlockQueue: the free blocks in eviction order (head = next victim), as a ring buffer of
-// block pointers with lazy deletion. Each queued block records its slot (Block::free_slot,
-// touched only by this class); removal from the middle (a prefix-cache hit on a free block)
-// clears that slot to a tombstone in O(1), and pops skip tombstones. The buffer is rebuilt
-// without tombstones when they outnumber the queued blocks, so every operation stays amortized
-// O(1) per block. Because the order is an array, popleft_n prefetches the blocks it is about to
-// return instead of chasing links. The queue never owns the blocks it lists.
+// 32-bit offsets into the block span it was given, with lazy deletion. Each queued block records
+// its slot (Block::free_slot, touched only by this class); removal from the middle (a prefix-cache
+// hit on a free block) clears that slot to a tombstone in O(1), and pops skip tombstones. The
+// buffer is rebuilt without tombstones when they outnumber the queued blocks, so every operation
+// stays amortized O(1) per block. Because the order is an array, popleft_n prefetches the blocks
+// it is about to return instead of chasing links. The queue never owns the blocks it lists.
 // Invariants (check()):
 //   1. The ring holds used_ slots from head_ (capacity a power of two); every slot outside them
 //      is empty, and the first and last used slots are live when used_ > 0.
-//   2. Every live (non-null) slot's block records that slot; size() equals the number of live
+//   2. Every live (non-empty) slot's block records that slot; size() equals the number of live
 //      slots; no block is live twice. A block is queued (free_slot set) exactly when it is live.
 //   3. Tombstones (used_ - size()) never outnumber the live slots.
+//   4. A slot is kEmptySlot or the offset of a block of the span.
 #pragma once
 
 #include <cstddef>
@@ -25,7 +26,7 @@ namespace kv {
 
 class FreeBlockQueue {
  public:
-  // Queues `blocks` in the given order.
+  // Queues `blocks` in the given order. Every block it is later given must lie in `blocks`.
   explicit FreeBlockQueue(std::span<Block> blocks);
   FreeBlockQueue(const FreeBlockQueue&) = delete;
   FreeBlockQueue& operator=(const FreeBlockQueue&) = delete;
@@ -33,7 +34,7 @@ class FreeBlockQueue {
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   static bool contains(const Block* b) { return b->free_slot != kNoFreeSlot; }
-  Block* front() const { return empty() ? nullptr : slots_[head_]; }
+  Block* front() const { return empty() ? nullptr : base_ + slots_[head_]; }
 
   Block* popleft();                                         // nullptr when empty
   void popleft_n(std::size_t n, std::vector<Block*>& out);  // requires n <= size()
@@ -47,6 +48,11 @@ class FreeBlockQueue {
   bool check(std::string* why) const;
 
  private:
+  // A slot holds a block's offset in the span or kEmptySlot: 4 bytes, half a pointer, so that
+  // the ring (at most about four slots per block) costs a large pool less of the cache.
+  static constexpr std::uint32_t kEmptySlot = UINT32_MAX;
+
+  std::uint32_t offset_of(const Block* b) const;  // checks that b lies in the span
   std::size_t mask() const { return slots_.size() - 1; }
   std::size_t at(std::size_t offset) const { return (head_ + offset) & mask(); }
   void place(std::size_t slot, Block* b);
@@ -55,10 +61,12 @@ class FreeBlockQueue {
   void trim();
   void compact_if_sparse();
 
-  std::vector<Block*> slots_;  // the ring; nullptr: empty or tombstone
-  std::size_t head_ = 0;       // slot of the head
-  std::size_t used_ = 0;       // slots from head_ in use, live or tombstones
-  std::size_t size_ = 0;       // live slots
+  Block* base_;                       // the span's first block
+  std::uint32_t span_size_;           // its length
+  std::vector<std::uint32_t> slots_;  // the ring; kEmptySlot: empty or tombstone
+  std::size_t head_ = 0;              // slot of the head
+  std::size_t used_ = 0;              // slots from head_ in use, live or tombstones
+  std::size_t size_ = 0;              // live slots
 };
 
 }  // namespace kv

@@ -158,7 +158,9 @@ TEST_F(FreeBlockQueueTest, RemovalsFromTheMiddleLeaveTombstonesThatPopsSkip) {
 TEST(FreeBlockQueueRing, MatchesAVectorThroughWrapsGrowthAndCompaction) {
   std::vector<Block> blocks(200);
   for (int i = 0; i < 200; ++i) blocks[static_cast<std::size_t>(i)].id = i;
-  FreeBlockQueue queue(std::span<Block>(blocks).first(50));
+  // Over all 200 blocks (the queue takes only blocks of its span), 150 of them removed at once.
+  FreeBlockQueue queue(blocks);
+  for (int i = 50; i < 200; ++i) queue.remove(&blocks[static_cast<std::size_t>(i)]);
   std::vector<Block*> model;
   for (int i = 0; i < 50; ++i) model.push_back(&blocks[static_cast<std::size_t>(i)]);
   std::uint32_t rng = 12345;
@@ -222,6 +224,15 @@ TEST_F(FreeBlockQueueTest, QueuingAQueuedBlockAborts) {
   queue_.popleft_n(1, taken);
   EXPECT_DEATH(queue_.remove(b(0)), "block 0 is not in the free queue");
   EXPECT_DEATH(queue_.popleft_n(6, taken), "popping 6 blocks from a queue of 5");
+}
+
+TEST_F(FreeBlockQueueTest, QueuingABlockOutsideItsSpanAborts) {
+  // The ring holds offsets into the span it was built over: any other block would alias one.
+  std::vector<Block> others = make_blocks(1);
+  others[0].id = 9;
+  EXPECT_DEATH(queue_.append(&others[0]), "block 9 is not one of the queue's blocks");
+  const std::vector<Block*> some{&others[0]};
+  EXPECT_DEATH(queue_.append_n(some), "block 9 is not one of the queue's blocks");
 }
 
 }  // namespace
