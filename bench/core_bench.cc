@@ -13,7 +13,9 @@
 // (sizeof(Block): all the per-block state the pool keeps outside the hash map besides the free
 // queue's ring of block offsets), table_bytes_per_held_block (a live request's block-table entry) and
 // index_bytes_per_block (the prefix-cache hash map, allocated once for the whole pool).
-// A short summary follows the benchmark table.
+// A summary follows the benchmark table: each benchmark's median over its repetitions
+// (--benchmark_repetitions; the range beside it), and the cost of the second KV-cache group as
+// the ratio of the two medians of time per token, one at a time, in lanes and manager alone.
 //
 // BM_MooncakeConversationHybrid runs the same loop on the KvCacheManager over
 // gpt-oss-20b's KV-cache groups (sliding window 128 and full attention, one block table each,
@@ -43,6 +45,7 @@
 #include <ctime>
 #include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -134,13 +137,70 @@ void expand_prompt(const TraceRequest& r, std::vector<kv::TokenId>& prompt) {
 std::string lanes_suffix(std::size_t lanes) { return lanes == 1 ? "" : ", " + std::to_string(lanes) + " lanes"; }
 
 struct Summary {
-  double tokens_per_s = 0;
+  std::vector<double> tokens_per_s;  // one figure per repetition (--benchmark_repetitions)
   double hit_rate = 0;
   double index_bytes_per_block = 0;
   std::int64_t failed_allocations = 0;
   bool manager = true;  // false: hashing alone, no hit rate or allocations
 };
 std::map<std::string, Summary> g_summary;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
+// Each benchmark's line in the summary.
+std::string one_group_key(kv::HashAlgo algo, std::size_t lanes) {
+  return std::string("one group, ") + kv::to_string(algo) + lanes_suffix(lanes);
+}
+std::string hybrid_key(std::size_t lanes) { return "hybrid gpt-oss-20b groups, sha256_cbor" + lanes_suffix(lanes); }
+std::string hashing_key(std::size_t lanes) { return "hashing alone (no manager), sha256_cbor" + lanes_suffix(lanes); }
+std::string manager_alone_key(bool hybrid) {
+  return hybrid ? "manager alone, gpt-oss-20b groups (hashed before)" : "manager alone, one group (hashed before)";
+}
+std::map<std::string, std::string> g_key_of_benchmark;  // registered name -> summary line
+
+// The pairs whose ratio the summary prints: the cost of gpt-oss-20b's second KV-cache group.
+struct GroupPair {
+  const char* what;
+  std::string one, two;
+};
+std::vector<GroupPair> group_pairs() {
+  return {{"one at a time", one_group_key(kv::HashAlgo::kSha256Cbor, 1), hybrid_key(1)},
+          {"in lanes", one_group_key(kv::HashAlgo::kSha256Cbor, kv::kSha256MaxLanes), hybrid_key(kv::kSha256MaxLanes)},
+          {"manager alone", manager_alone_key(false), manager_alone_key(true)}};
+}
+
+// The display reporter that --benchmark_format chose, which also hands the summary each
+// repetition's prompt_tokens_per_s as reported (not the library's trial runs that fix the
+// iteration count). Under --benchmark_report_aggregates_only only the aggregates come, and the
+// summary takes their median.
+class SummaryReporter final : public benchmark::BenchmarkReporter {
+ public:
+  SummaryReporter() : display_(benchmark::CreateDefaultDisplayReporter()) {}
+  bool ReportContext(const Context& context) override { return display_->ReportContext(context); }
+  void Finalize() override { display_->Finalize(); }
+  void ReportRuns(const std::vector<Run>& runs) override {
+    display_->ReportRuns(runs);
+    for (const Run& run : runs) record(run);
+  }
+
+ private:
+  static void record(const Run& run) {
+    const auto key = g_key_of_benchmark.find(run.run_name.function_name);
+    const auto figure = run.counters.find("prompt_tokens_per_s");
+    if (run.error_occurred || key == g_key_of_benchmark.end() || figure == run.counters.end()) return;
+    Summary& s = g_summary[key->second];
+    if (run.run_type == Run::RT_Iteration) {
+      s.tokens_per_s.push_back(figure->second.value);
+    } else if (run.aggregate_name == "median" && s.tokens_per_s.empty()) {
+      s.tokens_per_s.push_back(figure->second.value);
+    }
+  }
+  std::unique_ptr<benchmark::BenchmarkReporter> display_;
+};
 
 // The timed region is measured in this thread's CPU time: the machines this runs on are shared,
 // and wall time would charge other processes' work to the core.
@@ -282,8 +342,7 @@ void BM_MooncakeConversation(benchmark::State& state, kv::HashAlgo algo, std::si
   state.counters["table_bytes_per_held_block"] = static_cast<double>(sizeof(kv::BlockId));
   state.counters["index_bytes_per_block"] = index_bytes;
   state.counters["failed_allocs"] = static_cast<double>(failed);
-  Summary& s = g_summary[std::string("one group, ") + kv::to_string(algo) + lanes_suffix(lanes)];
-  s.tokens_per_s = static_cast<double>(tokens) / timed_seconds;
+  Summary& s = g_summary[one_group_key(algo, lanes)];
   s.hit_rate = hit_rate;
   s.index_bytes_per_block = index_bytes;
   s.failed_allocations = failed;
@@ -326,8 +385,7 @@ void BM_MooncakeConversationHybrid(benchmark::State& state, std::size_t lanes) {
   state.counters["prompt_tokens_per_s"] = static_cast<double>(tokens) / timed_seconds;
   state.counters["hit_rate"] = static_cast<double>(hits) / static_cast<double>(queries);
   state.counters["failed_allocs"] = static_cast<double>(failed);
-  Summary& s = g_summary["hybrid gpt-oss-20b groups, sha256_cbor" + lanes_suffix(lanes)];
-  s.tokens_per_s = static_cast<double>(tokens) / timed_seconds;
+  Summary& s = g_summary[hybrid_key(lanes)];
   s.hit_rate = static_cast<double>(hits) / static_cast<double>(queries);
   s.failed_allocations = failed;
 }
@@ -348,8 +406,7 @@ void BM_MooncakeHashingAlone(benchmark::State& state, std::size_t lanes) {
     timed_seconds += seconds;
   }
   state.counters["prompt_tokens_per_s"] = static_cast<double>(tokens) / timed_seconds;
-  Summary& s = g_summary["hashing alone (no manager), sha256_cbor" + lanes_suffix(lanes)];
-  s.tokens_per_s = static_cast<double>(tokens) / timed_seconds;
+  Summary& s = g_summary[hashing_key(lanes)];
   s.manager = false;
 }
 
@@ -394,9 +451,7 @@ void BM_MooncakeManagerAlone(benchmark::State& state, bool hybrid) {
   state.counters["prompt_tokens_per_s"] = static_cast<double>(tokens) / timed_seconds;
   state.counters["hit_rate"] = static_cast<double>(hits) / static_cast<double>(queries);
   state.counters["failed_allocs"] = static_cast<double>(failed);
-  Summary& s = g_summary[hybrid ? "manager alone, gpt-oss-20b groups (hashed before)"
-                                : "manager alone, one group (hashed before)"];
-  s.tokens_per_s = static_cast<double>(tokens) / timed_seconds;
+  Summary& s = g_summary[manager_alone_key(hybrid)];
   s.hit_rate = static_cast<double>(hits) / static_cast<double>(queries);
   s.failed_allocations = failed;
 }
@@ -404,22 +459,25 @@ void BM_MooncakeManagerAlone(benchmark::State& state, bool hybrid) {
 // Each benchmark one request at a time (its plain name), then with kSha256MaxLanes requests'
 // prompts hashed together ("/16_lanes"), side by side in one run.
 void register_benchmarks() {
-  const auto timed = [](benchmark::internal::Benchmark* b) {
-    b->UseManualTime()->Unit(benchmark::kMillisecond)->MinTime(2.0);
+  // Registers `name` (timed manually, at least 2 s a repetition) under its summary line `key`.
+  const auto add = [](const std::string& name, std::string key, auto&& fn, auto... args) {
+    benchmark::RegisterBenchmark(name.c_str(), fn, args...)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(2.0);
+    g_key_of_benchmark[name] = std::move(key);
   };
   for (const std::size_t lanes : {std::size_t{1}, kv::kSha256MaxLanes}) {
     const std::string tail = lanes == 1 ? "" : "/" + std::to_string(lanes) + "_lanes";
-    timed(benchmark::RegisterBenchmark(("BM_MooncakeHashingAlone" + tail).c_str(), BM_MooncakeHashingAlone, lanes));
-
-    timed(benchmark::RegisterBenchmark(("BM_MooncakeConversationHybrid" + tail).c_str(), BM_MooncakeConversationHybrid,
-                                       lanes));
-    timed(benchmark::RegisterBenchmark(("BM_MooncakeConversation/sha256_cbor" + tail).c_str(), BM_MooncakeConversation,
-                                       kv::HashAlgo::kSha256Cbor, lanes));
+    add("BM_MooncakeHashingAlone" + tail, hashing_key(lanes), BM_MooncakeHashingAlone, lanes);
+    add("BM_MooncakeConversationHybrid" + tail, hybrid_key(lanes), BM_MooncakeConversationHybrid, lanes);
+    add("BM_MooncakeConversation/sha256_cbor" + tail, one_group_key(kv::HashAlgo::kSha256Cbor, lanes),
+        BM_MooncakeConversation, kv::HashAlgo::kSha256Cbor, lanes);
   }
-  timed(benchmark::RegisterBenchmark("BM_MooncakeManagerAlone/one_group", BM_MooncakeManagerAlone, false));
-  timed(benchmark::RegisterBenchmark("BM_MooncakeManagerAlone/two_groups", BM_MooncakeManagerAlone, true));
-  timed(benchmark::RegisterBenchmark("BM_MooncakeConversation/xxhash_cbor", BM_MooncakeConversation,
-                                     kv::HashAlgo::kXxhashCbor, std::size_t{1}));
+  add("BM_MooncakeManagerAlone/one_group", manager_alone_key(false), BM_MooncakeManagerAlone, false);
+  add("BM_MooncakeManagerAlone/two_groups", manager_alone_key(true), BM_MooncakeManagerAlone, true);
+  add("BM_MooncakeConversation/xxhash_cbor", one_group_key(kv::HashAlgo::kXxhashCbor, 1), BM_MooncakeConversation,
+      kv::HashAlgo::kXxhashCbor, std::size_t{1});
 }
 
 void print_summary() {
@@ -441,11 +499,21 @@ void print_summary() {
   }
   std::printf("\n");
   for (const auto& [name, s] : g_summary) {
-    std::printf("  %-40s %7.1fM prompt tokens/s", name.c_str(), s.tokens_per_s / 1e6);
+    std::printf("  %-40s %7.1fM prompt tokens/s", name.c_str(), median(s.tokens_per_s) / 1e6);
+    if (s.tokens_per_s.size() > 1) {
+      const auto [lo, hi] = std::minmax_element(s.tokens_per_s.begin(), s.tokens_per_s.end());
+      std::printf(" (median of %zu repetitions, %.1f-%.1fM)", s.tokens_per_s.size(), *lo / 1e6, *hi / 1e6);
+    }
     if (s.manager) {
       std::printf("  hit rate %.4f  failed allocations %lld", s.hit_rate, static_cast<long long>(s.failed_allocations));
     }
     std::printf("\n");
+  }
+  for (const GroupPair& pair : group_pairs()) {
+    const auto one = g_summary.find(pair.one), two = g_summary.find(pair.two);
+    if (one == g_summary.end() || two == g_summary.end()) continue;
+    std::printf("  two groups / one group, time per token, %s: %.3f (ratio of the medians)\n", pair.what,
+                median(one->second.tokens_per_s) / median(two->second.tokens_per_s));
   }
   std::printf(
       "  metadata per block: %zu bytes (sizeof(Block), free-queue slot included; "
@@ -493,7 +561,8 @@ int main(int argc, char** argv) {
   benchmark::Initialize(&n, args.data());
   register_benchmarks();
   if (benchmark::ReportUnrecognizedArguments(n, args.data())) return 1;
-  benchmark::RunSpecifiedBenchmarks();
+  SummaryReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
   benchmark::Shutdown();
   print_summary();
   return 0;
