@@ -335,10 +335,10 @@ std::vector<std::int64_t> pool_state(const HybridSut& sut) {
   return s;
 }
 
-struct Arrive final : HybridCommand {
+struct HybridArrive final : HybridCommand {
   std::string id;
   std::vector<TokenId> tokens;
-  Arrive(std::string i, std::vector<TokenId> t) : id(std::move(i)), tokens(std::move(t)) {}
+  HybridArrive(std::string i, std::vector<TokenId> t) : id(std::move(i)), tokens(std::move(t)) {}
   void checkPreconditions(const HybridModel& m) const override {
     require(m.find(id) == nullptr && !tokens.empty());
     require(static_cast<std::int64_t>(tokens.size()) < m.c.max_model_len);
@@ -353,12 +353,12 @@ struct Arrive final : HybridCommand {
   }
 };
 
-struct Admit final : HybridCommand {
+struct HybridAdmit final : HybridCommand {
   std::string id;
   std::int64_t n;  // tokens after the hit, clamped to what is left
   bool fullfit;
   std::int64_t lookahead;
-  Admit(std::string i, std::int64_t count, bool ff, std::int64_t la)
+  HybridAdmit(std::string i, std::int64_t count, bool ff, std::int64_t la)
       : id(std::move(i)), n(count), fullfit(ff), lookahead(la) {}
   void checkPreconditions(const HybridModel& m) const override {
     const HybridModelRequest* r = m.find(id);
@@ -376,11 +376,11 @@ struct Admit final : HybridCommand {
 
 // The next chunk; at the last known token it may carry `drafts` draft tokens, of which the
 // first `accepted` are kept (they become tokens) and the rest rolled back.
-struct Grow final : HybridCommand {
+struct HybridGrow final : HybridCommand {
   std::string id;
   std::int64_t n;
   std::int64_t lookahead, drafts, accepted;
-  Grow(std::string i, std::int64_t count, std::int64_t la, std::int64_t d, std::int64_t a)
+  HybridGrow(std::string i, std::int64_t count, std::int64_t la, std::int64_t d, std::int64_t a)
       : id(std::move(i)), n(count), lookahead(la), drafts(d), accepted(a) {}
   void checkPreconditions(const HybridModel& m) const override {
     const HybridModelRequest* r = m.find(id);
@@ -396,7 +396,7 @@ struct Grow final : HybridCommand {
 };
 
 // A scheduler step starts: Mamba states cached so far can be hit from now on.
-struct NewStep final : HybridCommand {
+struct HybridNewStep final : HybridCommand {
   void apply(HybridModel&) const override {}
   void run(const HybridModel&, HybridSut& sut) const override {
     sut.manager->new_step();
@@ -406,9 +406,9 @@ struct NewStep final : HybridCommand {
   void show(std::ostream& os) const override { os << "new_step"; }
 };
 
-struct Free final : HybridCommand {
+struct HybridFree final : HybridCommand {
   std::string id;
-  explicit Free(std::string i) : id(std::move(i)) {}
+  explicit HybridFree(std::string i) : id(std::move(i)) {}
   void checkPreconditions(const HybridModel& m) const override {
     const HybridModelRequest* r = m.find(id);
     require(r != nullptr && r->admitted && !r->retired);
@@ -424,7 +424,7 @@ struct Free final : HybridCommand {
   void show(std::ostream& os) const override { os << "free " << id; }
 };
 
-struct Drain final : HybridCommand {
+struct HybridDrain final : HybridCommand {
   void apply(HybridModel& m) const override {
     for (auto& r : m.requests) r.retired = r.retired || r.admitted;
   }
@@ -452,7 +452,7 @@ int group_with_fresh_state(const HybridSut& sut, const CacheHit& hit) {
   return -1;
 }
 
-void Admit::run(const HybridModel&, HybridSut& sut) const {
+void HybridAdmit::run(const HybridModel&, HybridSut& sut) const {
   Request& req = *sut.requests.at(id);
   const CacheHit hit = sut.manager->get_computed_blocks(req);
   check_hit(sut, req, hit);
@@ -485,7 +485,7 @@ void append_token(Request& req) {
   req.append_tokens(std::span<const TokenId>(&next, 1));
 }
 
-void Grow::run(const HybridModel& m, HybridSut& sut) const {
+void HybridGrow::run(const HybridModel& m, HybridSut& sut) const {
   if (sut.held.count(id) == 0) return;  // its admission failed
   Request& req = *sut.requests.at(id);
   if (req.num_computed_tokens == req.num_tokens()) {
@@ -530,18 +530,18 @@ rc::Gen<std::shared_ptr<const HybridCommand>> gen_hybrid_command(const HybridMod
       for (std::size_t i = 0; i < extra; ++i) tokens.push_back(*rc::gen::inRange<TokenId>(0, 2));
       if (static_cast<std::int64_t>(tokens.size()) >= m.c.max_model_len)
         tokens.resize(static_cast<std::size_t>(m.c.max_model_len - 1));
-      return std::make_shared<Arrive>("r" + std::to_string(m.requests.size()), std::move(tokens));
+      return std::make_shared<HybridArrive>("r" + std::to_string(m.requests.size()), std::move(tokens));
     }
     if (kind < 11 && !waiting.empty())
-      return std::make_shared<Admit>(*rc::gen::elementOf(waiting), n, *rc::gen::inRange(0, 4) == 3, lookahead);
+      return std::make_shared<HybridAdmit>(*rc::gen::elementOf(waiting), n, *rc::gen::inRange(0, 4) == 3, lookahead);
     if (kind < 17 && !held.empty()) {
       const std::int64_t drafts = *rc::gen::inRange(0, 3) == 0 ? *rc::gen::inRange<std::int64_t>(1, 4) : 0;
       const std::int64_t accepted = *rc::gen::inRange<std::int64_t>(0, drafts + 1);
-      return std::make_shared<Grow>(*rc::gen::elementOf(held), n, lookahead, drafts, accepted);
+      return std::make_shared<HybridGrow>(*rc::gen::elementOf(held), n, lookahead, drafts, accepted);
     }
-    if (kind < 19 && !held.empty()) return std::make_shared<Free>(*rc::gen::elementOf(held));
-    if (kind < 22) return std::make_shared<NewStep>();
-    return std::make_shared<Drain>();
+    if (kind < 19 && !held.empty()) return std::make_shared<HybridFree>(*rc::gen::elementOf(held));
+    if (kind < 22) return std::make_shared<HybridNewStep>();
+    return std::make_shared<HybridDrain>();
   });
 }
 
