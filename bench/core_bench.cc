@@ -193,11 +193,8 @@ class SummaryReporter final : public benchmark::BenchmarkReporter {
     const auto figure = run.counters.find("prompt_tokens_per_s");
     if (run.error_occurred || key == g_key_of_benchmark.end() || figure == run.counters.end()) return;
     Summary& s = g_summary[key->second];
-    if (run.run_type == Run::RT_Iteration) {
-      s.tokens_per_s.push_back(figure->second.value);
-    } else if (run.aggregate_name == "median" && s.tokens_per_s.empty()) {
-      s.tokens_per_s.push_back(figure->second.value);
-    }
+    const bool median_alone = run.aggregate_name == "median" && s.tokens_per_s.empty();
+    if (run.run_type == Run::RT_Iteration || median_alone) s.tokens_per_s.push_back(figure->second.value);
   }
   std::unique_ptr<benchmark::BenchmarkReporter> display_;
 };
@@ -499,6 +496,7 @@ void print_summary() {
   }
   std::printf("\n");
   for (const auto& [name, s] : g_summary) {
+    if (s.tokens_per_s.empty()) continue;  // no run of it was reported
     std::printf("  %-40s %7.1fM prompt tokens/s", name.c_str(), median(s.tokens_per_s) / 1e6);
     if (s.tokens_per_s.size() > 1) {
       const auto [lo, hi] = std::minmax_element(s.tokens_per_s.begin(), s.tokens_per_s.end());
@@ -511,7 +509,9 @@ void print_summary() {
   }
   for (const GroupPair& pair : group_pairs()) {
     const auto one = g_summary.find(pair.one), two = g_summary.find(pair.two);
-    if (one == g_summary.end() || two == g_summary.end()) continue;
+    if (one == g_summary.end() || two == g_summary.end() || one->second.tokens_per_s.empty() ||
+        two->second.tokens_per_s.empty())
+      continue;
     std::printf("  two groups / one group, time per token, %s: %.3f (ratio of the medians)\n", pair.what,
                 median(one->second.tokens_per_s) / median(two->second.tokens_per_s));
   }
