@@ -73,6 +73,7 @@ std::size_t MambaManager::remove_skipped_blocks(const RequestId& id, const SlotD
   const BlockId freed[] = {entry};
   entry = pool_.null_block();
   pool_.free_blocks(freed);
+  count_nulled(1);
   return removed + 1;
 }
 
@@ -108,6 +109,7 @@ void MambaManager::allocate_align_blocks(const RequestId& id, const SlotDemand& 
   const std::size_t n = required - blocks.size();
   KV_CHECK(n <= (state.allocated ? 1 : 1 + s), "group " << group_id_ << ": " << n << " new Mamba blocks for " << id);
   pool_.get_new_blocks(n, blocks);
+  count_entered(n);
   state.allocated = true;
   out.insert(out.end(), blocks.begin() + static_cast<std::ptrdiff_t>(held), blocks.end());
 }

@@ -72,6 +72,7 @@ std::size_t SingleTypeKvCacheManager::null_out_down(std::vector<BlockId>& blocks
   }
   // No call when nothing fell out: a free call is a release on the priority policy's clock.
   if (!removed.empty()) pool_.free_blocks(removed);
+  count_nulled(removed.size());
   return removed.size();
 }
 
@@ -120,6 +121,7 @@ void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id,
   if (skipped == 0 && std::find(kept.begin(), kept.end(), pool_.null_block()) == kept.end()) {
     table.blocks.assign(kept.begin(), kept.end());  // full attention: every hit block is real
     pool_.touch(kept);
+    count_entered(kept.size());
     table.num_cached = table.blocks.size();
     return;
   }
@@ -132,6 +134,7 @@ void SingleTypeKvCacheManager::allocate_new_computed_blocks(const RequestId& id,
     if (b != pool_.null_block()) touched.push_back(b);
   }
   pool_.touch(touched);
+  count_entered(touched.size());
   table.num_cached = table.blocks.size();
 }
 
@@ -143,6 +146,7 @@ void SingleTypeKvCacheManager::allocate_new_blocks(const RequestId& id, const Sl
   const std::size_t first = out.size();
   pool_.get_new_blocks(static_cast<std::size_t>(n), out);
   table.blocks.insert(table.blocks.end(), out.begin() + static_cast<std::ptrdiff_t>(first), out.end());
+  count_entered(static_cast<std::size_t>(n));
 }
 
 void SingleTypeKvCacheManager::cache_blocks(const Request& request, std::int64_t num_tokens) {
@@ -163,6 +167,8 @@ void SingleTypeKvCacheManager::free(const RequestId& id, const BlockRetention& r
   std::vector<BlockId>& blocks = it->second.blocks;
   std::reverse(blocks.begin(), blocks.end());
   pool_.free_blocks(blocks, retention);
+  count_nulled(static_cast<std::size_t>(
+      std::count_if(blocks.begin(), blocks.end(), [&](BlockId b) { return b != pool_.null_block(); })));
   if (memo_ == &it->second) memo_ = nullptr;
   tables_.erase(it);
 }
@@ -185,15 +191,8 @@ void SingleTypeKvCacheManager::collect_holders(std::vector<Holders>& holders) co
   }
 }
 
-std::int64_t SingleTypeKvCacheManager::num_blocks_in_use() const {
-  std::int64_t n = 0;
-  for (const auto& entry : tables_) {
-    for (BlockId b : entry.second.blocks) n += b != pool_.null_block() ? 1 : 0;
-  }
-  return n;
-}
-
 bool SingleTypeKvCacheManager::check(std::string* why) const {
+  std::int64_t real = 0;
   for (const auto& entry : tables_) {
     const Table& table = entry.second;
     const auto where = [&] { return "group " + std::to_string(group_id_) + ", request " + entry.first + ": "; };
@@ -212,12 +211,18 @@ bool SingleTypeKvCacheManager::check(std::string* why) const {
         continue;
       }
       seen_real = true;
+      ++real;
       if (b.ref_cnt <= 0 || (i < table.num_cached && (b.hash.empty() || b.group != group_id_))) {
         *why = where() + "block " + std::to_string(b.id) + " at " + std::to_string(i) +
                " is unreferenced or not cached for its group";
         return false;
       }
     }
+  }
+  if (real != real_entries_) {
+    *why = "group " + std::to_string(group_id_) + ": " + std::to_string(real) + " real table entries, counted " +
+           std::to_string(real_entries_);
+    return false;
   }
   return true;
 }

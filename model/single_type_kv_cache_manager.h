@@ -15,6 +15,7 @@
 //   3. A table grows only at its end; entries turn null (never the other way).
 //   4. A group block of B tokens, B = m * hash_block_size, is named by the chain hash of its
 //      last hash block: group block i uses the request's hash (i + 1) * m - 1.
+//   5. num_blocks_in_use() equals the number of non-null entries over all tables.
 #pragma once
 
 #include <cstdint>
@@ -111,8 +112,8 @@ class SingleTypeKvCacheManager {
   };
   // Counts, for every non-null entry of every table, this group in holders[block id].
   void collect_holders(std::vector<Holders>& holders) const;
-  // Real (non-null) blocks in all tables.
-  std::int64_t num_blocks_in_use() const;
+  // Real (non-null) entries in all tables, counted as they change (check() recounts them).
+  std::int64_t num_blocks_in_use() const { return real_entries_; }
   // vLLM get_num_common_prefix_blocks: leading blocks of `id` held by all `num_running`
   // requests (cascade attention); 0 for every type but full attention.
   virtual int num_common_prefix_blocks(const RequestId& /*id*/, int /*num_running*/) const { return 0; }
@@ -138,6 +139,10 @@ class SingleTypeKvCacheManager {
   // Nulls entries hi - 1, hi - 2, ... down to `lo`, stopping at the first null; frees them in
   // that order, in one call (none when nothing turned null). Returns how many.
   std::size_t null_out_down(std::vector<BlockId>& blocks, std::size_t hi, std::size_t lo);
+  // Every change to a table's real entries is counted here: n real blocks entered a table,
+  // or n real entries turned null.
+  void count_entered(std::size_t n) { real_entries_ += static_cast<std::int64_t>(n); }
+  void count_nulled(std::size_t n) { real_entries_ -= static_cast<std::int64_t>(n); }
   Table* find_table(const RequestId& id);
   const Table* find_table(const RequestId& id) const;
   // The request's table, created empty if it has none.
@@ -152,6 +157,7 @@ class SingleTypeKvCacheManager {
  private:
   const int hash_stride_;  // group block size / hash block size
   std::unordered_map<RequestId, Table> tables_;
+  std::int64_t real_entries_ = 0;  // non-null entries over all tables
   // The table found last and its request: one allocation looks the same request up several
   // times. A node's address is stable until that entry is erased, which clears the memo.
   mutable Table* memo_ = nullptr;
