@@ -19,7 +19,7 @@ namespace kv {
 // A KV-cache group's index (vLLM's kv_cache_group_id); 0 for a model with one group.
 using KvCacheGroupId = std::uint16_t;
 
-// Block::free_slot of a block that is not in a free queue.
+// Block::free_slot of a block never queued, or removed from the middle of its queue.
 inline constexpr std::uint32_t kNoFreeSlot = UINT32_MAX;
 // Block::index_way of a block that no way of the index names.
 inline constexpr std::uint32_t kNoIndexWay = UINT32_MAX;
@@ -36,8 +36,9 @@ struct alignas(64) Block {
   // The group the block is cached for: the map key is (hash, group). 0 while uncached.
   KvCacheGroupId group = 0;
 
-  // The block's slot in the FreeBlockQueue's ring, touched only by that class: kNoFreeSlot
-  // exactly while the block is not queued.
+  // The block's slot in the FreeBlockQueue's ring, touched only by that class: meaningful while
+  // the block is queued, stale after a pop (the queue asks its ring: FreeBlockQueue::contains),
+  // kNoFreeSlot before the block was ever queued or after a removal.
   std::uint32_t free_slot = kNoFreeSlot;
   // Where in the pool's CachedBlockIndex a way names the block (its bucket, its way, and
   // whether that bucket is past the key's home), touched only by that class: kNoIndexWay

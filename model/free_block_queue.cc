@@ -10,8 +10,6 @@
 namespace kv {
 namespace {
 
-// How many slots ahead of the head popleft_n prefetches: enough to cover a miss to memory.
-constexpr std::size_t kPrefetchAhead = 16;
 constexpr std::size_t kMinCapacity = 16;
 
 bool fail(std::string* why, const std::string& msg) {
@@ -38,8 +36,9 @@ std::uint32_t FreeBlockQueue::offset_of(const Block* b) const {
 }
 
 void FreeBlockQueue::place(std::size_t slot, Block* b) {
+  const std::uint32_t offset = offset_of(b);
   KV_CHECK(!contains(b), "block " << b->id << " is already in the free queue");
-  slots_[slot] = offset_of(b);
+  slots_[slot] = offset;
   b->free_slot = static_cast<std::uint32_t>(slot);
   ++size_;
 }
@@ -91,23 +90,18 @@ void FreeBlockQueue::popleft_n(std::size_t n, std::vector<Block*>& out) {
   const std::size_t first = out.size();
   out.resize(first + n);
   Block** taken = out.data() + first;
-  // The ring's state in locals: the stores through block pointers below cannot then make the
-  // compiler reload it.
+  // The ring's state in locals, written back once. The blocks' lines are not touched: emptying
+  // a block's slot is what dequeues it (contains()).
   std::uint32_t* const ring = slots_.data();
   Block* const base = base_;
-  const std::uint32_t last = span_size_ - 1;  // a tombstone ahead prefetches the last block
   const std::size_t mask = this->mask();
   std::size_t head = head_;
   std::size_t used = used_;
   for (Block** const end = taken + n; taken != end;) {
-    __builtin_prefetch(base + std::min(ring[(head + kPrefetchAhead) & mask], last), 1);
     const std::uint32_t offset = std::exchange(ring[head], kEmptySlot);
     head = (head + 1) & mask;
     --used;
-    if (offset == kEmptySlot) continue;  // a tombstone
-    Block* b = base + offset;
-    b->free_slot = kNoFreeSlot;
-    *taken++ = b;
+    if (offset != kEmptySlot) *taken++ = base + offset;  // else a tombstone
   }
   head_ = head;
   used_ = used;
@@ -138,8 +132,9 @@ void FreeBlockQueue::append_n(std::span<Block* const> blocks) {
   const std::size_t mask = this->mask();
   std::size_t slot = at(used_);
   for (Block* b : blocks) {
+    const std::uint32_t offset = offset_of(b);
     KV_CHECK(!contains(b), "block " << b->id << " is already in the free queue");
-    ring[slot] = offset_of(b);
+    ring[slot] = offset;
     b->free_slot = static_cast<std::uint32_t>(slot);
     slot = (slot + 1) & mask;
   }

@@ -3,13 +3,15 @@
 // its slot (Block::free_slot, touched only by this class); removal from the middle (a prefix-cache
 // hit on a free block) clears that slot to a tombstone in O(1), and pops skip tombstones. The
 // buffer is rebuilt without tombstones when they outnumber the queued blocks, so every operation
-// stays amortized O(1) per block. Because the order is an array, popleft_n prefetches the blocks
-// it is about to return instead of chasing links. The queue never owns the blocks it lists.
+// stays amortized O(1) per block. Pops read the ring alone, never the blocks: a popped block keeps
+// a stale free_slot, and a block is queued exactly when the ring slot its free_slot names holds
+// it (contains()). The caller that takes a batch of popped blocks is then the only pass over their
+// cache lines (BlockPool::get_new_blocks). The queue never owns the blocks it lists.
 // Invariants (check()):
 //   1. The ring holds used_ slots from head_ (capacity a power of two); every slot outside them
 //      is empty, and the first and last used slots are live when used_ > 0.
 //   2. Every live (non-empty) slot's block records that slot; size() equals the number of live
-//      slots; no block is live twice. A block is queued (free_slot set) exactly when it is live.
+//      slots; no block is live twice. So a block is queued (contains()) exactly when it is live.
 //   3. Tombstones (used_ - size()) never outnumber the live slots.
 //   4. A slot is kEmptySlot or the offset of a block of the span.
 #pragma once
@@ -33,15 +35,20 @@ class FreeBlockQueue {
 
   std::size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  static bool contains(const Block* b) { return b->free_slot != kNoFreeSlot; }
+  // Whether `b` (a block of the span) is queued: its free_slot, stale once it left, names a ring
+  // slot that holds it.
+  bool contains(const Block* b) const {
+    return b->free_slot < slots_.size() && slots_[b->free_slot] == static_cast<std::uint32_t>(b - base_);
+  }
   Block* front() const { return empty() ? nullptr : base_ + slots_[head_]; }
 
-  Block* popleft();                                         // nullptr when empty
-  void popleft_n(std::size_t n, std::vector<Block*>& out);  // requires n <= size()
-  void remove(Block* b);                                    // requires contains(b)
-  void append(Block* b);                                    // to the tail
-  void append_n(std::span<Block* const> blocks);            // to the tail, in order
-  void prepend_n(std::span<Block* const> blocks);           // at the head; blocks[0] becomes the head
+  Block* popleft();  // nullptr when empty
+  // Appends the next n blocks to `out`, reading the ring only (requires n <= size()).
+  void popleft_n(std::size_t n, std::vector<Block*>& out);
+  void remove(Block* b);                           // requires contains(b)
+  void append(Block* b);                           // to the tail
+  void append_n(std::span<Block* const> blocks);   // to the tail, in order
+  void prepend_n(std::span<Block* const> blocks);  // at the head; blocks[0] becomes the head
 
   std::vector<BlockId> ids() const;  // head first
   // Verifies the invariants above; on failure writes the reason to *why.

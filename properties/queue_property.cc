@@ -49,7 +49,7 @@ void compare(const QueueModel& m, QueueSut& sut) {
   const Block* front = sut.queue->front();
   RC_ASSERT((front == nullptr ? kNoBlock : front->id) == (m.order.empty() ? kNoBlock : m.order.front()));
   for (BlockId b = 0; b < m.num_blocks; ++b) {
-    if (FreeBlockQueue::contains(sut.block(b)) != m.queued(b)) {
+    if (sut.queue->contains(sut.block(b)) != m.queued(b)) {
       RC_FAIL("block " + std::to_string(b) + " membership differs from the model");
     }
   }
@@ -68,7 +68,7 @@ struct PopLeft : QueueCommand {
     } else {
       RC_ASSERT(b != nullptr);
       RC_ASSERT(b->id == m.order.front());
-      RC_ASSERT(!FreeBlockQueue::contains(b));
+      RC_ASSERT(!sut.queue->contains(b));
     }
     QueueModel next = nextState(m);
     compare(next, sut);

@@ -100,7 +100,7 @@ bool KeyedPolicy::check(std::string* why) const {
     const Block& b = blocks_[i];
     const State s = state_[i];
     const auto name = [&] { return "block " + std::to_string(b.id); };
-    if ((s == State::kUnhashed) != FreeBlockQueue::contains(&b)) {
+    if ((s == State::kUnhashed) != unhashed_.contains(&b)) {
       *why = name() + " is " + (s == State::kUnhashed ? "not " : "") + "in the unhashed queue against its state";
       return false;
     }

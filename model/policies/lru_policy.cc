@@ -38,7 +38,7 @@ class LruPolicy final : public EvictionPolicy {
 
   void remove(Block* b) override { queue_.remove(b); }
   void pop_n(std::size_t n, std::vector<Block*>& out) override { queue_.popleft_n(n, out); }
-  bool contains(const Block* b) const override { return FreeBlockQueue::contains(b); }
+  bool contains(const Block* b) const override { return queue_.contains(b); }
   std::vector<BlockId> order() const override { return queue_.ids(); }
   bool check(std::string* why) const override { return queue_.check(why); }
 

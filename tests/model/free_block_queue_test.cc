@@ -32,10 +32,7 @@ class FreeBlockQueueTest : public ::testing::Test {
     EXPECT_EQ(queue_.empty(), ids.empty());
     for (Block& blk : blocks_) {
       const bool listed = std::find(ids.begin(), ids.end(), blk.id) != ids.end();
-      EXPECT_EQ(FreeBlockQueue::contains(&blk), listed) << "block " << blk.id;
-      if (!listed) {
-        EXPECT_EQ(blk.free_slot, kNoFreeSlot) << "unqueued block " << blk.id;
-      }
+      EXPECT_EQ(queue_.contains(&blk), listed) << "block " << blk.id;
     }
     EXPECT_EQ(queue_.front(), ids.empty() ? nullptr : b(ids.front()));
     std::string why;
@@ -171,7 +168,7 @@ TEST(FreeBlockQueueRing, MatchesAVectorThroughWrapsGrowthAndCompaction) {
   for (int step = 0; step < 4000; ++step) {
     std::vector<Block*> outside;
     for (Block& blk : blocks) {
-      if (!FreeBlockQueue::contains(&blk)) outside.push_back(&blk);
+      if (!queue.contains(&blk)) outside.push_back(&blk);
     }
     const std::size_t op = next(4);
     if (op == 0 && !model.empty()) {  // remove a random queued block
@@ -202,6 +199,26 @@ TEST(FreeBlockQueueRing, MatchesAVectorThroughWrapsGrowthAndCompaction) {
     std::string why;
     ASSERT_TRUE(queue.check(&why)) << "step " << step << ": " << why;
   }
+}
+
+// A pop reads the ring alone: the popped block keeps its old slot, which no longer holds it, and
+// stays out of the queue when another block takes that slot, until it is queued again itself.
+TEST_F(FreeBlockQueueTest, PopsLeaveTheBlocksUntouched) {
+  std::vector<Block*> taken;
+  queue_.popleft_n(2, taken);
+  ASSERT_EQ(taken, (std::vector<Block*>{b(0), b(1)}));
+  EXPECT_EQ(b(0)->free_slot, 0u);
+  EXPECT_EQ(b(1)->free_slot, 1u);
+  expect_order({2, 3, 4, 5});
+  queue_.prepend_n(std::vector<Block*>{b(1)});  // takes slot 1 back, recording it afresh
+  EXPECT_EQ(b(1)->free_slot, 1u);
+  queue_.prepend_n(std::vector<Block*>{b(0)});  // slot 0: b(0)'s stale slot is its own again
+  expect_order({0, 1, 2, 3, 4, 5});
+  queue_.popleft_n(1, taken);
+  queue_.remove(b(2));
+  queue_.append(b(0));  // the tail, a new slot; slot 0 stays empty
+  expect_order({1, 3, 4, 5, 0});
+  EXPECT_DEATH(queue_.append(b(0)), "block 0 is already in the free queue");
 }
 
 TEST_F(FreeBlockQueueTest, CheckCatchesABlockThatRecordsAnotherSlot) {
